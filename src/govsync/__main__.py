@@ -1,0 +1,3 @@
+from govsync.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""The control API: models, operation catalog, table of kinds, client."""

@@ -1,0 +1,164 @@
+"""The table of the 27 manifest kinds: one row each.
+
+A kind differs from another only in data: which operation makes it exist,
+which operation updates it and which fields that update covers, how its
+request is wrapped.  Everything else is derived from the operation catalog
+and the request models: a kind's spec model, whether its API object has a
+``name`` (taken from ``metadata.name``), its reference fields and its secret
+fields.  The loader, graph, planner, applier, reference server and JSON
+Schema all read this table; none of them branches on a kind's name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from pydantic import BaseModel
+
+from govsync.api import models as m
+from govsync.api.catalog import BY_NAME, Operation
+
+EVERY_FIELD = "*"
+
+
+@dataclass(frozen=True)
+class Reference:
+    """An ``<x>Id`` field that may be written ``<x>Ref: <metadata.name>``."""
+
+    id_field: str
+    ref_field: str
+    target: str
+
+
+# Contract section 1: the references a manifest may write by name.
+REFERENCES: tuple[Reference, ...] = (
+    Reference("spaceId", "spaceRef", "Space"),
+    Reference("connectorId", "connectorRef", "Connector"),
+    Reference("policyId", "policyRef", "Policy"),
+    Reference("nativeUserId", "nativeUserRef", "NativeUser"),
+    Reference("linkedDbUserId", "linkedDbUserRef", "NativeUser"),
+)
+
+
+def wrap_key(request: type[BaseModel]) -> str | None:
+    """The key a request wraps its object under (``{"hook": {...}}``), if any."""
+    fields = request.model_fields
+    if len(fields) != 1:
+        return None
+    (key, info), = fields.items()
+    annotation = info.annotation
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return key
+    return None
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    # Operation that makes the object exist (for objects that already exist on
+    # the server, such as links, the update operation that adopts them).
+    create_op: str
+    # Operation that changes an object after create, and the spec fields it
+    # covers (EVERY_FIELD: replace-all with the full object).
+    update_op: str | None = None
+    updatable: tuple[str, ...] | str = ()
+    # The update request carries the object's id beside the fields.
+    update_with_id: bool = True
+    # The manifest spec model, when it is not the create request itself.
+    spec_override: type[BaseModel] | None = None
+    summary: str = ""
+
+    @cached_property
+    def create(self) -> Operation:
+        return BY_NAME[self.create_op]
+
+    @cached_property
+    def update(self) -> Operation | None:
+        return BY_NAME[self.update_op] if self.update_op else None
+
+    @cached_property
+    def request_model(self) -> type[BaseModel]:
+        """The model that validates a resolved spec (names and ids filled in)."""
+        if self.spec_override is not None:
+            return self.spec_override
+        wrap = wrap_key(self.create.request)
+        if wrap is None:
+            return self.create.request
+        annotation = self.create.request.model_fields[wrap].annotation
+        assert isinstance(annotation, type) and issubclass(annotation, BaseModel)
+        return annotation
+
+    @cached_property
+    def named(self) -> bool:
+        """The API object has a ``name``: it is the manifest's ``metadata.name``."""
+        return "name" in self.request_model.model_fields
+
+    @cached_property
+    def references(self) -> tuple[Reference, ...]:
+        fields = self.request_model.model_fields
+        return tuple(r for r in REFERENCES if r.id_field in fields)
+
+    @cached_property
+    def secrets(self) -> tuple[str, ...]:
+        """Dotted spec paths whose values are secrets (written ``{fromEnv: VAR}``)."""
+        return self.create.secret_paths
+
+    def can_update(self, field: str) -> bool:
+        """Whether the update operation can change top-level spec ``field``."""
+        return self.updatable == EVERY_FIELD or field in self.updatable
+
+    @property
+    def changeable(self) -> str:
+        """Human text for the docs: what can change after create."""
+        if self.updatable == EVERY_FIELD:
+            return "every field"
+        return ", ".join(self.updatable) if self.updatable else "nothing"
+
+
+KINDS: tuple[Kind, ...] = (
+    Kind("Space", "CreateSpace", summary="A space groups connectors, satellites and resources."),
+    Kind("Connector", "CreateConnector", summary="A connector, optionally in a space."),
+    Kind("Satellite", "CreateSatellite", summary="A satellite of a given type, optionally in a space."),
+    Kind("Sidecar", "CreateSidecar", summary="A sidecar in front of a technology."),
+    Kind("ConnectorListenerLink", "UpdateConnectorListenerLink", "UpdateConnectorListenerLink",
+         ("terminationProtection",),
+         summary="An existing connector listener link (spec.id), adopted and protected."),
+    Kind("SidecarResourceLink", "UpdateSidecarResourceLink", "UpdateSidecarResourceLink",
+         ("terminationProtection",),
+         summary="An existing sidecar resource link (spec.id), adopted and protected."),
+    Kind("ResourceAlias", "CreateResourceAlias", summary="An alias of an existing resource."),
+    Kind("NativeUser", "CreateNativeUserV3", summary="Credentials for an existing resource."),
+    Kind("DataDiscoveryConfiguration", "CreateDataDiscoveryConfiguration",
+         summary="A data discovery schedule for a resource and native user."),
+    Kind("Policy", "CreatePolicy", summary="A policy owned by a group or a user."),
+    Kind("PolicySuspension", "CreatePolicySuspension", summary="A suspension of a policy for an identity."),
+    Kind("PolicyReport", "CreatePolicyReport", summary="A report over a policy's evaluations."),
+    Kind("PolicyDataLoader", "CreatePolicyDataLoader", summary="A scheduled worker that loads policy data."),
+    Kind("Hook", "CreateHook", "UpdateHook", EVERY_FIELD,
+         summary="Code run by policies; replaced whole by UpdateHook."),
+    Kind("Permission", "CreatePermission", summary="A permission defined by code."),
+    Kind("LogIntegration", "CreateIntegrationLog", summary="A log destination (one of logStoreA..D)."),
+    Kind("BIIntegration", "CreateBIIntegration", summary="A BI integration (one of biA..C)."),
+    Kind("MDMIntegration", "CreateIntegrationMDM", summary="An MDM integration (one of mdmA..C)."),
+    Kind("AIProviderIntegration", "CreateIntegrationAIProvider", summary="An AI provider account."),
+    Kind("ConnectorAIProvider", "UpdateConnectorAiProviderV2", "UpdateConnectorAiProviderV2",
+         EVERY_FIELD, update_with_id=False,
+         spec_override=m.ConnectorAiProviderSpec,
+         summary="A connector's AI provider configuration; replaced whole on change."),
+    Kind("SigningKey", "CreateSigningKey", "UpdateSigningKey", ("terminationProtection",),
+         summary="A public key that signs change authorizations."),
+    Kind("DataLabel", "CreateDataLabel", summary="A data classification label."),
+    Kind("LogQuery", "CreateLogQuery", summary="A saved log query."),
+    Kind("Form", "CreateForm", summary="A workflow form."),
+    Kind("ScenarioMonitor", "CreateScenarioMonitor", summary="An SSH scenario monitor."),
+    Kind("SessionTermination", "CreateSessionTermination", summary="A session shutdown on a connector."),
+    Kind("BlockedUser", "CreateBlockedUser", summary="A blocked user (spec.id is the user's id)."),
+)
+
+BY_KIND: dict[str, Kind] = {k.name: k for k in KINDS}
+
+# Kinds the API cannot create; the reference server's --seed preloads them.
+SEEDED_KINDS: tuple[str, ...] = (
+    "Resource", "Group", "User", "ConnectorListenerLink", "SidecarResourceLink",
+)

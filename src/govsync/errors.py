@@ -1,0 +1,181 @@
+"""The one exception tree of govsync.
+
+    GovsyncError
+     ├── ConfigError               no endpoint, bad option, bad URL
+     ├── ManifestError             manifests are invalid (carries every Problem)
+     ├── GraphError                dependency cycle (carries every Problem)
+     ├── PlanError                 a plan cannot be made or applied as asked
+     │    ├── BlockedPlanError     the plan holds blocked changes
+     │    └── StalePlanError       a saved plan no longer matches state or secrets
+     ├── StateError                the state store failed or refuses
+     │    └── StateLockedError     another process holds the workspace lock
+     └── ApiError                  talking to the control API failed
+          ├── TransportError       no request reached the server (safe to retry)
+          ├── AmbiguousError       sent, no answer: the outcome is unknown
+          └── ApiStatusError       the server answered with an error status
+               ├── InvalidRequestError   400 invalid_request
+               ├── UnauthorizedError     401 unauthorized
+               ├── ForbiddenError        403 forbidden
+               ├── NotFoundError         404 not_found
+               ├── RateLimitedError      429
+               └── ServerError           5xx internal_error
+
+Lower-level errors (httpx, sqlite3, psycopg, yaml) are translated where they
+enter govsync with ``raise X(...) from exc``.  No message ever carries an API
+key or a secret value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    """One user error with its place: ``FILE:LINE:COL: message``."""
+
+    file: str
+    line: int
+    col: int
+    message: str
+
+    def __str__(self) -> str:
+        if not self.file:
+            return self.message
+        return f"{self.file}:{self.line}:{self.col}: {self.message}"
+
+
+class GovsyncError(Exception):
+    """Root of every error govsync raises on purpose."""
+
+
+class ConfigError(GovsyncError):
+    """The command line or environment is incomplete or contradictory."""
+
+
+class _ProblemsError(GovsyncError):
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = sorted(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+class ManifestError(_ProblemsError):
+    """The manifests are invalid; ``problems`` lists every error found."""
+
+
+class GraphError(_ProblemsError):
+    """The dependency graph has a cycle; ``problems`` names each member."""
+
+
+class PlanError(GovsyncError):
+    """A plan cannot be made or applied as asked."""
+
+
+class BlockedPlanError(PlanError):
+    """The plan has changes the API cannot make."""
+
+
+class StalePlanError(PlanError):
+    """A saved plan no longer matches the state or the secrets' values."""
+
+
+class StateError(GovsyncError):
+    """The state store failed or refuses an operation."""
+
+
+class StateLockedError(StateError):
+    """Another apply holds the workspace lock."""
+
+    def __init__(self, message: str, holder: dict[str, Any] | None = None) -> None:
+        self.holder = holder or {}
+        super().__init__(message)
+
+
+class ApiError(GovsyncError):
+    """Calling the control API failed."""
+
+    def __init__(self, message: str, *, operation: str = "") -> None:
+        self.operation = operation
+        self.message = message
+        super().__init__(f"{operation}: {message}" if operation else message)
+
+
+class TransportError(ApiError):
+    """The request never reached the server; retrying is safe."""
+
+
+class AmbiguousError(ApiError):
+    """The request was sent but no answer came; the outcome is unknown."""
+
+
+class ApiStatusError(ApiError):
+    """The server answered with an error status."""
+
+    status: int = 0
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        operation: str = "",
+        status: int = 0,
+        code: str = "",
+        details: Any = None,
+    ) -> None:
+        self.status = status or self.status
+        self.code = code
+        self.details = details
+        super().__init__(f"{status} {code}: {message}", operation=operation)
+
+
+class InvalidRequestError(ApiStatusError):
+    """400 invalid_request: the body or a field is invalid."""
+
+    status = 400
+
+
+class UnauthorizedError(ApiStatusError):
+    """401 unauthorized: missing or unknown API key."""
+
+    status = 401
+
+
+class ForbiddenError(ApiStatusError):
+    """403 forbidden: the key may not call this operation."""
+
+    status = 403
+
+
+class NotFoundError(ApiStatusError):
+    """404 not_found: unknown operation or a referenced id does not exist."""
+
+    status = 404
+
+
+class RateLimitedError(ApiStatusError):
+    """429: too many requests."""
+
+    status = 429
+
+
+class ServerError(ApiStatusError):
+    """5xx: the server failed."""
+
+    status = 500
+
+
+STATUS_ERRORS: dict[int, type[ApiStatusError]] = {
+    400: InvalidRequestError,
+    401: UnauthorizedError,
+    403: ForbiddenError,
+    404: NotFoundError,
+    429: RateLimitedError,
+}
+
+
+def error_for_status(status: int) -> type[ApiStatusError]:
+    """The exception class for an HTTP error status."""
+    if status >= 500:
+        return ServerError
+    return STATUS_ERRORS.get(status, ApiStatusError)
