@@ -1,0 +1,562 @@
+"""The client of the control API, generated from the operation catalog.
+
+    Client(base_url, api_key)       sync, over httpx.Client
+    AsyncClient(base_url, api_key)  async, over httpx.AsyncClient
+    connect(endpoint, api_key)      an AsyncClient for a URL or for ``local``
+
+Both clients have one method per catalog operation (``create_space``,
+``list_groups``...) beside ``call(name, body)`` and ``list_all_groups()``.
+They share one core: each call is a generator that yields what it needs
+done (send this request, sleep this long) and receives the outcome, so
+request building, error mapping and the retry policy exist once and each
+client only drives the generator with its own I/O.
+
+Retry policy (``max_retries`` extra attempts, full-jitter exponential
+backoff, ``Retry-After`` honoured up to ``MAX_RETRY_AFTER`` seconds):
+
+- not sent (connect error or timeout, pool timeout): retried; TransportError.
+- 429, 500, 503: retried; the server says nothing was done.
+- 502, 504 (a gateway's answer: the server may have acted): retried only for
+  ``retry_safe`` operations, otherwise AmbiguousError at once.
+- sent, no answer (read timeout, dropped connection, an in-process app that
+  raises OSError): retried only for ``retry_safe`` operations, otherwise
+  AmbiguousError at once: a create is never sent twice.
+- any other status: the ApiStatusError subclass of errors.py, not retried.
+
+The API key goes into each request through an ``httpx.Auth`` whose repr hides
+it; it and the request's secret values are scrubbed from every message.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import random
+import re
+import time
+from collections.abc import Awaitable, Callable, Generator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
+
+import httpx
+from pydantic import BaseModel
+
+from govsync import errors
+from govsync.api.catalog import BY_NAME, OPERATIONS, Operation
+from govsync.api.transport import (
+    DEFAULT_LOCAL_DB,
+    SyncASGITransport,
+    local_sync_transport,
+    local_transport,
+)
+
+__all__ = [
+    "AsyncClient", "Client", "RetryEvent", "SyncASGITransport", "connect", "connect_sync",
+    "local_sync_transport", "local_transport", "unwrap",
+]
+
+log = logging.getLogger(__name__)
+
+Body = Mapping[str, Any] | BaseModel
+T = TypeVar("T")
+# What a call asks its driver to do: send a request, or sleep some seconds.
+Effect = httpx.Request | float
+# What the driver sends back: the response, the exception sending raised, or None.
+Outcome = httpx.Response | Exception | None
+Steps = Generator[Effect, Outcome, T]
+
+MAX_RETRY_AFTER = 60.0
+LOCAL_BASE_URL = "http://localhost"
+LOCAL_API_KEY = "local"
+
+_NOT_SENT_RETRY = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+_NOT_SENT_FINAL = (httpx.UnsupportedProtocol, httpx.LocalProtocolError, httpx.ProxyError)
+_CLEAN_RETRY_STATUSES = frozenset({429, 500, 503})
+_GATEWAY_STATUSES = frozenset({502, 504})
+_CODES = {400: "invalid_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
+          500: "internal_error"}
+
+
+@dataclass(frozen=True)
+class RetryEvent:
+    """Passed to ``on_retry`` before the client sleeps and tries again."""
+
+    operation: str
+    attempt: int  # the attempt that failed, from 1
+    status: int | None  # the HTTP status, None when no answer came
+    delay: float  # seconds until the next attempt
+    reason: str  # "503", "ConnectError", ...
+
+
+def unwrap(operation: str | Operation, body: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """The object a response carries and its id, following the catalog row."""
+    op = _operation(operation)
+    obj = body.get(op.response_key) if op.response_key else body
+    if not isinstance(obj, Mapping):
+        raise errors.ApiError(f"the answer has no object under {op.response_key!r}",
+                              operation=op.name)
+    ident = obj.get(op.id_field)
+    return dict(obj), ident if isinstance(ident, str) else None
+
+
+def _operation(operation: str | Operation) -> Operation:
+    if isinstance(operation, Operation):
+        return operation
+    try:
+        return BY_NAME[operation]
+    except KeyError:
+        raise ValueError(f"unknown API operation {operation!r}") from None
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
+
+
+def _payload(body: Body | None) -> dict[str, Any]:
+    if body is None:
+        return {}
+    if isinstance(body, BaseModel):
+        return body.model_dump(mode="json", exclude_none=True)
+    return dict(body)
+
+
+def _secret_values(op: Operation, payload: Mapping[str, Any]) -> list[str]:
+    found = []
+    for path in op.secret_paths:
+        value: Any = payload
+        for part in path.split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+        if isinstance(value, str) and value:
+            found.append(value)
+    return found
+
+
+class _ApiKeyAuth(httpx.Auth):
+    """Adds X-API-KEY to each request; its repr never shows the key."""
+
+    def __init__(self, key: str) -> None:
+        self._key = key
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        request.headers["X-API-KEY"] = self._key
+        yield request
+
+    def __repr__(self) -> str:
+        return "<X-API-KEY (hidden)>"
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _check_base_url(base_url: str, insecure_http: bool) -> str:
+    """The URL as shown in reprs and messages (no user info, query or fragment)."""
+    parts = urlsplit(base_url)
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        host = port = None
+    netloc = f"[{host}]" if host and ":" in host else host or ""
+    shown = f"{parts.scheme}://{netloc}{f':{port}' if port else ''}{parts.path}"
+    if parts.scheme not in ("http", "https") or not host:
+        raise errors.ConfigError(
+            f"invalid endpoint URL {shown!r}: expected https://host[:port][/prefix] or `local`")
+    if parts.scheme == "http" and not insecure_http and not _is_loopback(host):
+        raise errors.ConfigError(
+            f"refusing plain http:// to {host}: the API key would cross the network "
+            "unencrypted; use https://, or pass --insecure-http if you really mean it")
+    return shown
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("Retry-After", "").strip()
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - datetime.now(UTC)).total_seconds()
+    if seconds != seconds:  # NaN
+        return None
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER)
+
+
+class _Core:
+    """Request building, answer and error mapping, retry policy: no I/O."""
+
+    def __init__(self, *, base_url: str, api_key: str | None, build: Callable[..., httpx.Request],
+                 timeout: float, max_retries: int, backoff: float, max_backoff: float,
+                 on_retry: Callable[[RetryEvent], None] | None, rng: random.Random | None) -> None:
+        self.shown_url = base_url
+        self._key = api_key
+        self._build = build
+        self._timeout = timeout
+        self._max_retries = max(0, max_retries)
+        self._backoff = backoff
+        self._max_backoff = max_backoff
+        self._on_retry = on_retry
+        self._rng = rng or random.Random()
+
+    def call(self, operation: str | Operation, body: Body | None,
+             headers: Mapping[str, str] | None) -> Steps[dict[str, Any]]:
+        op = _operation(operation)
+        payload = _payload(body)
+        scrub = self._scrubber(_secret_values(op, payload))
+        extra = {"Connect-Protocol-Version": "1",
+                 "Connect-Timeout-Ms": str(int(self._timeout * 1000))} if op.connect else {}
+        request = self._build("POST", op.path, json=payload, headers={**extra, **(headers or {})})
+        attempts = self._max_retries + 1
+        for attempt in range(1, attempts + 1):
+            outcome = yield request
+            cause: Exception | None = None
+            if isinstance(outcome, httpx.Response):
+                log.debug("%s -> %d (attempt %d)", op.name, outcome.status_code, attempt)
+                if outcome.status_code == 200:
+                    return self._parse(op, outcome)
+                error, retry = self._status_error(op, outcome, scrub, attempt)
+                status: int | None = outcome.status_code
+                reason = str(status)
+                delay = _retry_after(outcome)
+            else:
+                assert isinstance(outcome, Exception)
+                cause, status, reason, delay = outcome, None, type(outcome).__name__, None
+                error, retry = self._transport_error(op, outcome, scrub, attempt)
+            if not retry or attempt == attempts:
+                raise error from cause
+            if delay is None:
+                delay = self._rng.uniform(0, min(self._max_backoff, self._backoff * 2 ** (attempt - 1)))
+            log.info("%s: %s; retrying in %.2fs (attempt %d of %d)",
+                     op.name, reason, delay, attempt + 1, attempts)
+            if self._on_retry is not None:
+                self._on_retry(RetryEvent(op.name, attempt, status, delay, reason))
+            yield delay
+        raise AssertionError("unreachable")
+
+    def all_groups(self, query: Body | None, page_size: int) -> Steps[list[dict[str, Any]]]:
+        body = {"limit": page_size, **_payload(query)}
+        groups: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        while True:
+            page = yield from self.call("ListGroups", body, None)
+            groups.extend(page.get("groups") or [])
+            cursor = (page.get("listMetadata") or {}).get("nextCursor") or ""
+            if not cursor:
+                return groups
+            if cursor in seen:
+                raise errors.ApiError("the server repeated a page cursor; paging stopped",
+                                      operation="ListGroups")
+            seen.add(cursor)
+            body = {**body, "cursor": cursor}
+
+    def _scrubber(self, secrets: list[str]) -> Callable[[str], str]:
+        hidden = sorted({s for s in [*secrets, self._key or ""] if s}, key=len, reverse=True)
+
+        def scrub(text: str) -> str:
+            for secret in hidden:
+                text = text.replace(secret, "(sensitive)")
+            return text
+        return scrub
+
+    @staticmethod
+    def _parse(op: Operation, response: httpx.Response) -> dict[str, Any]:
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):
+            # The server did act; only the answer is lost.
+            raise errors.AmbiguousError("the server answered 200 without a JSON object; "
+                                        "the outcome is unknown", operation=op.name)
+        return data
+
+    @staticmethod
+    def _status_error(op: Operation, response: httpx.Response, scrub: Callable[[str], str],
+                      attempt: int) -> tuple[errors.ApiError, bool]:
+        status = response.status_code
+        if status in _GATEWAY_STATUSES and not op.retry_safe:
+            return errors.AmbiguousError(
+                f"a gateway answered {status} {response.reason_phrase}: the request may have "
+                "reached the server; the outcome is unknown", operation=op.name), False
+        code, message, details = _error_fields(response, scrub)
+        if attempt > 1:
+            message += f" (after {attempt} attempts)"
+        cls = errors.error_for_status(status)
+        error = cls(message, operation=op.name, status=status, code=code, details=details)
+        return error, status in _CLEAN_RETRY_STATUSES or status in _GATEWAY_STATUSES
+
+    def _transport_error(self, op: Operation, exc: Exception, scrub: Callable[[str], str],
+                         attempt: int) -> tuple[errors.ApiError, bool]:
+        what = scrub(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+        tries = f" after {attempt} attempts" if attempt > 1 else ""
+        if isinstance(exc, _NOT_SENT_RETRY + _NOT_SENT_FINAL):
+            return errors.TransportError(f"could not reach {self.shown_url}{tries} ({what})",
+                                         operation=op.name), isinstance(exc, _NOT_SENT_RETRY)
+        return errors.AmbiguousError(
+            f"the request was sent but no answer came{tries} ({what}); the outcome is unknown",
+            operation=op.name), op.retry_safe
+
+
+def _error_fields(response: httpx.Response, scrub: Callable[[str], str]) -> tuple[str, str, Any]:
+    """(code, message, details) from either error shape, or from the status alone."""
+    status = response.status_code
+    code = _CODES.get(status) or _snake(response.reason_phrase.replace(" ", "")) or str(status)
+    message = response.reason_phrase or f"HTTP {status}"
+    try:
+        data = response.json()
+    except ValueError:
+        return code, message, None
+    if not isinstance(data, dict):
+        return code, message, None
+    if isinstance(data.get("message"), str) and data["message"]:
+        message = scrub(data["message"])
+    details = data.get("details")
+    if isinstance(data.get("code"), str) and data["code"]:
+        code = data["code"]
+    elif isinstance(details, list):  # CreatePermission's Connect shape
+        items = [d for d in details if isinstance(d, Mapping)]
+        for item in items:
+            if item.get("type") == "core.v1.ErrorCode" and isinstance(item.get("value"), str):
+                code = item["value"]
+        violations = [
+            {"field": str(d.get("value", "")), "description": _description(d.get("debug"))}
+            for d in items if d.get("type") == "core.v1.FieldViolation"]
+        details = {"fieldViolations": violations} if violations else None
+    if isinstance(details, dict):
+        for violation in details.get("fieldViolations") or []:
+            if isinstance(violation, dict) and isinstance(violation.get("description"), str):
+                violation["description"] = scrub(violation["description"])
+    return code, message, details
+
+
+def _description(debug: Any) -> str:
+    if isinstance(debug, Mapping):
+        for key in ("description", "message", "msg"):
+            if isinstance(debug.get(key), str):
+                return str(debug[key])
+    return ""
+
+
+class _BaseClient:
+    def __init__(self, base_url: str, api_key: str | None, *, insecure_http: bool) -> None:
+        self._shown_url = _check_base_url(base_url, insecure_http)
+        if api_key is not None and (not api_key or not api_key.isprintable()
+                                    or not api_key.isascii()):
+            raise errors.ConfigError("the API key is empty or has characters an HTTP header "
+                                     "cannot carry (check GOVSYNC_API_KEY)")
+        self._auth = _ApiKeyAuth(api_key) if api_key else None
+
+    def _make_core(self, api_key: str | None, build: Callable[..., httpx.Request],
+                   timeout: float, **policy: Any) -> _Core:
+        return _Core(base_url=self._shown_url, api_key=api_key, build=build, timeout=timeout,
+                     **policy)
+
+    @property
+    def base_url(self) -> str:
+        return self._shown_url
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(base_url={self._shown_url!r})"
+
+
+def _headers() -> dict[str, str]:
+    from govsync import __version__
+    return {"Accept": "application/json", "User-Agent": f"govsync/{__version__}"}
+
+
+class Client(_BaseClient):
+    """Synchronous client; one method per operation, e.g. ``client.create_space({...})``."""
+
+    def __init__(self, base_url: str, api_key: str | None = None, *,
+                 transport: httpx.BaseTransport | None = None, timeout: float = 30.0,
+                 max_retries: int = 4, backoff: float = 0.25, max_backoff: float = 8.0,
+                 insecure_http: bool = False, on_retry: Callable[[RetryEvent], None] | None = None,
+                 rng: random.Random | None = None,
+                 sleep: Callable[[float], object] | None = None) -> None:
+        super().__init__(base_url, api_key, insecure_http=insecure_http)
+        self._http = httpx.Client(base_url=base_url, auth=self._auth, transport=transport,
+                                  timeout=timeout, headers=_headers(), follow_redirects=False)
+        self._core = self._make_core(api_key, self._http.build_request, timeout,
+                                 max_retries=max_retries, backoff=backoff,
+                                 max_backoff=max_backoff, on_retry=on_retry, rng=rng)
+        self._sleep = time.sleep if sleep is None else sleep
+
+    def call(self, operation: str | Operation, body: Body | None = None, *,
+             headers: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """Send one operation; the answer's whole JSON body."""
+        return self._drive(self._core.call(operation, body, headers))
+
+    def list_all_groups(self, query: Body | None = None, *, page_size: int = 100
+                        ) -> list[dict[str, Any]]:
+        """Every group, following ``listMetadata.nextCursor`` page by page."""
+        return self._drive(self._core.all_groups(query, page_size))
+
+    def _drive(self, steps: Steps[T]) -> T:
+        outcome: Outcome = None
+        try:
+            while True:
+                effect = steps.send(outcome)
+                if isinstance(effect, httpx.Request):
+                    try:
+                        outcome = self._http.send(effect)
+                    except (httpx.HTTPError, OSError) as exc:
+                        outcome = exc
+                else:
+                    self._sleep(effect)
+                    outcome = None
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    if TYPE_CHECKING:
+        def __getattr__(self, name: str) -> Callable[..., dict[str, Any]]: ...
+
+
+class AsyncClient(_BaseClient):
+    """Asynchronous client; ``await aclient.list_groups({...})``."""
+
+    def __init__(self, base_url: str, api_key: str | None = None, *,
+                 transport: httpx.AsyncBaseTransport | None = None, timeout: float = 30.0,
+                 max_retries: int = 4, backoff: float = 0.25, max_backoff: float = 8.0,
+                 insecure_http: bool = False, on_retry: Callable[[RetryEvent], None] | None = None,
+                 rng: random.Random | None = None,
+                 sleep: Callable[[float], Awaitable[object] | object] | None = None) -> None:
+        super().__init__(base_url, api_key, insecure_http=insecure_http)
+        self._http = httpx.AsyncClient(base_url=base_url, auth=self._auth, transport=transport,
+                                       timeout=timeout, headers=_headers(),
+                                       follow_redirects=False)
+        self._core = self._make_core(api_key, self._http.build_request, timeout,
+                                 max_retries=max_retries, backoff=backoff,
+                                 max_backoff=max_backoff, on_retry=on_retry, rng=rng)
+        self._sleep = sleep
+
+    async def call(self, operation: str | Operation, body: Body | None = None, *,
+                   headers: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """Send one operation; the answer's whole JSON body."""
+        return await self._drive(self._core.call(operation, body, headers))
+
+    async def list_all_groups(self, query: Body | None = None, *, page_size: int = 100
+                              ) -> list[dict[str, Any]]:
+        """Every group, following ``listMetadata.nextCursor`` page by page."""
+        return await self._drive(self._core.all_groups(query, page_size))
+
+    async def _drive(self, steps: Steps[T]) -> T:
+        outcome: Outcome = None
+        try:
+            while True:
+                effect = steps.send(outcome)
+                if isinstance(effect, httpx.Request):
+                    try:
+                        outcome = await self._http.send(effect)
+                    except (httpx.HTTPError, OSError) as exc:
+                        outcome = exc
+                else:
+                    await self._pause(effect)
+                    outcome = None
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+
+    async def _pause(self, seconds: float) -> None:
+        if self._sleep is None:
+            import anyio
+            await anyio.sleep(seconds)
+            return
+        result = self._sleep(seconds)
+        if isinstance(result, Awaitable):
+            await result
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    if TYPE_CHECKING:
+        def __getattr__(self, name: str) -> Callable[..., Awaitable[dict[str, Any]]]: ...
+
+
+def _doc(op: Operation) -> str:
+    where = f"the object is under {op.response_key!r}" if op.response_key else "fields at top level"
+    safe = "retried after an ambiguous failure" if op.retry_safe else "never sent twice"
+    return f"POST {op.path} ({op.verb}); the whole JSON answer, {where}; {safe}."
+
+
+def _install(op: Operation) -> None:
+    name = _snake(op.name)
+    assert not hasattr(Client, name) and not hasattr(AsyncClient, name), name
+
+    def sync_method(self: Client, body: Body | None = None, *,
+                    headers: Mapping[str, str] | None = None) -> dict[str, Any]:
+        return self.call(op, body, headers=headers)
+
+    async def async_method(self: AsyncClient, body: Body | None = None, *,
+                           headers: Mapping[str, str] | None = None) -> dict[str, Any]:
+        return await self.call(op, body, headers=headers)
+
+    for cls, method in ((Client, sync_method), (AsyncClient, async_method)):
+        method.__name__ = name
+        method.__qualname__ = f"{cls.__name__}.{name}"
+        method.__doc__ = _doc(op)
+        setattr(cls, name, method)
+
+
+for _op in OPERATIONS:
+    _install(_op)
+
+
+# --- connect(): from --endpoint to a client ----------------------------------
+
+
+def _endpoint(endpoint: str | None, api_key: str | None) -> tuple[str, str | None]:
+    endpoint = (endpoint or "").strip()
+    if not endpoint:
+        raise errors.ConfigError("no API endpoint configured: pass --endpoint URL or set "
+                                 "GOVSYNC_ENDPOINT (`local` for the embedded reference server)")
+    if endpoint == "local":
+        return endpoint, api_key or LOCAL_API_KEY
+    if not api_key:
+        raise errors.ConfigError("no API key: set GOVSYNC_API_KEY")
+    return endpoint, api_key
+
+
+def connect(endpoint: str | None, api_key: str | None, *, insecure_http: bool = False,
+            local_db: str | Path = DEFAULT_LOCAL_DB, **kw: Any) -> AsyncClient:
+    """An AsyncClient for ``--endpoint``: a URL, or ``local`` (in-process, no key needed)."""
+    endpoint, api_key = _endpoint(endpoint, api_key)
+    if endpoint == "local":
+        return AsyncClient(LOCAL_BASE_URL, api_key, transport=local_transport(local_db), **kw)
+    return AsyncClient(endpoint, api_key, insecure_http=insecure_http, **kw)
+
+
+def connect_sync(endpoint: str | None, api_key: str | None, *, insecure_http: bool = False,
+                 local_db: str | Path = DEFAULT_LOCAL_DB, **kw: Any) -> Client:
+    """The synchronous twin of ``connect``."""
+    endpoint, api_key = _endpoint(endpoint, api_key)
+    if endpoint == "local":
+        return Client(LOCAL_BASE_URL, api_key, transport=local_sync_transport(local_db), **kw)
+    return Client(endpoint, api_key, insecure_http=insecure_http, **kw)
