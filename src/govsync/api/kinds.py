@@ -67,6 +67,9 @@ class Kind:
     update_with_id: bool = True
     # The manifest spec model, when it is not the create request itself.
     spec_override: type[BaseModel] | None = None
+    # Fields that name objects govsync does not manage but can read live:
+    # (spec field, kind read through ListGroups...).  Checked by plan and drift.
+    live_refs: tuple[tuple[str, str], ...] = ()
     summary: str = ""
 
     @cached_property
@@ -131,7 +134,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("NativeUser", "CreateNativeUserV3", summary="Credentials for an existing resource."),
     Kind("DataDiscoveryConfiguration", "CreateDataDiscoveryConfiguration",
          summary="A data discovery schedule for a resource and native user."),
-    Kind("Policy", "CreatePolicy", summary="A policy owned by a group or a user."),
+    Kind("Policy", "CreatePolicy", live_refs=(("groupName", "Group"),), summary="A policy owned by a group or a user."),
     Kind("PolicySuspension", "CreatePolicySuspension", summary="A suspension of a policy for an identity."),
     Kind("PolicyReport", "CreatePolicyReport", summary="A report over a policy's evaluations."),
     Kind("PolicyDataLoader", "CreatePolicyDataLoader", summary="A scheduled worker that loads policy data."),

@@ -1,0 +1,246 @@
+"""The command line: parse, call one library function, render.
+
+Heavy modules (httpx, rich, networkx, the server) are imported inside the
+commands that need them, so ``govsync validate`` and ``govsync plan`` on a
+few dozen objects start fast.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from govsync import __version__
+from govsync.core import DEFAULT_STATE, Settings
+from govsync.errors import GovsyncError, ManifestError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Output:
+    """Verbosity and color, from -v/-q/--no-color/NO_COLOR and the terminal."""
+
+    def __init__(self, verbose: int = 0, quiet: bool = False, no_color: bool = False) -> None:
+        self.verbose = verbose
+        self.quiet = quiet
+        self.color = not no_color and "NO_COLOR" not in os.environ and sys.stdout.isatty()
+
+    def info(self, message: str) -> None:
+        if not self.quiet:
+            click.echo(message, err=True)
+
+
+def out(ctx: click.Context | None = None) -> Output:
+    ctx = ctx or click.get_current_context()
+    obj = ctx.find_object(Output)
+    return obj if obj is not None else Output()
+
+
+class GovsyncGroup(click.Group):
+    """Turns every GovsyncError into its message and exit 1, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ManifestError as exc:
+            for problem in exc.problems:
+                click.echo(str(problem), err=True)
+            n = len(exc.problems)
+            click.echo(
+                f"{n} error{'s' if n != 1 else ''}; nothing was sent and the state is untouched.",
+                err=True,
+            )
+            ctx.exit(1)
+        except GovsyncError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            ctx.exit(1)
+
+
+def global_options(func: F) -> F:
+    """--endpoint, --state, --workspace... collapsed into one ``settings`` argument."""
+
+    @click.option("--endpoint", envvar="GOVSYNC_ENDPOINT", metavar="URL",
+                  help="API base URL, or `local` for the embedded reference server "
+                       "[env: GOVSYNC_ENDPOINT]. The key comes from GOVSYNC_API_KEY.")
+    @click.option("--state", "state_url", envvar="GOVSYNC_STATE", default=DEFAULT_STATE,
+                  show_default=True, metavar="URL",
+                  help="State store: a SQLite file or postgresql://... [env: GOVSYNC_STATE]")
+    @click.option("--workspace", envvar="GOVSYNC_WORKSPACE", default="default", show_default=True,
+                  help="Workspace within the state store [env: GOVSYNC_WORKSPACE]")
+    @click.option("--insecure-http", is_flag=True, envvar="GOVSYNC_INSECURE_HTTP",
+                  help="Allow a plain http:// endpoint on a non-loopback host.")
+    @click.option("--local-seed", envvar="GOVSYNC_LOCAL_SEED", metavar="FILE",
+                  type=click.Path(exists=True, dir_okay=False),
+                  help="With --endpoint local: preload the embedded server with this seed.")
+    @functools.wraps(func)
+    def wrapper(*args: Any, endpoint: str | None, state_url: str, workspace: str,
+                insecure_http: bool, local_seed: str | None, **kwargs: Any) -> Any:
+        settings = Settings(
+            endpoint=endpoint or None,
+            api_key=os.environ.get("GOVSYNC_API_KEY") or None,
+            state=state_url,
+            workspace=workspace,
+            insecure_http=insecure_http,
+            local_seed=local_seed,
+        )
+        return func(*args, settings=settings, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+paths_argument = click.argument("paths", nargs=-1, required=True, type=click.Path())
+FORMATS = click.Choice(["text", "json", "markdown"])
+
+
+@click.group(cls=GovsyncGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="govsync")
+@click.option("-v", "--verbose", count=True, help="Show more (unchanged objects, details).")
+@click.option("-q", "--quiet", is_flag=True, help="Show only results and errors.")
+@click.option("--no-color", is_flag=True, help="Plain output (also: NO_COLOR=1).")
+@click.pass_context
+def cli(ctx: click.Context, verbose: int, quiet: bool, no_color: bool) -> None:
+    """govsync: access-governance configuration as code.
+
+    Keep spaces, connectors, policies, hooks, integrations and the rest as
+    YAML manifests in git; plan on every pull request, apply on merge, check
+    for drift on a schedule.
+
+    \b
+    Example:
+      govsync validate manifests/
+      govsync plan manifests/ --endpoint local
+      govsync apply manifests/ --endpoint local --auto-approve
+    """
+    ctx.obj = Output(verbose, quiet, no_color)
+
+
+@cli.command()
+@paths_argument
+def validate(paths: tuple[str, ...]) -> None:
+    """Check manifests offline: syntax, fields, references, cycles.
+
+    Every error is printed as FILE:LINE:COL: message, all of them at once.
+    Exit 0 when valid, 1 when not.
+
+    \b
+    Example:
+      govsync validate manifests/
+    """
+    from govsync.core import validate as run
+
+    manifests = run(list(paths))
+    n, files = len(manifests.objects), len(manifests.files)
+    out().info(f"{n} object{'s' if n != 1 else ''} in {files} file{'s' if files != 1 else ''}: valid.")
+
+
+@cli.command()
+@paths_argument
+@global_options
+@click.option("--out", "out_file", type=click.Path(dir_okay=False),
+              help="Save the plan for `govsync apply FILE`.")
+@click.option("--format", "fmt", type=FORMATS, default="text", show_default=True)
+@click.option("--detailed-exitcode", is_flag=True,
+              help="Exit 0 when there are no changes, 2 when there are, 1 on error or blocked.")
+def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: str,
+         detailed_exitcode: bool) -> None:
+    """Show what apply would change: create, update, no-op, blocked, orphan, uncertain.
+
+    Reads the state without locking it and sends no write to the API. With an
+    endpoint, checks that policy owner groups exist (ListGroups).
+
+    \b
+    Example:
+      govsync plan manifests/ --out plan.json
+      govsync plan manifests/ --format markdown > comment.md
+    """
+    from govsync import core, render
+
+    result = core.plan(list(paths), settings)
+    o = out()
+    if fmt == "json":
+        click.echo(render.plan_json(result), nl=False)
+    elif fmt == "markdown":
+        click.echo(render.plan_markdown(result), nl=False)
+    else:
+        click.echo(render.plan_text(result, color=o.color, verbose=o.verbose > 0), nl=False, color=o.color)
+    if out_file:
+        core.write_plan_file(result, out_file)
+        o.info(f"Saved the plan to {out_file}: apply it with `govsync apply {out_file}`.")
+    if result.blocked():
+        o.info(f"{len(result.blocked())} blocked change(s): the API cannot make them; "
+               "apply will refuse this plan.")
+        sys.exit(1)
+    if detailed_exitcode and result.has_changes():
+        sys.exit(2)
+
+
+@cli.command()
+@click.option("--out", "out_dir", default="schemas", show_default=True, type=click.Path(file_okay=False),
+              help="Directory for manifest.schema.json and openapi.json.")
+@click.option("--check", is_flag=True, help="Exit 1 if the files there are not current.")
+def schema(out_dir: str, check: bool) -> None:
+    """Write the JSON Schema of manifests and the API's OpenAPI document.
+
+    \b
+    Example:
+      govsync schema --out schemas/
+    """
+    from govsync.schema import write_schemas
+
+    stale = write_schemas(out_dir, check=check)
+    if check and stale:
+        click.echo("Stale: " + ", ".join(stale) + " (run `govsync schema`)", err=True)
+        sys.exit(1)
+    out().info(f"Wrote the schemas to {out_dir}/" if not check else "Schemas are current.")
+
+
+@cli.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8080, show_default=True, type=int, help="Port to listen on.")
+@click.option("--db", default=":memory:", show_default=True, help="SQLite file, or :memory:.")
+@click.option("--api-key", "api_keys", multiple=True, help="A key that may call every operation.")
+@click.option("--viewer-key", "viewer_keys", multiple=True, help="A key that may call ListGroups only.")
+@click.option("--seed", type=click.Path(exists=True, dir_okay=False), help="YAML of resources, groups, users and links to preload.")
+@click.option("--latency-ms", default=0, type=click.IntRange(min=0), help="Delay every response.")
+@click.option("--fault-rate", default=0.0, type=click.FloatRange(0.0, 1.0), help="Fraction of write calls that fail.")
+def serve(
+    host: str,
+    port: int,
+    db: str,
+    api_keys: tuple[str, ...],
+    viewer_keys: tuple[str, ...],
+    seed: str | None,
+    latency_ms: int,
+    fault_rate: float,
+) -> None:
+    """Run the reference implementation of the control API.
+
+    \b
+    Example:
+      govsync serve --port 8080 --db api.db --api-key dev-key --seed examples/server-seed.yaml
+    """
+    from govsync.server import run
+
+    run(
+        host=host,
+        port=port,
+        db=db,
+        api_keys=list(api_keys),
+        viewer_keys=list(viewer_keys),
+        seed=seed,
+        latency_ms=latency_ms,
+        fault_rate=fault_rate,
+    )
+
+
+def main() -> None:
+    cli(prog_name="govsync")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""The dependency graph of manifests (networkx).
+
+An edge ``A -> B`` means A must exist before B: B references A by name
+(``spaceRef``...) or lists it in ``metadata.dependsOn``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from govsync.errors import GraphError, Problem
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from govsync.manifests.loader import Manifest
+
+
+def dependencies(manifest: Manifest) -> Iterable[str]:
+    for _, address, _pos in manifest.refs:
+        yield address
+    for address, _pos in manifest.depends_on:
+        yield address
+
+
+def build(objects: Mapping[str, Manifest]) -> nx.DiGraph:
+    """The graph over ``objects``; edges to addresses outside it are left out."""
+    import networkx as nx
+
+    graph = nx.DiGraph()
+    graph.add_nodes_from(objects)
+    graph.add_edges_from(
+        (dep, address)
+        for address, manifest in objects.items()
+        for dep in dependencies(manifest)
+        if dep in objects
+    )
+    return graph
+
+
+def cycle_problems(objects: Mapping[str, Manifest]) -> list[Problem]:
+    """One problem per member of each dependency cycle, naming the whole cycle."""
+    import networkx as nx
+
+    graph = build(objects)
+    if nx.is_directed_acyclic_graph(graph):
+        return []
+    problems: list[Problem] = []
+    for component in sorted(
+        (sorted(c) for c in nx.strongly_connected_components(graph)
+         if len(c) > 1 or graph.has_edge(next(iter(c)), next(iter(c)))),
+    ):
+        cycle = _cycle_in(graph.subgraph(component), component[0])
+        members = [objects[a] for a in cycle]
+        shown = " -> ".join(f"{m.address} ({m.file}:{m.line})" for m in [*members, members[0]])
+        for m in members:
+            problems.append(Problem(m.file, m.line, m.col, f"dependency cycle: {shown}"))
+    return problems
+
+
+def _cycle_in(graph: nx.DiGraph, start: str) -> list[str]:
+    import networkx as nx
+
+    edges = nx.find_cycle(graph, source=start)
+    cycle = [u for u, _ in edges]
+    first = cycle.index(min(cycle))  # start at the smallest address: stable output
+    return cycle[first:] + cycle[:first]
+
+
+def order(objects: Mapping[str, Manifest]) -> list[str]:
+    """Addresses in dependency order; ties broken by address, so output is stable."""
+    import networkx as nx
+
+    graph = build(objects)
+    try:
+        return list(nx.lexicographical_topological_sort(graph))
+    except nx.NetworkXUnfeasible as exc:  # load() reports cycles before this
+        raise GraphError(cycle_problems(objects)) from exc
+
+
+def depth(objects: Mapping[str, Manifest]) -> int:
+    """Number of levels in the graph (longest path in nodes)."""
+    import networkx as nx
+
+    graph = build(objects)
+    return nx.dag_longest_path_length(graph) + 1 if graph else 0

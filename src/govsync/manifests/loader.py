@@ -1,0 +1,392 @@
+"""Manifests: find the files, read each document, check it against the table
+of kinds and the API's request models, and report every error with its place.
+
+A valid document becomes a :class:`Manifest`: its address (``Kind/name``) and
+its *request template*, the create request with defaults filled in, where
+references are ``{"$ref": "Kind/name"}`` and secrets ``{"$secret": "VAR"}``
+until plan resolves them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import os
+import re
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, get_args
+
+from pydantic import BaseModel, ValidationError
+
+from govsync.api.kinds import BY_KIND, Kind
+from govsync.errors import ManifestError, Problem
+from govsync.manifests.yamlio import RawDocument, iter_documents, locate, read_text
+
+API_VERSION = "govsync/v1"
+TOP_KEYS = ("apiVersion", "kind", "metadata", "spec")
+METADATA_KEYS = ("name", "dependsOn")
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+REF = "$ref"
+SECRET = "$secret"
+
+Position = tuple[int, int]
+
+
+@dataclass(slots=True)
+class Manifest:
+    """One valid manifest document."""
+
+    kind: Kind
+    name: str
+    file: str
+    line: int
+    col: int
+    # The create request with defaults; references and secrets as markers.
+    template: dict[str, Any]
+    # (field, target address, position) for every reference written by name.
+    refs: list[tuple[str, str, Position]] = field(default_factory=list)
+    depends_on: list[tuple[str, Position]] = field(default_factory=list)
+    # Positions of metadata.name and each top-level spec value, for later errors.
+    positions: dict[str, Position] = field(default_factory=dict)
+
+    @property
+    def address(self) -> str:
+        return f"{self.kind.name}/{self.name}"
+
+    def where(self, what: str = "") -> tuple[str, int, int]:
+        line, col = self.positions.get(what, (self.line, self.col))
+        return self.file, line, col
+
+
+@dataclass
+class ManifestSet:
+    """Every manifest found under the given paths, by address."""
+
+    objects: dict[str, Manifest]
+    files: list[str]
+    digest: str
+
+
+def find_files(paths: Sequence[str]) -> tuple[list[tuple[str, str]], list[Problem]]:
+    """(path on disk, path to show) of every manifest file, sorted."""
+    found: list[tuple[str, str]] = []
+    problems: list[Problem] = []
+    for given in paths:
+        if os.path.isfile(given):
+            found.append((given, _display(given)))
+        elif os.path.isdir(given):
+            for root, dirs, files in os.walk(given):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                for name in sorted(files):
+                    if name.endswith((".yaml", ".yml")):
+                        full = os.path.join(root, name)
+                        found.append((full, _display(full)))
+        else:
+            problems.append(Problem(given, 1, 1, "no such file or directory"))
+    unique = sorted(set(found), key=lambda pair: pair[1])
+    return unique, problems
+
+
+def _display(path: str) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def load(paths: Sequence[str]) -> ManifestSet:
+    """Load and check every manifest under ``paths``; raise ManifestError
+    listing every problem (syntax, schema, references, duplicates, cycles)."""
+    files, problems = find_files(paths)
+    objects: dict[str, Manifest] = {}
+    # Addresses of documents that failed their own checks: references to them
+    # are not reported again as dangling.
+    invalid: set[str] = set()
+    digest = hashlib.sha256()
+    for path, display in files:
+        text, problem = read_text(path, display)
+        if problem is not None:
+            problems.append(problem)
+            continue
+        assert text is not None
+        digest.update(display.encode() + b"\0" + text.encode() + b"\0")
+        for item in iter_documents(text, display):
+            if isinstance(item, Problem):
+                problems.append(item)
+                continue
+            if item.value is None:  # an empty document
+                continue
+            manifest = check_document(item, problems)
+            if manifest is None:
+                invalid.add(_address_of(item.value))
+                continue
+            first = objects.get(manifest.address)
+            if first is not None:
+                problems.append(Problem(
+                    *manifest.where("metadata.name"),
+                    f"duplicate address {manifest.address}: also defined at "
+                    f"{first.file}:{first.line}; names must be unique per kind",
+                ))
+                continue
+            objects[manifest.address] = manifest
+    problems.extend(check_links(objects.values(), objects.keys() | invalid))
+    if not problems:
+        from govsync.graph import cycle_problems
+
+        problems.extend(cycle_problems(objects))
+    if problems:
+        raise ManifestError(problems)
+    return ManifestSet(objects, [d for _, d in files], digest.hexdigest())
+
+
+def check_document(doc: RawDocument, problems: list[Problem]) -> Manifest | None:
+    """Check one document's envelope and spec; append problems; return the manifest."""
+    start = len(problems)
+
+    def problem(path: tuple[Any, ...], message: str, *, key: bool = False) -> None:
+        problems.append(Problem(doc.file, *locate(doc.root, path, key=key), message))
+
+    value = doc.value
+    if not isinstance(value, dict):
+        problem((), "a manifest must be a mapping with apiVersion, kind, metadata and spec")
+        return None
+    for key in value:
+        if key not in TOP_KEYS:
+            problem((key,), _unknown(f"field {key!r}", str(key), TOP_KEYS), key=True)
+    if value.get("apiVersion") != API_VERSION:
+        if "apiVersion" not in value:
+            problem((), f"missing apiVersion: add `apiVersion: {API_VERSION}`")
+        else:
+            problem(("apiVersion",), f"unknown apiVersion {value['apiVersion']!r}: use {API_VERSION}")
+    kind_name = value.get("kind")
+    kind = BY_KIND.get(kind_name) if isinstance(kind_name, str) else None
+    if kind is None:
+        if kind_name is None:
+            problem((), "missing kind")
+        else:
+            problem(("kind",), _unknown(f"kind {kind_name!r}", str(kind_name), BY_KIND))
+    name, depends = _check_metadata(value.get("metadata"), problem)
+    spec = value.get("spec", {})
+    if spec is None:
+        spec = {}
+    if not isinstance(spec, dict):
+        problem(("spec",), "spec must be a mapping of the object's fields")
+        return None
+    if kind is None or name is None:
+        return None
+    manifest = Manifest(kind, name, doc.file, doc.line, doc.col, {})
+    manifest.positions["metadata.name"] = locate(doc.root, ("metadata", "name"))
+    for key in spec:
+        manifest.positions[f"spec.{key}"] = locate(doc.root, ("spec", key))
+    for i, address in enumerate(depends):
+        manifest.depends_on.append((address, locate(doc.root, ("metadata", "dependsOn", i))))
+    template = _check_spec(kind, name, spec, manifest, problem)
+    if len(problems) > start or template is None:
+        return None
+    manifest.template = template
+    return manifest
+
+
+def _check_metadata(metadata: Any, problem: Any) -> tuple[str | None, list[str]]:
+    if not isinstance(metadata, dict):
+        problem(("metadata",) if metadata is not None else (), "missing metadata.name")
+        return None, []
+    for key in metadata:
+        if key not in METADATA_KEYS:
+            problem(("metadata", key), _unknown(f"field metadata.{key}", str(key), METADATA_KEYS), key=True)
+    name = metadata.get("name")
+    if name is None:
+        problem(("metadata",), "missing metadata.name")
+        name = None
+    elif not isinstance(name, str) or not name.strip():
+        problem(("metadata", "name"), "metadata.name must be a non-empty string")
+        name = None
+    elif "/" in name:
+        problem(("metadata", "name"), "metadata.name must not contain '/'")
+        name = None
+    depends = metadata.get("dependsOn", [])
+    out: list[str] = []
+    if depends is None:
+        depends = []
+    if not isinstance(depends, list):
+        problem(("metadata", "dependsOn"), "metadata.dependsOn must be a list of addresses (Kind/name)")
+        return name, []
+    for i, item in enumerate(depends):
+        if not isinstance(item, str) or item.count("/") != 1 or item.split("/")[0] not in BY_KIND:
+            problem(
+                ("metadata", "dependsOn", i),
+                f"metadata.dependsOn[{i}] must be an address Kind/name with a known kind, got {item!r}",
+            )
+        else:
+            out.append(item)
+    return name, out
+
+
+def _check_spec(
+    kind: Kind, name: str, spec: dict[str, Any], manifest: Manifest, problem: Any
+) -> dict[str, Any] | None:
+    """Turn a manifest spec into a request template, or report why not."""
+    request = dict(spec)
+    used_refs: dict[str, str] = {}  # id field -> ref field written
+    ok = True
+    if "name" in spec and kind.named:
+        problem(("spec", "name"), "spec.name is not allowed: the API name is metadata.name", key=True)
+        ok = False
+    if kind.named:
+        request["name"] = name
+    for ref in kind.references:
+        if ref.ref_field not in spec:
+            continue
+        target = spec[ref.ref_field]
+        del request[ref.ref_field]
+        if ref.id_field in spec:
+            problem(("spec", ref.ref_field),
+                    f"give either spec.{ref.id_field} or spec.{ref.ref_field}, not both", key=True)
+            ok = False
+        if not isinstance(target, str) or not target:
+            problem(("spec", ref.ref_field),
+                    f"spec.{ref.ref_field} must be the metadata.name of a {ref.target}")
+            ok = False
+            request[ref.id_field] = "ref"
+            continue
+        address = f"{ref.target}/{target}"
+        manifest.refs.append((ref.ref_field, address, manifest.positions[f"spec.{ref.ref_field}"]))
+        used_refs[ref.id_field] = ref.ref_field
+        request[ref.id_field] = "ref"  # placeholder for validation
+    secrets: list[tuple[tuple[str, ...], str]] = []
+    for path in kind.secrets:
+        keys = tuple(path.split("."))
+        parent = _get(request, keys[:-1])
+        if not isinstance(parent, dict) or keys[-1] not in parent:
+            continue
+        value = parent[keys[-1]]
+        variable = value.get("fromEnv") if isinstance(value, dict) and len(value) == 1 else None
+        if not isinstance(variable, str) or not ENV_NAME.match(variable):
+            problem(("spec", *keys),
+                    f"spec.{path} is a secret: write it as {{fromEnv: VARIABLE}} and set VARIABLE "
+                    "in govsync's environment (literal secrets are not allowed)")
+            ok = False
+        parent = _copy_path(request, keys[:-1])
+        parent[keys[-1]] = "secret"  # placeholder for validation
+        secrets.append((keys, variable))
+    try:
+        model = kind.request_model.model_validate(request)
+    except ValidationError as exc:
+        for err in exc.errors(include_url=False, include_input=False):
+            path, message, at_key = _explain(kind, err, used_refs)
+            problem(path, message, key=at_key)
+        return None
+    if not ok:
+        return None
+    template: dict[str, Any] = model.model_dump(mode="json", exclude_none=True)
+    for id_field, ref_field in used_refs.items():
+        target = next(a for f, a, _ in manifest.refs if f == ref_field)
+        template[id_field] = {REF: target}
+    for keys, variable in secrets:
+        _copy_path(template, keys[:-1])[keys[-1]] = {SECRET: variable}
+    return template
+
+
+def _get(data: Any, keys: Iterable[str]) -> Any:
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+def _copy_path(data: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """The dict at ``keys``, copying each level so the caller's input is untouched."""
+    for key in keys:
+        data[key] = dict(data[key])
+        data = data[key]
+    return data
+
+
+def _explain(kind: Kind, err: Any, used_refs: dict[str, str]) -> tuple[tuple[Any, ...], str, bool]:
+    """Map a pydantic error on the request to (manifest path, message, point at key)."""
+    loc = tuple(err["loc"])
+    etype = err["type"]
+    if loc and loc[0] == "name" and kind.named:
+        path: tuple[Any, ...] = ("metadata", "name")
+        shown = "metadata.name"
+    else:
+        if loc and loc[0] in used_refs:
+            loc = (used_refs[loc[0]], *loc[1:])
+        path = ("spec", *loc)
+        shown = _dotted(path)
+    if etype == "missing":
+        ref = next((r for r in kind.references if loc and r.id_field == loc[0]), None)
+        if ref is not None:
+            return path[:-1], f"missing {shown}: give spec.{ref.id_field} or spec.{ref.ref_field}", False
+        return path[:-1], f"missing required field {shown}", False
+    if etype == "extra_forbidden":
+        return path, _unknown(f"field {shown}", str(loc[-1]), _field_names(kind)), True
+    if etype == "exactly_one":
+        ctx = err.get("ctx", {})
+        return path, f"{shown}: exactly one of {ctx.get('fields')} must be set (got {ctx.get('got')})", False
+    return path, f"{shown}: {err['msg']}", False
+
+
+def _dotted(path: tuple[Any, ...]) -> str:
+    out = ""
+    for step in path:
+        out += f"[{step}]" if isinstance(step, int) else (f".{step}" if out else str(step))
+    return out
+
+
+def _unknown(what: str, word: str, candidates: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    hint = f": did you mean {close[0]!r}?" if close else ""
+    return f"unknown {what}{hint}"
+
+
+@cache
+def _field_names(kind: Kind) -> tuple[str, ...]:
+    """Every field name in the kind's request model tree, plus its ``<x>Ref`` names."""
+    names: set[str] = {r.ref_field for r in kind.references}
+
+    def walk(model: type[BaseModel]) -> None:
+        for fname, info in model.model_fields.items():
+            names.add(fname)
+            for sub in _models_in(info.annotation):
+                walk(sub)
+
+    walk(kind.request_model)
+    return tuple(sorted(names))
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in get_args(annotation) for m in _models_in(arg)]
+
+
+def _address_of(value: Any) -> str:
+    if isinstance(value, dict) and isinstance(value.get("metadata"), dict):
+        return f"{value.get('kind')}/{value['metadata'].get('name')}"
+    return ""
+
+
+def check_links(manifests: Iterable[Manifest], objects: Collection[str]) -> list[Problem]:
+    """References and dependsOn entries must name objects in the manifests."""
+    problems: list[Problem] = []
+    for m in manifests:
+        for ref_field, address, (line, col) in m.refs:
+            if address not in objects:
+                problems.append(Problem(
+                    m.file, line, col,
+                    f"spec.{ref_field} refers to {address}, which no manifest defines",
+                ))
+        for address, (line, col) in m.depends_on:
+            if address not in objects:
+                problems.append(Problem(
+                    m.file, line, col, f"metadata.dependsOn names {address}, which no manifest defines",
+                ))
+    return problems
+
+
+__all__ = ["Manifest", "ManifestError", "ManifestSet", "find_files", "load"]

@@ -1,0 +1,180 @@
+"""Plans and drift reports as text, JSON and Markdown."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from govsync.manifests.loader import REF, SECRET
+from govsync.plan import KNOWN_AFTER_APPLY, NOOP, SENSITIVE, Plan
+
+SYMBOLS = {
+    "create": ("+", "green"),
+    "update": ("~", "yellow"),
+    "blocked": ("!", "red"),
+    "orphan": ("-", "magenta"),
+    "uncertain": ("?", "cyan"),
+    "no-op": (" ", None),
+}
+ORDER = ("create", "update", "blocked", "orphan", "uncertain", "no-op")
+
+
+def shown(value: Any) -> Any:
+    """A request value as a person may see it: no secret, no marker."""
+    if isinstance(value, dict):
+        if REF in value and len(value) == 1:
+            return KNOWN_AFTER_APPLY
+        if SECRET in value and len(value) == 1:
+            return SENSITIVE
+        return {k: shown(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [shown(v) for v in value]
+    return value
+
+
+def fmt_value(value: Any) -> str:
+    if isinstance(value, str) and value in (KNOWN_AFTER_APPLY, SENSITIVE):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def summary_line(plan: Plan) -> str:
+    s = plan.summary()
+    return (
+        f"Plan: {s['create']} to create, {s['update']} to update, {s['blocked']} blocked, "
+        f"{s['orphan']} orphaned, {s['uncertain']} uncertain, {s['no-op']} unchanged."
+    )
+
+
+def plan_json(plan: Plan) -> str:
+    """Contract section 3: one JSON object, stable key order, secrets "(sensitive)"."""
+    return json.dumps(plan_public(plan), indent=2, ensure_ascii=False) + "\n"
+
+
+def plan_public(plan: Plan) -> dict[str, Any]:
+    return {
+        "workspace": plan.workspace,
+        "lineage": plan.lineage,
+        "serial": plan.serial,
+        "changes": [
+            {
+                "address": c.address,
+                "action": c.action,
+                "kind": c.kind,
+                "id": c.id,
+                "fields": c.fields,
+                "reason": c.reason,
+                "diff": [{"field": d.path, "before": d.before, "after": d.after} for d in c.diff],
+            }
+            for c in plan.changes
+        ],
+        "checks": [c.__dict__ for c in plan.checks],
+        "summary": plan.summary(),
+    }
+
+
+def plan_text(plan: Plan, *, color: bool = False, verbose: bool = False) -> str:
+    import click
+
+    def style(text: str, fg: str | None, bold: bool = False) -> str:
+        return click.style(text, fg=fg, bold=bold) if color and (fg or bold) else text
+
+    lines: list[str] = []
+    for c in plan.changes:
+        if c.action == NOOP and not verbose:
+            continue
+        symbol, fg = SYMBOLS[c.action]
+        head = f"{symbol} {c.address}"
+        lines.append(style(head, fg, bold=True) + style(f"  ({c.action})", fg))
+        if c.action == "create" and c.request is not None:
+            for key in sorted(c.request):
+                lines.append(f"      {key}: {fmt_value(shown(c.request[key]))}")
+        for d in c.diff:
+            lines.append(
+                f"      {d.path}: {fmt_value(d.before)} -> {fmt_value(d.after)}"
+            )
+        if c.reason:
+            lines.append(style(f"      {c.reason}", fg))
+    for check in plan.checks:
+        lines.append(f"Check {check.name}: {check.status} ({check.detail})")
+    if not plan.has_changes():
+        lines.append("No changes. The manifests match the recorded state.")
+    lines.append(style(summary_line(plan), None, bold=True))
+    return "\n".join(lines) + "\n"
+
+
+MARKDOWN_LIMIT = 60_000
+
+
+def plan_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT, title: str = "govsync plan") -> str:
+    """A pull-request comment: summary table first, changes by kind in
+    collapsible sections; never longer than ``limit`` characters."""
+    s = plan.summary()
+    head = [
+        f"### {title}: workspace `{plan.workspace}`",
+        "",
+        "| create | update | blocked | orphan | uncertain | unchanged |",
+        "|---:|---:|---:|---:|---:|---:|",
+        f"| {s['create']} | {s['update']} | {s['blocked']} | {s['orphan']} | "
+        f"{s['uncertain']} | {s['no-op']} |",
+        "",
+    ]
+    if plan.blocked():
+        head += [
+            f"> **{len(plan.blocked())} blocked change(s)**: the API cannot make them; "
+            "`govsync apply` will refuse this plan until they are reverted.",
+            "",
+        ]
+    for check in plan.checks:
+        head.append(f"- check **{check.name}**: {check.status} ({check.detail})")
+    if plan.checks:
+        head.append("")
+    if not plan.has_changes():
+        head.append("No changes. The manifests match the recorded state.")
+    by_kind: dict[str, list[Any]] = {}
+    for c in plan.changes:
+        if c.action != NOOP:
+            by_kind.setdefault(c.kind, []).append(c)
+    sections: list[tuple[str, int]] = []  # (text, number of changes)
+    for kind in sorted(by_kind):
+        changes = by_kind[kind]
+        counts = ", ".join(
+            f"{sum(1 for c in changes if c.action == a)} {a}"
+            for a in ORDER if any(c.action == a for c in changes)
+        )
+        body = [f"<details><summary><b>{kind}</b>: {counts}</summary>", "", "```diff"]
+        for c in changes:
+            symbol = SYMBOLS[c.action][0]
+            body.append(f"{symbol} {c.address} ({c.action})")
+            if c.action == "create" and c.request is not None:
+                for key in sorted(c.request):
+                    body.append(f"      {key}: {_md(fmt_value(shown(c.request[key])))}")
+            for d in c.diff:
+                body.append(f"      {d.path}: {_md(fmt_value(d.before))} -> {_md(fmt_value(d.after))}")
+            if c.reason:
+                body.append(f"      {c.reason}")
+        body += ["```", "", "</details>", ""]
+        sections.append(("\n".join(body), len(changes)))
+    text = "\n".join(head) + "\n"
+    left_out = 0
+    left_kinds: list[str] = []
+    footer_room = 400
+    for (section, n), kind in zip(sections, sorted(by_kind), strict=True):
+        if len(text) + len(section) + footer_room > limit:
+            left_out += n
+            left_kinds.append(kind)
+            continue
+        text += section + "\n"
+    if left_out:
+        kinds = ", ".join(left_kinds)
+        note = (
+            f"\n> {left_out} change(s) not shown ({kinds}): the comment would exceed "
+            f"{limit:,} characters. Run `govsync plan` to see them all.\n"
+        )
+        text = text[: limit - len(note)] + note
+    return text
+
+
+def _md(text: str) -> str:
+    # Keep a value from closing the code fence.
+    return text.replace("```", "`\u200b``")

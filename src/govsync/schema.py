@@ -1,0 +1,207 @@
+"""Generated schemas: the manifest JSON Schema and the API's OpenAPI document.
+
+Both come from the request models, the operation catalog and the table of
+kinds; ``schemas/`` holds the committed output and a test fails when it is
+stale (``govsync schema --check``).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+
+from govsync import __version__
+from govsync.api import models as m
+from govsync.api.catalog import OPERATIONS
+from govsync.api.kinds import KINDS, Kind
+from govsync.manifests.loader import API_VERSION, ENV_NAME
+
+MANIFEST_SCHEMA = "manifest.schema.json"
+OPENAPI = "openapi.json"
+
+
+def _defs(models: list[type[BaseModel]], ref: str) -> tuple[dict[type[BaseModel], Any], dict[str, Any]]:
+    keyed, top = models_json_schema(
+        [(model, "validation") for model in models], ref_template=ref + "{model}"
+    )
+    return {model: keyed[(model, "validation")] for model in models}, top.get("$defs", {})
+
+
+def manifest_schema() -> dict[str, Any]:
+    """One JSON Schema for a manifest document of any kind."""
+    models = [k.request_model for k in KINDS]
+    refs, defs = _defs(models, "#/$defs/")
+    defs["SecretFromEnv"] = {
+        "type": "object",
+        "description": "A secret read from govsync's environment; literal values are refused.",
+        "properties": {"fromEnv": {"type": "string", "pattern": ENV_NAME.pattern}},
+        "required": ["fromEnv"],
+        "additionalProperties": False,
+    }
+    branches = []
+    for kind in KINDS:
+        spec = _spec_schema(kind, refs[kind.request_model], defs)
+        defs[f"{kind.name}Spec"] = spec
+        branches.append({
+            "if": {"properties": {"kind": {"const": kind.name}}, "required": ["kind"]},
+            "then": {"properties": {"spec": {"$ref": f"#/$defs/{kind.name}Spec"}}},
+        })
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://govsync.dev/schemas/manifest.schema.json",
+        "title": "govsync manifest",
+        "description": "One document of a govsync manifest file (contract section 1).",
+        "type": "object",
+        "required": ["apiVersion", "kind", "metadata"],
+        "additionalProperties": False,
+        "properties": {
+            "apiVersion": {"const": API_VERSION},
+            "kind": {"enum": [k.name for k in KINDS]},
+            "metadata": {
+                "type": "object",
+                "required": ["name"],
+                "additionalProperties": False,
+                "properties": {
+                    "name": {"type": "string", "minLength": 1, "pattern": "^[^/]+$",
+                             "description": "The object's address is Kind/name."},
+                    "dependsOn": {
+                        "type": "array",
+                        "items": {"type": "string", "pattern": "^[A-Za-z]+/[^/]+$"},
+                        "description": "Extra ordering edges: addresses Kind/name.",
+                    },
+                },
+            },
+            "spec": {"type": "object"},
+        },
+        "allOf": branches,
+        "$defs": dict(sorted(defs.items())),
+    }
+
+
+def _spec_schema(kind: Kind, ref: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    name = ref["$ref"].rsplit("/", 1)[-1]
+    schema = copy.deepcopy(defs[name])
+    props: dict[str, Any] = schema.setdefault("properties", {})
+    required: list[str] = schema.get("required", [])
+    if kind.named:
+        props.pop("name", None)
+        required = [r for r in required if r != "name"]
+    alternatives = []
+    for r in kind.references:
+        props[r.ref_field] = {
+            "type": "string", "minLength": 1,
+            "description": f"metadata.name of a {r.target} in the manifests (instead of {r.id_field}).",
+        }
+        if r.id_field in required:
+            required.remove(r.id_field)
+            alternatives.append({"oneOf": [{"required": [r.id_field]}, {"required": [r.ref_field]}]})
+        else:
+            alternatives.append({"not": {"required": [r.id_field, r.ref_field]}})
+    for path in kind.secrets:
+        _mark_secret(schema, path.split("."), defs)
+    if required:
+        schema["required"] = required
+    else:
+        schema.pop("required", None)
+    if alternatives:
+        schema["allOf"] = alternatives
+    schema["title"] = f"{kind.name} spec"
+    schema["description"] = kind.summary
+    return schema
+
+
+def _mark_secret(schema: dict[str, Any], keys: list[str], defs: dict[str, Any]) -> None:
+    node = schema
+    for key in keys[:-1]:
+        prop = node["properties"][key]
+        target = prop.get("$ref") or next(
+            (a["$ref"] for a in prop.get("anyOf", []) if "$ref" in a), None
+        )
+        assert target, f"cannot follow {key} to a model"
+        node = defs[target.rsplit("/", 1)[-1]]
+    node["properties"][keys[-1]] = {"$ref": "#/$defs/SecretFromEnv"}
+
+
+def openapi() -> dict[str, Any]:
+    """The API's OpenAPI 3.1 document, from the operation catalog."""
+    models: list[type[BaseModel]] = []
+    for op in OPERATIONS:
+        models += [op.request, op.response]
+    models += [m.ErrorBody, m.ConnectErrorBody]
+    models = list(dict.fromkeys(models))
+    refs, defs = _defs(models, "#/components/schemas/")
+    paths: dict[str, Any] = {}
+    for op in OPERATIONS:
+        result = refs[op.response]
+        ok = ({"type": "object", "properties": {op.response_key: result},
+               "required": [op.response_key]} if op.response_key else result)
+        error = refs[m.ConnectErrorBody if op.connect else m.ErrorBody]
+        responses: dict[str, Any] = {"200": {"description": "OK", "content": {
+            "application/json": {"schema": ok}}}}
+        for status, text in (("400", "invalid_request"), ("401", "unauthorized"),
+                             ("403", "forbidden"), ("404", "not_found"),
+                             ("500", "internal_error")):
+            responses[status] = {"description": text,
+                                 "content": {"application/json": {"schema": error}}}
+        parameters = []
+        if op.connect:
+            parameters = [
+                {"name": "Connect-Protocol-Version", "in": "header", "required": False,
+                 "schema": {"type": "string", "enum": ["1"]}},
+                {"name": "Connect-Timeout-Ms", "in": "header", "required": False,
+                 "schema": {"type": "string", "pattern": "^[0-9]{1,10}$"}},
+            ]
+        paths[op.path] = {"post": {
+            "operationId": op.name,
+            "tags": [op.service],
+            "summary": f"{op.name} ({op.kind or 'read'})",
+            "parameters": parameters,
+            "requestBody": {"required": True, "content": {"application/json": {"schema": refs[op.request]}}},
+            "responses": responses,
+        }}
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Access-governance control API (govsync reference)",
+            "version": __version__,
+            "description": "Generated by `govsync schema` from govsync's API models.",
+        },
+        "servers": [{"url": "http://127.0.0.1:8080"}],
+        "security": [{"apiKey": []}],
+        "paths": paths,
+        "components": {
+            "schemas": dict(sorted(defs.items())),
+            "securitySchemes": {"apiKey": {"type": "apiKey", "in": "header", "name": "X-API-KEY"}},
+        },
+    }
+
+
+def rendered() -> dict[str, str]:
+    return {
+        MANIFEST_SCHEMA: json.dumps(manifest_schema(), indent=2, sort_keys=False) + "\n",
+        OPENAPI: json.dumps(openapi(), indent=2, sort_keys=False) + "\n",
+    }
+
+
+def write_schemas(directory: str, *, check: bool = False) -> list[str]:
+    """Write (or with ``check``, compare) the schemas; returns the stale file names."""
+    stale = []
+    for name, text in rendered().items():
+        path = os.path.join(directory, name)
+        try:
+            with open(path, encoding="utf-8") as fh:
+                current = fh.read()
+        except FileNotFoundError:
+            current = None
+        if current != text:
+            stale.append(name)
+            if not check:
+                os.makedirs(directory, exist_ok=True)
+                with open(path, "w", encoding="utf-8") as fh:
+                    fh.write(text)
+    return stale
