@@ -1,0 +1,141 @@
+"""How each kind's stored object differs from its request: one row per kind.
+
+The engine (``operations.py``) turns any create or update request into the
+object the API returns by the same steps; this table holds the only
+differences between kinds: fields that are input-only or secret (dropped),
+renamed, filled in by the server, computed, resolved from another object,
+embedded, or appended to another object.  A kind without a row is stored as
+its request plus ``id``, ``createdAt`` and ``updatedAt``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from govsync.server.errors import invalid
+from govsync.server.store import new_id, timestamp
+
+JsonObject = dict[str, Any]
+
+# The one organisation and principal of the reference server.
+ORG_ID = "org-reference"
+PRINCIPAL_ID = "user-reference"
+
+# 9999-12-31T23:59:59.999999999Z, the last instant a timestamp may name.
+MAX_NS = 253_402_300_799_999_999_999
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """An input naming another object by a field of it, returned as that object.
+
+    ``groupName: admins`` becomes ``owners: [{group: <the Group named admins>}]``;
+    404 when no such object exists.  The input field itself is not returned.
+    """
+
+    field: str  # input field, e.g. groupName
+    kind: str  # kind searched, e.g. Group
+    match: str  # dotted field of that kind compared with the input, e.g. human.email
+    into: str  # output list the match is appended to, e.g. owners
+    entry: str  # key of the entry in that list, e.g. group
+
+
+@dataclass(frozen=True)
+class Embed:
+    """An ``<x>Id`` input returned beside the object it names (``space``)."""
+
+    field: str
+    kind: str
+    into: str
+
+
+@dataclass(frozen=True)
+class Append:
+    """A create that also appends one of its fields to a list of another object."""
+
+    ref: str  # input field holding the other object's id
+    kind: str
+    list_field: str
+    value: str  # input field whose value is appended
+
+
+Derive = Callable[[JsonObject, int], Any]
+
+
+@dataclass(frozen=True)
+class Shape:
+    # Dotted input paths neither stored nor returned (secrets, input-only).
+    drop: tuple[str, ...] = ()
+    # Dotted input path -> new name of its last segment.
+    rename: tuple[tuple[str, str], ...] = ()
+    # Top-level fields returned as null when not given (other nulls are left out).
+    keep_null: tuple[str, ...] = ()
+    # Dotted path -> value the server sets when the request does not (only
+    # under a parent that exists); a replace-all update keeps the stored value.
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    # Field -> function of (object, now in ns) computed on create.
+    derived: Mapping[str, Derive] = field(default_factory=dict)
+    lookups: tuple[Lookup, ...] = ()
+    embeds: tuple[Embed, ...] = ()
+    appends: tuple[Append, ...] = ()
+    # Field that addresses the object besides its id: an update upserts by it.
+    key: str | None = None
+    timestamps: tuple[str, ...] = ("createdAt", "updatedAt")
+    # When the response is not wrapped: the fields it returns (empty: all).
+    response_fields: tuple[str, ...] = ()
+
+
+def _expire_at(obj: JsonObject, now: int) -> str:
+    ns = now + int(obj["expirationMinutes"]) * 60_000_000_000
+    if ns > MAX_NS:
+        raise invalid("expireAt would fall after 9999-12-31", "expirationMinutes",
+                      "too large: the suspension would end after 9999-12-31")
+    return timestamp(ns)
+
+
+_IN_SPACE = Shape(keep_null=("spaceId",), embeds=(Embed("spaceId", "Space", "space"),))
+
+SHAPES: Mapping[str, Shape] = MappingProxyType({
+    "Connector": _IN_SPACE,
+    "Satellite": _IN_SPACE,
+    "Sidecar": Shape(defaults={"deployed": False}),
+    "ResourceAlias": Shape(appends=(Append("resourceId", "Resource", "aliases", "alias"),),
+                           response_fields=("id", "alias")),
+    "DataDiscoveryConfiguration": Shape(drop=("deletionPolicy",), keep_null=("path",)),
+    "Policy": Shape(
+        lookups=(Lookup("groupName", "Group", "name", "owners", "group"),
+                 Lookup("userEmail", "User", "human.email", "owners", "user")),
+        defaults={"owners": [], "version": 1, "ast": ""},
+    ),
+    "PolicySuspension": Shape(
+        defaults={"orgId": ORG_ID, "identityType": "user", "createdBy": PRINCIPAL_ID},
+        derived={
+            "expireAt": _expire_at,
+            "requestId": lambda obj, now: new_id("request"),
+            "suspensionType": lambda obj, now: "oneoff" if obj.get("oneoff") else "temporary",
+        },
+    ),
+    "PolicyReport": Shape(response_fields=("reportId",)),
+    "Hook": Shape(defaults={"status": "draft"}),
+    "LogIntegration": Shape(drop=("logStoreB.apiKey", "logStoreD.accessToken"),
+                            defaults={"logStoreA.region": "us-east-1"}),
+    "BIIntegration": Shape(rename=(("biA.biAApiKey", "apiKey"), ("biA.biAApiSecret", "apiSecret")),
+                           keep_null=("linkedDbUserId",)),
+    "MDMIntegration": Shape(drop=("mdmA.apiKey", "mdmB.apiKey", "mdmC.apiKey")),
+    "AIProviderIntegration": Shape(drop=("apiKey",),
+                                   defaults={"status": "connected", "providerOrganizationName": ""}),
+    "ConnectorAIProvider": Shape(key="connectorId"),
+    "LogQuery": Shape(response_fields=("id",)),
+    "ScenarioMonitor": Shape(response_fields=("id",)),
+    "SessionTermination": Shape(timestamps=("createdAt",)),
+    "BlockedUser": Shape(response_fields=("id",)),
+})
+
+DEFAULT_SHAPE = Shape()
+
+
+def shape_of(kind: str) -> Shape:
+    return SHAPES.get(kind, DEFAULT_SHAPE)

@@ -1,0 +1,229 @@
+"""Storage of the reference server: one SQLite table, mirrored in memory.
+
+Every object of every kind is one row ``(kind, id, key, seq, body)``:
+``body`` is the object exactly as the API returns it (JSON), ``key`` a second
+lookup key for objects addressed by something other than their id (a
+connector AI provider by its ``connectorId``), ``seq`` the order of first
+insertion.  The table is the source of truth on disk (``--db FILE`` keeps
+every object across restarts); a dictionary per kind mirrors it so that
+reads never touch SQLite.  Each write commits on its own (WAL,
+``synchronous=NORMAL``: a crash of the process loses nothing that was
+answered, a power cut at most the last transactions).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from govsync.api.kinds import SEEDED_KINDS
+
+JsonObject = dict[str, Any]
+
+# Top-level keys of a seed file and the kind each holds (contract section 4).
+SEED_KEYS: dict[str, str] = {
+    "resources": "Resource",
+    "groups": "Group",
+    "users": "User",
+    "connectorListenerLinks": "ConnectorListenerLink",
+    "sidecarResourceLinks": "SidecarResourceLink",
+}
+assert sorted(SEED_KEYS.values()) == sorted(SEEDED_KINDS)
+
+# Fields a seeded object gets when the seed leaves them out.
+SEED_DEFAULTS: dict[str, JsonObject] = {
+    "Resource": {"aliases": [], "tags": [], "terminationProtection": False},
+    "Group": {"description": "", "dsyncGroupId": "", "terminationProtection": False},
+    "User": {"groupIds": [], "terminationProtection": False},
+    "ConnectorListenerLink": {"terminationProtection": False},
+    "SidecarResourceLink": {"terminationProtection": False},
+}
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS objects (
+    kind TEXT NOT NULL,
+    id   TEXT NOT NULL,
+    key  TEXT,
+    seq  INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (kind, id)
+);
+CREATE INDEX IF NOT EXISTS objects_key ON objects (kind, key);
+"""
+
+_UPSERT = (
+    "INSERT INTO objects (kind, id, key, seq, body) VALUES (?, ?, ?, ?, ?) "
+    "ON CONFLICT (kind, id) DO UPDATE SET key = excluded.key, body = excluded.body"
+)
+
+
+class SeedError(ValueError):
+    """A seed file is not of the documented shape."""
+
+
+def timestamp(ns: int | None = None) -> str:
+    """RFC 3339, UTC, nanosecond resolution: ``2026-11-21T19:34:10.123456789Z``."""
+    if ns is None:
+        ns = time.time_ns()
+    seconds, fraction = divmod(ns, 1_000_000_000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{fraction:09d}Z"
+
+
+def new_id(prefix: str) -> str:
+    """A fresh, unique, well-formed id: ``<prefix>-<32 hex digits>``."""
+    return f"{prefix}-{uuid.uuid4().hex}"
+
+
+def _dumps(body: Mapping[str, Any]) -> str:
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+
+
+class Store:
+    """Every object of the reference server, by kind and id.
+
+    Bodies handed in belong to the store afterwards and bodies handed out must
+    not be mutated: build a new dictionary to change an object.
+    """
+
+    def __init__(self, path: str | Path = ":memory:") -> None:
+        self.path = str(path)
+        # One connection for the process; the lock makes it safe for the test
+        # client, which runs the app in a thread of its own.
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        if self.path != ":memory:":
+            self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+        self._objects: dict[str, dict[str, JsonObject]] = {}
+        self._keys: dict[str, dict[str, str]] = {}
+        # Bumped on every write of a kind: list caches compare it.
+        self._versions: dict[str, int] = {}
+        self._seq = 0
+        for kind, id_, key, seq, body in self._db.execute(
+            "SELECT kind, id, key, seq, body FROM objects ORDER BY seq"
+        ):
+            self._remember(kind, id_, key, json.loads(body))
+            self._seq = max(self._seq, seq)
+
+    # --- reads --------------------------------------------------------------
+
+    def get(self, kind: str, id_: str) -> JsonObject | None:
+        return self._objects.get(kind, {}).get(id_)
+
+    def get_by_key(self, kind: str, key: str) -> JsonObject | None:
+        id_ = self._keys.get(kind, {}).get(key)
+        return None if id_ is None else self.get(kind, id_)
+
+    def exists(self, kind: str, id_: str) -> bool:
+        return id_ in self._objects.get(kind, {})
+
+    def list(self, kind: str) -> list[JsonObject]:
+        """Every object of a kind, in the order they were first stored."""
+        return list(self._objects.get(kind, {}).values())
+
+    def count(self, kind: str) -> int:
+        return len(self._objects.get(kind, {}))
+
+    def version(self, kind: str) -> int:
+        return self._versions.get(kind, 0)
+
+    # --- writes -------------------------------------------------------------
+
+    def put(self, kind: str, id_: str, body: JsonObject, *, key: str | None = None) -> None:
+        """Insert or replace one object and commit."""
+        self.put_many(kind, [(id_, body, key)])
+
+    def put_many(self, kind: str, items: Iterable[tuple[str, JsonObject, str | None]]) -> None:
+        """Insert or replace several objects of a kind in one transaction."""
+        with self._lock:
+            items = list(items)
+            rows = []
+            for id_, body, key in items:
+                self._seq += 1
+                rows.append((kind, id_, key, self._seq, _dumps(body)))
+            self._db.execute("BEGIN")
+            try:
+                self._db.executemany(_UPSERT, rows)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            for id_, body, key in items:
+                self._remember(kind, id_, key, body)
+
+    def _remember(self, kind: str, id_: str, key: str | None, body: JsonObject) -> None:
+        self._objects.setdefault(kind, {})[id_] = body
+        if key is not None:
+            self._keys.setdefault(kind, {})[key] = id_
+        self._versions[kind] = self._versions.get(kind, 0) + 1
+
+    # --- seed -----------------------------------------------------------------
+
+    def load_seed(self, source: str | Path | Mapping[str, Any]) -> int:
+        """Preload resources, groups, users and links; returns how many objects.
+
+        ``source`` is a YAML file or the mapping it holds.  Re-seeding the
+        same ids replaces those objects (seeding is idempotent).
+        """
+        if isinstance(source, Mapping):
+            data: Any = source
+        else:
+            try:
+                data = yaml.safe_load(Path(source).read_text(encoding="utf-8"))
+            except (OSError, yaml.YAMLError) as exc:
+                raise SeedError(f"cannot read seed {source}: {exc}") from exc
+        if data is None:
+            return 0
+        if not isinstance(data, Mapping):
+            raise SeedError("a seed is a mapping of resources, groups, users and links")
+        unknown = sorted(set(data) - set(SEED_KEYS))
+        if unknown:
+            raise SeedError(f"unknown seed key(s) {', '.join(map(str, unknown))}; "
+                            f"expected {', '.join(SEED_KEYS)}")
+        now = timestamp()
+        total = 0
+        for seed_key, kind in SEED_KEYS.items():
+            entries = data.get(seed_key) or []
+            if not isinstance(entries, list):
+                raise SeedError(f"{seed_key}: expected a list")
+            items: list[tuple[str, JsonObject, str | None]] = []
+            for index, entry in enumerate(entries):
+                if not isinstance(entry, Mapping) or not isinstance(entry.get("id"), str) \
+                        or not entry["id"]:
+                    raise SeedError(f"{seed_key}[{index}]: expected a mapping with a string id")
+                body = _jsonable(entry)
+                for name, default in SEED_DEFAULTS.get(kind, {}).items():
+                    body.setdefault(name, copy.deepcopy(default))
+                body.setdefault("createdAt", now)
+                body.setdefault("updatedAt", body["createdAt"])
+                items.append((body["id"], body, None))
+            self.put_many(kind, items)
+            total += len(items)
+        return total
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def _jsonable(value: Any) -> Any:
+    """YAML may hold dates and other non-JSON scalars: make them JSON values."""
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return str(value)
