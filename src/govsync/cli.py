@@ -179,6 +179,108 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
         sys.exit(2)
 
 
+class LineReporter:
+    """One line per finished change (CI logs): address, action, outcome."""
+
+    def __init__(self, color: bool) -> None:
+        self.color = color
+
+    def start(self, total: int) -> None:
+        click.echo(f"Applying {total} change(s)...", err=True)
+
+    def finished(self, o: Any) -> None:
+        fg = {"applied": "green", "forgotten": "green", "failed": "red", "uncertain": "cyan",
+              "skipped": "yellow"}.get(o.status)
+        detail = f" (id {o.id})" if o.status == "applied" and o.id else ""
+        if o.error:
+            detail = f": {o.code + ' ' if o.code else ''}{o.error}"
+        line = f"{o.address}: {o.action} {click.style(o.status, fg=fg) if self.color else o.status}"
+        click.echo(f"{line}{detail} [{o.seconds:.2f}s]", err=True, color=self.color)
+
+    def close(self) -> None:
+        pass
+
+
+class ProgressReporter(LineReporter):
+    """A progress bar on a terminal; failures are still printed as they happen."""
+
+    def start(self, total: int) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+        self.progress = Progress("[progress.description]{task.description}", BarColumn(),
+                                 MofNCompleteColumn(), TimeElapsedColumn(), transient=True)
+        self.task = self.progress.add_task("Applying", total=total)
+        self.progress.start()
+
+    def finished(self, o: Any) -> None:
+        self.progress.advance(self.task)
+        if o.status not in ("applied", "forgotten"):
+            self.progress.console.print(f"{o.address}: {o.action} {o.status}: {o.error}",
+                                        markup=False, highlight=False)
+
+    def close(self) -> None:
+        self.progress.stop()
+
+
+@cli.command()
+@paths_argument
+@global_options
+@click.option("--auto-approve", is_flag=True, help="Apply without asking for `yes`.")
+@click.option("--parallelism", default=16, show_default=True, type=click.IntRange(1, 256),
+              help="Requests in flight at most (halved automatically on 429/503).")
+@click.option("--forget-orphans", is_flag=True,
+              help="Drop orphans from state (they stay on the server: the API cannot delete).")
+@click.option("--lock-timeout", default=0.0, show_default=True, type=click.FloatRange(min=0),
+              help="Seconds to wait for another apply on this workspace to finish.")
+def apply(paths: tuple[str, ...], settings: Settings, auto_approve: bool, parallelism: int,
+          forget_orphans: bool, lock_timeout: float) -> None:
+    """Apply the manifests (or a saved plan) through the API.
+
+    With PATHS, plans first and shows the plan; with one saved plan FILE (from
+    `govsync plan --out`), applies exactly that plan, refused if the state
+    changed since. Every success is recorded in state at once.
+
+    \b
+    Example:
+      govsync apply manifests/ --endpoint local --auto-approve
+      govsync apply plan.json
+    """
+    from govsync import core, render
+
+    o = out()
+
+    def confirm(the_plan: Any) -> bool:
+        click.echo(render.plan_text(the_plan, color=o.color), nl=False, color=o.color)
+        if auto_approve:
+            return True
+        if not sys.stdin.isatty():
+            raise GovsyncError("no terminal to confirm on: pass --auto-approve to apply "
+                               "without asking (as CI does)")
+        answer = click.prompt("Apply these changes? Only 'yes' will be accepted", default="",
+                              show_default=False)
+        return str(answer).strip() == "yes"
+
+    reporter = ProgressReporter(o.color) if o.color and sys.stderr.isatty() else LineReporter(o.color)
+    the_plan, result = core.apply(
+        list(paths), settings, confirm=confirm, parallelism=parallelism,
+        forget_orphans=forget_orphans, lock_timeout=lock_timeout, reporter=reporter,
+    )
+    if not result.outcomes:
+        click.echo("No changes. Nothing to apply.")
+        return
+    s = result.summary()
+    click.echo(
+        f"Apply: {s['applied']} applied, {s['failed']} failed, {s['skipped']} skipped, "
+        f"{s['uncertain']} uncertain, {s['forgotten']} forgotten ({result.requests} requests)."
+    )
+    if not result.ok:
+        for oc in result.outcomes:
+            if oc.status not in ("applied", "forgotten"):
+                click.echo(f"  {oc.address}: {oc.status}: {oc.code + ' ' if oc.code else ''}{oc.error}")
+        click.echo("What succeeded is recorded in state; fix the failures and apply again.", err=True)
+        sys.exit(1)
+
+
 @cli.command()
 @click.option("--out", "out_dir", default="schemas", show_default=True, type=click.Path(file_okay=False),
               help="Directory for manifest.schema.json and openapi.json.")

@@ -11,7 +11,7 @@ import asyncio
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,9 +19,10 @@ from govsync.errors import ApiError, ConfigError, TransportError, UnauthorizedEr
 
 if TYPE_CHECKING:
     from govsync.api.client import AsyncClient
+    from govsync.apply import ApplyResult
     from govsync.manifests.loader import ManifestSet
     from govsync.plan import Plan
-    from govsync.state.base import StateStore
+    from govsync.state.base import Snapshot, StateStore
 
 DEFAULT_STATE = os.path.join(".govsync", "state.db")
 LOCAL_DB = os.path.join(".govsync", "local-api.db")
@@ -87,20 +88,25 @@ def validate(paths: Sequence[str]) -> ManifestSet:
 
 def plan(paths: Sequence[str], settings: Settings) -> Plan:
     """Diff the manifests against the workspace's state (no lock taken)."""
-    from govsync.plan import make_plan
-
     manifests = validate(paths)
-    groups, skipped = live_groups(manifests, settings)
     with settings.open_state() as store:
-        snapshot = store.snapshot(settings.workspace)
-    return make_plan(manifests, snapshot, environ=settings.environ, groups=groups,
-                     groups_skipped=skipped)
+        return plan_with(manifests, store.snapshot(settings.workspace), settings)
 
 
-def live_groups(manifests: ManifestSet, settings: Settings) -> tuple[set[str] | None, str]:
+def plan_with(manifests: ManifestSet, snapshot: Snapshot, settings: Settings) -> Plan:
+    """Plan against a snapshot, checking owner groups of new policies live."""
+    from govsync.plan import check_live_refs, live_refs_to_check, make_plan
+
+    result = make_plan(manifests, snapshot, environ=settings.environ)
+    wanted = live_refs_to_check(result, manifests)
+    if wanted:
+        groups, skipped = live_groups(settings)
+        check_live_refs(result, wanted, groups, skipped)
+    return result
+
+
+def live_groups(settings: Settings) -> tuple[set[str] | None, str]:
     """Names of every group on the server, or None and why the check is skipped."""
-    if not any(m.kind.live_refs for m in manifests.objects.values()):
-        return None, "no policy names a group"
     if not settings.endpoint:
         return None, "no endpoint configured (offline plan)"
 
@@ -129,3 +135,110 @@ def write_plan_file(plan: Plan, path: str) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
+
+
+def read_plan_file(path: str) -> Plan:
+    """A plan saved by ``govsync plan --out``."""
+    from govsync.errors import PlanError
+    from govsync.plan import PLAN_FORMAT, Plan
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise PlanError(f"cannot read saved plan {path}: {exc}") from exc
+    if not isinstance(data, dict) or data.get("format") != PLAN_FORMAT:
+        raise PlanError(f"{path} is not a govsync plan file (format {PLAN_FORMAT})")
+    try:
+        return Plan.from_dict(data)
+    except (KeyError, TypeError) as exc:
+        raise PlanError(f"{path} is not a valid govsync plan file: missing {exc}") from exc
+
+
+def is_plan_file(paths: Sequence[str]) -> bool:
+    """``govsync apply FILE``: one file that is not a YAML manifest."""
+    return (len(paths) == 1 and os.path.isfile(paths[0])
+            and not paths[0].endswith((".yaml", ".yml")))
+
+
+def apply(
+    paths: Sequence[str],
+    settings: Settings,
+    *,
+    confirm: Callable[[Plan], bool] | None = None,
+    parallelism: int = 16,
+    forget_orphans: bool = False,
+    lock_timeout: float = 0.0,
+    reporter: Any = None,
+) -> tuple[Plan, ApplyResult]:
+    """Plan (or read a saved plan) and apply it under the workspace lock.
+
+    ``confirm`` is shown the plan and returns whether to go on (None: go on).
+    """
+    import asyncio as aio
+
+    from govsync import apply as applier
+    from govsync.errors import PlanError
+    from govsync.state.base import LockHolder
+
+    saved = read_plan_file(paths[0]) if is_plan_file(paths) else None
+    manifests = None if saved else validate(paths)
+    with settings.open_state() as store:
+        store.acquire(settings.workspace, LockHolder.me(), timeout=lock_timeout)
+        try:
+            snapshot = store.snapshot(settings.workspace)
+            if saved is not None:
+                if saved.workspace != settings.workspace:
+                    raise PlanError(
+                        f"the plan is for workspace {saved.workspace!r}, not "
+                        f"{settings.workspace!r}: pass --workspace {saved.workspace}")
+                applier.check_saved_plan(saved, snapshot)
+                the_plan = saved
+            else:
+                assert manifests is not None
+                the_plan = plan_with(manifests, snapshot, settings)
+            if the_plan.blocked():
+                from govsync.errors import BlockedPlanError
+
+                raise BlockedPlanError(
+                    f"the plan has {len(the_plan.blocked())} blocked change(s) the API cannot "
+                    "make: revert them in the manifests; nothing was applied")
+            applier.check_secrets(the_plan, snapshot, settings.environ)
+            work = [c for c in the_plan.changes if c.action in ("create", "update")
+                    or (forget_orphans and c.action == "orphan")]
+            if not work:
+                return the_plan, applier.ApplyResult()
+            if confirm is not None and not confirm(the_plan):
+                raise PlanError("apply cancelled; nothing was changed")
+            result = aio.run(applier.run(
+                the_plan, store, snapshot,
+                lambda on_retry: settings.client(on_retry=on_retry),
+                environ=settings.environ, parallelism=parallelism,
+                forget_orphans=forget_orphans, reporter=reporter,
+            ))
+            store.add_history(settings.workspace, history_record(the_plan, result, saved is not None))
+            return the_plan, result
+        finally:
+            store.release(settings.workspace)
+
+
+def history_record(plan: Plan, result: ApplyResult, saved: bool) -> dict[str, Any]:
+    """Who applied what, when, with which outcome (no secret: addresses and codes)."""
+    from govsync.state.base import LockHolder, now
+
+    me = LockHolder.me()
+    return {
+        "at": now(),
+        "user": me.user,
+        "host": me.host,
+        "command": me.command,
+        "savedPlan": saved,
+        "serialBefore": plan.serial,
+        "summary": result.summary(),
+        "ok": result.ok,
+        "changes": [
+            {"address": o.address, "action": o.action, "status": o.status, "id": o.id,
+             "code": o.code, "error": o.error}
+            for o in result.outcomes
+        ],
+    }

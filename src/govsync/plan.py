@@ -17,14 +17,13 @@ templates with those markers, never a secret value.
 
 from __future__ import annotations
 
-import hashlib
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from govsync import __version__
-from govsync.api.kinds import BY_KIND, Kind
+from govsync.api.kinds import Kind
 from govsync.errors import ManifestError, Problem
 from govsync.manifests.loader import REF, SECRET, Manifest, ManifestSet
 from govsync.state.base import APPLIED, PENDING, UNCERTAIN, Snapshot
@@ -146,11 +145,9 @@ def make_plan(
     snapshot: Snapshot,
     *,
     environ: Environ | None = None,
-    groups: set[str] | None = None,
-    groups_skipped: str = "no endpoint configured",
 ) -> Plan:
     """Diff ``manifests`` against ``snapshot``.  Raises ManifestError for a
-    missing secret variable or (when ``groups`` is given) an unknown group."""
+    missing secret variable."""
     from govsync.graph import order
 
     env = os.environ if environ is None else environ
@@ -187,11 +184,9 @@ def make_plan(
             changes.append(Change(address, ORPHAN, entry.kind, id=entry.id, reason=(
                 "no longer in the manifests; the API cannot delete it, so it stays on the "
                 "server; `govsync apply --forget-orphans` drops it from state")))
-    checks = [_check_live_refs(manifests, groups, groups_skipped, problems)]
     if problems:
         raise ManifestError(problems)
-    return Plan(snapshot.workspace, snapshot.lineage, snapshot.serial, manifests.digest,
-                changes, [c for c in checks if c is not None])
+    return Plan(snapshot.workspace, snapshot.lineage, snapshot.serial, manifests.digest, changes)
 
 
 def _resolve(
@@ -315,41 +310,42 @@ def _shown(value: Any, hidden: bool) -> Any:
     return value
 
 
-def _check_live_refs(
-    manifests: ManifestSet,
-    groups: set[str] | None,
-    skipped: str,
-    problems: list[Problem],
-) -> Check | None:
-    """Fields that name groups must name groups that exist (ListGroups)."""
-    wanted = [
+def live_refs_to_check(plan: Plan, manifests: ManifestSet) -> list[tuple[Manifest, str, str]]:
+    """(manifest, field, value) of live references in objects this plan creates.
+
+    Only creates send such a field (it cannot change after create); existing
+    objects are drift's business.  So a plan without creates needs no request.
+    """
+    creating = {c.address for c in plan.changes if c.action == CREATE}
+    return [
         (m, field_name, m.template[field_name])
-        for m in manifests.objects.values()
+        for address in sorted(creating)
+        for m in [manifests.objects[address]]
         for field_name, _kind in m.kind.live_refs
         if isinstance(m.template.get(field_name), str)
     ]
+
+
+def check_live_refs(
+    plan: Plan,
+    wanted: list[tuple[Manifest, str, str]],
+    groups: set[str] | None,
+    skipped: str,
+) -> None:
+    """Record the group check on ``plan``; ManifestError for unknown groups."""
     if not wanted:
-        return None
+        return
     if groups is None:
-        return Check("groups", "skipped", f"policy owner groups not checked: {skipped}")
-    missing = [(m, f, name) for m, f, name in wanted if name not in groups]
-    for m, f, name in missing:
-        problems.append(Problem(
-            *m.where(f"spec.{f}"),
-            f"{m.address}: spec.{f} names group {name!r}, which does not exist on the server "
-            "(ListGroups); create the group or fix the name",
-        ))
-    if missing:
-        return Check("groups", "failed", f"{len(missing)} unknown group(s)")
-    return Check("groups", "passed", f"{len(wanted)} policy owner group(s) exist")
+        plan.checks.append(Check("groups", "skipped", f"policy owner groups not checked: {skipped}"))
+        return
+    problems = [
+        Problem(*m.where(f"spec.{f}"),
+                f"{m.address}: spec.{f} names group {name!r}, which does not exist on the server "
+                "(ListGroups); create the group or fix the name")
+        for m, f, name in wanted if name not in groups
+    ]
+    if problems:
+        raise ManifestError(problems)
+    plan.checks.append(Check("groups", "passed", f"{len(wanted)} policy owner group(s) exist"))
 
 
-def changes_digest(plan: Plan) -> str:
-    import json
-
-    body = json.dumps(plan.to_dict()["changes"], sort_keys=True).encode()
-    return hashlib.sha256(body).hexdigest()
-
-
-KindLookup = Callable[[str], Kind]
-kind_of: KindLookup = BY_KIND.__getitem__
