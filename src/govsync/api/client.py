@@ -29,7 +29,6 @@ it; it and the request's secret values are scrubbed from every message.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import random
 import re
@@ -40,7 +39,6 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import urlsplit
 
 import httpx
 from pydantic import BaseModel
@@ -50,6 +48,8 @@ from govsync.api.catalog import BY_NAME, OPERATIONS, Operation
 from govsync.api.transport import (
     DEFAULT_LOCAL_DB,
     SyncASGITransport,
+    check_base_url,
+    key_auth,
     local_sync_transport,
     local_transport,
 )
@@ -133,48 +133,6 @@ def _secret_values(op: Operation, payload: Mapping[str, Any]) -> list[str]:
         if isinstance(value, str) and value:
             found.append(value)
     return found
-
-
-class _ApiKeyAuth(httpx.Auth):
-    """Adds X-API-KEY to each request; its repr never shows the key."""
-
-    def __init__(self, key: str) -> None:
-        self._key = key
-
-    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
-        request.headers["X-API-KEY"] = self._key
-        yield request
-
-    def __repr__(self) -> str:
-        return "<X-API-KEY (hidden)>"
-
-
-def _is_loopback(host: str) -> bool:
-    if host.lower().rstrip(".") == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def _check_base_url(base_url: str, insecure_http: bool) -> str:
-    """The URL as shown in reprs and messages (no user info, query or fragment)."""
-    parts = urlsplit(base_url)
-    try:
-        host, port = parts.hostname, parts.port
-    except ValueError:
-        host = port = None
-    netloc = f"[{host}]" if host and ":" in host else host or ""
-    shown = f"{parts.scheme}://{netloc}{f':{port}' if port else ''}{parts.path}"
-    if parts.scheme not in ("http", "https") or not host:
-        raise errors.ConfigError(
-            f"invalid endpoint URL {shown!r}: expected https://host[:port][/prefix] or `local`")
-    if parts.scheme == "http" and not insecure_http and not _is_loopback(host):
-        raise errors.ConfigError(
-            f"refusing plain http:// to {host}: the API key would cross the network "
-            "unencrypted; use https://, or pass --insecure-http if you really mean it")
-    return shown
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -290,8 +248,9 @@ class _Core:
         status = response.status_code
         if status in _GATEWAY_STATUSES and not op.retry_safe:
             return errors.AmbiguousError(
-                f"a gateway answered {status} {response.reason_phrase}: the request may have "
-                "reached the server; the outcome is unknown", operation=op.name), False
+                f"answered {status} {response.reason_phrase} (a gateway or deadline): the "
+                "request may have been carried out; the outcome is unknown",
+                operation=op.name), False
         code, message, details = _error_fields(response, scrub)
         if attempt > 1:
             message += f" (after {attempt} attempts)"
@@ -302,13 +261,13 @@ class _Core:
     def _transport_error(self, op: Operation, exc: Exception, scrub: Callable[[str], str],
                          attempt: int) -> tuple[errors.ApiError, bool]:
         what = scrub(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
-        tries = f" after {attempt} attempts" if attempt > 1 else ""
         if isinstance(exc, _NOT_SENT_RETRY + _NOT_SENT_FINAL):
+            tries = f" after {attempt} attempts" if attempt > 1 else ""
             return errors.TransportError(f"could not reach {self.shown_url}{tries} ({what})",
                                          operation=op.name), isinstance(exc, _NOT_SENT_RETRY)
         return errors.AmbiguousError(
-            f"the request was sent but no answer came{tries} ({what}); the outcome is unknown",
-            operation=op.name), op.retry_safe
+            f"the request was sent but no answer came (attempt {attempt}: {what}); "
+            "the outcome is unknown", operation=op.name), op.retry_safe
 
 
 def _error_fields(response: httpx.Response, scrub: Callable[[str], str]) -> tuple[str, str, Any]:
@@ -333,7 +292,8 @@ def _error_fields(response: httpx.Response, scrub: Callable[[str], str]) -> tupl
             if item.get("type") == "core.v1.ErrorCode" and isinstance(item.get("value"), str):
                 code = item["value"]
         violations = [
-            {"field": str(d.get("value", "")), "description": _description(d.get("debug"))}
+            {"field": str(d.get("value", "")),
+             "description": str((d.get("debug") or {}).get("description", ""))}
             for d in items if d.get("type") == "core.v1.FieldViolation"]
         details = {"fieldViolations": violations} if violations else None
     if isinstance(details, dict):
@@ -343,27 +303,21 @@ def _error_fields(response: httpx.Response, scrub: Callable[[str], str]) -> tupl
     return code, message, details
 
 
-def _description(debug: Any) -> str:
-    if isinstance(debug, Mapping):
-        for key in ("description", "message", "msg"):
-            if isinstance(debug.get(key), str):
-                return str(debug[key])
-    return ""
-
-
 class _BaseClient:
-    def __init__(self, base_url: str, api_key: str | None, *, insecure_http: bool) -> None:
-        self._shown_url = _check_base_url(base_url, insecure_http)
+    _http: httpx.Client | httpx.AsyncClient
+
+    def __init__(self, base_url: str, api_key: str | None, *, insecure_http: bool,
+                 timeout: float, **policy: Any) -> None:
+        self._shown_url = check_base_url(base_url, insecure_http)
         if api_key is not None and (not api_key or not api_key.isprintable()
                                     or not api_key.isascii()):
             raise errors.ConfigError("the API key is empty or has characters an HTTP header "
                                      "cannot carry (check GOVSYNC_API_KEY)")
-        self._auth = _ApiKeyAuth(api_key) if api_key else None
-
-    def _make_core(self, api_key: str | None, build: Callable[..., httpx.Request],
-                   timeout: float, **policy: Any) -> _Core:
-        return _Core(base_url=self._shown_url, api_key=api_key, build=build, timeout=timeout,
-                     **policy)
+        self._options: dict[str, Any] = {
+            "base_url": base_url, "auth": key_auth(api_key),
+            "timeout": timeout, "headers": _headers(), "follow_redirects": False}
+        self._core = _Core(base_url=self._shown_url, api_key=api_key, timeout=timeout,
+                           build=lambda *a, **kw: self._http.build_request(*a, **kw), **policy)
 
     @property
     def base_url(self) -> str:
@@ -381,18 +335,18 @@ def _headers() -> dict[str, str]:
 class Client(_BaseClient):
     """Synchronous client; one method per operation, e.g. ``client.create_space({...})``."""
 
+    _http: httpx.Client
+
     def __init__(self, base_url: str, api_key: str | None = None, *,
                  transport: httpx.BaseTransport | None = None, timeout: float = 30.0,
                  max_retries: int = 4, backoff: float = 0.25, max_backoff: float = 8.0,
                  insecure_http: bool = False, on_retry: Callable[[RetryEvent], None] | None = None,
                  rng: random.Random | None = None,
                  sleep: Callable[[float], object] | None = None) -> None:
-        super().__init__(base_url, api_key, insecure_http=insecure_http)
-        self._http = httpx.Client(base_url=base_url, auth=self._auth, transport=transport,
-                                  timeout=timeout, headers=_headers(), follow_redirects=False)
-        self._core = self._make_core(api_key, self._http.build_request, timeout,
-                                 max_retries=max_retries, backoff=backoff,
-                                 max_backoff=max_backoff, on_retry=on_retry, rng=rng)
+        super().__init__(base_url, api_key, insecure_http=insecure_http, timeout=timeout,
+                         max_retries=max_retries, backoff=backoff, max_backoff=max_backoff,
+                         on_retry=on_retry, rng=rng)
+        self._http = httpx.Client(transport=transport, **self._options)
         self._sleep = time.sleep if sleep is None else sleep
 
     def call(self, operation: str | Operation, body: Body | None = None, *,
@@ -437,19 +391,18 @@ class Client(_BaseClient):
 class AsyncClient(_BaseClient):
     """Asynchronous client; ``await aclient.list_groups({...})``."""
 
+    _http: httpx.AsyncClient
+
     def __init__(self, base_url: str, api_key: str | None = None, *,
                  transport: httpx.AsyncBaseTransport | None = None, timeout: float = 30.0,
                  max_retries: int = 4, backoff: float = 0.25, max_backoff: float = 8.0,
                  insecure_http: bool = False, on_retry: Callable[[RetryEvent], None] | None = None,
                  rng: random.Random | None = None,
                  sleep: Callable[[float], Awaitable[object] | object] | None = None) -> None:
-        super().__init__(base_url, api_key, insecure_http=insecure_http)
-        self._http = httpx.AsyncClient(base_url=base_url, auth=self._auth, transport=transport,
-                                       timeout=timeout, headers=_headers(),
-                                       follow_redirects=False)
-        self._core = self._make_core(api_key, self._http.build_request, timeout,
-                                 max_retries=max_retries, backoff=backoff,
-                                 max_backoff=max_backoff, on_retry=on_retry, rng=rng)
+        super().__init__(base_url, api_key, insecure_http=insecure_http, timeout=timeout,
+                         max_retries=max_retries, backoff=backoff, max_backoff=max_backoff,
+                         on_retry=on_retry, rng=rng)
+        self._http = httpx.AsyncClient(transport=transport, **self._options)
         self._sleep = sleep
 
     async def call(self, operation: str | Operation, body: Body | None = None, *,
@@ -502,8 +455,9 @@ class AsyncClient(_BaseClient):
 
 def _doc(op: Operation) -> str:
     where = f"the object is under {op.response_key!r}" if op.response_key else "fields at top level"
-    safe = "retried after an ambiguous failure" if op.retry_safe else "never sent twice"
-    return f"POST {op.path} ({op.verb}); the whole JSON answer, {where}; {safe}."
+    safe = "retried" if op.retry_safe else "never resent"
+    return f"POST {op.path} ({op.verb}); the whole JSON answer, {where}; {safe} after an " \
+        "ambiguous failure."
 
 
 def _install(op: Operation) -> None:

@@ -1,4 +1,8 @@
-"""In-process transports: the reference server called without a network.
+"""How requests travel: the API key, the plain-http guard, in-process transports.
+
+The key is added to each request by an ``httpx.Auth`` whose repr hides it.
+A plain ``http://`` URL is refused unless its host is loopback or the user
+passed ``--insecure-http``; certificate verification is never turned off.
 
 ``httpx.ASGITransport`` serves ``AsyncClient``; ``SyncASGITransport`` gives the
 synchronous ``Client`` the same thing by running the app on a private event
@@ -9,21 +13,75 @@ file; the server package is imported only when they are called.
 
 from __future__ import annotations
 
+import ipaddress
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import httpx
+
+from govsync import errors
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
     from anyio.from_thread import BlockingPortal
 
-__all__ = ["DEFAULT_LOCAL_DB", "SyncASGITransport", "local_sync_transport", "local_transport"]
+__all__ = [
+    "DEFAULT_LOCAL_DB", "SyncASGITransport", "check_base_url", "key_auth",
+    "local_sync_transport", "local_transport",
+]
 
 DEFAULT_LOCAL_DB = ".govsync/local-api.db"
+
+
+class _ApiKeyAuth(httpx.Auth):
+    """Adds X-API-KEY to each request; its repr never shows the key."""
+
+    def __init__(self, key: str) -> None:
+        self._key = key
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        request.headers["X-API-KEY"] = self._key
+        yield request
+
+    def __repr__(self) -> str:
+        return "<X-API-KEY (hidden)>"
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_base_url(base_url: str, insecure_http: bool) -> str:
+    """The URL as shown in reprs and messages (no user info, query or fragment)."""
+    parts = urlsplit(base_url)
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        host = port = None
+    netloc = f"[{host}]" if host and ":" in host else host or ""
+    shown = f"{parts.scheme}://{netloc}{f':{port}' if port else ''}{parts.path}"
+    if parts.scheme not in ("http", "https") or not host:
+        raise errors.ConfigError(
+            f"invalid endpoint URL {shown!r}: expected https://host[:port][/prefix] or `local`")
+    if parts.scheme == "http" and not insecure_http and not _is_loopback(host):
+        raise errors.ConfigError(
+            f"refusing plain http:// to {host}: the API key would cross the network "
+            "unencrypted; use https://, or pass --insecure-http if you really mean it")
+    return shown
+
+
+def key_auth(api_key: str | None) -> httpx.Auth | None:
+    """The auth that sends ``api_key`` as X-API-KEY (None: no key is sent)."""
+    return _ApiKeyAuth(api_key) if api_key else None
 
 
 class SyncASGITransport(httpx.BaseTransport):
@@ -93,7 +151,7 @@ def _local_app(db_path: str | Path) -> tuple[Callable[..., Any], Callable[[], ob
     if str(db_path) != ":memory:":
         Path(db_path).parent.mkdir(parents=True, exist_ok=True)
     store = Store(str(db_path))
-    return create_app(store), getattr(store, "close", None)
+    return create_app(store, api_keys=None), getattr(store, "close", None)
 
 
 def local_transport(db_path: str | Path = DEFAULT_LOCAL_DB) -> httpx.AsyncBaseTransport:
