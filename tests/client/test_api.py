@@ -1,0 +1,120 @@
+"""The generated surface: one method per operation, unwrap, paging, connect()."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from govsync import errors
+from govsync.api import models as m
+from govsync.api.catalog import OPERATIONS
+from govsync.api.client import (
+    AsyncClient,
+    Client,
+    SyncASGITransport,
+    connect,
+    connect_sync,
+    unwrap,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+def test_one_method_per_operation() -> None:
+    names = {
+        "CreateBIIntegration": "create_bi_integration",
+        "CreateIntegrationMDM": "create_integration_mdm",
+        "UpdateConnectorAiProviderV2": "update_connector_ai_provider_v2",
+        "CreateNativeUserV3": "create_native_user_v3",
+        "ListGroups": "list_groups",
+    }
+    for op in OPERATIONS:
+        for cls in (Client, AsyncClient):
+            method = getattr(cls, names.get(op.name, "") or _snake(op.name))
+            assert op.path in (method.__doc__ or "")
+    for name, snake in names.items():
+        assert getattr(Client, snake).__qualname__ == f"Client.{snake}", name
+
+
+def _snake(name: str) -> str:
+    from govsync.api.client import _snake as snake
+
+    return snake(name)
+
+
+def test_unwrap_follows_the_catalog() -> None:
+    assert unwrap("CreateSpace", {"space": {"id": "s-1", "name": "a"}}) == (
+        {"id": "s-1", "name": "a"}, "s-1")
+    assert unwrap("CreatePolicyReport", {"reportId": "r-1"}) == ({"reportId": "r-1"}, "r-1")
+    assert unwrap("CreateLogQuery", {"id": "q-1"})[1] == "q-1"
+    assert unwrap("CreateSessionTermination",
+                  {"sessionShutdown": {"sessionId": "x", "connectorId": "c"}})[1] == "x"
+    with pytest.raises(errors.ApiError, match="CreateSpace"):
+        unwrap("CreateSpace", {"id": "s-1"})
+    with pytest.raises(ValueError, match="unknown API operation"):
+        unwrap("DeleteEverything", {})
+
+
+async def test_list_all_groups_pages_through_every_group(make_server: Any, aclient_for: Any) -> None:
+    app = make_server(groups=120)
+    async with aclient_for(app) as client:
+        groups = await client.list_all_groups(page_size=7)
+    ids = [g["id"] for g in groups]
+    assert len(ids) == 120 and set(ids) == {f"grp-{i:04d}" for i in range(120)}
+    assert app.seen["ListGroups"] in (18, 19)  # ceil(120 / 7), maybe one empty last page
+
+
+def test_sync_list_all_groups_with_a_search(make_server: Any, client_for: Any) -> None:
+    client = client_for(make_server(groups=30))
+    groups = client.list_all_groups(m.ListGroupsRequest(search="group-001"), page_size=4)
+    assert sorted(g["id"] for g in groups) == [f"grp-{i:04d}" for i in range(10, 20)]
+
+
+async def test_pydantic_bodies_are_accepted(server: Any, aclient_for: Any) -> None:
+    async with aclient_for(server) as client:
+        body = await client.call("CreateSpace", m.CreateSpaceRequest(name="from-model"))
+    space, space_id = unwrap("CreateSpace", body)
+    assert space["name"] == "from-model" and space_id
+
+
+def test_missing_endpoint_names_both_ways() -> None:
+    for endpoint in (None, "", "  "):
+        with pytest.raises(errors.ConfigError) as caught:
+            connect(endpoint, "k")
+        assert "--endpoint" in str(caught.value) and "GOVSYNC_ENDPOINT" in str(caught.value)
+
+
+def test_url_endpoint_needs_a_key() -> None:
+    with pytest.raises(errors.ConfigError, match="GOVSYNC_API_KEY"):
+        connect("https://api.example.com", None)
+
+
+async def test_connect_local_runs_the_server_in_process(tmp_path: Path) -> None:
+    pytest.importorskip("govsync.server")
+    db = tmp_path / ".govsync" / "local-api.db"
+    async with connect("local", None, local_db=db) as client:
+        created = await client.create_space({"name": "local-space"})
+        assert (await client.list_groups({}))["groups"] == []
+    assert db.exists()
+    # The objects outlive the client: a second connection sees the same store.
+    with connect_sync("local", None, local_db=db) as sync_client:
+        sync_client.create_space({"name": "second"})
+        objects = sync_client._http.get("/_govsync/objects").json()
+    assert [s["id"] for s in objects["Space"]][0] == created["space"]["id"]
+    assert [s["name"] for s in objects["Space"]] == ["local-space", "second"]
+    assert repr(client) == "AsyncClient(base_url='http://localhost')"
+
+
+def test_sync_asgi_transport_stops_its_thread_on_close(make_server: Any) -> None:
+    before = threading.active_count()
+    transport = SyncASGITransport(make_server())
+    with Client("http://127.0.0.1", "test-key-0123", transport=transport) as client:
+        client.list_groups({})
+        assert threading.active_count() == before + 1
+    assert threading.active_count() == before
+    with pytest.raises(RuntimeError, match="closed"):
+        transport.handle_request(httpx.Request("POST", "http://127.0.0.1/x"))

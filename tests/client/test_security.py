@@ -1,0 +1,136 @@
+"""The API key never leaks; plain http:// leaves loopback only when asked."""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+from typing import Any
+
+import httpx
+import pytest
+
+from govsync import errors
+from govsync.api.client import AsyncClient, Client, connect
+
+pytestmark = pytest.mark.anyio
+
+CANARY = "canary-7f3e9a1c-d00d-4b1e-9f0a-sekrit"
+
+
+def _chain(exc: BaseException | None) -> list[BaseException]:
+    found = []
+    while exc is not None and exc not in found:
+        found.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    return found
+
+
+async def test_key_is_in_no_log_record_repr_or_exception(
+    caplog: pytest.LogCaptureFixture, make_server: Any, aclient_for: Any,
+) -> None:
+    for name in ("httpx", "httpcore", "govsync"):
+        caplog.set_level(logging.DEBUG, logger=name)
+    raised: list[BaseException] = []
+    app = make_server(api_keys=[CANARY])
+    app.script("CreateSpace", 503, "drop")
+    async with aclient_for(app, key=CANARY) as client:
+        assert CANARY not in repr(client) and CANARY not in str(vars(client))
+        await client.list_groups({})
+        with pytest.raises(errors.AmbiguousError) as caught:
+            await client.create_space({"name": "s"})
+        raised.append(caught.value)
+    # The wrong key (the canary) is refused: 401, and the message must not echo it.
+    async with aclient_for(make_server(), key=CANARY) as client:
+        with pytest.raises(errors.UnauthorizedError) as caught:
+            await client.create_space({"name": "s"})
+        raised.append(caught.value)
+    # Over a real socket too: connection refused, retried, then TransportError.
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    async with AsyncClient(f"http://127.0.0.1:{port}", CANARY, max_retries=1,
+                           sleep=lambda s: None) as client:
+        with pytest.raises(errors.TransportError) as caught:
+            await client.list_groups({})
+        raised.append(caught.value)
+    with Client(f"https://{CANARY}@api.example.com", CANARY) as sync_client:
+        assert CANARY not in repr(sync_client)
+
+    assert caplog.records, "expected httpx/govsync to log at DEBUG"
+    for record in caplog.records:
+        assert CANARY not in record.getMessage()
+        assert CANARY not in repr(record.args)
+    for exc in raised:
+        for link in _chain(exc):
+            assert CANARY not in str(link) and CANARY not in repr(link)
+
+
+async def test_secret_values_are_scrubbed_from_error_messages(aclient_for: Any) -> None:
+    secret = "logstore-secret-value-42"
+
+    async def echoing(scope: Any, receive: Any, send: Any) -> None:
+        body = json.loads((await receive())["body"])
+        echo = json.dumps({"code": "invalid_request",
+                           "message": f"bad apiKey {body['logStoreB']['apiKey']}",
+                           "details": {"fieldViolations": [{
+                               "field": "logStoreB.apiKey",
+                               "description": f"{body['logStoreB']['apiKey']} is wrong"}]}})
+        await send({"type": "http.response.start", "status": 400, "headers": []})
+        await send({"type": "http.response.body", "body": echo.encode()})
+
+    async with aclient_for(echoing) as client:
+        with pytest.raises(errors.InvalidRequestError) as caught:
+            await client.create_integration_log({
+                "name": "logs", "logStoreB": {"site": "eu", "apiKey": secret, "accountId": "a"}})
+    assert secret not in str(caught.value)
+    assert secret not in json.dumps(caught.value.details)
+    assert "(sensitive)" in caught.value.message
+
+
+@pytest.mark.parametrize("url", [
+    "http://api.example.com", "http://10.0.0.5:8080", "http://[2001:db8::1]/api",
+    "http://localhost.example.com",
+])
+def test_plain_http_to_a_remote_host_is_refused(url: str) -> None:
+    with pytest.raises(errors.ConfigError, match="--insecure-http"):
+        Client(url, "k")
+    with pytest.raises(errors.ConfigError, match="--insecure-http"):
+        AsyncClient(url, "k")
+    with pytest.raises(errors.ConfigError, match="--insecure-http"):
+        connect(url, "k")
+    Client(url, "k", insecure_http=True).close()
+
+
+@pytest.mark.parametrize("url", [
+    "http://localhost:8080", "http://127.0.0.1", "http://127.1.2.3:9", "http://[::1]:8080",
+    "https://api.example.com/prefix",
+])
+def test_loopback_http_and_https_are_allowed(url: str) -> None:
+    with Client(url, "k") as client:
+        assert repr(client) == f"Client(base_url={client.base_url!r})"
+
+
+@pytest.mark.parametrize("url", ["ftp://example.com", "api.example.com", "https://"])
+def test_invalid_urls_are_config_errors(url: str) -> None:
+    with pytest.raises(errors.ConfigError, match="invalid endpoint URL"):
+        Client(url, "k")
+
+
+@pytest.mark.parametrize("key", ["", "line\nbreak", "caf\u00e9"])
+def test_keys_a_header_cannot_carry_are_refused_without_echo(key: str) -> None:
+    with pytest.raises(errors.ConfigError) as caught:
+        Client("https://api.example.com", key)
+    assert key not in str(caught.value) or not key
+
+
+def test_certificate_verification_stays_on() -> None:
+    with Client("https://api.example.com", "k") as client:
+        pool = client._http._transport._pool  # type: ignore[attr-defined]
+        assert pool._ssl_context.verify_mode.name == "CERT_REQUIRED"
+
+
+def test_auth_repr_hides_the_key() -> None:
+    with Client("https://api.example.com", CANARY) as client:
+        assert CANARY not in repr(client._http.auth)
+        assert isinstance(client._http.auth, httpx.Auth)
