@@ -282,6 +282,225 @@ def apply(paths: tuple[str, ...], settings: Settings, auto_approve: bool, parall
 
 
 @cli.command()
+@paths_argument
+@global_options
+@click.option("--format", "fmt", type=FORMATS, default="text", show_default=True)
+def drift(paths: tuple[str, ...], settings: Settings, fmt: str) -> None:
+    """Check that the API, the state and the manifests agree (for a scheduled job).
+
+    Reports unapplied changes, orphans, uncertain entries, and live checks
+    where the API has a read operation (policy owner groups, via ListGroups).
+    Exit 0 in sync, 2 drift, 1 error.
+
+    \b
+    Example:
+      govsync drift manifests/ --endpoint https://api.example.com --format markdown
+    """
+    from govsync import core, render
+
+    report = core.drift(list(paths), settings)
+    o = out()
+    if fmt == "json":
+        click.echo(render.drift_json(report), nl=False)
+    elif fmt == "markdown":
+        click.echo(render.drift_markdown(report), nl=False)
+    else:
+        click.echo(render.drift_text(report, color=o.color), nl=False, color=o.color)
+    if not report.in_sync:
+        sys.exit(2)
+
+
+@cli.group()
+def state() -> None:
+    """Inspect and repair the recorded state of a workspace.
+
+    \b
+    Example:
+      govsync state list
+      govsync state resolve Hook/risk --id hook-123
+    """
+
+
+def _echo_json(data: Any) -> None:
+    import json
+
+    click.echo(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False))
+
+
+@state.command("list")
+@global_options
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def state_list(settings: Settings, fmt: str) -> None:
+    """List the addresses in state with their ids and statuses.
+
+    \b
+    Example:
+      govsync state list --workspace prod
+    """
+    with settings.open_state() as store:
+        snap = store.snapshot(settings.workspace)
+    if fmt == "json":
+        _echo_json([{"address": e.address, "id": e.id, "status": e.status, "kind": e.kind}
+                    for e in snap.entries.values()])
+        return
+    for e in snap.entries.values():
+        click.echo(f"{e.address}\t{e.id or '-'}\t{e.status}")
+    out().info(f"{len(snap.entries)} object(s) in workspace {snap.workspace!r} "
+               f"(lineage {snap.lineage}, serial {snap.serial}).")
+
+
+@state.command("show")
+@click.argument("address")
+@global_options
+def state_show(address: str, settings: Settings) -> None:
+    """Show one entry: id, status, the spec last applied (secrets as fingerprints), the API's answer.
+
+    \b
+    Example:
+      govsync state show Hook/risk_score
+    """
+    from govsync import core
+
+    _echo_json(core.state_entry(settings, address).as_dict())
+
+
+@state.command("forget")
+@click.argument("address")
+@global_options
+def state_forget(address: str, settings: Settings) -> None:
+    """Drop an entry from state (the object stays on the server).
+
+    \b
+    Example:
+      govsync state forget Space/old-analytics
+    """
+    from govsync import core
+
+    entry = core.state_forget(settings, address)
+    click.echo(f"Forgot {address} (id {entry.id}); it stays on the server.")
+
+
+@state.command("import")
+@click.argument("address")
+@click.argument("object_id", metavar="ID")
+@click.argument("paths", nargs=-1, type=click.Path())
+@global_options
+def state_import(address: str, object_id: str, paths: tuple[str, ...], settings: Settings) -> None:
+    """Adopt an object that already exists on the server under ID.
+
+    The manifest's current spec (found under PATHS, default .) becomes its
+    baseline: the next plan shows no change for it.
+
+    \b
+    Example:
+      govsync state import Space/analytics space-0a1b2c manifests/
+    """
+    from govsync import core
+
+    entry = core.state_import(settings, address, object_id, list(paths) or ["."])
+    click.echo(f"Imported {entry.address} as {entry.id}.")
+
+
+@state.command("resolve")
+@click.argument("address")
+@click.option("--id", "object_id", help="The create succeeded: the object's id on the server.")
+@click.option("--absent", is_flag=True, help="The create did not happen: plan will create it again.")
+@global_options
+def state_resolve(address: str, object_id: str | None, absent: bool, settings: Settings) -> None:
+    """Settle an uncertain create (sent, outcome unknown).
+
+    \b
+    Example:
+      govsync state resolve Hook/risk_score --id hook-123
+      govsync state resolve Hook/risk_score --absent
+    """
+    from govsync import core
+
+    if bool(object_id) == absent:
+        raise click.UsageError("give exactly one of --id ID and --absent")
+    core.state_resolve(settings, address, None if absent else object_id)
+    click.echo(f"Resolved {address}: " + ("absent; the next apply creates it." if absent
+                                          else f"exists as {object_id}."))
+
+
+@state.command("export")
+@global_options
+def state_export(settings: Settings) -> None:
+    """Print the workspace's state as JSON (backup; moving between SQLite and PostgreSQL).
+
+    \b
+    Example:
+      govsync state export > backup.json
+      govsync state import-all backup.json --state postgresql://ci@db/govsync
+    """
+    from govsync import core
+
+    _echo_json(core.state_export(settings))
+
+
+@state.command("import-all")
+@click.argument("file", type=click.File("r"))
+@global_options
+def state_import_all(file: Any, settings: Settings) -> None:
+    """Replace the workspace's state with an export.
+
+    \b
+    Example:
+      govsync state import-all backup.json --workspace prod
+    """
+    import json
+
+    from govsync import core
+    from govsync.errors import StateError
+
+    try:
+        data = json.load(file)
+    except ValueError as exc:
+        raise StateError(f"{file.name} is not JSON: {exc}") from exc
+    serial = core.state_import_all(settings, data)
+    click.echo(f"Imported {len(data.get('entries', []))} entries (serial {serial}).")
+
+
+@state.command("unlock")
+@global_options
+def state_unlock(settings: Settings) -> None:
+    """Clear a workspace lock left behind by an apply that is gone.
+
+    \b
+    Example:
+      govsync state unlock --workspace prod
+    """
+    from govsync import core
+
+    holder = core.state_unlock(settings)
+    click.echo(f"Unlocked (was held by {holder})." if holder else "The workspace was not locked.")
+
+
+@state.command("history")
+@global_options
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1))
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def state_history(settings: Settings, limit: int, fmt: str) -> None:
+    """Show past applies: who, when, what changed, outcome.
+
+    \b
+    Example:
+      govsync state history --limit 5
+    """
+    from govsync import core
+
+    records = core.state_history(settings, limit)
+    if fmt == "json":
+        _echo_json(records)
+        return
+    for r in records:
+        s = r.get("summary", {})
+        click.echo(f"{r.get('at')}  {r.get('user')}@{r.get('host')}  "
+                   f"{'ok' if r.get('ok') else 'FAILED'}  "
+                   + ", ".join(f"{v} {k}" for k, v in s.items() if v))
+
+
+@cli.command()
 @click.option("--out", "out_dir", default="schemas", show_default=True, type=click.Path(file_okay=False),
               help="Directory for manifest.schema.json and openapi.json.")
 @click.option("--check", is_flag=True, help="Exit 1 if the files there are not current.")

@@ -20,9 +20,10 @@ from govsync.errors import ApiError, ConfigError, TransportError, UnauthorizedEr
 if TYPE_CHECKING:
     from govsync.api.client import AsyncClient
     from govsync.apply import ApplyResult
+    from govsync.drift import DriftReport
     from govsync.manifests.loader import ManifestSet
     from govsync.plan import Plan
-    from govsync.state.base import Snapshot, StateStore
+    from govsync.state.base import Entry, Snapshot, StateStore
 
 DEFAULT_STATE = os.path.join(".govsync", "state.db")
 LOCAL_DB = os.path.join(".govsync", "local-api.db")
@@ -242,3 +243,163 @@ def history_record(plan: Plan, result: ApplyResult, saved: bool) -> dict[str, An
             for o in result.outcomes
         ],
     }
+
+
+def drift(paths: Sequence[str], settings: Settings) -> DriftReport:
+    """The scheduled check: manifests against state, and live checks where a read exists.
+
+    With an endpoint configured, an unreachable API is an error (exit 1): a
+    drift job must not report "in sync" when it could not look.
+    """
+    from govsync import drift as d
+    from govsync.plan import make_plan
+
+    manifests = validate(paths)
+    with settings.open_state() as store:
+        snapshot = store.snapshot(settings.workspace)
+    the_plan = make_plan(manifests, snapshot, environ=settings.environ)
+    if settings.endpoint:
+        groups, skipped = live_groups(settings)
+        if groups is None:
+            raise ApiError(f"cannot run the live checks: {skipped}")
+    else:
+        groups, skipped = None, "no endpoint configured (GOVSYNC_ENDPOINT / --endpoint)"
+    live = [d.group_check(manifests, groups, skipped)]
+    return d.DriftReport(the_plan, live, d.unobservable(manifests))
+
+
+# -- state commands -------------------------------------------------------------
+
+
+def _locked(settings: Settings) -> Any:
+    """A context manager: the state store with the workspace lock held."""
+    from contextlib import contextmanager
+
+    from govsync.state.base import LockHolder
+
+    @contextmanager
+    def cm() -> Any:
+        with settings.open_state() as store:
+            store.acquire(settings.workspace, LockHolder.me())
+            try:
+                yield store
+            finally:
+                store.release(settings.workspace)
+
+    return cm()
+
+
+def state_entry(settings: Settings, address: str) -> Entry:
+    from govsync.errors import StateError
+
+    with settings.open_state() as store:
+        entry = store.snapshot(settings.workspace).entries.get(address)
+    if entry is None:
+        raise StateError(f"{address} is not in the state of workspace {settings.workspace!r} "
+                         "(`govsync state list` shows what is)")
+    return entry
+
+
+def state_forget(settings: Settings, address: str) -> Entry:
+    """Drop one entry; the object stays on the server."""
+    entry = state_entry(settings, address)
+    with _locked(settings) as store:
+        store.remove(settings.workspace, address)
+    return entry
+
+
+def state_resolve(settings: Settings, address: str, object_id: str | None) -> Entry:
+    """Settle an uncertain create: it exists with ``object_id``, or (None) it does not."""
+    from govsync.errors import StateError
+    from govsync.state.base import APPLIED, PENDING, UNCERTAIN, now
+
+    with _locked(settings) as store:
+        entry = store.snapshot(settings.workspace).entries.get(address)
+        if entry is None or entry.status not in (PENDING, UNCERTAIN):
+            raise StateError(f"{address} is not uncertain in workspace {settings.workspace!r}; "
+                             "nothing to resolve")
+        if object_id is None:
+            store.remove(settings.workspace, address)
+            return entry
+        entry.id, entry.status, entry.updated_at = object_id, APPLIED, now()
+        store.put(settings.workspace, entry)
+        return entry
+
+
+def state_import(settings: Settings, address: str, object_id: str, paths: Sequence[str]) -> Entry:
+    """Adopt an object that exists on the server: the manifest's spec becomes its baseline."""
+    from govsync.errors import StateError
+    from govsync.plan import KNOWN_AFTER_APPLY, resolve
+    from govsync.state.base import APPLIED, Entry, now
+
+    manifests = validate(paths)
+    manifest = manifests.objects.get(address)
+    if manifest is None:
+        raise StateError(f"no manifest under {', '.join(paths)} defines {address}")
+    with _locked(settings) as store:
+        snapshot = store.snapshot(settings.workspace)
+        if address in snapshot.entries:
+            raise StateError(f"{address} is already in state (id {snapshot.entries[address].id}); "
+                             "`govsync state forget` it first to import another id")
+        problems: list[Any] = []
+        _request, spec = resolve(manifest, snapshot, {}, settings.environ, problems)
+        if problems:
+            from govsync.errors import ManifestError
+
+            raise ManifestError(problems)
+        unknown = [k for k, v in spec.items() if v == KNOWN_AFTER_APPLY]
+        if unknown:
+            raise StateError(f"{address} references objects not in state ({', '.join(unknown)}): "
+                             "import or apply them first")
+        entry = Entry(address, manifest.kind.name, object_id, APPLIED, spec, None, now())
+        store.put(settings.workspace, entry)
+        return entry
+
+
+def state_export(settings: Settings) -> dict[str, Any]:
+    """The workspace as JSON (backup, or moving between SQLite and PostgreSQL)."""
+    import base64
+
+    with settings.open_state() as store:
+        snap = store.snapshot(settings.workspace)
+    return {
+        "govsyncState": 1,
+        "workspace": snap.workspace,
+        "lineage": snap.lineage,
+        "serial": snap.serial,
+        # The fingerprint key keeps secrets' fingerprints comparable after a move.
+        "fingerprintKey": base64.b64encode(snap.key).decode(),
+        "entries": [e.as_dict() for e in snap.entries.values()],
+    }
+
+
+def state_import_all(settings: Settings, data: Mapping[str, Any]) -> int:
+    """Load an export into the workspace, replacing its entries; returns the new serial."""
+    import base64
+
+    from govsync.errors import StateError
+    from govsync.state.base import Entry
+
+    if data.get("govsyncState") != 1:
+        raise StateError("not a govsync state export (missing govsyncState: 1)")
+    try:
+        entries = [
+            Entry(e["address"], e["kind"], e.get("id"), e["status"], e.get("spec"),
+                  e.get("response"), e.get("updatedAt", ""))
+            for e in data["entries"]
+        ]
+        key = base64.b64decode(data["fingerprintKey"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise StateError(f"invalid state export: {exc}") from exc
+    with _locked(settings) as store:
+        return store.replace_all(settings.workspace, entries, data.get("lineage"), key)
+
+
+def state_unlock(settings: Settings) -> Any:
+    with settings.open_state() as store:
+        return store.force_unlock(settings.workspace)
+
+
+def state_history(settings: Settings, limit: int = 20) -> list[dict[str, Any]]:
+    with settings.open_state() as store:
+        return store.history(settings.workspace, limit)

@@ -126,7 +126,11 @@ class ApiStatusError(ApiError):
         self.status = status or self.status
         self.code = code
         self.details = details
-        super().__init__(f"{status} {code}: {message}", operation=operation)
+        super().__init__(message, operation=operation)
+
+    def __str__(self) -> str:
+        prefix = f"{self.operation}: " if self.operation else ""
+        return f"{prefix}{self.status} {self.code}: {self.message}"
 
 
 class InvalidRequestError(ApiStatusError):

@@ -158,7 +158,7 @@ def make_plan(
     for address in order(manifests.objects):
         manifest = manifests.objects[address]
         entry = entries.get(address)
-        request, resolved = _resolve(manifest, snapshot, actions, env, problems)
+        request, resolved = resolve(manifest, snapshot, actions, env, problems)
         deps = sorted({a for _, a, _ in manifest.refs} | {a for a, _ in manifest.depends_on})
         kind = manifest.kind
         if entry is None:
@@ -189,7 +189,7 @@ def make_plan(
     return Plan(snapshot.workspace, snapshot.lineage, snapshot.serial, manifests.digest, changes)
 
 
-def _resolve(
+def resolve(
     manifest: Manifest,
     snapshot: Snapshot,
     actions: Mapping[str, str],

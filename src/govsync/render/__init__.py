@@ -178,3 +178,60 @@ def plan_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT, title: str = "govs
 def _md(text: str) -> str:
     # Keep a value from closing the code fence.
     return text.replace("```", "`\u200b``")
+
+
+# -- drift ----------------------------------------------------------------------
+
+
+def drift_json(report: Any) -> str:
+    return json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"
+
+
+def _unobservable_note(report: Any) -> str:
+    if not report.unobservable:
+        return ""
+    return (
+        "Not observable live (the API has no read operation for these kinds; they are "
+        "compared with the recorded state only): " + ", ".join(report.unobservable) + "."
+    )
+
+
+def drift_text(report: Any, *, color: bool = False) -> str:
+    import click
+
+    lines = []
+    for c in report.drifted:
+        symbol, fg = SYMBOLS[c.action]
+        head = f"{symbol} {c.address}  ({c.action})"
+        lines.append(click.style(head, fg=fg) if color else head)
+        for d in c.diff:
+            lines.append(f"      {d.path}: {fmt_value(d.before)} -> {fmt_value(d.after)}")
+        if c.reason:
+            lines.append(f"      {c.reason}")
+    for check in report.live:
+        lines.append(f"Live check {check.name}: {check.status} ({check.detail})")
+        for p in check.problems:
+            lines.append(f"      {p['message']}")
+    note = _unobservable_note(report)
+    if note:
+        lines.append(note)
+    verdict = "In sync." if report.in_sync else (
+        f"Drift: {len(report.drifted)} change(s) between the manifests and state, "
+        f"{sum(len(c.problems) for c in report.live)} live problem(s).")
+    lines.append(click.style(verdict, bold=True) if color else verdict)
+    return "\n".join(lines) + "\n"
+
+
+def drift_markdown(report: Any) -> str:
+    text = plan_markdown(report.plan, title="govsync drift")
+    extra = ["", "#### Live checks", ""]
+    for check in report.live:
+        extra.append(f"- **{check.name}**: {check.status} ({check.detail})")
+        for p in check.problems[:200]:
+            extra.append(f"  - {p['message']}")
+    note = _unobservable_note(report)
+    if note:
+        extra += ["", note]
+    extra += ["", "**In sync.**" if report.in_sync else "**Drift detected.**", ""]
+    tail = "\n".join(extra)
+    return text[: MARKDOWN_LIMIT - len(tail)] + tail
