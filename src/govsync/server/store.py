@@ -84,7 +84,8 @@ def new_id(prefix: str) -> str:
 
 
 def _dumps(body: Mapping[str, Any]) -> str:
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+    # ASCII: lone surrogates inside free-form objects survive as \u escapes.
+    return json.dumps(body, separators=(",", ":"))
 
 
 class Store:
