@@ -129,7 +129,7 @@ def live_groups(settings: Settings) -> tuple[set[str] | None, str]:
 
 def write_plan_file(plan: Plan, path: str) -> None:
     """Save a plan for ``govsync apply FILE`` (atomic: never a half-written file)."""
-    data = json.dumps(plan.to_dict(), indent=1, sort_keys=True)
+    data = json.dumps(plan.to_dict(), sort_keys=True, separators=(",", ":"))
     tmp = f"{path}.tmp-{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as fh:
         fh.write(data)

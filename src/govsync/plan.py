@@ -148,14 +148,16 @@ def make_plan(
 ) -> Plan:
     """Diff ``manifests`` against ``snapshot``.  Raises ManifestError for a
     missing secret variable."""
-    from govsync.graph import order
-
     env = os.environ if environ is None else environ
     entries = snapshot.entries
     problems: list[Problem] = []
     changes: list[Change] = []
     actions: dict[str, str] = {}
-    for address in order(manifests.objects):
+    if len(manifests.order) != len(manifests.objects):
+        from govsync.graph import order
+
+        manifests.order = order(manifests.objects)
+    for address in manifests.order:
         manifest = manifests.objects[address]
         entry = entries.get(address)
         request, resolved = resolve(manifest, snapshot, actions, env, problems)
