@@ -22,7 +22,13 @@ from pydantic import BaseModel, ValidationError
 
 from govsync.api.kinds import BY_KIND, Kind
 from govsync.errors import ManifestError, Problem
-from govsync.manifests.yamlio import RawDocument, iter_documents, locate, read_text
+from govsync.manifests.yamlio import (
+    RawDocument,
+    iter_documents,
+    locate,
+    read_text,
+    value_positions,
+)
 
 API_VERSION = "govsync/v1"
 TOP_KEYS = ("apiVersion", "kind", "metadata", "spec")
@@ -67,6 +73,8 @@ class ManifestSet:
     objects: dict[str, Manifest]
     files: list[str]
     digest: str
+    # Addresses in dependency order (ties by address): the order of plans.
+    order: list[str] = field(default_factory=list)
 
 
 def find_files(paths: Sequence[str]) -> tuple[list[tuple[str, str]], list[Problem]]:
@@ -102,44 +110,55 @@ def load(paths: Sequence[str]) -> ManifestSet:
     listing every problem (syntax, schema, references, duplicates, cycles)."""
     files, problems = find_files(paths)
     objects: dict[str, Manifest] = {}
-    # Addresses of documents that failed their own checks: references to them
-    # are not reported again as dangling.
-    invalid: set[str] = set()
+    # Where each address was first defined, valid or not (duplicates).
+    defined: dict[str, tuple[str, int]] = {}
+    # What documents that could not be checked might define: references that
+    # match are not reported as dangling, since they may be fine once those
+    # documents are fixed.  (kind, name); None matches any.
+    unknown: set[tuple[str | None, str | None]] = set()
     digest = hashlib.sha256()
     for path, display in files:
         text, problem = read_text(path, display)
         if problem is not None:
             problems.append(problem)
+            unknown.add((None, None))
             continue
         assert text is not None
         digest.update(display.encode() + b"\0" + text.encode() + b"\0")
         for item in iter_documents(text, display):
             if isinstance(item, Problem):
                 problems.append(item)
+                unknown.add((None, None))  # the rest of the file is unread
                 continue
             if item.value is None:  # an empty document
                 continue
             manifest = check_document(item, problems)
+            kind, name = _identity(item.value)
             if manifest is None:
-                invalid.add(_address_of(item.value))
-                continue
-            first = objects.get(manifest.address)
-            if first is not None:
-                problems.append(Problem(
-                    *manifest.where("metadata.name"),
-                    f"duplicate address {manifest.address}: also defined at "
-                    f"{first.file}:{first.line}; names must be unique per kind",
-                ))
-                continue
-            objects[manifest.address] = manifest
-    problems.extend(check_links(objects.values(), objects.keys() | invalid))
+                unknown.add((kind, name))
+            if kind is not None and name is not None:
+                address = f"{kind}/{name}"
+                first = defined.get(address)
+                if first is not None:
+                    problems.append(Problem(
+                        item.file, *locate(item.root, ("metadata", "name")),
+                        f"duplicate address {address}: also defined at {first[0]}:{first[1]}; "
+                        "names must be unique per kind: rename one of them",
+                    ))
+                    continue
+                defined[address] = (item.file, item.line)
+            if manifest is not None:
+                objects[manifest.address] = manifest
+    problems.extend(check_links(objects.values(), objects.keys(), unknown))
+    order: list[str] = []
     if not problems:
-        from govsync.graph import cycle_problems
+        from govsync.graph import order_or_cycles
 
-        problems.extend(cycle_problems(objects))
+        order, cycles = order_or_cycles(objects)
+        problems.extend(cycles)
     if problems:
         raise ManifestError(problems)
-    return ManifestSet(objects, [d for _, d in files], digest.hexdigest())
+    return ManifestSet(objects, [d for _, d in files], digest.hexdigest(), order)
 
 
 def check_document(doc: RawDocument, problems: list[Problem]) -> Manifest | None:
@@ -151,7 +170,8 @@ def check_document(doc: RawDocument, problems: list[Problem]) -> Manifest | None
 
     value = doc.value
     if not isinstance(value, dict):
-        problem((), "a manifest must be a mapping with apiVersion, kind, metadata and spec")
+        problem((), "a manifest must be a mapping with apiVersion, kind, metadata and spec, "
+                    f"not {_a_value(value)}")
         return None
     for key in value:
         if key not in TOP_KEYS:
@@ -165,22 +185,22 @@ def check_document(doc: RawDocument, problems: list[Problem]) -> Manifest | None
     kind = BY_KIND.get(kind_name) if isinstance(kind_name, str) else None
     if kind is None:
         if kind_name is None:
-            problem((), "missing kind")
+            problem((), f"missing kind: add `kind: KIND`, where KIND is one of {_kinds()}")
         else:
-            problem(("kind",), _unknown(f"kind {kind_name!r}", str(kind_name), BY_KIND))
+            problem(("kind",), _unknown(f"kind {kind_name!r}", str(kind_name), BY_KIND,
+                                        otherwise=f"use one of {_kinds()}"))
     name, depends = _check_metadata(value.get("metadata"), problem)
     spec = value.get("spec", {})
     if spec is None:
         spec = {}
     if not isinstance(spec, dict):
-        problem(("spec",), "spec must be a mapping of the object's fields")
+        problem(("spec",), f"spec must be a mapping of the object's fields, not {_a_value(spec)}")
         return None
     if kind is None or name is None:
         return None
     manifest = Manifest(kind, name, doc.file, doc.line, doc.col, {})
     manifest.positions["metadata.name"] = locate(doc.root, ("metadata", "name"))
-    for key in spec:
-        manifest.positions[f"spec.{key}"] = locate(doc.root, ("spec", key))
+    manifest.positions.update(value_positions(doc.root, "spec"))
     for i, address in enumerate(depends):
         manifest.depends_on.append((address, locate(doc.root, ("metadata", "dependsOn", i))))
     template = _check_spec(kind, name, spec, manifest, problem)
@@ -191,21 +211,29 @@ def check_document(doc: RawDocument, problems: list[Problem]) -> Manifest | None
 
 
 def _check_metadata(metadata: Any, problem: Any) -> tuple[str | None, list[str]]:
+    if metadata is None:
+        problem((), "missing metadata: add `metadata: {name: NAME}` (the object's name, "
+                    "unique per kind)")
+        return None, []
     if not isinstance(metadata, dict):
-        problem(("metadata",) if metadata is not None else (), "missing metadata.name")
+        problem(("metadata",), f"metadata must be a mapping with a name, not {_a_value(metadata)}")
         return None, []
     for key in metadata:
         if key not in METADATA_KEYS:
-            problem(("metadata", key), _unknown(f"field metadata.{key}", str(key), METADATA_KEYS), key=True)
+            problem(("metadata", key), _unknown(f"field metadata.{key}", str(key), METADATA_KEYS,
+                                                otherwise="metadata holds only name and dependsOn"),
+                    key=True)
     name = metadata.get("name")
     if name is None:
-        problem(("metadata",), "missing metadata.name")
+        problem(("metadata",), "missing metadata.name: add `name: NAME` under metadata "
+                               "(the object's name, unique per kind)")
         name = None
     elif not isinstance(name, str) or not name.strip():
-        problem(("metadata", "name"), "metadata.name must be a non-empty string")
+        problem(("metadata", "name"), "metadata.name must be a non-empty string, "
+                                      f"not {_a_value(name)}")
         name = None
     elif "/" in name:
-        problem(("metadata", "name"), "metadata.name must not contain '/'")
+        problem(("metadata", "name"), "metadata.name must not contain '/' (addresses are Kind/name)")
         name = None
     depends = metadata.get("dependsOn", [])
     out: list[str] = []
@@ -263,11 +291,22 @@ def _check_spec(
         if not isinstance(parent, dict) or keys[-1] not in parent:
             continue
         value = parent[keys[-1]]
-        variable = value.get("fromEnv") if isinstance(value, dict) and len(value) == 1 else None
-        if not isinstance(variable, str) or not ENV_NAME.match(variable):
+        variable = value.get("fromEnv") if isinstance(value, dict) else None
+        if not isinstance(value, dict) or "fromEnv" not in value:
             problem(("spec", *keys),
                     f"spec.{path} is a secret: write it as {{fromEnv: VARIABLE}} and set VARIABLE "
                     "in govsync's environment (literal secrets are not allowed)")
+            ok = False
+        elif len(value) != 1:
+            extra = sorted(str(k) for k in value if k != "fromEnv")
+            problem(("spec", *keys, extra[0]),
+                    f"spec.{path}: a secret is {{fromEnv: VARIABLE}} and nothing else: "
+                    f"remove {', '.join(extra)}", key=True)
+            ok = False
+        elif not isinstance(variable, str) or not ENV_NAME.match(variable):
+            problem(("spec", *keys, "fromEnv"),
+                    f"spec.{path}.fromEnv must name an environment variable (letters, digits "
+                    f"and '_', not starting with a digit), not {_short(variable)}")
             ok = False
         parent = _copy_path(request, keys[:-1])
         parent[keys[-1]] = "secret"  # placeholder for validation
@@ -275,7 +314,9 @@ def _check_spec(
     try:
         model = kind.request_model.model_validate(request)
     except ValidationError as exc:
-        for err in exc.errors(include_url=False, include_input=False):
+        # Inputs are shown only by kind (or short, for enums and patterns);
+        # secrets were replaced by placeholders above.
+        for err in exc.errors(include_url=False):
             path, message, at_key = _explain(kind, err, used_refs)
             problem(path, message, key=at_key)
         return None
@@ -322,13 +363,99 @@ def _explain(kind: Kind, err: Any, used_refs: dict[str, str]) -> tuple[tuple[Any
         ref = next((r for r in kind.references if loc and r.id_field == loc[0]), None)
         if ref is not None:
             return path[:-1], f"missing {shown}: give spec.{ref.id_field} or spec.{ref.ref_field}", False
-        return path[:-1], f"missing required field {shown}", False
+        return path[:-1], f"missing required field {shown}: add it", False
     if etype == "extra_forbidden":
-        return path, _unknown(f"field {shown}", str(loc[-1]), _field_names(kind)), True
+        valid = _fields_at(kind, loc[:-1])
+        listed = f"valid fields here: {', '.join(valid)}" if valid else "remove it"
+        return path, _unknown(f"field {shown}", str(loc[-1]), valid, otherwise=listed), True
     if etype == "exactly_one":
         ctx = err.get("ctx", {})
         return path, f"{shown}: exactly one of {ctx.get('fields')} must be set (got {ctx.get('got')})", False
-    return path, f"{shown}: {err['msg']}", False
+    return path, f"{shown}: {_describe(err)}", False
+
+
+# What each pydantic type error expects, in YAML words.
+_EXPECTED = {
+    "int_type": "an integer", "int_parsing": "an integer", "int_from_float": "an integer",
+    "float_type": "a number", "float_parsing": "a number",
+    "string_type": "a string", "bool_type": "true or false", "bool_parsing": "true or false",
+    "dict_type": "a mapping", "model_type": "a mapping", "model_attributes_type": "a mapping",
+    "list_type": "a list",
+}
+# The API's name patterns, in words.
+_PATTERN_WORDS = {
+    r"^[0-9a-z\-]+$": "use only lowercase letters, digits and '-'",
+    r"^[A-Za-z_][A-Za-z0-9_]*$": "start with a letter or '_' and use only letters, digits and '_'",
+    r"^[a-z][a-z0-9_\-]*$": "start with a lowercase letter and use only lowercase letters, "
+                             "digits, '_' and '-'",
+}
+
+
+def _describe(err: Any) -> str:
+    """A pydantic error as 'must ... (got ...)'."""
+    etype, value, ctx = err["type"], err.get("input"), err.get("ctx") or {}
+    if etype in _EXPECTED:
+        text = f"must be {_EXPECTED[etype]}, not {_a_value(value)}"
+        if isinstance(value, str) and _unquoted_fits(etype, value):
+            text += ": remove the quotes"
+        elif etype == "string_type" and isinstance(value, int | float | bool):
+            text += ": put it in quotes"
+        return text
+    if etype == "string_pattern_mismatch":
+        words = _PATTERN_WORDS.get(ctx.get("pattern", ""), f"match {ctx.get('pattern')}")
+        return f"must {words} (got {_short(value)})"
+    if etype == "string_too_short" and ctx.get("min_length") == 1:
+        return "must not be empty"
+    message = str(err["msg"])
+    for prefix in ("Input should", "String should", "List should", "Value should"):
+        if message.startswith(prefix):
+            message = "must" + message[len(prefix):]
+    if isinstance(value, str) and etype in ("string_too_short", "string_too_long"):
+        return f"{message} (got {len(value)})"
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        return f"{message} (got {_short(value)})"
+    return message
+
+
+def _unquoted_fits(etype: str, value: str) -> bool:
+    """Whether a quoted string would have the expected type without its quotes."""
+    if etype.startswith("bool"):
+        return value.lower() in ("true", "false")
+    if etype.startswith(("int", "float")):
+        try:
+            float(value)
+        except ValueError:
+            return False
+        return True
+    return False
+
+
+def _a_value(value: Any) -> str:
+    """What a YAML value is, for messages ('a list', 'the string "12"'...)."""
+    if value is None:
+        return "null (empty)"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, int):
+        return f"the integer {value}"
+    if isinstance(value, float):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return f"the string {_short(value)}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 4] + "...'"
+
+
+def _kinds() -> str:
+    return ", ".join(BY_KIND)
 
 
 def _dotted(path: tuple[Any, ...]) -> str:
@@ -338,24 +465,31 @@ def _dotted(path: tuple[Any, ...]) -> str:
     return out
 
 
-def _unknown(what: str, word: str, candidates: Iterable[str]) -> str:
+def _unknown(what: str, word: str, candidates: Iterable[str], *, otherwise: str = "") -> str:
     close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
-    hint = f": did you mean {close[0]!r}?" if close else ""
-    return f"unknown {what}{hint}"
+    if close:
+        return f"unknown {what}: did you mean {close[0]!r}?"
+    return f"unknown {what}: {otherwise}" if otherwise else f"unknown {what}"
 
 
 @cache
-def _field_names(kind: Kind) -> tuple[str, ...]:
-    """Every field name in the kind's request model tree, plus its ``<x>Ref`` names."""
-    names: set[str] = {r.ref_field for r in kind.references}
-
-    def walk(model: type[BaseModel]) -> None:
-        for fname, info in model.model_fields.items():
-            names.add(fname)
-            for sub in _models_in(info.annotation):
-                walk(sub)
-
-    walk(kind.request_model)
+def _fields_at(kind: Kind, loc: tuple[Any, ...]) -> tuple[str, ...]:
+    """The field names the manifest may write at ``loc`` of the spec."""
+    models = [kind.request_model]
+    for step in loc:
+        if isinstance(step, int):
+            continue  # an item of a list: the list's item models
+        models = [
+            sub
+            for model in models
+            if step in model.model_fields
+            for sub in _models_in(model.model_fields[step].annotation)
+        ]
+    names = {name for model in models for name in model.model_fields}
+    if not loc:
+        names |= {r.ref_field for r in kind.references}
+        if kind.named:
+            names.discard("name")
     return tuple(sorted(names))
 
 
@@ -365,28 +499,63 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
     return [m for arg in get_args(annotation) for m in _models_in(arg)]
 
 
-def _address_of(value: Any) -> str:
-    if isinstance(value, dict) and isinstance(value.get("metadata"), dict):
-        return f"{value.get('kind')}/{value['metadata'].get('name')}"
-    return ""
+def _identity(value: Any) -> tuple[str | None, str | None]:
+    """(kind, name) of a document as far as they can be read (None: cannot)."""
+    if not isinstance(value, dict):
+        return None, None
+    kind = value.get("kind")
+    metadata = value.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    return (
+        kind if isinstance(kind, str) and kind in BY_KIND else None,
+        name if isinstance(name, str) and name else None,
+    )
 
 
-def check_links(manifests: Iterable[Manifest], objects: Collection[str]) -> list[Problem]:
-    """References and dependsOn entries must name objects in the manifests."""
+def check_links(
+    manifests: Iterable[Manifest],
+    objects: Collection[str],
+    unknown: Collection[tuple[str | None, str | None]] = (),
+) -> list[Problem]:
+    """References and dependsOn entries must name objects in the manifests.
+
+    An address that a document with errors may define (``unknown``) is not
+    reported: that document's own errors are.
+    """
     problems: list[Problem] = []
+    everything = (None, None) in unknown
+
+    def missing(address: str) -> bool:
+        if address in objects or everything:
+            return False
+        kind, name = address.split("/", 1)
+        return not ({(kind, name), (kind, None), (None, name)} & set(unknown))
+
     for m in manifests:
         for ref_field, address, (line, col) in m.refs:
-            if address not in objects:
+            if missing(address):
                 problems.append(Problem(
                     m.file, line, col,
-                    f"spec.{ref_field} refers to {address}, which no manifest defines",
+                    f"spec.{ref_field} refers to {address}, which no manifest defines"
+                    f"{_did_you_mean(address, objects)}",
                 ))
         for address, (line, col) in m.depends_on:
-            if address not in objects:
+            if missing(address):
                 problems.append(Problem(
-                    m.file, line, col, f"metadata.dependsOn names {address}, which no manifest defines",
+                    m.file, line, col,
+                    f"metadata.dependsOn names {address}, which no manifest defines"
+                    f"{_did_you_mean(address, objects)}",
                 ))
     return problems
+
+
+def _did_you_mean(address: str, objects: Collection[str]) -> str:
+    kind = address.split("/", 1)[0]
+    same_kind = [a for a in objects if a.startswith(kind + "/")]
+    close = difflib.get_close_matches(address, same_kind, n=1, cutoff=0.8)
+    if close:
+        return f": did you mean {close[0]}?"
+    return ": add a manifest for it or fix the name"
 
 
 __all__ = ["Manifest", "ManifestError", "ManifestSet", "find_files", "load"]

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
+from yaml.events import CollectionEndEvent, CollectionStartEvent, DocumentStartEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from govsync.errors import Problem
@@ -31,14 +32,55 @@ from govsync.errors import Problem
 MAX_FILE_BYTES = 10 * 1024 * 1024
 # Nodes one document may expand to through aliases.  A manifest has tens.
 MAX_DOCUMENT_NODES = 100_000
+# Nesting levels of one document.  A manifest has under ten; the limit keeps
+# the recursive builder (and whatever walks the values later) off Python's
+# recursion limit.
+MAX_DEPTH = 100
+# libyaml's composer recurses once per nesting level in C with no limit: a
+# document some 30,000 levels deep overflows the C stack (a crash, not an
+# exception).  Documents whose nesting cannot exceed this are composed
+# directly; others are checked event by event first (_may_nest_deeper_than_safe).
+COMPOSE_SAFE_DEPTH = 5_000
 
 _T = "tag:yaml.org,2002:"
 STR, INT, FLOAT, BOOL, NULL = _T + "str", _T + "int", _T + "float", _T + "bool", _T + "null"
 MAP, SEQ, MERGE, TIMESTAMP = _T + "map", _T + "seq", _T + "merge", _T + "timestamp"
 
-_Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_Base: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_Base):  # type: ignore[misc, valid-type]
+    """libyaml's parser with a memoised tag resolver.
+
+    The composer asks Python for each scalar's tag (YAML 1.1 implicit
+    resolution by regular expression); manifests repeat the same keys and
+    values thousands of times, so the answer is cached by value.  Path
+    resolvers are not used, so descending and ascending is skipped.
+    """
+
+    _cache: dict[str, str] = {}
+
+    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+        pass
+
+    def ascend_resolver(self) -> None:
+        pass
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
+        if kind is ScalarNode and implicit[0]:
+            tag = self._cache.get(value)
+            if tag is None:
+                tag = super().resolve(kind, value, implicit)
+                if len(self._cache) < 100_000:
+                    self._cache[value] = tag
+            return tag
+        return super().resolve(kind, value, implicit)  # type: ignore[no-any-return]
+
 _constructor = yaml.SafeLoader("")  # for YAML 1.1 ints and floats (0x.., 1_000, .inf)
 _PLAIN_INT = re.compile(r"^[-+]?(0|[1-9][0-9]*)$")
+# A line that starts or ends a document: no document spans one.
+_LONG_LINE_CHARS = 1_000
+_DOC_MARKER = re.compile(r"^(?:---|\.\.\.)(?=[ \t\r\n]|$)", re.MULTILINE)
 
 
 class YamlProblem(Exception):
@@ -107,6 +149,9 @@ def read_text(path: str, display: str) -> tuple[str | None, Problem | None]:
 
 def iter_documents(text: str, display: str) -> Iterator[RawDocument | Problem]:
     """Yield each document of a YAML stream, or a Problem where it cannot go on."""
+    too_deep: tuple[int, Problem] | None = None
+    if _may_nest_deeper_than_safe(text):
+        too_deep = _find_too_deep(text, display)
     loader = _Loader(text)
     index = 0
     try:
@@ -115,18 +160,25 @@ def iter_documents(text: str, display: str) -> Iterator[RawDocument | Problem]:
                 try:
                     if not loader.check_node():
                         break
+                    if too_deep is not None and too_deep[0] == index:
+                        yield too_deep[1]
+                        return
                     node = loader.get_node()
                 except yaml.MarkedYAMLError as exc:
-                    yield _syntax_problem(display, exc)
+                    yield _syntax_problem(display, exc, text)
+                    return
+                except yaml.reader.ReaderError as exc:
+                    yield _reader_problem(display, exc, text)
                     return
                 except yaml.YAMLError as exc:
-                    yield Problem(display, 1, 1, f"YAML error: {exc}")
+                    yield Problem(display, 1, 1, "YAML error: " + " ".join(str(exc).split()))
                     return
                 line, col = position(node)
                 try:
                     value = Builder().build(node)
                 except YamlProblem as exc:
-                    yield Problem(display, *position(exc.node), str(exc))
+                    where = position(exc.node) if exc.node is not None else (line, col)
+                    yield Problem(display, *where, str(exc))
                 else:
                     yield RawDocument(display, index, line, col, value, node)
                 index += 1
@@ -134,30 +186,131 @@ def iter_documents(text: str, display: str) -> Iterator[RawDocument | Problem]:
         loader.dispose()
 
 
-def _syntax_problem(display: str, exc: yaml.MarkedYAMLError) -> Problem:
+def _may_nest_deeper_than_safe(text: str) -> bool:
+    """False when no document of ``text`` can nest beyond COMPOSE_SAFE_DEPTH.
+
+    Within a document, flow nesting is at most its number of '[' and '{', and
+    block nesting at most twice its longest line plus one (each block level
+    indents by a column or adds an indicator, except a sequence under a
+    mapping key, whose items then indent).  No document spans a ``---`` or
+    ``...`` line.  Every test is a C-speed scan of the text.
+    """
+    if len(text) <= COMPOSE_SAFE_DEPTH:
+        return False
+    if max(map(len, text.split("\n"))) > _LONG_LINE_CHARS:
+        return True
+    flow_budget = COMPOSE_SAFE_DEPTH - 2 * _LONG_LINE_CHARS - 2
+    if text.count("[") + text.count("{") <= flow_budget:
+        return False
+    return any(
+        chunk.count("[") + chunk.count("{") > flow_budget for chunk in _DOC_MARKER.split(text)
+    )
+
+
+def _find_too_deep(text: str, display: str) -> tuple[int, Problem] | None:
+    """(index of the first document nested deeper than MAX_DEPTH, its Problem).
+
+    Reads events only (libyaml's parser keeps its own stack on the heap), so
+    it is safe at any depth.  Syntax errors are left to the composing pass,
+    which stops at them before reaching a depth this pass did not check.
+    """
+    loader = _Loader(text)
+    index, depth = -1, 0
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            if isinstance(event, CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    mark = event.start_mark
+                    return index, Problem(
+                        display, mark.line + 1, mark.column + 1, _too_deep_message(),
+                    )
+            elif isinstance(event, CollectionEndEvent):
+                depth -= 1
+            elif isinstance(event, DocumentStartEvent):
+                index += 1
+    except yaml.YAMLError:
+        return None
+    finally:
+        loader.dispose()
+    return None
+
+
+def _too_deep_message() -> str:
+    return (
+        f"document is nested more than {MAX_DEPTH} levels deep: refusing it "
+        "(a manifest needs a few levels; flatten it)"
+    )
+
+
+def _syntax_problem(display: str, exc: yaml.MarkedYAMLError, text: str) -> Problem:
     mark = exc.problem_mark or exc.context_mark
     line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
     what = exc.problem or "invalid YAML"
     if exc.context:
         what = f"{exc.context}, {what}"
+    start = exc.context_mark
+    if mark is not None and _char_at(text, mark.line, mark.column) == "\t":
+        what = "a tab character cannot indent YAML: indent with spaces"
+    elif start is not None and start is not mark and (start.line, start.column) < (
+        (mark.line, mark.column) if mark else (0, 0)
+    ):
+        opened = _char_at(text, start.line, start.column)
+        if exc.problem and "end of stream" in exc.problem and opened in ("'", '"'):
+            # An unclosed quote: the end of the file is no help, its start is.
+            line, col = start.line + 1, start.column + 1
+            what = f"the quoted string that starts here is never closed: add the closing {opened}"
+        elif start.line < mark.line and opened in ("[", "{") and exc.problem and "expected ','" in exc.problem:
+            closer = "]" if opened == "[" else "}"
+            what = (
+                f"the {opened!r} here is never closed (at line {mark.line + 1}, column "
+                f"{mark.column + 1} a ',' or {closer!r} was expected): add the {closer!r}"
+            )
+            line, col = start.line + 1, start.column + 1
+        else:
+            what += f" (the construct starts at line {start.line + 1}, column {start.column + 1})"
     return Problem(display, line, col, f"YAML syntax error: {what}")
+
+
+def _reader_problem(display: str, exc: yaml.reader.ReaderError, text: str) -> Problem:
+    # libyaml reads the text as UTF-8: the position counts bytes.
+    before = text.encode("utf-8")[: exc.position].decode("utf-8", "replace")
+    line = before.count("\n") + 1
+    col = len(before) - (before.rfind("\n") + 1) + 1
+    char = exc.character if isinstance(exc.character, str) else chr(exc.character)
+    return Problem(
+        display, line, col,
+        f"character U+{ord(char):04X} is not allowed in YAML: remove it "
+        "(write control characters as escapes in a double-quoted string)",
+    )
+
+
+def _char_at(text: str, line: int, column: int) -> str:
+    start = 0
+    for _ in range(line):
+        start = text.find("\n", start) + 1
+        if start == 0:
+            return ""
+    return text[start + column : start + column + 1]
 
 
 class Builder:
     """Builds plain values from a node tree, with the checks above."""
 
-    __slots__ = ("budget",)
+    __slots__ = ("budget", "stack")
 
     def __init__(self) -> None:
         self.budget = MAX_DOCUMENT_NODES
+        self.stack: list[Node] = []  # collections being built, outermost first
 
     def build(self, node: Node) -> Any:
         self.budget -= 1
         if self.budget < 0:
             raise YamlProblem(
-                node,
-                f"document expands to more than {MAX_DOCUMENT_NODES:,} nodes through aliases: "
-                "refusing it (alias expansion bomb?)",
+                None,
+                f"document expands to more than {MAX_DOCUMENT_NODES:,} values through aliases "
+                "(*name): refusing it as an alias expansion bomb; write the values out",
             )
         tag = node.tag
         if isinstance(node, ScalarNode):
@@ -176,48 +329,79 @@ class Builder:
                 return _constructor.construct_yaml_float(node)
             if tag == TIMESTAMP:
                 return value  # timestamps are strings in the API
-            raise YamlProblem(node, f"tag {tag} is not allowed: only plain YAML values are")
+            raise YamlProblem(node, _tag_message(tag))
         if isinstance(node, MappingNode):
             if tag != MAP:
-                raise YamlProblem(node, f"tag {tag} is not allowed: only plain YAML values are")
-            return self._mapping(node)
-        if isinstance(node, SequenceNode):
+                raise YamlProblem(node, _tag_message(tag))
+            self._enter(node)
+            result: Any = self._mapping(node)
+        elif isinstance(node, SequenceNode):
             if tag != SEQ:
-                raise YamlProblem(node, f"tag {tag} is not allowed: only plain YAML values are")
-            return [self.build(item) for item in node.value]
-        raise YamlProblem(node, "unsupported YAML node")  # pragma: no cover
+                raise YamlProblem(node, _tag_message(tag))
+            self._enter(node)
+            result = [self.build(item) for item in node.value]
+        else:  # pragma: no cover
+            raise YamlProblem(node, "unsupported YAML node")
+        self.stack.pop()
+        return result
+
+    def _enter(self, node: Node) -> None:
+        stack = self.stack
+        stack.append(node)
+        if len(stack) > MAX_DEPTH:
+            seen: set[int] = set()
+            for outer in stack:
+                if id(outer) in seen:
+                    raise YamlProblem(
+                        outer,
+                        "this anchor's value contains an alias to itself (recursive alias): "
+                        "refusing it; manifests are finite trees",
+                    )
+                seen.add(id(outer))
+            raise YamlProblem(node, _too_deep_message())
 
     def _mapping(self, node: MappingNode) -> dict[Any, Any]:
         result: dict[Any, Any] = {}
         merged: dict[Any, Any] = {}
+        key_nodes: dict[Any, Node] = {}
         for key_node, value_node in node.value:
             if key_node.tag == MERGE:
                 sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
                 for source in sources:
                     if not isinstance(source, MappingNode):
                         raise YamlProblem(source, "a merge key (<<) takes a mapping")
+                    self._enter(source)
                     for k, v in self._mapping(source).items():
                         merged.setdefault(k, v)
+                    self.stack.pop()
                 continue
             key = self.build(key_node)
             if isinstance(key, list | dict):
                 raise YamlProblem(key_node, "a mapping key must be a plain value")
             if key in result:
-                first = next(k for k, _ in node.value if k is not key_node and _same_key(k, key))
-                line, col = position(first)
+                line, col = position(key_nodes[key])
                 raise YamlProblem(
                     key_node,
-                    f"duplicate key {key!r} (first at line {line}, column {col}): "
-                    "remove one of them",
+                    f"duplicate key {_written(key_node, key)!r} (first at line {line}, "
+                    f"column {col}): remove one of them",
                 )
+            key_nodes[key] = key_node
             result[key] = self.build(value_node)
         for k, v in merged.items():
             result.setdefault(k, v)
         return result
 
 
-def _same_key(node: Node, key: Any) -> bool:
-    return isinstance(node, ScalarNode) and node.value == str(key)
+def _written(node: Node, key: Any) -> Any:
+    return node.value if isinstance(node, ScalarNode) else key
+
+
+def _tag_message(tag: str) -> str:
+    shown = "!!" + tag[len(_T):] if tag.startswith(_T) else tag
+    return (
+        f"tag {shown} is not allowed: remove it (manifests hold only plain values: "
+        "strings, numbers, booleans, null, lists and mappings)"
+    )
 
 
 def locate(root: Node, path: tuple[Any, ...], *, key: bool = False) -> tuple[int, int]:
@@ -243,3 +427,17 @@ def locate(root: Node, path: tuple[Any, ...], *, key: bool = False) -> tuple[int
         else:
             return position(node)
     return position(node)
+
+
+def value_positions(root: Node, key: str) -> dict[str, tuple[int, int]]:
+    """``{"<key>.<field>": (line, col)}`` for each value of the mapping under ``key``."""
+    if not isinstance(root, MappingNode):
+        return {}
+    for k, v in root.value:
+        if isinstance(k, ScalarNode) and k.value == key and isinstance(v, MappingNode):
+            return {
+                f"{key}.{fk.value}": (fv.start_mark.line + 1, fv.start_mark.column + 1)
+                for fk, fv in v.value
+                if isinstance(fk, ScalarNode)
+            }
+    return {}
