@@ -249,9 +249,13 @@ def apply(paths: tuple[str, ...], settings: Settings, auto_approve: bool, parall
 
     o = out()
 
+    # A saved plan was reviewed when it was made (`govsync plan --out`): apply
+    # it without asking again, as `terraform apply PLANFILE` does.
+    saved_plan = core.is_plan_file(list(paths))
+
     def confirm(the_plan: Any) -> bool:
         click.echo(render.plan_text(the_plan, color=o.color), nl=False, color=o.color)
-        if auto_approve:
+        if auto_approve or saved_plan:
             return True
         if not sys.stdin.isatty():
             raise GovsyncError("no terminal to confirm on: pass --auto-approve to apply "

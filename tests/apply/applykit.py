@@ -1,0 +1,590 @@
+"""Helpers of the apply tests: the reference server and govsync as processes.
+
+``Server`` runs ``python -m govsync serve`` on a free loopback port and reads
+its ``/_govsync/objects``; ``Govsync`` runs the command line against it, as a
+subprocess (``run``, or ``popen`` for tests that kill it) or in-process with
+click's ``CliRunner`` (``invoke``: fast, for the many small state commands).
+
+``big_manifests`` writes a generated manifest set (about 500 objects of 22
+kinds, dependency depth 4); every object carries a field that identifies it
+on the server (``IDENTITY``), so a test can find the object behind an
+uncertain create, count duplicates and compare state with the server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from govsync.api.kinds import BY_KIND, SEEDED_KINDS
+
+KEY = "apply-test-key"
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+EXAMPLE_MANIFESTS = EXAMPLES / "manifests"
+EXAMPLE_SEED = EXAMPLES / "server-seed.yaml"
+# examples/README.md, section Secrets.
+EXAMPLE_SECRET_VARS = (
+    "GOVSYNC_EXAMPLE_LOGSTORE_API_KEY",
+    "GOVSYNC_EXAMPLE_BI_API_KEY",
+    "GOVSYNC_EXAMPLE_BI_API_SECRET",
+    "GOVSYNC_EXAMPLE_MDM_API_KEY",
+    "GOVSYNC_EXAMPLE_AI_PROVIDER_API_KEY",
+)
+# The secret variable of the generated manifests' log integrations.
+BIG_SECRET_VAR = "GOVSYNC_TEST_LOGSTORE_KEY"
+
+# The field (dotted) that identifies an object of a kind on the server; the
+# same path holds it in a manifest's resolved template.
+IDENTITY: dict[str, str] = {
+    "ConnectorListenerLink": "id",
+    "SidecarResourceLink": "id",
+    "BlockedUser": "id",
+    "ResourceAlias": "alias",
+    "NativeUser": "label",
+    "DataDiscoveryConfiguration": "path",
+    "PolicySuspension": "reason",
+    "PolicyReport": "logQuery",
+    "SessionTermination": "sessionId",
+    "ConnectorAIProvider": "config.providerB.modelId",
+}
+
+UNSETTLED = ("pending", "uncertain")
+
+
+def identity_path(kind: str) -> str:
+    return IDENTITY.get(kind, "name")
+
+
+def dig(obj: Any, path: str) -> Any:
+    for part in path.split("."):
+        obj = obj.get(part) if isinstance(obj, Mapping) else None
+    return obj
+
+
+def identity(kind: str, obj: Mapping[str, Any]) -> Any:
+    return dig(obj, identity_path(kind))
+
+
+def object_id(kind: str, obj: Mapping[str, Any]) -> str:
+    """The id of a stored object, as its create operation answers it."""
+    return str(obj[BY_KIND[kind].create.id_field])
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def closed_url() -> str:
+    """A loopback URL nothing listens on: any request to it fails to connect."""
+    return f"http://127.0.0.1:{free_port()}"
+
+
+# -- the reference server ----------------------------------------------------------
+
+
+class Server:
+    """``python -m govsync serve`` on a free port, with its database in a file."""
+
+    def __init__(self, directory: Path, name: str, flags: Iterable[str] = (),
+                 seed: Path | None = EXAMPLE_SEED) -> None:
+        self.directory = directory
+        self.name = name
+        self.flags = list(flags)
+        self.seed = seed
+        self.db = directory / f"{name}.db"
+        self.log = directory / f"{name}.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, *, seed: bool = True) -> Server:
+        """Start (or restart, on the same database) and wait for /_govsync/health."""
+        assert self.proc is None, "already running"
+        self.port = free_port()
+        args = [sys.executable, "-m", "govsync", "serve", "--port", str(self.port),
+                "--db", str(self.db), "--api-key", KEY, *self.flags]
+        if seed and self.seed is not None:
+            args += ["--seed", str(self.seed)]
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"govsync serve exited: {self.log.read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{self.url}/_govsync/health", headers={"X-API-KEY": KEY},
+                             timeout=5).is_success:
+                    return self
+            except httpx.TransportError:
+                time.sleep(0.05)
+        raise RuntimeError("govsync serve did not become healthy in 30s")
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def objects(self) -> dict[str, list[dict[str, Any]]]:
+        response = httpx.get(f"{self.url}/_govsync/objects", headers={"X-API-KEY": KEY},
+                             timeout=30)
+        response.raise_for_status()
+        data: dict[str, list[dict[str, Any]]] = response.json()
+        return data
+
+
+# -- govsync ---------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    args: list[str]
+    code: int
+    out: str
+    err: str
+
+    @property
+    def text(self) -> str:
+        return self.out + self.err
+
+    def __str__(self) -> str:
+        return (f"govsync {' '.join(self.args)} -> exit {self.code}\n"
+                f"--- stdout\n{self.out[-4000:]}\n--- stderr\n{self.err[-4000:]}")
+
+
+@dataclass
+class Govsync:
+    """The command line with one state URL, workspace and endpoint."""
+
+    cwd: Path
+    state: str
+    workspace: str
+    endpoint: str | None
+    secrets: dict[str, str] = field(default_factory=dict)
+    # Every output seen, for the secret canary test.
+    transcript: list[str] = field(default_factory=list)
+
+    def env(self, extra: Mapping[str, str | None] | None = None) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GOVSYNC_")}
+        env.update({"GOVSYNC_API_KEY": KEY, "GOVSYNC_STATE": self.state,
+                    "GOVSYNC_WORKSPACE": self.workspace, "NO_COLOR": "1", **self.secrets})
+        if self.endpoint:
+            env["GOVSYNC_ENDPOINT"] = self.endpoint
+        for k, v in (extra or {}).items():
+            if v is None:
+                env.pop(k, None)
+            else:
+                env[k] = v
+        return env
+
+    def run(self, *args: str, env: Mapping[str, str | None] | None = None,
+            timeout: float = 180) -> Run:
+        proc = subprocess.run([sys.executable, "-m", "govsync", *args], cwd=self.cwd,
+                              env=self.env(env), capture_output=True, text=True,
+                              timeout=timeout, stdin=subprocess.DEVNULL)
+        return self._record(Run(list(args), proc.returncode, proc.stdout, proc.stderr))
+
+    def popen(self, *args: str, env: Mapping[str, str | None] | None = None) -> Background:
+        proc = subprocess.Popen([sys.executable, "-m", "govsync", *args], cwd=self.cwd,
+                                env=self.env(env), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+        return Background(self, list(args), proc)
+
+    def invoke(self, *args: str, env: Mapping[str, str | None] | None = None) -> Run:
+        """In the test process (click's CliRunner): for commands nobody kills."""
+        from click.testing import CliRunner
+
+        from govsync.cli import cli
+
+        full = self.env(env)
+        # CliRunner patches os.environ: drop what the test process has on top.
+        unset: dict[str, str | None] = {k: None for k in os.environ if k not in full}
+        result = CliRunner().invoke(cli, list(args), env={**unset, **full},
+                                    catch_exceptions=False)
+        return self._record(Run(list(args), result.exit_code, result.stdout, result.stderr))
+
+    def _record(self, run: Run) -> Run:
+        self.transcript.append(run.out)
+        self.transcript.append(run.err)
+        return run
+
+    # -- state, read through the command line ------------------------------------
+    def entries(self) -> dict[str, dict[str, Any]]:
+        run = self.invoke("state", "list", "--format", "json")
+        assert run.code == 0, run
+        return {e["address"]: e for e in json.loads(run.out)}
+
+    def export(self) -> dict[str, Any]:
+        run = self.invoke("state", "export")
+        assert run.code == 0, run
+        data: dict[str, Any] = json.loads(run.out)
+        return data
+
+    def serial(self) -> int:
+        return int(self.export()["serial"])
+
+    def plan_json(self, *paths: str) -> dict[str, Any]:
+        run = self.invoke("plan", *paths, "--format", "json")
+        assert run.code == 0, run
+        data: dict[str, Any] = json.loads(run.out)
+        return data
+
+
+class Background:
+    """A govsync process whose stderr lines are collected as they come."""
+
+    def __init__(self, gov: Govsync, args: list[str], proc: subprocess.Popen[str]) -> None:
+        self.gov, self.args, self.proc = gov, args, proc
+        self.err_lines: list[str] = []
+        self.out = ""
+        self._changed = threading.Condition()
+        self._reader = threading.Thread(target=self._read_err, daemon=True)
+        self._reader.start()
+        self._out_reader = threading.Thread(target=self._read_out, daemon=True)
+        self._out_reader.start()
+
+    def _read_err(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            with self._changed:
+                self.err_lines.append(line)
+                self._changed.notify_all()
+        with self._changed:
+            self._changed.notify_all()
+
+    def _read_out(self) -> None:
+        assert self.proc.stdout is not None
+        self.out = self.proc.stdout.read()
+
+    def wait_for_line(self, predicate: Any, timeout: float = 60) -> bool:
+        """Wait until a stderr line matches (True), or the process ends (False)."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                if any(predicate(line) for line in self.err_lines):
+                    return True
+                if self.proc.poll() is not None and not self._reader.is_alive():
+                    return False
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"no such line in {timeout}s: {''.join(self.err_lines)}")
+                self._changed.wait(min(left, 0.05))
+
+    def count(self, predicate: Any) -> int:
+        with self._changed:
+            return sum(1 for line in self.err_lines if predicate(line))
+
+    def kill(self) -> int:
+        """SIGKILL, then the exit status (negative: killed)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.proc.pid, signal.SIGKILL)
+        return self.finish()
+
+    def finish(self, timeout: float = 180) -> int:
+        code = self.proc.wait(timeout=timeout)
+        self._reader.join(10)
+        self._out_reader.join(10)
+        self.gov._record(Run(self.args, code, self.out, self.err))
+        return code
+
+    @property
+    def err(self) -> str:
+        with self._changed:
+            return "".join(self.err_lines)
+
+    def result(self) -> Run:
+        return Run(self.args, self.proc.returncode, self.out, self.err)
+
+
+# -- manifests -------------------------------------------------------------------------
+
+
+def write_docs(path: Path, docs: Iterable[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump_all(list(docs), sort_keys=False), encoding="utf-8")
+
+
+def doc(kind: str, name: str, spec: dict[str, Any],
+        depends_on: list[str] | None = None) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name}
+    if depends_on:
+        metadata["dependsOn"] = depends_on
+    return {"apiVersion": "govsync/v1", "kind": kind, "metadata": metadata, "spec": spec}
+
+
+# Objects per kind of ``big_manifests(scale=1.0)``: 500 in all.
+BIG_COUNTS: dict[str, int] = {
+    "Space": 20, "Connector": 40, "Satellite": 20, "ConnectorAIProvider": 20,
+    "SessionTermination": 30, "Hook": 25, "Policy": 50, "PolicySuspension": 40,
+    "PolicyReport": 40, "Permission": 20, "DataLabel": 20, "LogQuery": 20, "Form": 10,
+    "ScenarioMonitor": 15, "Sidecar": 20, "NativeUser": 30, "DataDiscoveryConfiguration": 20,
+    "ResourceAlias": 20, "LogIntegration": 10, "PolicyDataLoader": 15, "SigningKey": 10,
+    "BlockedUser": 5,
+}
+assert sum(BIG_COUNTS.values()) == 500
+
+_RESOURCES = ("res-orders-db", "res-warehouse", "res-events-bucket", "res-bastion",
+              "res-payments-db", "res-llm-gateway")
+_GROUPS = ("data-platform", "payments-engineering", "security", "analysts", "ml-research")
+_USERS = ("usr-alice", "usr-bob", "usr-carol", "usr-dave", "usr-mallory", "usr-etl-bot",
+          "usr-workflow-bot")
+
+
+def big_manifests(directory: Path, prefix: str, scale: float = 1.0,
+                  blocked_users: bool = True) -> int:
+    """Write a generated manifest set under ``directory``; returns its size.
+
+    References: Space <- Connector, Satellite (spaceRef); Connector <-
+    ConnectorAIProvider, SessionTermination (connectorRef); Policy <-
+    PolicySuspension, PolicyReport (policyRef); NativeUser <-
+    DataDiscoveryConfiguration (nativeUserRef); and every Policy dependsOn a
+    Hook and a Connector, so Space -> Connector -> Policy -> PolicySuspension
+    is four levels deep.  Names and identifying fields start with ``prefix``,
+    so several sets can share one server.
+    """
+    p = prefix
+    n = {kind: max(1, round(count * scale)) for kind, count in BIG_COUNTS.items()}
+    if not blocked_users:
+        n["BlockedUser"] = 0
+    n["BlockedUser"] = min(n["BlockedUser"], len(_USERS))
+    files: dict[str, list[dict[str, Any]]] = {}
+
+    def add(file: str, *docs: dict[str, Any]) -> None:
+        files.setdefault(file, []).extend(docs)
+
+    spaces = [f"{p}-space-{i}" for i in range(n["Space"])]
+    add("spaces.yaml", *(doc("Space", s, {"description": f"space {i}"})
+                         for i, s in enumerate(spaces)))
+    connectors = [f"{p}-conn-{i}" for i in range(n["Connector"])]
+    add("connectors.yaml", *(doc("Connector", c, {"spaceRef": spaces[i % len(spaces)],
+                                                  "terminationProtection": i % 2 == 0})
+                             for i, c in enumerate(connectors)))
+    add("satellites.yaml", *(
+        doc("Satellite", f"{p}-sat-{i}", {"spaceRef": spaces[i % len(spaces)],
+                                          "satelliteType": "data_discovery"})
+        for i in range(n["Satellite"])))
+    add("connector-ai.yaml", *(
+        doc("ConnectorAIProvider", f"{p}-ai-{i}", {
+            "connectorRef": connectors[i % len(connectors)],
+            "config": {"providerB": {"region": "eu-west-1", "modelId": f"{p}-model-{i}",
+                                     "maxTokens": 1024}}})
+        for i in range(min(n["ConnectorAIProvider"], len(connectors)))))
+    add("sessions.yaml", *(
+        doc("SessionTermination", f"{p}-term-{i}", {
+            "connectorRef": connectors[i % len(connectors)], "sessionId": f"sess-{p}-{i}"})
+        for i in range(n["SessionTermination"])))
+    hooks = [f"{p.replace('-', '_')}_hook_{i}" for i in range(n["Hook"])]
+    add("hooks.yaml", *(
+        doc("Hook", h, {"description": f"hook {i}", "status": "active", "timeoutMs": 1000,
+                        "code": f"def handler(event):\n    return {{'n': {i}}}\n",
+                        "allowlistedEnvironmentVariables": [], "allowlistedNetworkHosts": []})
+        for i, h in enumerate(hooks)))
+    policies = [f"{p}-policy-{i}" for i in range(n["Policy"])]
+    add("policies.yaml", *(
+        doc("Policy", pol, {
+            "description": f"policy {i}", "groupName": _GROUPS[i % len(_GROUPS)],
+            "notification": "owners", "status": "dry-run",
+            "code": f"package p{i}\n\nimport rego.v1\n\nallow if {{ input.n == {i} }}\n"},
+            depends_on=[f"Hook/{hooks[i % len(hooks)]}",
+                        f"Connector/{connectors[i % len(connectors)]}"])
+        for i, pol in enumerate(policies)))
+    add("policy-ops.yaml", *(
+        doc("PolicySuspension", f"{p}-susp-{i}", {
+            "policyRef": policies[i % len(policies)], "identityId": _USERS[i % len(_USERS)],
+            "expirationMinutes": 60 + i, "oneoff": True, "reason": f"{p} suspension {i}"})
+        for i in range(n["PolicySuspension"])))
+    add("policy-ops.yaml", *(
+        doc("PolicyReport", f"{p}-report-{i}", {
+            "policyRef": policies[i % len(policies)], "evaluationWindow": "7d",
+            "logQuery": f"report:{p}-{i}"})
+        for i in range(n["PolicyReport"])))
+    add("permissions.yaml", *(
+        doc("Permission", f"{p}-perm-{i}", {"description": f"permission {i}",
+                                            "code": f"package perm{i}\n"})
+        for i in range(n["Permission"])))
+    add("labels.yaml", *(
+        doc("DataLabel", f"{p}-label-{i}", {"classifierType": "regex",
+                                            "classifierData": f"^{p}-{i}$"})
+        for i in range(n["DataLabel"])))
+    add("workflow.yaml", *(
+        doc("LogQuery", f"{p}-query-{i}", {"query": {"query": f"n:{i}", "relativeTime": 3600}})
+        for i in range(n["LogQuery"])))
+    add("workflow.yaml", *(
+        doc("Form", f"{p}-form-{i}", {"description": f"form {i}",
+                                      "fields": [{"name": "why", "type": "text"}]})
+        for i in range(n["Form"])))
+    add("workflow.yaml", *(
+        doc("ScenarioMonitor", f"{p}-monitor-{i}", {"status": "draft", "scenario": f"s{i}"})
+        for i in range(n["ScenarioMonitor"])))
+    add("sidecars.yaml", *(
+        doc("Sidecar", f"{p}-sidecar-{i}", {"technology": "postgres",
+                                            "hostname": f"sc{i}.{p}.internal"})
+        for i in range(n["Sidecar"])))
+    users = [f"{p}-nu-{i}" for i in range(n["NativeUser"])]
+    add("native-users.yaml", *(
+        doc("NativeUser", u, {"resourceId": _RESOURCES[i % len(_RESOURCES)],
+                              "label": f"{p} native user {i}",
+                              "credentials": {"cloudIamA": {"username": f"u{i}"}}})
+        for i, u in enumerate(users)))
+    add("native-users.yaml", *(
+        doc("DataDiscoveryConfiguration", f"{p}-ddc-{i}", {
+            "resourceId": _RESOURCES[i % len(users) % len(_RESOURCES)],
+            "nativeUserRef": users[i % len(users)], "database": "db",
+            "schedule": "0 2 * * *", "path": f"{p}.schema{i}", "deletionPolicy": "delete"})
+        for i in range(n["DataDiscoveryConfiguration"])))
+    add("aliases.yaml", *(
+        doc("ResourceAlias", f"{p}-alias-{i}", {"resourceId": _RESOURCES[i % len(_RESOURCES)],
+                                                "alias": f"{p}-alias-{i}"})
+        for i in range(n["ResourceAlias"])))
+    add("integrations.yaml", *(
+        doc("LogIntegration", f"{p}-logs-{i}", {"logStoreB": {
+            "site": "eu1.example", "accountId": f"acct-{i}",
+            "apiKey": {"fromEnv": BIG_SECRET_VAR}}})
+        for i in range(n["LogIntegration"])))
+    add("loaders.yaml", *(
+        doc("PolicyDataLoader", f"{p}-loader-{i}", {
+            "key": f"k{i}", "workerRuntime": "python3.11", "workerSchedule": "0 */6 * * *",
+            "workerCode": "def main():\n    return {}\n", "status": "draft"})
+        for i in range(n["PolicyDataLoader"])))
+    add("keys.yaml", *(
+        doc("SigningKey", f"{p}-key-{i}", {"algorithm": "ed25519",
+                                           "publicKey": f"-----BEGIN PUBLIC KEY-----\n{p}{i}\n"})
+        for i in range(n["SigningKey"])))
+    add("blocked.yaml", *(
+        doc("BlockedUser", f"{p}-blocked-{i}", {"id": _USERS[i]})
+        for i in range(n["BlockedUser"])))
+    total = 0
+    for file, docs in files.items():
+        if docs:
+            write_docs(directory / file, docs)
+            total += len(docs)
+    return total
+
+
+# -- comparing state with the server ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """What the manifests say exists: address -> (kind, identifying value)."""
+
+    objects: dict[str, tuple[str, Any]]
+
+    @classmethod
+    def load(cls, *paths: Path) -> Wanted:
+        from govsync.manifests.loader import load
+
+        manifests = load([str(p) for p in paths])
+        return cls({a: (m.kind.name, identity(m.kind.name, m.template))
+                    for a, m in manifests.objects.items()})
+
+    def counts(self) -> Counter[str]:
+        return Counter(kind for kind, _ in self.objects.values())
+
+    def by_identity(self) -> dict[tuple[str, Any], str]:
+        return {v: a for a, v in self.objects.items()}
+
+
+def on_server(objects: Mapping[str, list[dict[str, Any]]], kind: str,
+              value: Any) -> list[dict[str, Any]]:
+    return [o for o in objects.get(kind, []) if identity(kind, o) == value]
+
+
+def duplicates(objects: Mapping[str, list[dict[str, Any]]], wanted: Wanted) -> list[str]:
+    """Addresses whose object exists more than once on the server."""
+    return sorted(a for a, (kind, value) in wanted.objects.items()
+                  if len(on_server(objects, kind, value)) > 1)
+
+
+def settle(gov: Govsync, server: Server, wanted: Wanted) -> dict[str, str | None]:
+    """Resolve every pending/uncertain entry by looking for its object on the server.
+
+    Returns address -> the id it was resolved to (None: --absent).
+    """
+    objects = server.objects()
+    resolved: dict[str, str | None] = {}
+    for address, entry in gov.entries().items():
+        if entry["status"] not in UNSETTLED:
+            continue
+        kind, value = wanted.objects[address]
+        found = on_server(objects, kind, value)
+        assert len(found) <= 1, f"{address} exists {len(found)} times on the server"
+        if found:
+            ident = object_id(kind, found[0])
+            run = gov.invoke("state", "resolve", address, "--id", ident)
+        else:
+            ident = None
+            run = gov.invoke("state", "resolve", address, "--absent")
+        assert run.code == 0, run
+        resolved[address] = ident
+    return resolved
+
+
+def check_consistent(gov: Govsync, server: Server, wanted: Wanted, *,
+                     settled: bool) -> dict[str, dict[str, Any]]:
+    """No duplicate; state and server agree on every object the manifests name.
+
+    ``settled=False`` allows objects whose create is pending or uncertain in
+    state (present on the server or not); ``settled=True`` requires every
+    state entry applied and every manifest object in state.
+    """
+    objects = server.objects()
+    entries = gov.entries()
+    assert duplicates(objects, wanted) == []
+    problems: list[str] = []
+    for address, (kind, value) in wanted.objects.items():
+        found = on_server(objects, kind, value)
+        entry = entries.get(address)
+        if entry is None:
+            if found and kind not in SEEDED_KINDS:
+                problems.append(f"{address}: on the server ({object_id(kind, found[0])}) "
+                                "but not in state")
+            if settled:
+                problems.append(f"{address}: not in state")
+            continue
+        if entry["status"] in UNSETTLED:
+            if settled:
+                problems.append(f"{address}: still {entry['status']}")
+            continue
+        if entry["status"] != "applied":
+            problems.append(f"{address}: status {entry['status']}")
+        elif not found:
+            problems.append(f"{address}: applied as {entry['id']} but not on the server")
+        elif object_id(kind, found[0]) != entry["id"]:
+            problems.append(f"{address}: state says {entry['id']}, the server has "
+                            f"{object_id(kind, found[0])}")
+    for address in entries.keys() - wanted.objects.keys():
+        problems.append(f"{address}: in state but in no manifest")
+    assert problems == []
+    return entries
+
+
+def unique_workspace() -> str:
+    return f"t-{uuid.uuid4().hex[:12]}"

@@ -1,0 +1,127 @@
+"""Fixtures of the apply tests (helpers live in ``applykit.py``).
+
+Every test runs the real reference server as a process on loopback and
+govsync through its command line, with its state in a SQLite file under
+``tmp_path`` or, where GOVSYNC_TEST_POSTGRES is set, in PostgreSQL (each
+test in workspaces of its own, removed afterwards).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from applykit import (
+    BIG_SECRET_VAR,
+    EXAMPLE_SECRET_VARS,
+    Govsync,
+    Server,
+    unique_workspace,
+)
+
+POSTGRES_ENV = "GOVSYNC_TEST_POSTGRES"
+
+
+def postgres_url() -> str:
+    url = os.environ.get(POSTGRES_ENV, "")
+    if not url:
+        pytest.skip(f"{POSTGRES_ENV} is not set (e.g. postgresql://postgres@127.0.0.1:5432/test)")
+    return url
+
+
+@pytest.fixture
+def secrets() -> dict[str, str]:
+    """A unique value for every secret variable the manifests read."""
+    return {name: f"secret-{uuid.uuid4().hex}" for name in (*EXAMPLE_SECRET_VARS, BIG_SECRET_VAR)}
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[Callable[..., Server]]:
+    """``serve(*flags, seed=...)``: a started ``govsync serve``, stopped at teardown."""
+    started: list[Server] = []
+
+    def start(*flags: str, **kw: Any) -> Server:
+        server = Server(tmp_path, f"server-{len(started)}", flags, **kw)
+        started.append(server)
+        return server.start()
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+def server(serve: Callable[..., Server]) -> Server:
+    """The reference server with the example seed, no latency, no faults."""
+    return serve()
+
+
+@pytest.fixture
+def sqlite_state(tmp_path: Path) -> str:
+    return str(tmp_path / ".govsync" / "state.db")
+
+
+@pytest.fixture
+def pg_state() -> Iterator[str]:
+    url = postgres_url()
+    yield url
+    _drop_workspaces(url, _PG_WORKSPACES)
+    _PG_WORKSPACES.clear()
+
+
+_PG_WORKSPACES: list[str] = []
+
+
+def _drop_workspaces(url: str, workspaces: list[str]) -> None:
+    """Best effort: delete the rows of these workspaces from every govsync_ table."""
+    if not workspaces:
+        return
+    try:
+        import psycopg
+    except ImportError:
+        return
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            tables = conn.execute(
+                "SELECT table_name, column_name FROM information_schema.columns"
+                " WHERE table_schema = current_schema() AND table_name LIKE 'govsync%%'"
+                " AND column_name IN ('workspace', 'name')").fetchall()
+            for table, column in tables:
+                if column == "name" and "workspace" not in table:
+                    continue
+                conn.execute(f'DELETE FROM "{table}" WHERE "{column}" = ANY(%s)',  # noqa: S608
+                             (workspaces,))
+    except psycopg.Error:
+        pass
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def state_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The state backend: SQLite, then PostgreSQL (skipped without GOVSYNC_TEST_POSTGRES)."""
+    if request.param == "sqlite":
+        return str(tmp_path / ".govsync" / "state.db")
+    url: str = request.getfixturevalue("pg_state")
+    return url
+
+
+@pytest.fixture
+def make_govsync(tmp_path: Path, secrets: dict[str, str]) -> Callable[..., Govsync]:
+    """``make_govsync(state, endpoint, workspace=None)``: the command line, bound."""
+
+    def make(state: str, endpoint: str | None, workspace: str | None = None) -> Govsync:
+        workspace = workspace or unique_workspace()
+        if state.startswith("postgres"):
+            _PG_WORKSPACES.append(workspace)
+        return Govsync(tmp_path, state, workspace, endpoint, dict(secrets))
+
+    return make
+
+
+@pytest.fixture
+def govsync(make_govsync: Callable[..., Govsync], server: Server, sqlite_state: str) -> Govsync:
+    """govsync against ``server`` with SQLite state in tmp_path."""
+    return make_govsync(sqlite_state, server.url)

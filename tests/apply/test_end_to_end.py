@@ -1,0 +1,121 @@
+"""The example organisation applied end to end against ``govsync serve``."""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import yaml
+from applykit import (
+    EXAMPLE_MANIFESTS,
+    EXAMPLE_SEED,
+    Govsync,
+    Server,
+    Wanted,
+    check_consistent,
+    closed_url,
+    duplicates,
+)
+
+from govsync.api.kinds import SEEDED_KINDS
+from govsync.manifests.loader import load
+
+
+def copy_examples(tmp_path: Path) -> Path:
+    target = tmp_path / "manifests"
+    shutil.copytree(EXAMPLE_MANIFESTS, target)
+    return target
+
+
+def edit_spec(path: Path, kind: str, name: str, **changes: object) -> None:
+    """Change spec fields of one document of a manifest file."""
+    docs = list(yaml.safe_load_all(path.read_text()))
+    for d in docs:
+        if d and d["kind"] == kind and d["metadata"]["name"] == name:
+            d["spec"].update(changes)
+            break
+    else:
+        raise AssertionError(f"no {kind}/{name} in {path}")
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+
+
+def test_examples_apply_to_an_empty_server(govsync: Govsync, server: Server, tmp_path: Path) -> None:
+    manifests = copy_examples(tmp_path)
+    wanted = Wanted.load(manifests)
+    seed = yaml.safe_load(EXAMPLE_SEED.read_text())
+    before = server.objects()
+    assert all(not objs for kind, objs in before.items() if kind not in
+               (*SEEDED_KINDS, "Resource", "Group", "User"))
+
+    first = govsync.run("apply", str(manifests), "--auto-approve")
+    assert first.code == 0, first
+    assert "Apply: 59 applied, 0 failed, 0 skipped, 0 uncertain" in first.out
+
+    # The server holds exactly the manifests' objects, beyond the seeded ones.
+    objects = server.objects()
+    created = Counter({k: len(v) for k, v in objects.items()
+                       if k not in SEEDED_KINDS and v})
+    expected = Counter({k: n for k, n in wanted.counts().items() if k not in SEEDED_KINDS})
+    assert created == expected
+    assert len(objects["ConnectorListenerLink"]) == len(seed["connectorListenerLinks"])
+    assert len(objects["SidecarResourceLink"]) == len(seed["sidecarResourceLinks"])
+    assert duplicates(objects, wanted) == []
+    # Adopted links carry terminationProtection as declared; the others keep the seed's.
+    adopted = {m.template["id"]: m.template.get("terminationProtection", False)
+               for m in load([str(manifests)]).objects.values()
+               if m.kind.name in ("ConnectorListenerLink", "SidecarResourceLink")}
+    assert len(adopted) == 4
+    for kind, seed_key in (("ConnectorListenerLink", "connectorListenerLinks"),
+                           ("SidecarResourceLink", "sidecarResourceLinks")):
+        seeded = {s["id"]: s.get("terminationProtection", False) for s in seed[seed_key]}
+        for link in objects[kind]:
+            assert link["terminationProtection"] is adopted.get(link["id"], seeded[link["id"]]), link
+    check_consistent(govsync, server, wanted, settled=True)
+
+    plan = govsync.run("plan", str(manifests), "--detailed-exitcode")
+    assert plan.code == 0, plan
+    assert "No changes" in plan.out
+
+    # Nothing to send: the second apply succeeds against a port nobody listens on.
+    second = govsync.run("apply", str(manifests), "--auto-approve", env={"GOVSYNC_ENDPOINT": closed_url()})
+    assert second.code == 0, second
+    assert "No changes. Nothing to apply." in second.out
+    assert server.objects() == objects
+
+    # A hook change is exactly one UpdateHook of that hook.
+    serial = govsync.serial()
+    hook_id = govsync.entries()["Hook/risk_score"]["id"]
+    edit_spec(manifests / "hooks.yaml", "Hook", "risk_score", timeoutMs=2500)
+    plan = govsync.run("plan", str(manifests), "--detailed-exitcode")
+    assert plan.code == 2, plan
+    assert "~ Hook/risk_score" in plan.out and "timeoutMs: 1500 -> 2500" in plan.out
+    update = govsync.run("apply", str(manifests), "--auto-approve")
+    assert update.code == 0, update
+    assert "Apply: 1 applied, 0 failed" in update.out and "(1 requests)" in update.out
+    after = server.objects()
+    assert len(after["Hook"]) == len(objects["Hook"])
+    (old,) = [h for h in objects["Hook"] if h["id"] == hook_id]
+    (new,) = [h for h in after["Hook"] if h["id"] == hook_id]
+    assert new["timeoutMs"] == 2500 and new["updatedAt"] > old["updatedAt"]
+    assert new["createdAt"] == old["createdAt"]
+    assert {k: v for k, v in after.items() if k != "Hook"} == \
+        {k: v for k, v in objects.items() if k != "Hook"}
+    assert [h for h in after["Hook"] if h["id"] != hook_id] == \
+        [h for h in objects["Hook"] if h["id"] != hook_id]
+    assert govsync.serial() == serial + 1
+
+    # A space's description cannot change: blocked, exit 1, nothing sent.
+    edit_spec(manifests / "spaces.yaml", "Space", "analytics", description="Something else.")
+    serial = govsync.serial()
+    plan = govsync.run("plan", str(manifests))
+    assert plan.code == 1, plan
+    assert "! Space/analytics" in plan.out and "blocked" in plan.out
+    blocked = govsync.run("apply", str(manifests), "--auto-approve",
+                          env={"GOVSYNC_ENDPOINT": closed_url()})
+    assert blocked.code == 1, blocked
+    assert "blocked" in blocked.err and "nothing was applied" in blocked.err
+    blocked = govsync.run("apply", str(manifests), "--auto-approve")
+    assert blocked.code == 1, blocked
+    assert server.objects() == after
+    assert govsync.serial() == serial
