@@ -86,31 +86,38 @@ class SilentReporter:
 
 
 class Throttle:
-    """A concurrency limit that halves on 429/503 and creeps back up (AIMD)."""
+    """A concurrency limit that halves on 429/503 and creeps back up (AIMD).
+
+    A semaphore whose capacity changes: lowering it leaves a debt that
+    releases pay off instead of waking a waiter; raising it releases one more.
+    Each release wakes at most one waiter, however many tasks queue.
+    """
 
     def __init__(self, limit: int) -> None:
         self.max = max(1, limit)
         self.limit = self.max
-        self.active = 0
+        self._sem = asyncio.Semaphore(self.max)
+        self._debt = 0
         self._calm = 0
-        self._cond = asyncio.Condition()
 
     async def __aenter__(self) -> None:
-        async with self._cond:
-            await self._cond.wait_for(lambda: self.active < self.limit)
-            self.active += 1
+        await self._sem.acquire()
 
     async def __aexit__(self, *exc: object) -> None:
-        async with self._cond:
-            self.active -= 1
-            self._calm += 1
-            if self._calm >= self.limit and self.limit < self.max:
-                self.limit += 1
-                self._calm = 0
-            self._cond.notify_all()
+        self._calm += 1
+        if self._calm >= self.limit and self.limit < self.max and not self._debt:
+            self.limit += 1
+            self._calm = 0
+            self._sem.release()  # one more slot
+        if self._debt:
+            self._debt -= 1  # keep this slot closed: the limit went down
+        else:
+            self._sem.release()
 
     def slow_down(self) -> None:
-        self.limit = max(1, self.limit // 2)
+        lower = max(1, self.limit // 2)
+        self._debt += self.limit - lower
+        self.limit = lower
         self._calm = 0
 
 

@@ -1,0 +1,132 @@
+"""bench/apply: apply's wall time against a perfect scheduler's bound.
+
+The reference server runs on loopback (`govsync serve --latency-ms 50`, one
+uvicorn worker, a --db file); 1,000 generated objects (bench/plan/generate.py,
+graph depth 4) are applied at parallelism 16, then sequentially
+(parallelism 1), each on a fresh server and state.  The bound of a perfect
+scheduler is the longest of depth x latency and ceil(objects / parallelism)
+x latency.  Finally a second apply of the same manifests (nothing to do) is
+timed as a whole process; it must send no request.
+
+    python bench/apply/run.py [--objects 1000] [--latency-ms 50] [--parallelism 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "bench", "plan"))
+
+from generate import write  # noqa: E402
+
+KEY = "bench-key"
+SEED = os.path.join(ROOT, "examples", "server-seed.yaml")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_server(tmp: str, latency_ms: int) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "govsync", "serve", "--port", str(port), "--db",
+         os.path.join(tmp, "api.db"), "--api-key", KEY, "--seed", SEED,
+         "--latency-ms", str(latency_ms)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(200):
+        try:
+            req = urllib.request.Request(url + "/_govsync/health", headers={"X-API-KEY": KEY})
+            urllib.request.urlopen(req, timeout=1).read()
+            return proc, url
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise SystemExit("server did not start")
+
+
+def count_objects(url: str) -> int:
+    req = urllib.request.Request(url + "/_govsync/objects", headers={"X-API-KEY": KEY})
+    data = json.load(urllib.request.urlopen(req, timeout=10))
+    return sum(len(v) for k, v in data.items() if k not in ("Resource", "Group", "User"))
+
+
+def apply(manifests: str, tmp: str, url: str, parallelism: int) -> tuple[float, str]:
+    env = {**os.environ, "GOVSYNC_ENDPOINT": url, "GOVSYNC_API_KEY": KEY,
+           "GOVSYNC_STATE": os.path.join(tmp, "state.db")}
+    start = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, "-m", "govsync", "-q", "apply", manifests, "--auto-approve",
+         "--parallelism", str(parallelism)],
+        env=env, cwd=tmp, capture_output=True, text=True,
+    )
+    elapsed = time.perf_counter() - start
+    if out.returncode != 0:
+        raise SystemExit(f"apply failed:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
+    return elapsed, out.stdout.strip().splitlines()[-1]
+
+
+def depth_of(manifests: str) -> int:
+    sys.path.insert(0, os.path.join(ROOT, "src"))
+    from govsync.graph import depth
+    from govsync.manifests.loader import load
+
+    return depth(load([manifests]).objects)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--objects", type=int, default=1000)
+    parser.add_argument("--latency-ms", type=int, default=50)
+    parser.add_argument("--parallelism", type=int, default=16)
+    parser.add_argument("--no-sequential", action="store_true")
+    args = parser.parse_args()
+    lat = args.latency_ms / 1000
+    with tempfile.TemporaryDirectory() as root:
+        manifests = os.path.join(root, "manifests")
+        write(args.objects, manifests)
+        depth = depth_of(manifests)
+        bound = max(depth * lat, math.ceil(args.objects / args.parallelism) * lat)
+        print(f"machine: {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}")
+        print(f"{args.objects} objects, graph depth {depth}, latency {args.latency_ms} ms, "
+              f"parallelism {args.parallelism}")
+        print(f"perfect-scheduler bound: {bound:.2f} s")
+        runs = [(args.parallelism, "parallel")]
+        if not args.no_sequential:
+            runs.append((1, "sequential"))
+        for parallelism, label in runs:
+            tmp = tempfile.mkdtemp(dir=root)
+            server, url = start_server(tmp, args.latency_ms)
+            try:
+                elapsed, summary = apply(manifests, tmp, url, parallelism)
+                objects = count_objects(url)
+                print(f"{label:>10} apply: {elapsed:.2f} s ({elapsed / bound:.2f}x bound)  "
+                      f"[{summary}; {objects} objects on the server]")
+                if parallelism == args.parallelism:
+                    again, summary2 = apply(manifests, tmp, url, parallelism)
+                    after = count_objects(url)
+                    print(f"second apply: {again:.2f} s whole process [{summary2}; "
+                          f"objects on the server {objects} -> {after}]")
+            finally:
+                server.terminate()
+                server.wait()
+
+
+if __name__ == "__main__":
+    main()
