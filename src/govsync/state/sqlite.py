@@ -69,7 +69,7 @@ class SqliteStore(StateStore):
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA busy_timeout=10000")
             self.db.executescript(SCHEMA)
-        except sqlite3.Error as exc:
+        except (OSError, sqlite3.Error) as exc:
             raise StateError(f"cannot open state database {path}: {exc}") from exc
 
     # -- helpers ---------------------------------------------------------------

@@ -1,0 +1,52 @@
+"""Fixtures of the state store tests (helpers live in ``statekit.py``).
+
+``backend`` runs each test on SQLite (a file in ``tmp_path``) and on
+PostgreSQL (the database named by ``GOVSYNC_TEST_POSTGRES``, e.g.
+``postgresql://postgres@127.0.0.1:5432/test``; those tests are marked
+``postgres`` and skipped when the variable is unset).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from statekit import POSTGRES_ENV, Backend
+
+from govsync.state.base import StateStore
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    """The PostgreSQL test database's URL, or skip."""
+    url = os.environ.get(POSTGRES_ENV, "")
+    if not url:
+        pytest.skip(f"{POSTGRES_ENV} is not set; to run the PostgreSQL tests set it to a "
+                    "database they may create govsync_* tables in, e.g. "
+                    "postgresql://postgres@127.0.0.1:5432/test")
+    return url
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    if request.param == "sqlite":
+        url = str(tmp_path / "state.db")
+    else:
+        url = request.getfixturevalue("postgres_url")
+    b = Backend(request.param, url)
+    try:
+        yield b
+    finally:
+        b.close()
+
+
+@pytest.fixture
+def store(backend: Backend) -> StateStore:
+    return backend.open()
+
+
+@pytest.fixture
+def ws(backend: Backend) -> str:
+    return backend.workspace()
