@@ -94,12 +94,13 @@ def plan(paths: Sequence[str], settings: Settings) -> Plan:
         return plan_with(manifests, store.snapshot(settings.workspace), settings)
 
 
-def plan_with(manifests: ManifestSet, snapshot: Snapshot, settings: Settings) -> Plan:
-    """Plan against a snapshot, checking owner groups of new policies live."""
+def plan_with(manifests: ManifestSet, snapshot: Snapshot, settings: Settings, *,
+              only_creates: bool = False) -> Plan:
+    """Plan against a snapshot, checking policy owner groups live (ListGroups)."""
     from govsync.plan import check_live_refs, live_refs_to_check, make_plan
 
     result = make_plan(manifests, snapshot, environ=settings.environ)
-    wanted = live_refs_to_check(result, manifests)
+    wanted = live_refs_to_check(result, manifests, only_creates=only_creates)
     if wanted:
         groups, skipped = live_groups(settings)
         check_live_refs(result, wanted, groups, skipped)
@@ -197,7 +198,7 @@ def apply(
                 the_plan = saved
             else:
                 assert manifests is not None
-                the_plan = plan_with(manifests, snapshot, settings)
+                the_plan = plan_with(manifests, snapshot, settings, only_creates=True)
             if the_plan.blocked():
                 from govsync.errors import BlockedPlanError
 

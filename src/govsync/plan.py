@@ -312,16 +312,21 @@ def _shown(value: Any, hidden: bool) -> Any:
     return value
 
 
-def live_refs_to_check(plan: Plan, manifests: ManifestSet) -> list[tuple[Manifest, str, str]]:
-    """(manifest, field, value) of live references in objects this plan creates.
+def live_refs_to_check(
+    plan: Plan, manifests: ManifestSet, *, only_creates: bool = False
+) -> list[tuple[Manifest, str, str]]:
+    """(manifest, field, value) of the live references to check.
 
-    Only creates send such a field (it cannot change after create); existing
-    objects are drift's business.  So a plan without creates needs no request.
+    ``plan`` checks every policy; ``apply`` only those it creates (the field
+    cannot change after create), so an apply with nothing to do sends nothing.
     """
-    creating = {c.address for c in plan.changes if c.action == CREATE}
+    if only_creates:
+        addresses = sorted(c.address for c in plan.changes if c.action == CREATE)
+    else:
+        addresses = sorted(manifests.objects)
     return [
         (m, field_name, m.template[field_name])
-        for address in sorted(creating)
+        for address in addresses
         for m in [manifests.objects[address]]
         for field_name, _kind in m.kind.live_refs
         if isinstance(m.template.get(field_name), str)
