@@ -64,6 +64,8 @@ def run(
         workers=1,
         log_level="warning",
         access_log=False,
+        proxy_headers=False,
+        server_header=False,
         http=DroppableH11Protocol,
         lifespan="off",
     )

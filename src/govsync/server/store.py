@@ -152,13 +152,16 @@ class Store:
             for id_, body, key in items:
                 self._seq += 1
                 rows.append((kind, id_, key, self._seq, _dumps(body)))
-            self._db.execute("BEGIN")
-            try:
-                self._db.executemany(_UPSERT, rows)
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+            if len(rows) == 1:
+                self._db.execute(_UPSERT, rows[0])  # autocommit: its own transaction
+            else:
+                self._db.execute("BEGIN")
+                try:
+                    self._db.executemany(_UPSERT, rows)
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
             for id_, body, key in items:
                 self._remember(kind, id_, key, body)
 
