@@ -14,6 +14,7 @@ engine every operation runs through), ``shapes`` (per-kind output table),
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 from collections.abc import Sequence
 
@@ -39,7 +40,10 @@ def run(
 
     from govsync.server.droppable import DroppableH11Protocol
 
-    store = Store(db)
+    try:
+        store = Store(db)
+    except sqlite3.Error as exc:
+        raise ConfigError(f"cannot open the server database {db}: {exc}") from exc
     if seed:
         try:
             store.load_seed(seed)

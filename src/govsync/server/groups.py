@@ -72,28 +72,36 @@ def _parse_order(order: str) -> tuple[str, bool]:
     return field, direction == "desc"
 
 
+def _equals(key: str, convert: Callable[[Any], Any], target: Any) -> Predicate:
+    def check(group: JsonObject) -> bool:
+        return bool(convert(group.get(key)) == target)
+
+    return check
+
+
 def _compile(spec: GroupFilter, path: str) -> Predicate:
     checks: list[Predicate] = []
     if spec.field is not None:
         key, kind, wanted = spec.field.key, spec.field.value.type, spec.field.value.value
         where = f"{path}.field.value.value"
-        if kind == "bool":
-            if wanted not in ("true", "false"):
-                raise invalid("a bool filter value is true or false", where)
-            checks.append(lambda g, k=key, w=wanted: _text(g.get(k)) == w)
-        elif kind == "number":
+        if kind == "number":
             try:
-                number = float(wanted)
+                checks.append(_equals(key, _number, float(wanted)))
             except ValueError:
                 raise invalid("a number filter value must be a number", where) from None
-            checks.append(lambda g, k=key, n=number: _number(g.get(k)) == n)
         else:
-            checks.append(lambda g, k=key, w=wanted: _text(g.get(k)) == w)
+            if kind == "bool" and wanted not in ("true", "false"):
+                raise invalid("a bool filter value is true or false", where)
+            checks.append(_equals(key, _text, wanted))
     if spec.group is not None:
         checks.extend(
             _compile(sub, f"{path}.group.filters.{i}") for i, sub in enumerate(spec.group.filters)
         )
-    return lambda group: all(check(group) for check in checks)
+
+    def all_of(group: JsonObject) -> bool:
+        return all(check(group) for check in checks)
+
+    return all_of
 
 
 def _number(value: Any) -> float | None:
