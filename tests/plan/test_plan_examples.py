@@ -1,0 +1,126 @@
+"""The example organisation validates and plans; its JSON plan is a golden file."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import yaml
+from plan_helpers import EXAMPLES, LOCAL, Gov, edit, summary
+
+GOLDEN = Path(__file__).parent / "golden" / "examples-empty.json"
+UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+
+
+def example_addresses() -> set[str]:
+    """Every Kind/name in the examples, read with plain YAML (not govsync's loader)."""
+    found = set()
+    for path in sorted(EXAMPLES.rglob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+            if doc:
+                found.add(f"{doc['kind']}/{doc['metadata']['name']}")
+    return found
+
+
+def test_examples_hold_59_objects_of_27_kinds() -> None:
+    addresses = example_addresses()
+    assert len(addresses) == 59
+    assert len({a.split("/")[0] for a in addresses}) == 27
+
+
+def test_validate_examples(gov: Gov) -> None:
+    result = gov.run("validate", EXAMPLES)
+    assert result.stdout == ""
+    assert result.stderr == "59 objects in 12 files: valid.\n"
+
+
+def test_plan_examples_against_empty_state(gov: Gov) -> None:
+    result = gov.run("plan", EXAMPLES)
+    lines = result.stdout.splitlines()
+    assert lines[-1] == ("Plan: 59 to create, 0 to update, 0 blocked, 0 orphaned, "
+                         "0 uncertain, 0 unchanged.")
+    assert lines[-2] == ("Check groups: skipped (policy owner groups not checked: "
+                         "no endpoint configured (offline plan))")
+    assert sum(1 for line in lines if line.startswith("+ ")) == 59
+
+    plan = gov.plan(EXAMPLES)
+    assert plan["summary"] == summary(create=59)
+    assert {c["address"] for c in plan["changes"]} == example_addresses()
+    assert {c["action"] for c in plan["changes"]} == {"create"}
+    assert plan["workspace"] == "default"
+    assert plan["serial"] == 0
+
+
+def test_plan_examples_detailed_exitcode_is_2(gov: Gov) -> None:
+    gov.run("plan", EXAMPLES, "--detailed-exitcode", code=2)
+
+
+def test_plan_examples_against_the_local_endpoint_checks_groups(gov: Gov) -> None:
+    plan = gov.plan(EXAMPLES, *LOCAL)
+    assert plan["summary"] == summary(create=59)
+    assert plan["checks"] == [{"name": "groups", "status": "passed",
+                               "detail": "4 policy owner group(s) exist"}]
+
+
+def test_golden_json_plan_of_examples_against_empty_state(gov: Gov) -> None:
+    """``govsync plan examples/manifests --format json``, lineage normalised.
+
+    Compared as JSON (the layout of the output is not part of the contract;
+    every key, value and the order of changes are).  Regenerate with
+    UPDATE_GOLDEN=1 after a deliberate change, and review the diff.
+    """
+    out = gov.run("plan", EXAMPLES, "--format", "json").stdout
+    plan = json.loads(out)
+    assert UUID.match(plan["lineage"]), plan["lineage"]
+    plan["lineage"] = "LINEAGE"
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        GOLDEN.parent.mkdir(exist_ok=True)
+        GOLDEN.write_text(json.dumps(plan, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    golden = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    assert plan == golden
+    # Key order too: dict equality ignores it, the contract says it is stable.
+    assert list(plan) == list(golden)
+    assert [list(c) for c in plan["changes"]] == [list(c) for c in golden["changes"]]
+
+
+def test_plan_refuses_an_owner_group_the_server_lacks(gov: Gov, manifests: Path) -> None:
+    edit(manifests / "policies.yaml", "groupName: analysts", "groupName: analytics-team")
+    result = gov.run("plan", manifests, *LOCAL, code=1)
+    assert result.stdout == ""
+    assert result.stderr == (
+        "manifests/policies.yaml:81:14: Policy/warehouse-business-hours: spec.groupName names group "
+        "'analytics-team', which does not exist on the server (ListGroups); create the group "
+        "or fix the name\n"
+        "1 error; nothing was sent and the state is untouched.\n")
+
+
+REF_TARGETS = {"spaceRef": "Space", "connectorRef": "Connector", "policyRef": "Policy",
+               "nativeUserRef": "NativeUser", "linkedDbUserRef": "NativeUser"}
+
+
+def example_dependencies() -> dict[str, set[str]]:
+    """Kind/name -> what it references by name or lists in dependsOn (plain YAML)."""
+    deps: dict[str, set[str]] = {}
+    for path in sorted(EXAMPLES.rglob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+            if doc:
+                refs = {f"{REF_TARGETS[k]}/{v}" for k, v in (doc.get("spec") or {}).items()
+                        if k in REF_TARGETS}
+                refs |= set(doc["metadata"].get("dependsOn", []))
+                deps[f"{doc['kind']}/{doc['metadata']['name']}"] = refs
+    return deps
+
+
+def test_plan_lists_every_object_after_what_it_depends_on(gov: Gov) -> None:
+    gov.run("plan", EXAMPLES, "--out", "p.json")
+    saved = json.loads(Path("p.json").read_text(encoding="utf-8"))
+    expected = example_dependencies()
+    assert sum(len(d) for d in expected.values()) == 18
+    assert {c["address"]: set(c["after"]) for c in saved["changes"]} == expected
+    position = {c["address"]: i for i, c in enumerate(saved["changes"])}
+    for change in saved["changes"]:
+        for dep in change["after"]:
+            assert position[dep] < position[change["address"]], \
+                f"{change['address']} comes before {dep}"
