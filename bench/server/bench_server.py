@@ -37,6 +37,15 @@ def free_port() -> int:
         return port
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a process (Linux /proc), or None."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def start_server(db: Path, port: int) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "govsync", "serve", "--port", str(port), "--db", str(db),
@@ -55,10 +64,13 @@ def start_server(db: Path, port: int) -> subprocess.Popen[bytes]:
 
 
 async def run_writes(clients: list[httpx.AsyncClient], path: str,
-                     body: Callable[[int], dict[str, Any]], n: int) -> float:
-    """Sends n writes, one in flight per worker; returns writes per second.
+                     body: Callable[[int], dict[str, Any]], n: int,
+                     server_pid: int) -> dict[str, float]:
+    """Sends n writes, one in flight per worker (worker w on ``clients[w % len]``).
 
-    Worker w sends through ``clients[w % len(clients)]``.
+    Returns writes per second of wall time and, where /proc tells, per second
+    of the server process's CPU time (what the server alone could sustain on
+    one core: on a shared machine, the wall figure also measures the others).
     """
     # Bodies are encoded before the clock starts: the client's own JSON work
     # is not the server's throughput.
@@ -75,12 +87,18 @@ async def run_writes(clients: list[httpx.AsyncClient], path: str,
             if response.status_code != 200:
                 raise SystemExit(f"{path}: {response.status_code} {response.text}")
 
+    cpu_before = cpu_seconds(server_pid)
     started = time.perf_counter()
     await asyncio.gather(*(worker(c) for c in clients))
-    return n / (time.perf_counter() - started)
+    result = {"wall": n / (time.perf_counter() - started)}
+    cpu_after = cpu_seconds(server_pid)
+    if cpu_before is not None and cpu_after is not None and cpu_after > cpu_before:
+        result["server_cpu"] = n / (cpu_after - cpu_before)
+    return result
 
 
-async def bench(base: str, n: int, concurrency: int, shared: bool) -> dict[str, float]:
+async def bench(base: str, n: int, concurrency: int, shared: bool,
+                server_pid: int) -> dict[str, dict[str, float]]:
     """CreateSpace then CreateHook throughput with `concurrency` requests in flight.
 
     By default each of the `concurrency` workers has its own AsyncClient (one
@@ -97,19 +115,19 @@ async def bench(base: str, n: int, concurrency: int, shared: bool) -> dict[str, 
     try:
         # Warm up connections and code paths (not measured).
         await run_writes(workers, "/core.v1.SpaceService/CreateSpace",
-                         lambda i: {"name": f"warm-{i}"}, concurrency * 4)
+                         lambda i: {"name": f"warm-{i}"}, concurrency * 4, server_pid)
         spaces = await run_writes(
             workers, "/core.v1.SpaceService/CreateSpace",
             lambda i: {"name": f"space-{i}", "description": "benchmark space",
                        "terminationProtection": i % 2 == 0},
-            n)
+            n, server_pid)
         hooks = await run_writes(
             workers, "/core.v1.HookService/CreateHook",
             lambda i: {"name": f"hook_{i}", "description": "benchmark hook",
                        "code": "def run(ctx):\n    return ctx\n", "timeoutMs": 5000,
                        "allowlistedEnvironmentVariables": ["HOME", "PATH"],
                        "allowlistedNetworkHosts": ["api.example.com"]},
-            n)
+            n, server_pid)
         objects = (await clients[0].get("/_govsync/objects")).json()
         assert len(objects["Space"]) == n + concurrency * 4, len(objects["Space"])
         assert len(objects["Hook"]) == n, len(objects["Hook"])
@@ -126,12 +144,13 @@ def main() -> None:
     parser.add_argument("--shared-client", action="store_true",
                         help="all workers on one AsyncClient (measures httpcore's pool too)")
     args = parser.parse_args()
+    load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
     with tempfile.TemporaryDirectory() as tmp:
         port = free_port()
         proc = start_server(Path(tmp) / "bench.db", port)
         try:
             results = asyncio.run(bench(f"http://127.0.0.1:{port}", args.n, args.concurrency,
-                                        args.shared_client))
+                                        args.shared_client, proc.pid))
         finally:
             proc.terminate()
             proc.wait(timeout=15)
@@ -139,8 +158,12 @@ def main() -> None:
           f"n={args.n} per operation, concurrency {args.concurrency} "
           f"({'one shared AsyncClient' if args.shared_client else 'one AsyncClient per worker'}), "
           f"one uvicorn worker, SQLite file (WAL)")
+    print(f"load average before: {load_before}")
     for op, rate in results.items():
-        print(f"{op}: {rate:,.0f} writes/s")
+        line = f"{op}: {rate['wall']:,.0f} writes/s"
+        if "server_cpu" in rate:
+            line += f" ({rate['server_cpu']:,.0f} writes per second of server CPU)"
+        print(line)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import pytest
 from serverkit import SERVER_ID, TIMESTAMP, VALID, VIEWER, H, InProcess, World, path
 
 from govsync.api.catalog import BY_NAME, OPERATIONS
+from govsync.api.kinds import KINDS
 from govsync.server import Store
 
 
@@ -81,8 +82,6 @@ def test_list_groups_returns_groups_and_metadata(client: InProcess, world: World
 
 def test_objects_lists_every_kind(client: InProcess) -> None:
     objects = _objects(client)
-    from govsync.api.kinds import KINDS
-
     assert set(objects) == {k.name for k in KINDS} | {"Resource", "Group", "User"}
     assert all(isinstance(v, list) for v in objects.values())
     assert [g["id"] for g in objects["Group"]] == ["grp-admins", "grp-analysts"]

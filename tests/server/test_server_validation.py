@@ -12,7 +12,6 @@ import pytest
 from serverkit import KEY, VALID, VIEWER, FakeWorld, H, InProcess, World, make_app, path
 
 from govsync.api.catalog import BY_NAME
-from govsync.server import Store
 
 DELETE = object()
 NATIVE = "credentials.cloudIamA|cloudIamARole|cloudIamB|cloudIamC|hook|unauthenticated"
@@ -381,7 +380,7 @@ def test_connect_headers_are_ignored_elsewhere(client: InProcess) -> None:
 
 
 def test_deadline_shorter_than_latency_is_504_and_stores_nothing() -> None:
-    app, store = make_app(latency_ms=200)
+    app, store = make_app(latency_ms=1000)
     with InProcess(app) as client:
         started = time.monotonic()
         response = client.post(path("CreatePermission"), json={"name": "p"},
@@ -390,10 +389,10 @@ def test_deadline_shorter_than_latency_is_504_and_stores_nothing() -> None:
         assert response.status_code == 504
         assert response.json()["details"] == [
             {"type": "core.v1.ErrorCode", "value": "deadline_exceeded", "debug": {}}]
-        assert 0.015 <= elapsed < 0.19
+        assert 0.015 <= elapsed < 0.9  # answered at the deadline, not after the latency
         assert store.list("Permission") == []
         ok = client.post(path("CreatePermission"), json={"name": "p"},
-                         headers={**H, "Connect-Timeout-Ms": "5000"})
+                         headers={**H, "Connect-Timeout-Ms": "5000"})  # waits 1 s
         assert ok.status_code == 200 and len(store.list("Permission")) == 1
 
 
@@ -455,7 +454,7 @@ def test_fault_error_stores_nothing_and_drop_stores_then_raises() -> None:
         assert client.post(path("CreateSpace"), json={}, headers=H).status_code == 400
 
 
-def test_fault_rate_zero_never_fails(app_store: tuple[Any, Store]) -> None:
+def test_fault_rate_zero_never_fails() -> None:
     app, store = make_app(fault_rate=0.0)
     with InProcess(app) as client:
         for i in range(50):
