@@ -19,9 +19,10 @@ passes these checks in order, the first failure answering:
 ``GET /_govsync/health`` and ``GET /_govsync/objects`` (every stored object
 by kind) serve tests and tooling; they need a full key.
 
-``latency_ms`` delays every API answer; with CreatePermission's
-``Connect-Timeout-Ms`` shorter than it, the answer is 504 deadline_exceeded
-after that timeout, and nothing is stored.  ``fault_rate`` makes that
+``latency_ms`` delays every API answer (the delay comes first, before the
+checks); with CreatePermission's ``Connect-Timeout-Ms`` shorter than it, the
+answer is 504 deadline_exceeded once that timeout has passed, whatever the
+request, and nothing is stored.  ``fault_rate`` makes that
 fraction of valid write calls fail: half answer 500 before storing anything,
 half store the object and then drop the connection without any answer.
 Error bodies: see ``errors.py``.
