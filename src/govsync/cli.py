@@ -563,6 +563,94 @@ def serve(
     )
 
 
+# -- the pull-request workflow: fmt, init, docs ------------------------------------
+
+
+@cli.command("fmt")
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--check", is_flag=True,
+              help="Write nothing; list the files that would change and exit 1 if any.")
+def fmt_command(paths: tuple[str, ...], check: bool) -> None:
+    """Rewrite manifests in the canonical layout (every comment kept).
+
+    Keys in the order apiVersion, kind, metadata (name, dependsOn), spec;
+    two-space indentation with sequences indented under their key; documents
+    separated by `---`. Only files that change are rewritten, and listed. A
+    file with a YAML error is reported as FILE:LINE:COL and left alone (exit 1).
+
+    \b
+    Example:
+      govsync fmt manifests/
+      govsync fmt --check manifests/    # in CI or a pre-commit hook
+    """
+    from govsync.fmt import format_paths
+
+    report = format_paths(list(paths), write=not check)
+    for problem in report.problems:
+        click.echo(str(problem), err=True)
+    for name in report.changed:
+        click.echo(name)
+    n = len(report.changed)
+    o = out()
+    if check:
+        if n:
+            o.info(f"{n} file(s) not in the canonical layout: run `govsync fmt` on them.")
+    else:
+        o.info(f"Reformatted {n} of {len(report.files)} file(s).")
+    if report.problems or (check and n):
+        sys.exit(1)
+
+
+@cli.command("init")
+@click.argument("directory", default=".", type=click.Path(file_okay=False))
+@click.option("--force", is_flag=True, help="Overwrite files that already exist.")
+@click.option("--ci", type=click.Choice(["github", "gitlab", "none"]), default="github",
+              show_default=True, help="CI pipeline to add: GitHub Actions, GitLab CI, or none.")
+def init_command(directory: str, force: bool, ci: str) -> None:
+    """Scaffold a repository of manifests in DIRECTORY (default: here).
+
+    Writes commented example manifests (one file per family of kinds, all
+    valid), their JSON Schema for editors, a README, a .gitignore and the CI
+    pipeline (plan on pull requests, apply the saved plan on merge, drift on a
+    schedule). Refuses to overwrite existing files unless --force.
+
+    \b
+    Example:
+      govsync init governance/
+      govsync init --ci gitlab
+    """
+    from govsync.init import init, next_steps
+
+    result = init(directory, force=force, ci=ci)
+    for rel in result.created:
+        click.echo(f"created {os.path.join(directory, rel)}")
+    for rel in result.updated:
+        click.echo(f"updated {os.path.join(directory, rel)}")
+    click.echo("")
+    click.echo(next_steps(result), nl=False)
+
+
+@cli.command("docs")
+@click.option("--out", "out_dir", default="docs", show_default=True,
+              type=click.Path(file_okay=False), help="Directory for cli.md and kinds.md.")
+@click.option("--check", is_flag=True, help="Exit 1 if the files there are not current.")
+def docs_command(out_dir: str, check: bool) -> None:
+    """Write the reference docs: cli.md (every --help), kinds.md (every kind).
+
+    \b
+    Example:
+      govsync docs --out docs/
+      govsync docs --check
+    """
+    from govsync.docs import write_docs
+
+    stale = write_docs(out_dir, check=check)
+    if check and stale:
+        click.echo("Stale: " + ", ".join(stale) + " (run `govsync docs`)", err=True)
+        sys.exit(1)
+    out().info(f"Wrote the documentation to {out_dir}/" if not check else "Documentation is current.")
+
+
 def main() -> None:
     cli(prog_name="govsync")
 
