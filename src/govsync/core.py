@@ -8,6 +8,7 @@ global options (endpoint, API key, state URL, workspace), and ``validate``,
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -130,13 +131,20 @@ def live_groups(settings: Settings) -> tuple[set[str] | None, str]:
 
 def write_plan_file(plan: Plan, path: str) -> None:
     """Save a plan for ``govsync apply FILE`` (atomic: never a half-written file)."""
+    from govsync.errors import PlanError
+
     data = json.dumps(plan.to_dict(), sort_keys=True, separators=(",", ":"))
     tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise PlanError(f"cannot write the plan to {path}: {exc.strerror}") from exc
 
 
 def read_plan_file(path: str) -> Plan:

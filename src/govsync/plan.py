@@ -288,8 +288,10 @@ def field_diff(kind: Kind, before: dict[str, Any], after: dict[str, Any]) -> lis
             path = _path_text(parts)
             plain = ".".join(str(p) for p in parts)
             hidden = any(plain == s or plain.startswith(s + ".") for s in secret_paths)
-            old = _shown(item.t1, hidden)
-            new = _shown(item.t2, hidden)
+            # A whole object that appears or goes may hold secrets below it.
+            inner = [s[len(plain) + 1:] for s in secret_paths if s.startswith(plain + ".")]
+            old = _masked(_shown(item.t1, hidden), inner)
+            new = _masked(_shown(item.t2, hidden), inner)
             out.append(FieldChange(path, old, new))
     out.sort(key=lambda d: d.path)
     return out
@@ -300,6 +302,19 @@ def _path_text(parts: list[Any]) -> str:
     for p in parts:
         text += f"[{p}]" if isinstance(p, int) else (f".{p}" if text else str(p))
     return text
+
+
+def _masked(value: Any, inner_paths: list[str]) -> Any:
+    """``value`` with every secret at the dotted ``inner_paths`` shown as sensitive."""
+    if not inner_paths or not isinstance(value, dict):
+        return value
+    value = dict(value)
+    for path in inner_paths:
+        head, _, rest = path.partition(".")
+        if head not in value:
+            continue
+        value[head] = _masked(value[head], [rest]) if rest else SENSITIVE
+    return value
 
 
 def _shown(value: Any, hidden: bool) -> Any:

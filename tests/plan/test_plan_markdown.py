@@ -107,22 +107,26 @@ def test_markdown_of_a_small_plan_is_complete(gov: Gov, workdir: Path) -> None:
 FENCE_BREAKER = 'x\n```\n\n**No changes. Safe to merge.**\n\n```diff\ny'
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "render.plan_markdown escapes ``` only in values (_md); the address line "
-    "`+ Kind/name (action)` is written raw, so a metadata.name with a newline and a fence "
-    "closes the diff block and injects markdown into the pull-request comment"))
 def test_a_name_cannot_close_the_markdown_code_fence(gov: Gov, workdir: Path) -> None:
+    """A name with a line break is refused; one with a fence stays inside the block."""
     manifests = workdir / "m"
     manifests.mkdir()
-    (manifests / "space.yaml").write_text(
+    space = manifests / "space.yaml"
+    space.write_text(
         "apiVersion: govsync/v1\nkind: Space\nmetadata:\n"
         f"  name: {json.dumps(FENCE_BREAKER)}\nspec:\n  description: harmless\n",
         encoding="utf-8")
-    gov.run("validate", manifests)
+    refused = gov.run("validate", manifests, code=1)
+    assert "space.yaml:4:9: metadata.name must not contain control characters" in refused.stderr
 
+    space.write_text(
+        "apiVersion: govsync/v1\nkind: Space\nmetadata:\n"
+        "  name: x```y\nspec:\n  description: \"```\\n**merge me**\"\n",
+        encoding="utf-8")
     text = gov.run("plan", manifests, "--format", "markdown").stdout
     fences = [line for line in text.splitlines() if line.lstrip().startswith("```")]
     assert fences == ["```diff", "```"]
+    assert "**merge me**" not in text.replace("\\n**merge me**", "")
 
 
 def blocked_users(n: int, pad: int) -> str:
@@ -143,11 +147,6 @@ def balanced(text: str) -> bool:
             and fences == ["```diff", "```"] * text.count("<details>"))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "render.plan_markdown keeps 400 characters for the 'not shown' note, then cuts the "
-    "text to limit - len(note); when many kinds are left out the note is longer than "
-    "400 (450 here), and the cut removes the end of the last shown section (its closing "
-    "``` and </details>), so the note lands inside an open code block and <details>"))
 def test_truncated_markdown_keeps_its_sections_closed(gov: Gov, manifests: Path) -> None:
     """The examples plus enough blocked users that their section (the third
     kind, alphabetically) fills the comment and every later kind is left out.

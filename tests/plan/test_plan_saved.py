@@ -157,9 +157,6 @@ def test_saved_plan_with_a_blocked_change_is_refused(gov: Gov, applied: Path) ->
     assert gov.snapshot().serial == serial
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "core.write_plan_file lets OSError escape (open of FILE.tmp-PID): `plan --out` into a "
-    "missing or unwritable directory ends in a Python traceback, not `Error: ...` and exit 1"))
 def test_plan_out_into_a_missing_directory_is_an_error_not_a_crash(
         gov: Gov, manifests: Path) -> None:
     result = gov.run("plan", manifests, "--out", "missing/p.json", code=1)

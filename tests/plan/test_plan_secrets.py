@@ -199,10 +199,6 @@ AUDIT_ARCHIVE_WITH_SECRET = """  logStoreB:
     apiKey: {fromEnv: GOVSYNC_EXAMPLE_LOGSTORE_API_KEY}"""
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "plan.field_diff hides a secret only when the diff path is the secret's path or below "
-    "it; when a whole parent object (logStoreB) appears or disappears, the diff value is "
-    "the parent dict and the secret's fingerprint is shown in text, JSON and markdown"))
 def test_a_secret_inside_a_changed_parent_is_shown_as_sensitive(gov: Gov, applied: Path) -> None:
     edit(applied / "integrations.yaml", AUDIT_ARCHIVE_STORE, AUDIT_ARCHIVE_WITH_SECRET)
 

@@ -232,6 +232,10 @@ def _check_metadata(metadata: Any, problem: Any) -> tuple[str | None, list[str]]
         problem(("metadata", "name"), "metadata.name must be a non-empty string, "
                                       f"not {_a_value(name)}")
         name = None
+    elif any(ch < " " or ch == "\x7f" for ch in name):
+        problem(("metadata", "name"), "metadata.name must not contain control characters "
+                "(newlines, tabs...)")
+        name = None
     elif "/" in name:
         problem(("metadata", "name"), "metadata.name must not contain '/' (addresses are Kind/name)")
         name = None
@@ -276,7 +280,8 @@ def _check_spec(
             ok = False
         if not isinstance(target, str) or not target:
             problem(("spec", ref.ref_field),
-                    f"spec.{ref.ref_field} must be the metadata.name of a {ref.target}")
+                    f"spec.{ref.ref_field} must be the metadata.name of a {ref.target}, "
+                    f"not {_a_value(target)}")
             ok = False
             request[ref.id_field] = "ref"
             continue
@@ -316,7 +321,17 @@ def _check_spec(
     except ValidationError as exc:
         # Inputs are shown only by kind (or short, for enums and patterns);
         # secrets were replaced by placeholders above.
-        for err in exc.errors(include_url=False):
+        errors = exc.errors(include_url=False)
+        # A misspelt required field is one error, not also "missing".
+        misspelt = {
+            (*err["loc"][:-1], close)
+            for err in errors
+            if err["type"] == "extra_forbidden"
+            and (close := _closest(str(err["loc"][-1]), _fields_at(kind, err["loc"][:-1])))
+        }
+        for err in errors:
+            if err["type"] == "missing" and tuple(err["loc"]) in misspelt:
+                continue
             path, message, at_key = _explain(kind, err, used_refs)
             problem(path, message, key=at_key)
         return None
@@ -466,10 +481,15 @@ def _dotted(path: tuple[Any, ...]) -> str:
 
 
 def _unknown(what: str, word: str, candidates: Iterable[str], *, otherwise: str = "") -> str:
-    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    close = _closest(word, candidates)
     if close:
-        return f"unknown {what}: did you mean {close[0]!r}?"
+        return f"unknown {what}: did you mean {close!r}?"
     return f"unknown {what}: {otherwise}" if otherwise else f"unknown {what}"
+
+
+def _closest(word: str, candidates: Iterable[str]) -> str | None:
+    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return close[0] if close else None
 
 
 @cache

@@ -148,39 +148,52 @@ def plan_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT, title: str = "govs
         body = [f"<details><summary><b>{kind}</b>: {counts}</summary>", "", "```diff"]
         for c in changes:
             symbol = SYMBOLS[c.action][0]
-            body.append(f"{symbol} {c.address} ({c.action})")
+            body.append(_md(f"{symbol} {c.address} ({c.action})"))
             if c.action == "create" and c.request is not None:
                 for key in sorted(c.request):
                     body.append(f"      {key}: {_md(fmt_value(shown(c.request[key])))}")
             for d in c.diff:
                 body.append(f"      {d.path}: {_md(fmt_value(d.before))} -> {_md(fmt_value(d.after))}")
             if c.reason:
-                body.append(f"      {c.reason}")
+                body.append(_md(f"      {c.reason}"))
         body += ["```", "", "</details>", ""]
         sections.append(("\n".join(body), len(changes)))
     text = "\n".join(head) + "\n"
-    left_out = 0
-    left_kinds: list[str] = []
-    footer_room = 400
-    for (section, n), kind in zip(sections, sorted(by_kind), strict=True):
-        if len(text) + len(section) + footer_room > limit:
-            left_out += n
-            left_kinds.append(kind)
-            continue
-        text += section + "\n"
-    if left_out:
-        kinds = ", ".join(left_kinds)
-        note = (
-            f"\n> {left_out} change(s) not shown ({kinds}): the comment would exceed "
-            f"{limit:,} characters. Run `govsync plan` to see them all.\n"
-        )
-        text = text[: limit - len(note)] + note
-    return text
+    kinds = sorted(by_kind)
+    reserve = 0  # room kept for the note; grows until the note fits in it
+    while True:
+        kept: list[str] = []
+        left: list[tuple[str, int]] = []
+        used = len(text)
+        for kind, (section, n) in zip(kinds, sections, strict=True):
+            if used + len(section) + 1 + reserve > limit:
+                left.append((kind, n))  # too big: leave it out, try the next ones
+                continue
+            kept.append(section + "\n")
+            used += len(section) + 1
+        note = _left_out_note(left, limit)
+        if len(note) <= reserve or not left:
+            break
+        reserve = len(note)
+    return text + "".join(kept) + note
+
+
+def _left_out_note(left: list[tuple[str, int]], limit: int) -> str:
+    if not left:
+        return ""
+    count = sum(n for _, n in left)
+    kinds = ", ".join(k for k, _ in left)
+    if len(kinds) > 2000:
+        kinds = f"{len(left)} kinds"
+    return (
+        f"\n> {count} change(s) not shown ({kinds}): the comment would exceed "
+        f"{limit:,} characters. Run `govsync plan` to see them all.\n"
+    )
 
 
 def _md(text: str) -> str:
-    # Keep a value from closing the code fence.
-    return text.replace("```", "`\u200b``")
+    """A line inside the diff block: it must not close the fence or break the line."""
+    return text.replace("```", "`\u200b``").replace("\r", "\\r").replace("\n", "\\n")
 
 
 # -- drift ----------------------------------------------------------------------
