@@ -283,13 +283,13 @@ async def run(
                 await done[dep].wait()
                 if status.get(dep) != APPLIED_OK:
                     return Outcome(change.address, change.action, SKIPPED, change.id,
-                                   f"skipped: {dep} was not applied")
+                                   f"{dep} was not applied")
             elif dep in unsure:
                 return Outcome(change.address, change.action, SKIPPED, change.id,
-                               f"skipped: {dep} is uncertain (govsync state resolve)")
+                               f"{dep} is uncertain (settle it with govsync state resolve)")
         if fatal:
             return Outcome(change.address, change.action, SKIPPED, change.id,
-                           "skipped: the state store failed")
+                           "the state store failed")
         async with throttle:
             return await _apply_one(change)
 
@@ -300,7 +300,7 @@ async def run(
             send, spec, secrets = materialize(kind, change.request, ids, snapshot, environ)
         except LookupError as exc:
             return Outcome(change.address, change.action, SKIPPED, change.id,
-                           f"skipped: the id of {exc.args[0]} is not known")
+                           f"the id of {exc.args[0]} is not known")
         operation, body = request_body(kind, change, send)
         intent = change.action == CREATE and not kind.create.retry_safe
         if intent:
