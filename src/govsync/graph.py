@@ -45,7 +45,11 @@ def build(objects: Mapping[str, Manifest]) -> nx.DiGraph:
 
 
 def cycle_problems(objects: Mapping[str, Manifest]) -> list[Problem]:
-    """One problem per member of each dependency cycle, naming the whole cycle."""
+    """One problem per member of each dependency cycle, naming the whole cycle.
+
+    Each member's problem points at its reference or dependsOn entry that
+    closes the cycle, the line to change to break it.
+    """
     import networkx as nx
 
     graph = build(objects)
@@ -58,17 +62,38 @@ def cycle_problems(objects: Mapping[str, Manifest]) -> list[Problem]:
     ):
         cycle = _cycle_in(graph.subgraph(component), component[0])
         members = [objects[a] for a in cycle]
-        shown = " -> ".join(f"{m.address} ({m.file}:{m.line})" for m in [*members, members[0]])
-        for m in members:
-            problems.append(Problem(m.file, m.line, m.col, f"dependency cycle: {shown}"))
+        shown = " -> ".join(
+            [f"{m.address} ({m.file}:{m.line})" for m in members] + [members[0].address]
+        )
+        for i, m in enumerate(members):
+            needed = members[(i + 1) % len(members)].address
+            field, (line, col) = _edge(m, needed)
+            problems.append(Problem(
+                m.file, line, col,
+                f"dependency cycle: {shown} (A -> B: A depends on B); here {field} of "
+                f"{m.address} names {needed}: remove one dependency of the cycle to break it",
+            ))
     return problems
 
 
+def _edge(manifest: Manifest, address: str) -> tuple[str, tuple[int, int]]:
+    """The field of ``manifest`` that makes it depend on ``address``, and its place."""
+    for ref_field, target, pos in manifest.refs:
+        if target == address:
+            return f"spec.{ref_field}", pos
+    for target, pos in manifest.depends_on:
+        if target == address:
+            return "metadata.dependsOn", pos
+    return "a dependency", (manifest.line, manifest.col)  # pragma: no cover
+
+
 def _cycle_in(graph: nx.DiGraph, start: str) -> list[str]:
+    """The members of a cycle through ``start``, each depending on the next."""
     import networkx as nx
 
     edges = nx.find_cycle(graph, source=start)
-    cycle = [u for u, _ in edges]
+    # An edge u -> v means v depends on u: reversed, each depends on the next.
+    cycle = [v for _, v in reversed(edges)]
     first = cycle.index(min(cycle))  # start at the smallest address: stable output
     return cycle[first:] + cycle[:first]
 

@@ -315,7 +315,8 @@ def _check_spec(
             ok = False
         parent = _copy_path(request, keys[:-1])
         parent[keys[-1]] = "secret"  # placeholder for validation
-        secrets.append((keys, variable))
+        if isinstance(variable, str):
+            secrets.append((keys, variable))
     try:
         model = kind.request_model.model_validate(request)
     except ValidationError as exc:
@@ -332,8 +333,8 @@ def _check_spec(
         for err in errors:
             if err["type"] == "missing" and tuple(err["loc"]) in misspelt:
                 continue
-            path, message, at_key = _explain(kind, err, used_refs)
-            problem(path, message, key=at_key)
+            where, message, at_key = _explain(kind, err, used_refs)
+            problem(where, message, key=at_key)
         return None
     if not ok:
         return None

@@ -268,9 +268,29 @@ def _syntax_problem(display: str, exc: yaml.MarkedYAMLError, text: str) -> Probl
                 f"{mark.column + 1} a ',' or {closer!r} was expected): add the {closer!r}"
             )
             line, col = start.line + 1, start.column + 1
+        elif exc.problem in ("did not find expected key", "did not find expected '-' indicator"):
+            parent = "mapping" if "key" in exc.problem else "list"
+            what = (
+                f"this line does not fit the {parent} that starts at line {start.line + 1}, "
+                f"column {start.column + 1}: check its indentation"
+            )
         else:
             what += f" (the construct starts at line {start.line + 1}, column {start.column + 1})"
+    for problem, hint in _HINTS:
+        if what.endswith(problem):
+            what += hint
+            break
     return Problem(display, line, col, f"YAML syntax error: {what}")
+
+
+# What to do about libyaml's most common complaints.
+_HINTS = (
+    ("found undefined alias", ": an alias (*name) must come after its anchor (&name) "
+                              "in the same document"),
+    ("mapping values are not allowed in this context", ": quote the value if it contains ': ', "
+                                                       "or check the indentation"),
+    ("found character that cannot start any token", ": quote the value"),
+)
 
 
 def _reader_problem(display: str, exc: yaml.reader.ReaderError, text: str) -> Problem:
