@@ -265,13 +265,11 @@ async def run(
     fatal: list[BaseException] = []
 
     async def one(change: Change) -> None:
-        started = time.monotonic()
         try:
             outcome = await _wait_and_apply(change)
         except StateError as exc:  # the state is broken: stop everything
             fatal.append(exc)
             outcome = Outcome(change.address, change.action, FAILED, change.id, str(exc))
-        outcome.seconds = time.monotonic() - started
         status[change.address] = outcome.status
         result.outcomes.append(outcome)
         reporter.finished(outcome)
@@ -291,7 +289,10 @@ async def run(
             return Outcome(change.address, change.action, SKIPPED, change.id,
                            "the state store failed")
         async with throttle:
-            return await _apply_one(change)
+            started = time.monotonic()
+            outcome = await _apply_one(change)
+            outcome.seconds = time.monotonic() - started  # the call, not the queueing
+            return outcome
 
     async def _apply_one(change: Change) -> Outcome:
         kind = BY_KIND[change.kind]

@@ -182,13 +182,17 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
 class LineReporter:
     """One line per finished change (CI logs): address, action, outcome."""
 
-    def __init__(self, color: bool) -> None:
+    def __init__(self, color: bool, quiet: bool = False) -> None:
         self.color = color
+        self.quiet = quiet
 
     def start(self, total: int) -> None:
-        click.echo(f"Applying {total} change(s)...", err=True)
+        if not self.quiet:
+            click.echo(f"Applying {total} change(s)...", err=True)
 
     def finished(self, o: Any) -> None:
+        if self.quiet and o.status in ("applied", "forgotten"):
+            return
         fg = {"applied": "green", "forgotten": "green", "failed": "red", "uncertain": "cyan",
               "skipped": "yellow"}.get(o.status)
         detail = f" (id {o.id})" if o.status == "applied" and o.id else ""
@@ -264,7 +268,8 @@ def apply(paths: tuple[str, ...], settings: Settings, auto_approve: bool, parall
                               show_default=False)
         return str(answer).strip() == "yes"
 
-    reporter = ProgressReporter(o.color) if o.color and sys.stderr.isatty() else LineReporter(o.color)
+    reporter = (ProgressReporter(o.color, o.quiet) if o.color and sys.stderr.isatty()
+                else LineReporter(o.color, o.quiet))
     the_plan, result = core.apply(
         list(paths), settings, confirm=confirm, parallelism=parallelism,
         forget_orphans=forget_orphans, lock_timeout=lock_timeout, reporter=reporter,

@@ -88,9 +88,21 @@ def validate(paths: Sequence[str]) -> ManifestSet:
     return load(paths)
 
 
+def load_for_plan(paths: Sequence[str], settings: Settings) -> ManifestSet:
+    """Validate, and check that every secret's variable is set, before any state is touched."""
+    from govsync.errors import ManifestError
+    from govsync.plan import missing_secrets
+
+    manifests = validate(paths)
+    problems = missing_secrets(manifests, settings.environ)
+    if problems:
+        raise ManifestError(problems)
+    return manifests
+
+
 def plan(paths: Sequence[str], settings: Settings) -> Plan:
     """Diff the manifests against the workspace's state (no lock taken)."""
-    manifests = validate(paths)
+    manifests = load_for_plan(paths, settings)
     with settings.open_state() as store:
         return plan_with(manifests, store.snapshot(settings.workspace), settings)
 
@@ -192,7 +204,7 @@ def apply(
     from govsync.state.base import LockHolder
 
     saved = read_plan_file(paths[0]) if is_plan_file(paths) else None
-    manifests = None if saved else validate(paths)
+    manifests = None if saved else load_for_plan(paths, settings)
     with settings.open_state() as store:
         store.acquire(settings.workspace, LockHolder.me(), timeout=lock_timeout)
         try:
@@ -222,7 +234,7 @@ def apply(
                 raise PlanError("apply cancelled; nothing was changed")
             result = aio.run(applier.run(
                 the_plan, store, snapshot,
-                lambda on_retry: settings.client(on_retry=on_retry),
+                lambda on_retry: settings.client(on_retry=on_retry, lanes=parallelism),
                 environ=settings.environ, parallelism=parallelism,
                 forget_orphans=forget_orphans, reporter=reporter,
             ))
@@ -263,7 +275,7 @@ def drift(paths: Sequence[str], settings: Settings) -> DriftReport:
     from govsync import drift as d
     from govsync.plan import make_plan
 
-    manifests = validate(paths)
+    manifests = load_for_plan(paths, settings)
     with settings.open_state() as store:
         snapshot = store.snapshot(settings.workspace)
     the_plan = make_plan(manifests, snapshot, environ=settings.environ)

@@ -219,7 +219,7 @@ def resolve(
         value = env.get(variable)
         if value is None or value == "":
             problems.append(Problem(
-                *manifest.where(f"spec.{keys[0]}"),
+                *manifest.where(f"spec.{path}"),
                 f"{manifest.address}: environment variable {variable} (secret spec.{path}) is "
                 "not set: export it before running govsync",
             ))
@@ -228,6 +228,25 @@ def resolve(
         _set(request, keys, {SECRET: {"env": variable, "fingerprint": fingerprint}})
         _set(resolved, keys, fingerprint)
     return request, resolved
+
+
+def missing_secrets(manifests: ManifestSet, environ: Environ) -> list[Problem]:
+    """A problem for each ``{fromEnv: VAR}`` whose variable is not set.
+
+    Checked before the state is opened, so a plan that cannot run leaves no
+    trace (not even a new state file)."""
+    problems: list[Problem] = []
+    for address in sorted(manifests.objects):
+        manifest = manifests.objects[address]
+        for path in manifest.kind.secrets:
+            marker = _dig(manifest.template, path.split("."))
+            if isinstance(marker, dict) and SECRET in marker and not environ.get(marker[SECRET]):
+                problems.append(Problem(
+                    *manifest.where(f"spec.{path}"),
+                    f"{address}: environment variable {marker[SECRET]} (secret spec.{path}) is "
+                    "not set: export it before running govsync",
+                ))
+    return problems
 
 
 def _dig(data: Any, keys: list[str]) -> Any:

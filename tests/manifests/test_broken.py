@@ -212,11 +212,6 @@ def test_plan_reports_unset_secret_variable(
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core.plan opens the state store (creating state.db and the workspace) before "
-           "make_plan finds the unset secret variable",
-)
 @pytest.mark.parametrize("case", PLAN_CASES)
 def test_plan_with_unset_secret_variable_writes_no_state(
     case: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tripwire: Tripwire

@@ -207,6 +207,9 @@ def check_document(doc: RawDocument, problems: list[Problem]) -> Manifest | None
     if len(problems) > start or template is None:
         return None
     manifest.template = template
+    for path in kind.secrets:  # where a missing variable will be reported
+        if f"spec.{path.split('.')[0]}" in manifest.positions:
+            manifest.positions[f"spec.{path}"] = locate(doc.root, ("spec", *path.split(".")))
     return manifest
 
 
