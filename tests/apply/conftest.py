@@ -9,14 +9,19 @@ test in workspaces of its own, removed afterwards).
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from applykit import (
+
+pytest.register_assert_rewrite("applykit")
+
+from applykit import (  # noqa: E402
     BIG_SECRET_VAR,
+    EXAMPLE_MANIFESTS,
     EXAMPLE_SECRET_VARS,
     Govsync,
     Server,
@@ -125,3 +130,13 @@ def make_govsync(tmp_path: Path, secrets: dict[str, str]) -> Callable[..., Govsy
 def govsync(make_govsync: Callable[..., Govsync], server: Server, sqlite_state: str) -> Govsync:
     """govsync against ``server`` with SQLite state in tmp_path."""
     return make_govsync(sqlite_state, server.url)
+
+
+@pytest.fixture
+def applied(govsync: Govsync, tmp_path: Path) -> Path:
+    """A copy of the example manifests, applied by ``govsync`` to ``server``."""
+    manifests = tmp_path / "manifests"
+    shutil.copytree(EXAMPLE_MANIFESTS, manifests)
+    run = govsync.run("apply", str(manifests), "--auto-approve")
+    assert run.code == 0, run
+    return manifests

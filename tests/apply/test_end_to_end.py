@@ -16,6 +16,7 @@ from applykit import (
     check_consistent,
     closed_url,
     duplicates,
+    edit_spec,
 )
 
 from govsync.api.kinds import SEEDED_KINDS
@@ -26,18 +27,6 @@ def copy_examples(tmp_path: Path) -> Path:
     target = tmp_path / "manifests"
     shutil.copytree(EXAMPLE_MANIFESTS, target)
     return target
-
-
-def edit_spec(path: Path, kind: str, name: str, **changes: object) -> None:
-    """Change spec fields of one document of a manifest file."""
-    docs = list(yaml.safe_load_all(path.read_text()))
-    for d in docs:
-        if d and d["kind"] == kind and d["metadata"]["name"] == name:
-            d["spec"].update(changes)
-            break
-    else:
-        raise AssertionError(f"no {kind}/{name} in {path}")
-    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
 
 
 def test_examples_apply_to_an_empty_server(govsync: Govsync, server: Server, tmp_path: Path) -> None:

@@ -1,0 +1,114 @@
+"""Two applies at once: one lock per workspace, on SQLite and PostgreSQL state.
+
+The server answers after 400 ms and the first apply sends 16 creates two at a
+time, so it holds its workspace's lock for about three seconds.
+"""
+
+from __future__ import annotations
+
+import getpass
+import signal
+import socket
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from applykit import Govsync, Server, doc, write_docs
+
+pytestmark = pytest.mark.slow
+
+LATENCY = ("--latency-ms", "400")
+SLOW = ("--auto-approve", "--parallelism", "2")
+
+
+def applying(line: str) -> bool:
+    return line.startswith("Applying ")
+
+
+def hooks(directory: Path, prefix: str, n: int = 16) -> Path:
+    write_docs(directory / "hooks.yaml", [
+        doc("Hook", f"{prefix}_{i}", {"code": f"def handler(e):\n    return {i}\n"})
+        for i in range(n)])
+    return directory
+
+
+def me() -> tuple[str, str]:
+    try:
+        user = getpass.getuser()
+    except Exception:
+        user = ""
+    return user, socket.gethostname()
+
+
+def test_second_apply_fails_at_once_naming_the_holder_or_waits(
+        serve: Callable[..., Server], make_govsync: Callable[..., Govsync], state_url: str,
+        tmp_path: Path) -> None:
+    server = serve(*LATENCY)
+    manifests = hooks(tmp_path / "m", "lock")
+    gov = make_govsync(state_url, server.url)
+
+    first = gov.popen("apply", str(manifests), *SLOW)
+    assert first.wait_for_line(applying), first.result()
+    started = time.monotonic()
+    second = gov.run("apply", str(manifests), "--auto-approve")
+    took = time.monotonic() - started
+    assert first.proc.poll() is None, "the first apply ended before the second tried"
+    assert second.code == 1, second
+    message = second.err
+    user, host = me()
+    assert "is locked by" in message, second
+    assert f"pid {first.proc.pid}" in message
+    assert host in message and (not user or user in message)
+    assert "--lock-timeout" in message
+    assert took < 10
+
+    # With a lock timeout long enough, the next one waits, then has nothing to do.
+    assert first.proc.poll() is None
+    third = gov.run("apply", str(manifests), "--auto-approve", "--lock-timeout", "120")
+    assert first.finish() == 0, first.result()
+    assert "16 applied" in first.out
+    assert third.code == 0, third
+    assert "No changes. Nothing to apply." in third.out
+    assert len(server.objects()["Hook"]) == 16
+
+
+def test_applies_on_two_workspaces_proceed_together(
+        serve: Callable[..., Server], make_govsync: Callable[..., Govsync], state_url: str,
+        tmp_path: Path) -> None:
+    server = serve(*LATENCY)
+    a = make_govsync(state_url, server.url)
+    b = make_govsync(state_url, server.url)
+    first = a.popen("apply", str(hooks(tmp_path / "a", "ws_a")), *SLOW)
+    assert first.wait_for_line(applying), first.result()
+    second = b.popen("apply", str(hooks(tmp_path / "b", "ws_b")), *SLOW)
+    assert second.wait_for_line(applying), second.result()
+    assert first.proc.poll() is None, "not concurrent: the first apply had already ended"
+    assert first.finish() == 0, first.result()
+    assert second.finish() == 0, second.result()
+    assert "16 applied" in first.out and "16 applied" in second.out
+    names = sorted(h["name"] for h in server.objects()["Hook"])
+    assert names == sorted([f"ws_a_{i}" for i in range(16)] + [f"ws_b_{i}" for i in range(16)])
+
+
+def test_lock_of_a_killed_apply_does_not_block(
+        serve: Callable[..., Server], make_govsync: Callable[..., Govsync], state_url: str,
+        tmp_path: Path) -> None:
+    server = serve(*LATENCY)
+    manifests = hooks(tmp_path / "m", "killed")
+    gov = make_govsync(state_url, server.url)
+    doomed = gov.popen("apply", str(manifests), *SLOW)
+    assert doomed.wait_for_line(applying), doomed.result()
+    time.sleep(0.5)
+    assert doomed.kill() == -signal.SIGKILL
+    time.sleep(1.0)  # let the requests in flight finish on the server
+
+    started = time.monotonic()
+    run = gov.run("apply", str(manifests), "--auto-approve")
+    assert "locked" not in run.err, run
+    assert run.code in (0, 1) and "Apply:" in run.out, run
+    assert time.monotonic() - started < 30
+    # The intents of the killed run are still uncertain, never sent again.
+    plan = gov.plan_json(str(manifests))
+    pending = [e for e in gov.entries().values() if e["status"] != "applied"]
+    assert plan["summary"]["uncertain"] == len(pending)
