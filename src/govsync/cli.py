@@ -275,7 +275,13 @@ def apply(paths: tuple[str, ...], settings: Settings, auto_approve: bool, parall
         forget_orphans=forget_orphans, lock_timeout=lock_timeout, reporter=reporter,
     )
     if not result.outcomes:
-        click.echo("No changes. Nothing to apply.")
+        if the_plan.has_changes():
+            # Only orphans or uncertain entries: nothing to send, but they are
+            # reported (contract section 2), never hidden behind "No changes".
+            click.echo(render.plan_text(the_plan, color=o.color), nl=False, color=o.color)
+            click.echo("Nothing to apply.")
+        else:
+            click.echo("No changes. Nothing to apply.")
         return
     s = result.summary()
     click.echo(

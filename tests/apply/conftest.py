@@ -137,6 +137,6 @@ def applied(govsync: Govsync, tmp_path: Path) -> Path:
     """A copy of the example manifests, applied by ``govsync`` to ``server``."""
     manifests = tmp_path / "manifests"
     shutil.copytree(EXAMPLE_MANIFESTS, manifests)
-    run = govsync.run("apply", str(manifests), "--auto-approve")
+    run = govsync.invoke("apply", str(manifests), "--auto-approve")
     assert run.code == 0, run
     return manifests

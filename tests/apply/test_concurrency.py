@@ -1,7 +1,7 @@
 """Two applies at once: one lock per workspace, on SQLite and PostgreSQL state.
 
-The server answers after 400 ms and the first apply sends 16 creates two at a
-time, so it holds its workspace's lock for about three seconds.
+The server answers after 400 ms and an apply sends its creates two at a
+time, so 16 hooks hold the workspace's lock for about three seconds.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def test_second_apply_fails_at_once_naming_the_holder_or_waits(
         serve: Callable[..., Server], make_govsync: Callable[..., Govsync], state_url: str,
         tmp_path: Path) -> None:
     server = serve(*LATENCY)
-    manifests = hooks(tmp_path / "m", "lock")
+    manifests = hooks(tmp_path / "m", "lock", 24)  # about 5 s
     gov = make_govsync(state_url, server.url)
 
     first = gov.popen("apply", str(manifests), *SLOW)
@@ -62,15 +62,18 @@ def test_second_apply_fails_at_once_naming_the_holder_or_waits(
     assert host in message and (not user or user in message)
     assert "--lock-timeout" in message
     assert took < 10
+    # State commands that write take the same lock.
+    repair = gov.invoke("state", "resolve", "Hook/lock_0", "--absent")
+    assert repair.code == 1 and "is locked by" in repair.err, repair
 
     # With a lock timeout long enough, the next one waits, then has nothing to do.
     assert first.proc.poll() is None
     third = gov.run("apply", str(manifests), "--auto-approve", "--lock-timeout", "120")
     assert first.finish() == 0, first.result()
-    assert "16 applied" in first.out
+    assert "24 applied" in first.out
     assert third.code == 0, third
     assert "No changes. Nothing to apply." in third.out
-    assert len(server.objects()["Hook"]) == 16
+    assert len(server.objects()["Hook"]) == 24
 
 
 def test_applies_on_two_workspaces_proceed_together(

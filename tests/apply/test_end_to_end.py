@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -15,8 +16,10 @@ from applykit import (
     Wanted,
     check_consistent,
     closed_url,
+    doc,
     duplicates,
     edit_spec,
+    write_docs,
 )
 
 from govsync.api.kinds import SEEDED_KINDS
@@ -108,3 +111,37 @@ def test_examples_apply_to_an_empty_server(govsync: Govsync, server: Server, tmp
     assert blocked.code == 1, blocked
     assert server.objects() == after
     assert govsync.serial() == serial
+
+
+def test_apply_reports_what_it_leaves_alone(govsync: Govsync, server: Server,
+                                            tmp_path: Path) -> None:
+    """Orphans and uncertain entries are reported by apply, not hidden behind "No changes"."""
+    manifests = tmp_path / "m"
+    write_docs(manifests / "hooks.yaml", [
+        doc("Hook", f"keep_{i}", {"code": "def handler(e):\n    return 1\n"}) for i in range(3)])
+    assert govsync.run("apply", str(manifests), "--auto-approve").code == 0
+    write_docs(manifests / "hooks.yaml", [
+        doc("Hook", f"keep_{i}", {"code": "def handler(e):\n    return 1\n"}) for i in range(2)])
+
+    orphaned = govsync.run("apply", str(manifests), "--auto-approve")
+    assert orphaned.code == 0, orphaned
+    assert "No changes" not in orphaned.out
+    assert "- Hook/keep_2  (orphan)" in orphaned.out and "--forget-orphans" in orphaned.out
+    forgot = govsync.run("apply", str(manifests), "--auto-approve", "--forget-orphans")
+    assert forgot.code == 0, forgot
+    assert "1 forgotten" in forgot.out and "(0 requests)" in forgot.out
+    assert "Hook/keep_2" not in govsync.entries()
+    assert len(server.objects()["Hook"]) == 3  # the API cannot delete it
+
+    # An entry left uncertain (moved in with import-all, as a crash leaves it).
+    export = govsync.export()
+    for entry in export["entries"]:
+        if entry["address"] == "Hook/keep_0":
+            entry.update(status="uncertain", id=None, response=None)
+    (tmp_path / "edited.json").write_text(json.dumps(export))
+    assert govsync.invoke("state", "import-all", str(tmp_path / "edited.json")).code == 0
+    unsure = govsync.run("apply", str(manifests), "--auto-approve")
+    assert "No changes" not in unsure.out, unsure
+    assert "? Hook/keep_0  (uncertain)" in unsure.out
+    assert "govsync state resolve Hook/keep_0" in unsure.out
+    assert len(server.objects()["Hook"]) == 3  # never sent again
