@@ -37,8 +37,7 @@ def test_examples_apply_to_an_empty_server(govsync: Govsync, server: Server, tmp
     wanted = Wanted.load(manifests)
     seed = yaml.safe_load(EXAMPLE_SEED.read_text())
     before = server.objects()
-    assert all(not objs for kind, objs in before.items() if kind not in
-               (*SEEDED_KINDS, "Resource", "Group", "User"))
+    assert all(not objs for kind, objs in before.items() if kind not in SEEDED_KINDS)
 
     first = govsync.run("apply", str(manifests), "--auto-approve")
     assert first.code == 0, first

@@ -14,8 +14,10 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 from applykit import (
     Govsync,
     Server,
@@ -93,3 +95,33 @@ def test_apply_settles_through_faults(serve: Callable[..., Server],
                              if k not in SEEDED_KINDS and v})
     expected = Counter({k: n for k, n in wanted.counts().items() if k not in SEEDED_KINDS})
     assert on_the_server == expected
+
+    # Updates through the same faults: safe to repeat, so retried, never uncertain.
+    ids = {a: e["id"] for a, e in gov.entries().items()}
+    updated = rewrite(manifests / "hooks.yaml", lambda spec: spec.update(timeoutMs=4321))
+    updated += rewrite(manifests / "connector-ai.yaml",
+                       lambda spec: spec["config"]["providerB"].update(maxTokens=4321))
+    for _round in range(1, 6):
+        run = gov.run("apply", str(manifests), "--auto-approve", "--parallelism", "16")
+        assert not [m for m in OUTCOME.findall(run.err) if m[2] == "uncertain"], run
+        if run.code == 0:
+            break
+    else:
+        pytest.fail(f"the updates did not go through: {run}")
+    objects = server.objects()
+    assert all(h["timeoutMs"] == 4321 for h in objects["Hook"])
+    assert all(p["config"]["providerB"]["maxTokens"] == 4321
+               for p in objects["ConnectorAIProvider"])
+    assert len(objects["Hook"]) + len(objects["ConnectorAIProvider"]) == updated
+    check_consistent(gov, server, wanted, settled=True)
+    assert {a: e["id"] for a, e in gov.entries().items()} == ids
+    assert gov.run("plan", str(manifests), "--detailed-exitcode").code == 0
+
+
+def rewrite(path: Path, change: Callable[[dict[str, Any]], None]) -> int:
+    """Apply ``change`` to the spec of every document in a manifest file."""
+    docs = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
+    for d in docs:
+        change(d["spec"])
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False), encoding="utf-8")
+    return len(docs)

@@ -11,6 +11,7 @@ every row of the govsync_ tables in PostgreSQL.
 from __future__ import annotations
 
 import shutil
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -55,6 +56,14 @@ def test_secret_canary(serve: Callable[..., Server], make_govsync: Callable[...,
     shutil.copytree(EXAMPLE_MANIFESTS, manifests)
     gov = make_govsync(state_url, server.url)
     canaries = [gov.secrets[v] for v in (*EXAMPLE_SECRET_VARS, BIG_SECRET_VAR)]
+    keeper = None
+    if not state_url.startswith("postgres"):
+        # A reader that stays open keeps the write-ahead log on disk (the last
+        # connection to close would checkpoint and delete it): it is searched too.
+        Path(state_url).parent.mkdir(parents=True, exist_ok=True)
+        keeper = sqlite3.connect(state_url)
+        keeper.execute("PRAGMA journal_mode=WAL")
+        keeper.execute("SELECT count(*) FROM sqlite_master").fetchall()
 
     plan_file = tmp_path / "plan.json"
     plan = gov.run("plan", str(manifests), "--out", str(plan_file))
@@ -103,7 +112,12 @@ def test_secret_canary(serve: Callable[..., Server], make_govsync: Callable[...,
 
     outputs = gov.transcript + other.transcript + [plan_file.read_text()]
     logs = [s.log.read_text(errors="replace") for s in (server, faulty)]
+    if keeper is not None:
+        assert keeper.execute("SELECT count(*) FROM objects").fetchone()[0] > 0
+        assert Path(f"{state_url}-wal").stat().st_size > 0
     stored = stored_text(state_url, tmp_path)
+    if keeper is not None:
+        keeper.close()
     assert gov.workspace in stored and "hmac-sha256:" in stored
     for canary in canaries:
         assert not [o for o in outputs if canary in o]
