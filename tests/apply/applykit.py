@@ -24,7 +24,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -190,6 +190,8 @@ class Govsync:
     secrets: dict[str, str] = field(default_factory=dict)
     # Every output seen, for the secret canary test.
     transcript: list[str] = field(default_factory=list)
+    # Processes started with popen, killed at teardown if still running.
+    background: list[Background] = field(default_factory=list)
 
     def env(self, extra: Mapping[str, str | None] | None = None) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("GOVSYNC_")}
@@ -215,7 +217,9 @@ class Govsync:
         proc = subprocess.Popen([sys.executable, "-m", "govsync", *args], cwd=self.cwd,
                                 env=self.env(env), stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
-        return Background(self, list(args), proc)
+        started = Background(self, list(args), proc)
+        self.background.append(started)
+        return started
 
     def invoke(self, *args: str, env: Mapping[str, str | None] | None = None) -> Run:
         """In the test process (click's CliRunner): for commands nobody kills."""
@@ -283,7 +287,7 @@ class Background:
         assert self.proc.stdout is not None
         self.out = self.proc.stdout.read()
 
-    def wait_for_line(self, predicate: Any, timeout: float = 60) -> bool:
+    def wait_for_line(self, predicate: Callable[[str], bool], timeout: float = 60) -> bool:
         """Wait until a stderr line matches (True), or the process ends (False)."""
         deadline = time.monotonic() + timeout
         with self._changed:
@@ -297,7 +301,7 @@ class Background:
                     raise TimeoutError(f"no such line in {timeout}s: {''.join(self.err_lines)}")
                 self._changed.wait(min(left, 0.05))
 
-    def count(self, predicate: Any) -> int:
+    def count(self, predicate: Callable[[str], bool]) -> int:
         with self._changed:
             return sum(1 for line in self.err_lines if predicate(line))
 

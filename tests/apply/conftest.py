@@ -114,16 +114,23 @@ def state_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 @pytest.fixture
-def make_govsync(tmp_path: Path, secrets: dict[str, str]) -> Callable[..., Govsync]:
+def make_govsync(tmp_path: Path, secrets: dict[str, str]) -> Iterator[Callable[..., Govsync]]:
     """``make_govsync(state, endpoint, workspace=None)``: the command line, bound."""
+    made: list[Govsync] = []
 
     def make(state: str, endpoint: str | None, workspace: str | None = None) -> Govsync:
         workspace = workspace or unique_workspace()
         if state.startswith("postgres"):
             _PG_WORKSPACES.append(workspace)
-        return Govsync(tmp_path, state, workspace, endpoint, dict(secrets))
+        gov = Govsync(tmp_path, state, workspace, endpoint, dict(secrets))
+        made.append(gov)
+        return gov
 
-    return make
+    yield make
+    for gov in made:  # a test that failed half-way may leave an apply running
+        for process in gov.background:
+            if process.proc.poll() is None:
+                process.kill()
 
 
 @pytest.fixture
