@@ -23,10 +23,9 @@ if TYPE_CHECKING:
 
 
 def dependencies(manifest: Manifest) -> Iterable[str]:
-    for _, address, _pos in manifest.refs:
+    for _, address in manifest.refs:
         yield address
-    for address, _pos in manifest.depends_on:
-        yield address
+    yield from manifest.depends_on
 
 
 def build(objects: Mapping[str, Manifest]) -> nx.DiGraph:
@@ -78,12 +77,12 @@ def cycle_problems(objects: Mapping[str, Manifest]) -> list[Problem]:
 
 def _edge(manifest: Manifest, address: str) -> tuple[str, tuple[int, int]]:
     """The field of ``manifest`` that makes it depend on ``address``, and its place."""
-    for ref_field, target, pos in manifest.refs:
+    for ref_field, target in manifest.refs:
         if target == address:
-            return f"spec.{ref_field}", pos
-    for target, pos in manifest.depends_on:
+            return f"spec.{ref_field}", manifest.where(f"spec.{ref_field}")[1:]
+    for i, target in enumerate(manifest.depends_on):
         if target == address:
-            return "metadata.dependsOn", pos
+            return "metadata.dependsOn", manifest.where(f"metadata.dependsOn.{i}")[1:]
     return "a dependency", (manifest.line, manifest.col)  # pragma: no cover
 
 

@@ -161,7 +161,7 @@ def make_plan(
         manifest = manifests.objects[address]
         entry = entries.get(address)
         request, resolved = resolve(manifest, snapshot, actions, env, problems)
-        deps = sorted({a for _, a, _ in manifest.refs} | {a for a, _ in manifest.depends_on})
+        deps = sorted({a for _, a in manifest.refs} | set(manifest.depends_on))
         kind = manifest.kind
         if entry is None:
             change = Change(address, CREATE, kind.name, fields=sorted(request),

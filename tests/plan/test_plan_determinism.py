@@ -123,7 +123,7 @@ def prepare_state(path: Path, manifests: Path, world: dict[str, Any]) -> dict[st
             manifest = objects[address]
             kind = manifest.kind.name
             spec = resolved(manifest.template, ids)
-            refs_known = all(target in ids for _, target, _ in manifest.refs)
+            refs_known = all(target in ids for _, target in manifest.refs)
             if record == "absent":
                 expected[address] = "create"
                 continue

@@ -67,14 +67,16 @@ class _Loader(_Base):  # type: ignore[misc, valid-type]
         pass
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
-        if kind is ScalarNode and implicit[0]:
+        if kind is ScalarNode:
+            if not implicit[0]:
+                return STR  # quoted: always a string (no path resolvers here)
             tag = self._cache.get(value)
             if tag is None:
                 tag = super().resolve(kind, value, implicit)
                 if len(self._cache) < 100_000:
                     self._cache[value] = tag
             return tag
-        return super().resolve(kind, value, implicit)  # type: ignore[no-any-return]
+        return SEQ if kind is SequenceNode else MAP
 
 _constructor = yaml.SafeLoader("")  # for YAML 1.1 ints and floats (0x.., 1_000, .inf)
 _PLAIN_INT = re.compile(r"^[-+]?(0|[1-9][0-9]*)$")
@@ -111,7 +113,7 @@ def position(node: Node | None) -> tuple[int, int]:
 
 
 @contextmanager
-def _gc_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
     # Composing allocates many small acyclic objects; the cyclic collector
     # would scan them over and over (3x slower at 10,000 documents).
     was = gc.isenabled()
@@ -155,7 +157,7 @@ def iter_documents(text: str, display: str) -> Iterator[RawDocument | Problem]:
     loader = _Loader(text)
     index = 0
     try:
-        with _gc_paused():
+        with gc_paused():
             while True:
                 try:
                     if not loader.check_node():
