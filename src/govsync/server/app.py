@@ -40,7 +40,7 @@ from typing import Any
 
 from pydantic import ValidationError
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Mount
 from starlette.types import Receive, Scope, Send
@@ -110,6 +110,8 @@ class ReferenceServer:
                 raise ConnectionResetError("connection dropped by fault injection") from None
             connection.drop()
             return
+        except ClientDisconnect:
+            return  # the client went away before its body arrived: nothing was stored
         except Exception:
             logger.exception("internal error answering %s %s", scope["method"], path)
             response = error_response(ApiFailure(500, "internal error"), connect=connect)
