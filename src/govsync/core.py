@@ -104,7 +104,8 @@ def plan(paths: Sequence[str], settings: Settings) -> Plan:
     """Diff the manifests against the workspace's state (no lock taken)."""
     manifests = load_for_plan(paths, settings)
     with settings.open_state() as store:
-        return plan_with(manifests, store.snapshot(settings.workspace), settings)
+        snapshot = store.snapshot(settings.workspace, responses=False)
+    return plan_with(manifests, snapshot, settings)
 
 
 def plan_with(manifests: ManifestSet, snapshot: Snapshot, settings: Settings, *,
@@ -277,7 +278,7 @@ def drift(paths: Sequence[str], settings: Settings) -> DriftReport:
 
     manifests = load_for_plan(paths, settings)
     with settings.open_state() as store:
-        snapshot = store.snapshot(settings.workspace)
+        snapshot = store.snapshot(settings.workspace, responses=False)
     the_plan = make_plan(manifests, snapshot, environ=settings.environ)
     if settings.endpoint:
         groups, skipped = live_groups(settings)

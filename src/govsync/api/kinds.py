@@ -107,6 +107,10 @@ class Kind:
         """Dotted spec paths whose values are secrets (written ``{fromEnv: VAR}``)."""
         return self.create.secret_paths
 
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        # A kind is a row of the table: pickled as its name, unpickled as the row.
+        return (_kind_named, (self.name,))
+
     def can_update(self, field: str) -> bool:
         """Whether the update operation can change top-level spec ``field``."""
         return self.updatable == EVERY_FIELD or field in self.updatable
@@ -160,6 +164,10 @@ KINDS: tuple[Kind, ...] = (
 )
 
 BY_KIND: dict[str, Kind] = {k.name: k for k in KINDS}
+
+
+def _kind_named(name: str) -> Kind:
+    return BY_KIND[name]
 
 # Kinds the API cannot create; the reference server's --seed preloads them.
 SEEDED_KINDS: tuple[str, ...] = (

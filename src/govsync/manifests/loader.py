@@ -70,16 +70,20 @@ class Manifest:
     def where(self, what: str = "") -> tuple[str, int, int]:
         """(file, line, col) of a dotted path such as ``spec.logStoreB.apiKey``."""
         if what and what not in self.positions:
-            try:
-                st = os.stat(self.source)
-                stamp = (st.st_mtime_ns, st.st_size)
-            except OSError:
-                stamp = (0, 0)
-            root = _document_root(os.path.abspath(self.source), stamp, self.file, self.index)
+            root = _document_root(os.path.abspath(self.source), _stamp(self.source), self.file,
+                                  self.index)
             path = tuple(int(p) if p.isdigit() else p for p in what.split("."))
             self.positions[what] = locate(root, path) if root is not None else (self.line, self.col)
         line, col = self.positions.get(what, (self.line, self.col))
         return self.file, line, col
+
+
+def _stamp(path: str) -> tuple[int, int]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (0, 0)
+    return (st.st_mtime_ns, st.st_size)
 
 
 @functools.lru_cache(maxsize=16)
@@ -150,6 +154,96 @@ def load(paths: Sequence[str]) -> ManifestSet:
     return result
 
 
+@dataclass
+class _FileResult:
+    """What one file contributes; computed on its own, so files can be read in parallel."""
+
+    digest: bytes = b""
+    problems: list[Problem] = field(default_factory=list)
+    unknown: set[tuple[str | None, str | None]] = field(default_factory=set)
+    # (manifest or None, kind, name, file, line, source, index) per document
+    documents: list[tuple[Manifest | None, str | None, str | None, str, int, str, int]] = field(
+        default_factory=list)
+
+
+def _read_file(path: str, display: str) -> _FileResult:
+    result = _FileResult()
+    text, problem = read_text(path, display)
+    if problem is not None:
+        result.problems.append(problem)
+        result.unknown.add((None, None))
+        return result
+    assert text is not None
+    result.digest = hashlib.sha256(display.encode() + b"\0" + text.encode()).digest()
+    for item in iter_documents(text, display):
+        if isinstance(item, Problem):
+            result.problems.append(item)
+            result.unknown.add((None, None))  # the rest of the file is unread
+            continue
+        if item.value is None:  # an empty document
+            continue
+        manifest = check_document(item, result.problems, source=path)
+        kind, name = _identity(item.value)
+        if manifest is None:
+            result.unknown.add((kind, name))
+        result.documents.append((manifest, kind, name, item.file, item.line, path, item.index))
+    return result
+
+
+# Below this many bytes of YAML, one process reads everything: forking costs more.
+PARALLEL_BYTES = 1024 * 1024
+
+
+def _read_files(files: list[tuple[str, str]]) -> list[_FileResult]:
+    """Read and check every file; large sets in two processes (two cores).
+
+    The files are split in two halves by size; a forked child checks the
+    second half and sends its results back pickled, while this process
+    checks the first.  Anything unexpected falls back to doing it all here.
+    """
+    sizes = []
+    for path, _ in files:
+        try:
+            sizes.append(os.path.getsize(path))
+        except OSError:
+            sizes.append(0)
+    total = sum(sizes)
+    if total < PARALLEL_BYTES or len(files) < 2 or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
+        return [_read_file(p, d) for p, d in files]
+    half, acc = len(files), 0
+    for i, size in enumerate(sizes):
+        acc += size
+        if acc >= total / 2:
+            half = min(i + 1, len(files) - 1)
+            break
+    import pickle
+
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: check the second half, send it, leave at once
+        code = 0
+        try:
+            os.close(read_fd)
+            data = pickle.dumps([_read_file(p, d) for p, d in files[half:]], protocol=5)
+            with os.fdopen(write_fd, "wb") as out:
+                out.write(data)
+        except BaseException:
+            code = 1
+        os._exit(code)
+    os.close(write_fd)
+    first = [_read_file(p, d) for p, d in files[:half]]
+    with os.fdopen(read_fd, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    try:
+        if status != 0:
+            raise ValueError("the reading process failed")
+        second: list[_FileResult] = pickle.loads(data)
+    except Exception:
+        second = [_read_file(p, d) for p, d in files[half:]]
+    return first + second
+
+
 def _load(paths: Sequence[str]) -> ManifestSet:
     files, problems = find_files(paths)
     objects: dict[str, Manifest] = {}
@@ -160,36 +254,24 @@ def _load(paths: Sequence[str]) -> ManifestSet:
     # documents are fixed.  (kind, name); None matches any.
     unknown: set[tuple[str | None, str | None]] = set()
     digest = hashlib.sha256()
-    for path, display in files:
-        text, problem = read_text(path, display)
-        if problem is not None:
-            problems.append(problem)
-            unknown.add((None, None))
-            continue
-        assert text is not None
-        digest.update(display.encode() + b"\0" + text.encode() + b"\0")
-        for item in iter_documents(text, display):
-            if isinstance(item, Problem):
-                problems.append(item)
-                unknown.add((None, None))  # the rest of the file is unread
-                continue
-            if item.value is None:  # an empty document
-                continue
-            manifest = check_document(item, problems, source=path)
-            kind, name = _identity(item.value)
-            if manifest is None:
-                unknown.add((kind, name))
+    for result in _read_files(files):
+        digest.update(result.digest)
+        problems.extend(result.problems)
+        unknown |= result.unknown
+        for manifest, kind, name, file, line, source, index in result.documents:
             if kind is not None and name is not None:
                 address = f"{kind}/{name}"
                 first = defined.get(address)
                 if first is not None:
+                    root = _document_root(os.path.abspath(source), _stamp(source), file, index)
+                    where = locate(root, ("metadata", "name")) if root is not None else (line, 1)
                     problems.append(Problem(
-                        item.file, *locate(item.root, ("metadata", "name")),
+                        file, *where,
                         f"duplicate address {address}: also defined at {first[0]}:{first[1]}; "
                         "names must be unique per kind: rename one of them",
                     ))
                     continue
-                defined[address] = (item.file, item.line)
+                defined[address] = (file, line)
             if manifest is not None:
                 objects[manifest.address] = manifest
     problems.extend(check_links(objects.values(), objects.keys(), unknown))

@@ -110,8 +110,11 @@ class StateStore(ABC):
 
     # -- read ---------------------------------------------------------------
     @abstractmethod
-    def snapshot(self, workspace: str) -> Snapshot:
-        """Read a workspace (created empty, with lineage and key, on first use)."""
+    def snapshot(self, workspace: str, *, responses: bool = True) -> Snapshot:
+        """Read a workspace (created empty, with lineage and key, on first use).
+
+        ``responses=False`` leaves the API's answers out (None): planning does
+        not need them, and parsing them is most of reading a large state."""
 
     @abstractmethod
     def workspaces(self) -> list[str]: ...

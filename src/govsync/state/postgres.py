@@ -200,16 +200,16 @@ class PostgresStore(StateStore):
         return self._lock_db
 
     # -- read -------------------------------------------------------------------
-    def snapshot(self, workspace: str) -> Snapshot:
-        found = self._read(workspace)
+    def snapshot(self, workspace: str, *, responses: bool = True) -> Snapshot:
+        found = self._read(workspace, responses)
         if found is None:
             with self._transaction(f"cannot create workspace {workspace!r}") as cur:
                 _ensure(cur, workspace)
-            found = self._read(workspace)
+            found = self._read(workspace, responses)
         assert found is not None
         return found
 
-    def _read(self, workspace: str) -> Snapshot | None:
+    def _read(self, workspace: str, responses: bool = True) -> Snapshot | None:
         """The workspace and its entries from one database snapshot (None if new)."""
         with self._transaction(f"cannot read workspace {workspace!r}") as cur:
             cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
@@ -221,7 +221,8 @@ class PostgresStore(StateStore):
             if head is None:
                 return None
             cur.execute(
-                "SELECT address, kind, object_id, status, spec, response, updated_at"
+                "SELECT address, kind, object_id, status, spec,"
+                f" {'response' if responses else 'NULL'}, updated_at"
                 f" FROM govsync_objects WHERE workspace = %s ORDER BY address {C}",
                 (workspace,),
             )

@@ -103,7 +103,7 @@ class SqliteStore(StateStore):
         )
 
     # -- read --------------------------------------------------------------------
-    def snapshot(self, workspace: str) -> Snapshot:
+    def snapshot(self, workspace: str, *, responses: bool = True) -> Snapshot:
         try:
             self.db.execute("BEGIN IMMEDIATE")
             try:
@@ -113,7 +113,8 @@ class SqliteStore(StateStore):
                     (workspace,),
                 ).fetchone()
                 rows = self.db.execute(
-                    "SELECT address, kind, object_id, status, spec, response, updated_at"
+                    "SELECT address, kind, object_id, status, spec,"
+                    f" {'response' if responses else 'NULL'}, updated_at"
                     " FROM objects WHERE workspace = ? ORDER BY address",
                     (workspace,),
                 ).fetchall()
