@@ -96,7 +96,12 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=int, default=50)
     parser.add_argument("--parallelism", type=int, default=16)
     parser.add_argument("--no-sequential", action="store_true")
+    parser.add_argument("--sweep", default="",
+                        help="comma-separated parallelism values to compare (e.g. 4,8,16,32,64)")
     args = parser.parse_args()
+    if args.sweep:
+        sweep(args)
+        return
     lat = args.latency_ms / 1000
     with tempfile.TemporaryDirectory() as root:
         manifests = os.path.join(root, "manifests")
@@ -116,8 +121,10 @@ def main() -> None:
             try:
                 elapsed, summary = apply(manifests, tmp, url, parallelism)
                 objects = count_objects(url)
-                print(f"{label:>10} apply: {elapsed:.2f} s ({elapsed / bound:.2f}x bound)  "
-                      f"[{summary}; {objects} objects on the server]")
+                phase = float(summary.rsplit(" in ", 1)[1].split(" s)")[0])
+                print(f"{label:>10} apply: {elapsed:.2f} s whole process ({elapsed / bound:.2f}x bound); "
+                      f"requests phase {phase:.2f} s ({phase / bound:.2f}x bound)\n"
+                      f"{'':>12}[{summary}; {objects} objects on the server]")
                 if parallelism == args.parallelism:
                     again, summary2 = apply(manifests, tmp, url, parallelism)
                     after = count_objects(url)
@@ -126,6 +133,28 @@ def main() -> None:
             finally:
                 server.terminate()
                 server.wait()
+
+
+def sweep(args: argparse.Namespace) -> None:
+    """Apply time for several parallelism values: the data behind the default."""
+    lat = args.latency_ms / 1000
+    with tempfile.TemporaryDirectory() as root:
+        manifests = os.path.join(root, "manifests")
+        write(args.objects, manifests)
+        depth = depth_of(manifests)
+        print(f"{args.objects} objects, depth {depth}, latency {args.latency_ms} ms")
+        print(f"{'parallelism':>11} {'bound s':>8} {'whole s':>8} {'phase s':>8} {'req/s':>7}")
+        for p in (int(x) for x in args.sweep.split(",")):
+            tmp = tempfile.mkdtemp(dir=root)
+            server, url = start_server(tmp, args.latency_ms)
+            try:
+                elapsed, summary = apply(manifests, tmp, url, p)
+            finally:
+                server.terminate()
+                server.wait()
+            phase = float(summary.rsplit(" in ", 1)[1].split(" s)")[0])
+            bound = max(depth * lat, math.ceil(args.objects / p) * lat)
+            print(f"{p:>11} {bound:>8.2f} {elapsed:>8.2f} {phase:>8.2f} {args.objects / phase:>7.0f}")
 
 
 if __name__ == "__main__":

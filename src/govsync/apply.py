@@ -19,8 +19,10 @@ Safety rules, in the order a change meets them:
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import heapq
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -56,6 +58,7 @@ class Outcome:
 class ApplyResult:
     outcomes: list[Outcome] = field(default_factory=list)
     requests: int = 0
+    seconds: float = 0.0  # from the first request to the last answer
 
     def summary(self) -> dict[str, int]:
         counts = dict.fromkeys((APPLIED_OK, FAILED, SKIPPED, UNSURE, FORGOTTEN), 0)
@@ -86,39 +89,66 @@ class SilentReporter:
 
 
 class Throttle:
-    """A concurrency limit that halves on 429/503 and creeps back up (AIMD).
+    """A concurrency limit with priorities that halves on 429/503 and creeps
+    back up (AIMD).
 
-    A semaphore whose capacity changes: lowering it leaves a debt that
-    releases pay off instead of waking a waiter; raising it releases one more.
-    Each release wakes at most one waiter, however many tasks queue.
+    Waiters are served by priority (lowest first), then in arrival order; a
+    release wakes at most one of them.  apply gives each change the length of
+    the longest chain of changes waiting on it, negated, so the critical path
+    is never queued behind leaves that could run any time.
     """
 
     def __init__(self, limit: int) -> None:
         self.max = max(1, limit)
         self.limit = self.max
-        self._sem = asyncio.Semaphore(self.max)
-        self._debt = 0
+        self.active = 0
         self._calm = 0
+        self._seq = 0
+        self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
 
-    async def __aenter__(self) -> None:
-        await self._sem.acquire()
-
-    async def __aexit__(self, *exc: object) -> None:
-        self._calm += 1
-        if self._calm >= self.limit and self.limit < self.max and not self._debt:
-            self.limit += 1
-            self._calm = 0
-            self._sem.release()  # one more slot
-        if self._debt:
-            self._debt -= 1  # keep this slot closed: the limit went down
+    @contextlib.asynccontextmanager
+    async def slot(self, priority: int = 0) -> AsyncIterator[None]:
+        if self.active < self.limit and not self._waiters:
+            self.active += 1
         else:
-            self._sem.release()
+            future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._seq += 1
+            heapq.heappush(self._waiters, (priority, self._seq, future))
+            await future  # the releaser counted us in
+        try:
+            yield
+        finally:
+            self.active -= 1
+            self._calm += 1
+            if self._calm >= self.limit and self.limit < self.max:
+                self.limit += 1
+                self._calm = 0
+            self._wake()
+
+    def _wake(self) -> None:
+        while self._waiters and self.active < self.limit:
+            _, _, future = heapq.heappop(self._waiters)
+            if not future.done():
+                self.active += 1
+                future.set_result(None)
 
     def slow_down(self) -> None:
-        lower = max(1, self.limit // 2)
-        self._debt += self.limit - lower
-        self.limit = lower
+        self.limit = max(1, self.limit // 2)
         self._calm = 0
+
+
+def chain_lengths(changes: list[Change]) -> dict[str, int]:
+    """For each change, the longest chain of changes that wait on it (itself included)."""
+    waiting: dict[str, list[str]] = {c.address: [] for c in changes}
+    for c in changes:
+        for dep in c.after:
+            if dep in waiting:
+                waiting[dep].append(c.address)
+    length: dict[str, int] = {}
+    # Plans list changes after what they depend on: walk backwards.
+    for c in reversed(changes):
+        length[c.address] = 1 + max((length.get(w, 0) for w in waiting[c.address]), default=0)
+    return length
 
 
 def check_saved_plan(plan: Plan, snapshot: Snapshot) -> None:
@@ -236,7 +266,7 @@ async def run(
     client_factory: Callable[[Callable[[Any], None]], Client],
     *,
     environ: Mapping[str, str],
-    parallelism: int = 16,
+    parallelism: int = 32,
     forget_orphans: bool = False,
     reporter: Reporter | None = None,
 ) -> ApplyResult:
@@ -257,6 +287,7 @@ async def run(
     done: dict[str, asyncio.Event] = {c.address: asyncio.Event() for c in todo}
     status: dict[str, str] = {}
     throttle = Throttle(parallelism)
+    chain = chain_lengths(todo)
 
     def on_retry(event: Any) -> None:
         if event.status in (429, 503):
@@ -288,7 +319,7 @@ async def run(
         if fatal:
             return Outcome(change.address, change.action, SKIPPED, change.id,
                            "the state store failed")
-        async with throttle:
+        async with throttle.slot(-chain[change.address]):
             started = time.monotonic()
             outcome = await _apply_one(change)
             outcome.seconds = time.monotonic() - started  # the call, not the queueing
@@ -336,7 +367,9 @@ async def run(
     try:
         if todo:
             async with client:
+                began = time.monotonic()
                 await asyncio.gather(*(one(c) for c in todo))
+                result.seconds = time.monotonic() - began
         for change in orphans:
             store.remove(workspace, change.address)
             outcome = Outcome(change.address, ORPHAN, FORGOTTEN, change.id,

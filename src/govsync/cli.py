@@ -230,8 +230,9 @@ class ProgressReporter(LineReporter):
 @paths_argument
 @global_options
 @click.option("--auto-approve", is_flag=True, help="Apply without asking for `yes`.")
-@click.option("--parallelism", default=16, show_default=True, type=click.IntRange(1, 256),
-              help="Requests in flight at most (halved automatically on 429/503).")
+@click.option("--parallelism", default=32, show_default=True, type=click.IntRange(1, 256),
+              help="Requests in flight at most (halved automatically on 429/503; "
+                   "BENCHMARKS.md shows why 32).")
 @click.option("--forget-orphans", is_flag=True,
               help="Drop orphans from state (they stay on the server: the API cannot delete).")
 @click.option("--lock-timeout", default=0.0, show_default=True, type=click.FloatRange(min=0),
@@ -286,7 +287,8 @@ def apply(paths: tuple[str, ...], settings: Settings, auto_approve: bool, parall
     s = result.summary()
     click.echo(
         f"Apply: {s['applied']} applied, {s['failed']} failed, {s['skipped']} skipped, "
-        f"{s['uncertain']} uncertain, {s['forgotten']} forgotten ({result.requests} requests)."
+        f"{s['uncertain']} uncertain, {s['forgotten']} forgotten "
+        f"({result.requests} requests in {result.seconds:.2f} s)."
     )
     if not result.ok:
         for oc in result.outcomes:

@@ -189,7 +189,7 @@ def apply(
     settings: Settings,
     *,
     confirm: Callable[[Plan], bool] | None = None,
-    parallelism: int = 16,
+    parallelism: int = 32,
     forget_orphans: bool = False,
     lock_timeout: float = 0.0,
     reporter: Any = None,

@@ -83,7 +83,7 @@ def test_examples_apply_to_an_empty_server(govsync: Govsync, server: Server, tmp
     assert "~ Hook/risk_score" in plan.out and "timeoutMs: 1500 -> 2500" in plan.out
     update = govsync.run("apply", str(manifests), "--auto-approve")
     assert update.code == 0, update
-    assert "Apply: 1 applied, 0 failed" in update.out and "(1 requests)" in update.out
+    assert "Apply: 1 applied, 0 failed" in update.out and "(1 requests in " in update.out
     after = server.objects()
     assert len(after["Hook"]) == len(objects["Hook"])
     (old,) = [h for h in objects["Hook"] if h["id"] == hook_id]
@@ -128,7 +128,7 @@ def test_apply_reports_what_it_leaves_alone(govsync: Govsync, server: Server,
     assert "- Hook/keep_2  (orphan)" in orphaned.out and "--forget-orphans" in orphaned.out
     forgot = govsync.run("apply", str(manifests), "--auto-approve", "--forget-orphans")
     assert forgot.code == 0, forgot
-    assert "1 forgotten" in forgot.out and "(0 requests)" in forgot.out
+    assert "1 forgotten" in forgot.out and "(0 requests in " in forgot.out
     assert "Hook/keep_2" not in govsync.entries()
     assert len(server.objects()["Hook"]) == 3  # the API cannot delete it
 

@@ -41,7 +41,7 @@ def test_saved_plan_runs_exactly_its_changes(govsync: Govsync, server: Server,
     assert f"the plan is for workspace {govsync.workspace!r}" in elsewhere.err
     run = govsync.run("apply", str(plan_file))
     assert run.code == 0, run
-    assert "Apply: 3 applied, 0 failed" in run.out and "(3 requests)" in run.out
+    assert "Apply: 3 applied, 0 failed" in run.out and "(3 requests in " in run.out
     after = {h["name"]: h for h in server.objects()["Hook"]}
     assert sorted(after) == [f"plan_hook_{i}" for i in range(5)]
     assert after["plan_hook_0"]["timeoutMs"] == 2000

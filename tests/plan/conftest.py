@@ -35,6 +35,6 @@ def manifests(workdir: Path) -> Path:
 def applied(gov: Gov, manifests: Path) -> Path:
     """The examples, applied to the embedded server; returns the manifests' copy."""
     result = gov.apply_local(manifests)
-    assert "Apply: 59 applied, 0 failed, 0 skipped, 0 uncertain, 0 forgotten (59 requests)." \
+    assert "Apply: 59 applied, 0 failed, 0 skipped, 0 uncertain, 0 forgotten (59 requests in " \
         in result.stdout, result.output
     return manifests

@@ -417,7 +417,7 @@ def test_apply_never_repeats_an_uncertain_create(gov: Gov, manifests: Path) -> N
     assert not [line for line in result.stderr.splitlines()
                 if line.startswith("Hook/risk_score:")]
     # Policy/risk-based-access lists the hook in metadata.dependsOn: it waits too.
-    assert "Apply: 57 applied, 0 failed, 1 skipped, 0 uncertain, 0 forgotten (57 requests)." \
+    assert "Apply: 57 applied, 0 failed, 1 skipped, 0 uncertain, 0 forgotten (57 requests in " \
         in result.stdout
     entry = gov.snapshot().entries["Hook/risk_score"]
     assert (entry.status, entry.id) == ("uncertain", None)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from plan_helpers import Gov
 
 LIMIT = 60_000
