@@ -9,7 +9,6 @@ by the tests) fails when they are stale, like ``govsync schema --check``.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,21 +28,9 @@ def rendered() -> dict[str, str]:
 
 def write_docs(directory: str, *, check: bool = False) -> list[str]:
     """Write (or with ``check``, compare) the documents; returns the stale file names."""
-    stale = []
-    for name, text in rendered().items():
-        path = os.path.join(directory, name)
-        try:
-            with open(path, encoding="utf-8") as fh:
-                current = fh.read()
-        except FileNotFoundError:
-            current = None
-        if current != text:
-            stale.append(name)
-            if not check:
-                os.makedirs(directory, exist_ok=True)
-                with open(path, "w", encoding="utf-8", newline="\n") as fh:
-                    fh.write(text)
-    return stale
+    from govsync.files import write_generated
+
+    return write_generated(directory, rendered(), check=check)
 
 
 # -- the command line -----------------------------------------------------------

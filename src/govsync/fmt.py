@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from govsync.errors import ManifestError, Problem
+from govsync.files import manifest_files
 
 TOP_ORDER = ("apiVersion", "kind", "metadata", "spec")
 METADATA_ORDER = ("name", "dependsOn")
@@ -93,37 +94,6 @@ def format_paths(paths: Sequence[str], *, write: bool = True) -> FormatReport:
         if write:
             _write(path, formatted.replace("\n", "\r\n") if crlf else formatted)
     return report
-
-
-def manifest_files(paths: Sequence[str]) -> tuple[list[tuple[str, str]], list[Problem]]:
-    """(path on disk, path to show) of every ``*.yaml``/``*.yml`` file, sorted.
-
-    The same files ``govsync validate`` reads (directories searched
-    recursively, hidden directories skipped), without importing the loader.
-    """
-    found: set[tuple[str, str]] = set()
-    problems: list[Problem] = []
-    for given in paths:
-        if os.path.isfile(given):
-            found.add((given, _display(given)))
-        elif os.path.isdir(given):
-            for root, dirs, names in os.walk(given):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                for name in names:
-                    if name.endswith((".yaml", ".yml")):
-                        full = os.path.join(root, name)
-                        found.add((full, _display(full)))
-        else:
-            problems.append(Problem(given, 1, 1, "no such file or directory"))
-    return sorted(found, key=lambda pair: pair[1]), problems
-
-
-def _display(path: str) -> str:
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:  # another drive on Windows
-        return path
-    return path if rel.startswith("..") else rel
 
 
 def _write(path: str, text: str) -> None:

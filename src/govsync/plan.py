@@ -41,6 +41,9 @@ class FieldChange:
     before: Any
     after: Any
 
+    def as_dict(self) -> dict[str, Any]:
+        return {"field": self.path, "before": self.before, "after": self.after}
+
 
 @dataclass
 class Change:
@@ -58,6 +61,18 @@ class Change:
     operation: str | None = None
     # Addresses this change must wait for (references and dependsOn).
     after: list[str] = field(default_factory=list)
+
+    def public(self) -> dict[str, Any]:
+        """What users see of a change (``--format json``): no request, no markers."""
+        return {
+            "address": self.address,
+            "action": self.action,
+            "kind": self.kind,
+            "id": self.id,
+            "fields": self.fields,
+            "reason": self.reason,
+            "diff": [d.as_dict() for d in self.diff],
+        }
 
 
 @dataclass
@@ -100,18 +115,7 @@ class Plan:
             "manifestsDigest": self.digest,
             "checks": [c.__dict__ for c in self.checks],
             "changes": [
-                {
-                    "address": c.address,
-                    "action": c.action,
-                    "kind": c.kind,
-                    "id": c.id,
-                    "fields": c.fields,
-                    "reason": c.reason,
-                    "diff": [d.__dict__ for d in c.diff],
-                    "operation": c.operation,
-                    "after": c.after,
-                    "request": c.request,
-                }
+                {**c.public(), "operation": c.operation, "after": c.after, "request": c.request}
                 for c in self.changes
             ],
             "summary": self.summary(),
@@ -123,7 +127,7 @@ class Plan:
             Change(
                 address=c["address"], action=c["action"], kind=c["kind"], id=c.get("id"),
                 fields=list(c.get("fields", [])), reason=c.get("reason", ""),
-                diff=[FieldChange(**d) for d in c.get("diff", [])],
+                diff=[FieldChange(d["field"], d["before"], d["after"]) for d in c.get("diff", [])],
                 request=c.get("request"), operation=c.get("operation"),
                 after=list(c.get("after", [])),
             )

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 from typing import Any
 
 from pydantic import BaseModel
@@ -190,18 +189,6 @@ def rendered() -> dict[str, str]:
 
 def write_schemas(directory: str, *, check: bool = False) -> list[str]:
     """Write (or with ``check``, compare) the schemas; returns the stale file names."""
-    stale = []
-    for name, text in rendered().items():
-        path = os.path.join(directory, name)
-        try:
-            with open(path, encoding="utf-8") as fh:
-                current = fh.read()
-        except FileNotFoundError:
-            current = None
-        if current != text:
-            stale.append(name)
-            if not check:
-                os.makedirs(directory, exist_ok=True)
-                with open(path, "w", encoding="utf-8") as fh:
-                    fh.write(text)
-    return stale
+    from govsync.files import write_generated
+
+    return write_generated(directory, rendered(), check=check)

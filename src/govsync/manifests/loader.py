@@ -24,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 
 from govsync.api.kinds import BY_KIND, Kind
 from govsync.errors import ManifestError, Problem
+from govsync.files import manifest_files as find_files
 from govsync.manifests.yamlio import (
     RawDocument,
     gc_paused,
@@ -109,34 +110,6 @@ class ManifestSet:
     digest: str
     # Addresses in dependency order (ties by address): the order of plans.
     order: list[str] = field(default_factory=list)
-
-
-def find_files(paths: Sequence[str]) -> tuple[list[tuple[str, str]], list[Problem]]:
-    """(path on disk, path to show) of every manifest file, sorted."""
-    found: list[tuple[str, str]] = []
-    problems: list[Problem] = []
-    for given in paths:
-        if os.path.isfile(given):
-            found.append((given, _display(given)))
-        elif os.path.isdir(given):
-            for root, dirs, files in os.walk(given):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                for name in sorted(files):
-                    if name.endswith((".yaml", ".yml")):
-                        full = os.path.join(root, name)
-                        found.append((full, _display(full)))
-        else:
-            problems.append(Problem(given, 1, 1, "no such file or directory"))
-    unique = sorted(set(found), key=lambda pair: pair[1])
-    return unique, problems
-
-
-def _display(path: str) -> str:
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:  # another drive on Windows
-        return path
-    return path if rel.startswith("..") else rel
 
 
 def load(paths: Sequence[str]) -> ManifestSet:

@@ -59,18 +59,7 @@ def plan_public(plan: Plan) -> dict[str, Any]:
         "workspace": plan.workspace,
         "lineage": plan.lineage,
         "serial": plan.serial,
-        "changes": [
-            {
-                "address": c.address,
-                "action": c.action,
-                "kind": c.kind,
-                "id": c.id,
-                "fields": c.fields,
-                "reason": c.reason,
-                "diff": [{"field": d.path, "before": d.before, "after": d.after} for d in c.diff],
-            }
-            for c in plan.changes
-        ],
+        "changes": [c.public() for c in plan.changes],
         "checks": [c.__dict__ for c in plan.checks],
         "summary": plan.summary(),
     }
