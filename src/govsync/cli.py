@@ -489,7 +489,12 @@ def state_unlock(settings: Settings) -> None:
     """
     from govsync import core
 
-    holder = core.state_unlock(settings)
+    holder, free = core.state_unlock(settings)
+    if not free:
+        raise GovsyncError(
+            f"the workspace is still locked by a running process ({holder or 'unknown holder'}): "
+            "the lock ends when that process exits; stop it (on PostgreSQL an administrator "
+            "can end its session with pg_terminate_backend)")
     click.echo(f"Unlocked (was held by {holder})." if holder else "The workspace was not locked.")
 
 

@@ -417,9 +417,23 @@ def state_import_all(settings: Settings, data: Mapping[str, Any]) -> int:
         return store.replace_all(settings.workspace, entries, data.get("lineage"), key)
 
 
-def state_unlock(settings: Settings) -> Any:
+def state_unlock(settings: Settings) -> tuple[Any, bool]:
+    """Clear the recorded lock holder; (who held it, whether the lock is now free).
+
+    The lock itself (flock, or PostgreSQL's session advisory lock) belongs to
+    the holding process and ends with it; if that process still runs, the
+    workspace stays locked until it exits."""
+    from govsync.errors import StateLockedError
+    from govsync.state.base import LockHolder
+
     with settings.open_state() as store:
-        return store.force_unlock(settings.workspace)
+        holder = store.holder(settings.workspace)
+        try:  # taking the lock replaces a leftover record; releasing it clears ours
+            store.acquire(settings.workspace, LockHolder.me(), timeout=0)
+        except StateLockedError:
+            return holder, False  # alive: its record stays, so others still see who
+        store.release(settings.workspace)
+        return holder, True
 
 
 def state_history(settings: Settings, limit: int = 20) -> list[dict[str, Any]]:

@@ -263,3 +263,23 @@ def _user_host() -> str:
     import getpass
 
     return f"{getpass.getuser()}@{socket.gethostname()}"
+
+
+def test_unlock_refuses_while_the_holder_runs(
+        serve: Callable[..., Server], make_govsync: Callable[..., Govsync],
+        state_url: str, tmp_path: Path) -> None:
+    """The lock belongs to the holding process: clearing its record does not free it."""
+    server = serve("--latency-ms", "500")
+    gov = make_govsync(state_url, server.url)
+    manifests = tmp_path / "m"
+    write_docs(manifests / "hooks.yaml", [
+        doc("Hook", f"busy_{i}", {"code": "def handler(e):\n    return 1\n"}) for i in range(4)])
+    running = gov.popen("apply", str(manifests), "--auto-approve", "--parallelism", "1")
+    try:
+        assert running.wait_for_line(lambda line: line.startswith("Applying "))
+        refused = gov.run("state", "unlock")
+        assert refused.code == 1, refused
+        assert "still locked by a running process" in refused.err
+        assert f"pid {running.proc.pid}" in refused.err
+    finally:
+        running.kill()
