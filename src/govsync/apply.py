@@ -36,8 +36,8 @@ from govsync.errors import (
     StateError,
 )
 from govsync.manifests.loader import REF, SECRET
-from govsync.plan import CREATE, ORPHAN, UNCERTAIN, UPDATE, Change, Plan
-from govsync.state.base import APPLIED, PENDING, Entry, Snapshot, StateStore, now
+from govsync.plan import CREATE, ORPHAN, UPDATE, Change, Plan
+from govsync.state.base import APPLIED, PENDING, UNCERTAIN, Entry, Snapshot, StateStore, now
 
 APPLIED_OK, FAILED, SKIPPED, UNSURE, FORGOTTEN = "applied", "failed", "skipped", "uncertain", "forgotten"
 REDACTED = "(sensitive)"
@@ -363,7 +363,7 @@ async def run(
             ids[change.address] = object_id
         return Outcome(change.address, change.action, APPLIED_OK, object_id)
 
-    client = client_factory(on_retry) if todo else None
+    client: Client = client_factory(on_retry) if todo else None
     try:
         if todo:
             async with client:

@@ -12,7 +12,7 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -293,22 +293,17 @@ def drift(paths: Sequence[str], settings: Settings) -> DriftReport:
 # -- state commands -------------------------------------------------------------
 
 
-def _locked(settings: Settings) -> Any:
-    """A context manager: the state store with the workspace lock held."""
-    from contextlib import contextmanager
-
+@contextlib.contextmanager
+def _locked(settings: Settings) -> Iterator[StateStore]:
+    """The state store with the workspace lock held."""
     from govsync.state.base import LockHolder
 
-    @contextmanager
-    def cm() -> Any:
-        with settings.open_state() as store:
-            store.acquire(settings.workspace, LockHolder.me())
-            try:
-                yield store
-            finally:
-                store.release(settings.workspace)
-
-    return cm()
+    with settings.open_state() as store:
+        store.acquire(settings.workspace, LockHolder.me())
+        try:
+            yield store
+        finally:
+            store.release(settings.workspace)
 
 
 def state_entry(settings: Settings, address: str) -> Entry:

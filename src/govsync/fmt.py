@@ -368,8 +368,8 @@ def _reorder_keys(lines: list[str], kinds: list[str]) -> list[str]:
         root = yaml.compose("\n".join(lines) + "\n", Loader=loader)
     except yaml.YAMLError:
         return lines
-    top = _block_keys(root)
-    if top is None:
+    top = _block_keys(root) if root is not None else None
+    if top is None or root is None:
         return lines
     order = list(range(len(lines)))  # which input line goes on each output line
     blocks, trailer = _blocks(lines, kinds, top, len(lines))
@@ -477,7 +477,7 @@ def _same(a: Any, b: Any, seen: set[tuple[int, int]] | None = None) -> bool:
         if pair in seen:
             return True
         seen.add(pair)
-        if isinstance(a, dict):
+        if isinstance(a, dict) and isinstance(b, dict):
             return a.keys() == b.keys() and all(_same(a[k], b[k], seen) for k in a)
         return all(_same(x, y, seen) for x, y in zip(a, b, strict=True))
     if isinstance(a, float) and a != a:  # NaN

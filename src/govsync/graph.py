@@ -28,11 +28,11 @@ def dependencies(manifest: Manifest) -> Iterable[str]:
     yield from manifest.depends_on
 
 
-def build(objects: Mapping[str, Manifest]) -> nx.DiGraph:
+def build(objects: Mapping[str, Manifest]) -> nx.DiGraph[str]:
     """The graph over ``objects``; edges to addresses outside it are left out."""
     import networkx as nx
 
-    graph = nx.DiGraph()
+    graph: nx.DiGraph[str] = nx.DiGraph()
     graph.add_nodes_from(objects)
     graph.add_edges_from(
         (dep, address)
@@ -86,7 +86,7 @@ def _edge(manifest: Manifest, address: str) -> tuple[str, tuple[int, int]]:
     return "a dependency", (manifest.line, manifest.col)  # pragma: no cover
 
 
-def _cycle_in(graph: nx.DiGraph, start: str) -> list[str]:
+def _cycle_in(graph: nx.DiGraph[str], start: str) -> list[str]:
     """The members of a cycle through ``start``, each depending on the next."""
     import networkx as nx
 

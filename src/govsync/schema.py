@@ -84,13 +84,13 @@ def manifest_schema() -> dict[str, Any]:
 
 def _spec_schema(kind: Kind, ref: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     name = ref["$ref"].rsplit("/", 1)[-1]
-    schema = copy.deepcopy(defs[name])
+    schema: dict[str, Any] = copy.deepcopy(defs[name])
     props: dict[str, Any] = schema.setdefault("properties", {})
     required: list[str] = schema.get("required", [])
     if kind.named:
         props.pop("name", None)
         required = [r for r in required if r != "name"]
-    alternatives = []
+    alternatives: list[dict[str, Any]] = []
     for r in kind.references:
         props[r.ref_field] = {
             "type": "string", "minLength": 1,

@@ -49,7 +49,7 @@ MAP, SEQ, MERGE, TIMESTAMP = _T + "map", _T + "seq", _T + "merge", _T + "timesta
 _Base: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class _Loader(_Base):  # type: ignore[misc, valid-type]
+class _Loader(_Base):  # type: ignore[misc]
     """libyaml's parser with a memoised tag resolver.
 
     The composer asks Python for each scalar's tag (YAML 1.1 implicit
@@ -225,9 +225,8 @@ def _find_too_deep(text: str, display: str) -> tuple[int, Problem] | None:
                 depth += 1
                 if depth > MAX_DEPTH:
                     mark = event.start_mark
-                    return index, Problem(
-                        display, mark.line + 1, mark.column + 1, _too_deep_message(),
-                    )
+                    line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+                    return index, Problem(display, line, col, _too_deep_message())
             elif isinstance(event, CollectionEndEvent):
                 depth -= 1
             elif isinstance(event, DocumentStartEvent):
@@ -255,9 +254,8 @@ def _syntax_problem(display: str, exc: yaml.MarkedYAMLError, text: str) -> Probl
     start = exc.context_mark
     if mark is not None and _char_at(text, mark.line, mark.column) == "\t":
         what = "a tab character cannot indent YAML: indent with spaces"
-    elif start is not None and start is not mark and (start.line, start.column) < (
-        (mark.line, mark.column) if mark else (0, 0)
-    ):
+    elif mark is not None and start is not None and start is not mark and (
+        start.line, start.column) < (mark.line, mark.column):
         opened = _char_at(text, start.line, start.column)
         if exc.problem and "end of stream" in exc.problem and opened in ("'", '"'):
             # An unclosed quote: the end of the file is no help, its start is.
