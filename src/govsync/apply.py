@@ -32,8 +32,10 @@ from govsync.errors import (
     ApiError,
     ApiStatusError,
     BlockedPlanError,
+    ForbiddenError,
     StalePlanError,
     StateError,
+    UnauthorizedError,
 )
 from govsync.manifests.loader import REF, SECRET
 from govsync.plan import CREATE, ORPHAN, UPDATE, Change, Plan
@@ -59,6 +61,8 @@ class ApplyResult:
     outcomes: list[Outcome] = field(default_factory=list)
     requests: int = 0
     seconds: float = 0.0  # from the first request to the last answer
+    # Why apply stopped sending (a rejected key): what to do next.
+    stopped: str = ""
 
     def summary(self) -> dict[str, int]:
         counts = dict.fromkeys((APPLIED_OK, FAILED, SKIPPED, UNSURE, FORGOTTEN), 0)
@@ -320,6 +324,9 @@ async def run(
             return Outcome(change.address, change.action, SKIPPED, change.id,
                            "the state store failed")
         async with throttle.slot(-chain[change.address]):
+            if result.stopped:  # checked once a slot is ours: queued changes stop too
+                return Outcome(change.address, change.action, SKIPPED, change.id,
+                               "not sent: the API rejected the key")
             started = time.monotonic()
             outcome = await _apply_one(change)
             outcome.seconds = time.monotonic() - started  # the call, not the queueing
@@ -351,6 +358,12 @@ async def run(
         except ApiError as exc:
             if intent:
                 store.remove(workspace, change.address)
+            if isinstance(exc, UnauthorizedError | ForbiddenError) and not result.stopped:
+                # Every other call would fail the same way: stop sending.
+                result.stopped = (
+                    f"the API answered {exc.status} {exc.code} for {operation}: check that "
+                    "GOVSYNC_API_KEY holds a key for this endpoint with write permission "
+                    "(a viewer key may only call ListGroups)")
             code = exc.code if isinstance(exc, ApiStatusError) else ""
             return Outcome(change.address, change.action, FAILED, change.id, exc.message, code)
         from govsync.api.client import unwrap

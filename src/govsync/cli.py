@@ -294,6 +294,8 @@ def apply(paths: tuple[str, ...], settings: Settings, auto_approve: bool, parall
         for oc in result.outcomes:
             if oc.status not in ("applied", "forgotten"):
                 click.echo(f"  {oc.address}: {oc.status}: {oc.code + ' ' if oc.code else ''}{oc.error}")
+        if result.stopped:
+            click.echo(f"Error: apply stopped: {result.stopped}.", err=True)
         click.echo("What succeeded is recorded in state; fix the failures and apply again.", err=True)
         sys.exit(1)
 

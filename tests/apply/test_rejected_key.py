@@ -1,0 +1,33 @@
+"""A key the API rejects stops apply at once, with one message saying what to do."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from applykit import Govsync, Server, doc, write_docs
+
+
+@pytest.mark.parametrize(("key", "status"), [("viewer-key", "403 forbidden"),
+                                             ("nobody-knows-this-key", "401 unauthorized")])
+def test_apply_with_a_rejected_key_stops_sending(
+        serve: Callable[..., Server], make_govsync: Callable[..., Govsync],
+        sqlite_state: str, tmp_path: Path, key: str, status: str) -> None:
+    server = serve("--viewer-key", "viewer-key")
+    gov = make_govsync(sqlite_state, server.url)
+    manifests = tmp_path / "m"
+    write_docs(manifests / "hooks.yaml", [
+        doc("Hook", f"h{i}", {"code": "def handler(e):\n    return 1\n"}) for i in range(40)])
+
+    result = gov.run("apply", str(manifests), "--auto-approve", "--parallelism", "2",
+                     env={"GOVSYNC_API_KEY": key})
+
+    assert result.code == 1
+    assert f"Error: apply stopped: the API answered {status} for CreateHook" in result.err
+    assert "GOVSYNC_API_KEY" in result.err and key not in result.out + result.err
+    sent = int(result.out.split(" requests in ")[0].rsplit("(", 1)[1])
+    assert 1 <= sent <= 2  # what was in flight when the first answer came; no more
+    assert "not sent: the API rejected the key" in result.out
+    assert server.objects()["Hook"] == []
+    assert gov.run("state", "list", "--format", "json").out.strip() == "[]"
