@@ -2,21 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "examples"
-
-# examples/README.md, section Secrets.
-EXAMPLE_SECRET_VARS = (
-    "GOVSYNC_EXAMPLE_LOGSTORE_API_KEY",
-    "GOVSYNC_EXAMPLE_BI_API_KEY",
-    "GOVSYNC_EXAMPLE_BI_API_SECRET",
-    "GOVSYNC_EXAMPLE_MDM_API_KEY",
-    "GOVSYNC_EXAMPLE_AI_PROVIDER_API_KEY",
-)
+from testkit import EXAMPLE_SECRET_VARS
 
 
 @pytest.fixture

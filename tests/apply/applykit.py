@@ -17,7 +17,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -33,20 +32,18 @@ import httpx
 import yaml
 
 from govsync.api.kinds import BY_KIND
+from testkit import (  # noqa: F401  (re-exported for the apply tests)
+    EXAMPLE_MANIFESTS,
+    EXAMPLE_SECRET_VARS,
+    EXAMPLE_SEED,
+    EXAMPLES,
+    ROOT,
+    free_port,
+)
+from testkit import serve as serve_process
+from testkit import stop as stop_process
 
 KEY = "apply-test-key"
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "examples"
-EXAMPLE_MANIFESTS = EXAMPLES / "manifests"
-EXAMPLE_SEED = EXAMPLES / "server-seed.yaml"
-# examples/README.md, section Secrets.
-EXAMPLE_SECRET_VARS = (
-    "GOVSYNC_EXAMPLE_LOGSTORE_API_KEY",
-    "GOVSYNC_EXAMPLE_BI_API_KEY",
-    "GOVSYNC_EXAMPLE_BI_API_SECRET",
-    "GOVSYNC_EXAMPLE_MDM_API_KEY",
-    "GOVSYNC_EXAMPLE_AI_PROVIDER_API_KEY",
-)
 # The secret variable of the generated manifests' log integrations.
 BIG_SECRET_VAR = "GOVSYNC_TEST_LOGSTORE_KEY"
 
@@ -87,12 +84,6 @@ def object_id(kind: str, obj: Mapping[str, Any]) -> str:
     return str(obj[BY_KIND[kind].create.id_field])
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def closed_url() -> str:
     """A loopback URL nothing listens on: any request to it fails to connect."""
     return f"http://127.0.0.1:{free_port()}"
@@ -122,35 +113,17 @@ class Server:
     def start(self, *, seed: bool = True) -> Server:
         """Start (or restart, on the same database) and wait for /_govsync/health."""
         assert self.proc is None, "already running"
-        self.port = free_port()
-        args = [sys.executable, "-m", "govsync", "serve", "--port", str(self.port),
-                "--db", str(self.db), "--api-key", KEY, *self.flags]
+        args = ["--db", str(self.db), "--api-key", KEY, *self.flags]
         if seed and self.seed is not None:
             args += ["--seed", str(self.seed)]
-        with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"govsync serve exited: {self.log.read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{self.url}/_govsync/health", headers={"X-API-KEY": KEY},
-                             timeout=5).is_success:
-                    return self
-            except httpx.TransportError:
-                time.sleep(0.05)
-        raise RuntimeError("govsync serve did not become healthy in 30s")
+        self.proc, url = serve_process(args, key=KEY, output=self.log)
+        self.port = int(url.rsplit(":", 1)[1])
+        return self
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
-        if proc is None:
-            return
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        if proc is not None:
+            stop_process(proc)
 
     def objects(self) -> dict[str, list[dict[str, Any]]]:
         response = httpx.get(f"{self.url}/_govsync/objects", headers={"X-API-KEY": KEY},

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+import testkit
 from govsync import errors
 from govsync.api.client import AsyncClient, Client
 
@@ -20,44 +19,20 @@ pytestmark = pytest.mark.slow
 KEY = "tcp-test-key"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
-def serve() -> Iterator[Callable[..., str]]:
+def serve(tmp_path: Path) -> Iterator[Callable[..., str]]:
     """``serve(*flags)`` starts ``govsync serve`` on a free port; the base URL."""
-    pytest.importorskip("govsync.server")
     procs: list[subprocess.Popen[bytes]] = []
 
     def start(*flags: str) -> str:
-        port = _free_port()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "govsync", "serve", "--port", str(port), "--api-key", KEY,
-             *flags], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc, url = testkit.serve(["--api-key", KEY, *flags], key=KEY,
+                                  output=tmp_path / f"serve-{len(procs)}.log")
         procs.append(proc)
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                pytest.fail(f"govsync serve exited: {proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
-            try:
-                if httpx.get(f"{url}/_govsync/health", headers={"X-API-KEY": KEY}).is_success:
-                    return url
-            except httpx.TransportError:
-                time.sleep(0.05)
-        pytest.fail("govsync serve did not become healthy in 20s")
+        return url
 
     yield start
     for proc in procs:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        testkit.stop(proc)
 
 
 def _spaces(url: str) -> list[dict[str, Any]]:

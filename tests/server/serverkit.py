@@ -9,12 +9,6 @@ world.  ``served`` runs ``python -m govsync serve`` on a free loopback port.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +17,7 @@ import httpx
 
 from govsync.api.catalog import BY_NAME
 from govsync.server import Store, create_app
+from testkit import serve, stop
 
 KEY = "server-test-key"
 VIEWER = "server-viewer-key"
@@ -229,45 +224,19 @@ VALID: dict[str, Body] = {
 # --- a served process ---------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 class Served:
-    def __init__(self, args: list[str], stderr: Path) -> None:
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.stderr_path = stderr
-        self._stderr = stderr.open("ab")
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "govsync", "serve", "--port", str(self.port), *args],
-            stdout=subprocess.DEVNULL, stderr=self._stderr, env=env,
-        )
-        self._wait_healthy()
+    """``govsync serve ARGS`` as a process, its output kept in ``stderr``."""
 
-    def _wait_healthy(self, timeout: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"server exited: {self.stderr_path.read_text()}")
-            with contextlib.suppress(httpx.TransportError):
-                if httpx.get(self.base + "/_govsync/health", headers=H, timeout=1).status_code == 200:
-                    return
-            time.sleep(0.05)
-        raise AssertionError("server did not become healthy")
+    def __init__(self, args: list[str], stderr: Path) -> None:
+        self.stderr_path = stderr
+        try:
+            self.proc, self.base = serve(args, key=KEY, output=stderr)
+        except RuntimeError as exc:
+            raise AssertionError(str(exc)) from None
+        self.port = int(self.base.rsplit(":", 1)[1])
 
     def stop(self, *, kill: bool = False) -> None:
-        if self.proc.poll() is None:
-            if kill:
-                self.proc.kill()
-            else:
-                self.proc.terminate()
-            self.proc.wait(timeout=15)
-        self._stderr.close()
+        stop(self.proc, kill=kill)
 
     @property
     def stderr(self) -> str:

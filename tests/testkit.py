@@ -1,0 +1,80 @@
+"""What every test package shares: the example organisation, and a served process.
+
+Importable from any test module (pytest puts ``tests/`` on ``sys.path`` for
+its conftest).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+EXAMPLE_MANIFESTS = EXAMPLES / "manifests"
+EXAMPLE_SEED = EXAMPLES / "server-seed.yaml"
+# examples/README.md, section Secrets.
+EXAMPLE_SECRET_VARS = (
+    "GOVSYNC_EXAMPLE_LOGSTORE_API_KEY",
+    "GOVSYNC_EXAMPLE_BI_API_KEY",
+    "GOVSYNC_EXAMPLE_BI_API_SECRET",
+    "GOVSYNC_EXAMPLE_MDM_API_KEY",
+    "GOVSYNC_EXAMPLE_AI_PROVIDER_API_KEY",
+)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def serve(args: list[str], *, key: str, output: Path | None = None,
+          timeout: float = 30.0) -> tuple[subprocess.Popen[bytes], str]:
+    """Start ``python -m govsync serve --port P ARGS`` and wait for /_govsync/health.
+
+    Returns the process and its base URL; its output goes to ``output`` (or
+    nowhere).  Raises RuntimeError, with the output's tail, if it does not come up.
+    """
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    sink = open(output, "ab") if output else subprocess.DEVNULL  # noqa: SIM115
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "govsync", "serve", "--port", str(port), *args],
+            stdout=sink, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    finally:
+        if output:
+            sink.close()  # type: ignore[union-attr]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = output.read_text()[-2000:] if output else ""
+            raise RuntimeError(f"govsync serve exited with {proc.returncode}: {tail}")
+        try:
+            if httpx.get(f"{url}/_govsync/health", headers={"X-API-KEY": key},
+                         timeout=2).is_success:
+                return proc, url
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)
+    stop(proc, kill=True)
+    raise RuntimeError(f"govsync serve did not become healthy in {timeout:.0f} s")
+
+
+def stop(proc: subprocess.Popen[bytes], *, kill: bool = False) -> None:
+    """Stop a served process (SIGKILL with ``kill``), waiting for it to exit."""
+    if proc.poll() is None:
+        proc.kill() if kill else proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
