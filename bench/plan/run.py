@@ -58,11 +58,11 @@ def timed(cmd: list[str], cwd: str, runs: int) -> tuple[float, int]:
 def matching_state(manifest_dir: str, workdir: str) -> None:
     """Record every object as applied with made-up ids (what an apply would leave)."""
     sys.path.insert(0, os.path.join(ROOT, "src"))
-    from govsync.apply import materialize
-    from govsync.manifests.loader import load
+    from govsync.manifests import load
     from govsync.plan import make_plan
     from govsync.state.base import APPLIED, Entry
     from govsync.state.sqlite import SqliteStore
+    from govsync.values import Resolver
 
     manifests = load([manifest_dir])
     store = SqliteStore(os.path.join(workdir, ".govsync", "state.db"))
@@ -72,7 +72,7 @@ def matching_state(manifest_dir: str, workdir: str) -> None:
     entries = []
     for change in plan.changes:
         kind = manifests.objects[change.address].kind
-        _send, spec, _ = materialize(kind, change.request or {}, ids, snapshot, {})
+        _send, spec, _ = Resolver(ids, snapshot.fingerprint, {}).send(change.request or {})
         ids[change.address] = f"id-{len(ids)}"
         entries.append(Entry(change.address, kind.name, ids[change.address], APPLIED, spec))
     store.replace_all("default", entries, None, None)

@@ -2,17 +2,21 @@
 
 Safety rules, in the order a change meets them:
 
-1. Before anything is sent: no blocked change; a saved plan's lineage and
-   serial still match the state; every secret's value still matches the
-   fingerprint the plan recorded.
+1. Before anything is sent (``commands.apply``): no blocked change; a saved
+   plan is authentic and its lineage and serial still match the state; every
+   secret's value still matches the fingerprint the plan recorded.
 2. A create that is not safe to repeat is first recorded as an *intent*
-   (``pending``).  The answer replaces it with the id (``applied``) in its own
-   transaction the moment it is known.  If the request may have reached the
-   server without an answer, the entry becomes ``uncertain``; if govsync dies
-   in between, the next plan sees ``pending`` and treats it as uncertain.
-   Either way the create is never repeated blindly.
+   (``pending``), and is sent only once that write succeeded.  The answer
+   replaces it with the id (``applied``) in its own transaction the moment it
+   is known.  If the request may have reached the server without an answer,
+   the entry becomes ``uncertain``; if govsync dies in between, the next plan
+   sees ``pending`` and treats it as uncertain.  Either way the create is
+   never repeated blindly.
 3. A failure stops only what depends on it; independent branches go on.
-4. 429 and 503 answers halve the number of requests in flight; successes
+   Every change ends with an :class:`Outcome`, whatever happened to it.
+4. What makes every other call fail the same way (a rejected key, a state
+   store that fails or a lost workspace lock) stops all sending at once.
+5. 429 and 503 answers halve the number of requests in flight; successes
    raise it back by one at a time (AIMD), so a struggling API is not hammered.
 """
 
@@ -20,36 +24,51 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import graphlib
 import heapq
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Protocol
 
-from govsync.api.kinds import BY_KIND, EVERY_FIELD, Kind, wrap_key
+from govsync.api.kinds import BY_KIND, Kind, wrap_key
 from govsync.errors import (
     AmbiguousError,
     ApiError,
     ApiStatusError,
-    BlockedPlanError,
     ForbiddenError,
-    StalePlanError,
+    LockLostError,
+    PlanError,
     StateError,
     UnauthorizedError,
 )
-from govsync.manifests.loader import REF, SECRET
-from govsync.plan import CREATE, ORPHAN, UPDATE, Change, Plan
+from govsync.plan import SENDS, Action, Change, Plan
 from govsync.state.base import APPLIED, PENDING, UNCERTAIN, Entry, Snapshot, StateStore, now
+from govsync.values import SENSITIVE, MissingSecret, Resolver, UnknownId
 
-APPLIED_OK, FAILED, SKIPPED, UNSURE, FORGOTTEN = "applied", "failed", "skipped", "uncertain", "forgotten"
-REDACTED = "(sensitive)"
+if TYPE_CHECKING:
+    from govsync.api.client import AsyncClient, RetryEvent
+
+
+class Result(StrEnum):
+    """How a change ended."""
+
+    APPLIED = "applied"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    UNCERTAIN = "uncertain"
+    FORGOTTEN = "forgotten"
+
+
+DONE = frozenset({Result.APPLIED, Result.FORGOTTEN})
 
 
 @dataclass
 class Outcome:
     address: str
-    action: str
-    status: str
+    action: Action
+    status: Result
     id: str | None = None
     error: str = ""
     code: str = ""
@@ -61,18 +80,26 @@ class ApplyResult:
     outcomes: list[Outcome] = field(default_factory=list)
     requests: int = 0
     seconds: float = 0.0  # from the first request to the last answer
-    # Why apply stopped sending (a rejected key): what to do next.
+    # Why apply stopped sending (a rejected key, a lost lock): what to do next.
     stopped: str = ""
+    # The same in a few words, for the changes it kept from being sent.
+    stopped_short: str = ""
 
     def summary(self) -> dict[str, int]:
-        counts = dict.fromkeys((APPLIED_OK, FAILED, SKIPPED, UNSURE, FORGOTTEN), 0)
+        counts = dict.fromkeys(Result, 0)
         for o in self.outcomes:
             counts[o.status] += 1
-        return counts
+        return {str(r): n for r, n in counts.items()}
 
     @property
     def ok(self) -> bool:
-        return all(o.status in (APPLIED_OK, FORGOTTEN) for o in self.outcomes)
+        return not self.stopped and all(o.status in DONE for o in self.outcomes)
+
+    @property
+    def changed_state(self) -> bool:
+        """Whether anything was recorded (a saved plan stays valid when not)."""
+        return any(o.status in (Result.APPLIED, Result.FORGOTTEN, Result.UNCERTAIN)
+                   for o in self.outcomes)
 
 
 class Reporter(Protocol):
@@ -140,6 +167,11 @@ class Throttle:
         self.limit = max(1, self.limit // 2)
         self._calm = 0
 
+    def on_retry(self, event: RetryEvent) -> None:
+        """The client's retry hook: the API asked us to slow down."""
+        if event.status in (429, 503):
+            self.slow_down()
+
 
 def chain_lengths(changes: list[Change]) -> dict[str, int]:
     """For each change, the longest chain of changes that wait on it (itself included)."""
@@ -149,99 +181,37 @@ def chain_lengths(changes: list[Change]) -> dict[str, int]:
             if dep in waiting:
                 waiting[dep].append(c.address)
     length: dict[str, int] = {}
-    # Plans list changes after what they depend on: walk backwards.
-    for c in reversed(changes):
-        length[c.address] = 1 + max((length.get(w, 0) for w in waiting[c.address]), default=0)
+    for address in reversed(run_order(changes)):
+        length[address] = 1 + max((length.get(w, 0) for w in waiting[address]), default=0)
     return length
 
 
-def check_saved_plan(plan: Plan, snapshot: Snapshot) -> None:
-    """A saved plan is applied only onto the state it was made from."""
-    if plan.lineage != snapshot.lineage:
-        raise StalePlanError(
-            f"the plan was made for another state (lineage {plan.lineage}, this state is "
-            f"{snapshot.lineage}): make a new plan with `govsync plan --out`"
-        )
-    if plan.serial != snapshot.serial:
-        raise StalePlanError(
-            f"the state changed since the plan was made (serial {plan.serial} -> "
-            f"{snapshot.serial}): make a new plan with `govsync plan --out` and review it"
-        )
+def run_order(changes: list[Change]) -> list[str]:
+    """The changes' addresses in an order that respects ``after``; PlanError on a cycle.
 
-
-def check_secrets(plan: Plan, snapshot: Snapshot, environ: Mapping[str, str]) -> None:
-    """Every secret's current value must match the fingerprint in the plan."""
-    for change in plan.changes:
-        if change.action not in (CREATE, UPDATE) or change.request is None:
-            continue
-        for path in BY_KIND[change.kind].secrets:
-            marker = _dig(change.request, path.split("."))
-            if not (isinstance(marker, dict) and SECRET in marker):
-                continue
-            variable = marker[SECRET]["env"]
-            value = environ.get(variable)
-            if not value:
-                raise StalePlanError(
-                    f"{change.address}: environment variable {variable} (secret {path}) is not set"
-                )
-            if snapshot.fingerprint(value) != marker[SECRET]["fingerprint"]:
-                raise StalePlanError(
-                    f"{change.address}: the value of {variable} (secret {path}) changed since "
-                    "the plan was made: make a new plan and review it"
-                )
-
-
-def _dig(data: Any, keys: list[str]) -> Any:
-    for key in keys:
-        data = data.get(key) if isinstance(data, dict) else None
-    return data
-
-
-def materialize(
-    kind: Kind, request: Mapping[str, Any], ids: Mapping[str, str], snapshot: Snapshot,
-    environ: Mapping[str, str],
-) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
-    """(request to send, resolved spec for state, secret values) of a planned request."""
-    send = dict(request)
-    spec = dict(request)
-    for ref in kind.references:
-        value = request.get(ref.id_field)
-        if isinstance(value, dict) and REF in value:
-            target = value[REF]
-            if target not in ids:
-                raise LookupError(target)
-            send[ref.id_field] = spec[ref.id_field] = ids[target]
-    secrets: list[str] = []
-    for path in kind.secrets:
-        keys = path.split(".")
-        marker = _dig(request, keys)
-        if not (isinstance(marker, dict) and SECRET in marker):
-            continue
-        value = environ[marker[SECRET]["env"]]
-        secrets.append(value)
-        _put(send, keys, value)
-        _put(spec, keys, snapshot.fingerprint(value))
-    return send, spec, secrets
-
-
-def _put(data: dict[str, Any], keys: list[str], value: Any) -> None:
-    for key in keys[:-1]:
-        data[key] = dict(data[key])
-        data = data[key]
-    data[keys[-1]] = value
+    A plan made by govsync never has one; a hand-made file could, and would
+    otherwise wait forever."""
+    sorter: graphlib.TopologicalSorter[str] = graphlib.TopologicalSorter()
+    addresses = {c.address for c in changes}
+    for c in changes:
+        sorter.add(c.address, *(d for d in c.after if d in addresses))
+    try:
+        return list(sorter.static_order())
+    except graphlib.CycleError as exc:
+        cycle = " -> ".join(exc.args[1])
+        raise PlanError(f"the plan's changes wait on each other ({cycle}): nothing was "
+                        "sent; make a new plan with `govsync plan`") from None
 
 
 def request_body(kind: Kind, change: Change, send: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """(operation, body) for a change, following the kind's row."""
-    if change.action == CREATE:
+    if change.action == Action.CREATE:
         op = kind.create
         obj = send
     else:
         assert kind.update is not None
         op = kind.update
-        fields = send if kind.updatable == EVERY_FIELD else {
-            k: send[k] for k in kind.updatable if k in send
-        }
+        fields = send if kind.replace_all else {k: send[k] for k in kind.updatable if k in send}
         obj = {"id": change.id, **fields} if kind.update_with_id else fields
     wrap = wrap_key(op.request)
     return op.name, ({wrap: obj} if wrap else obj)
@@ -256,143 +226,191 @@ def scrub(value: Any, secrets: list[str]) -> Any:
     if isinstance(value, list):
         return [scrub(v, secrets) for v in value]
     if isinstance(value, str) and value in secrets:
-        return REDACTED
+        return SENSITIVE
     return value
 
 
-Client = Any  # govsync.api.client.AsyncClient (imported lazily)
+class Applier:
+    """Applies the changes of one plan with one client, recording each success at once."""
 
+    def __init__(
+        self,
+        store: StateStore,
+        snapshot: Snapshot,
+        client: AsyncClient,
+        *,
+        environ: Mapping[str, str],
+        throttle: Throttle | None = None,
+        reporter: Reporter | None = None,
+    ) -> None:
+        self.store = store
+        self.workspace = snapshot.workspace
+        self.client = client
+        self.throttle = throttle or Throttle(32)
+        self.reporter = reporter or SilentReporter()
+        self.ids = {a: e.id for a, e in snapshot.entries.items() if e.status == APPLIED and e.id}
+        self.resolver = Resolver(self.ids, snapshot.fingerprint, environ)
+        self.unsure = {a for a, e in snapshot.entries.items() if e.status in (PENDING, UNCERTAIN)}
+        self.result = ApplyResult()
+        self._done: dict[str, asyncio.Event] = {}
+        self._status: dict[str, Result] = {}
+        self._chain: dict[str, int] = {}
 
-async def run(
-    plan: Plan,
-    store: StateStore,
-    snapshot: Snapshot,
-    client_factory: Callable[[Callable[[Any], None]], Client],
-    *,
-    environ: Mapping[str, str],
-    parallelism: int = 32,
-    forget_orphans: bool = False,
-    reporter: Reporter | None = None,
-) -> ApplyResult:
-    """Apply ``plan``'s creates and updates; record every success at once."""
-    if plan.blocked():
-        raise BlockedPlanError(
-            f"the plan has {len(plan.blocked())} blocked change(s) the API cannot make: "
-            "revert them in the manifests; nothing was applied"
-        )
-    reporter = reporter or SilentReporter()
-    workspace = snapshot.workspace
-    result = ApplyResult()
-    todo = [c for c in plan.changes if c.action in (CREATE, UPDATE)]
-    orphans = [c for c in plan.changes if c.action == ORPHAN] if forget_orphans else []
-    reporter.start(len(todo) + len(orphans))
-    ids = {a: e.id for a, e in snapshot.entries.items() if e.status == APPLIED and e.id}
-    unsure = {c.address for c in plan.changes if c.action == UNCERTAIN}
-    done: dict[str, asyncio.Event] = {c.address: asyncio.Event() for c in todo}
-    status: dict[str, str] = {}
-    throttle = Throttle(parallelism)
-    chain = chain_lengths(todo)
-
-    def on_retry(event: Any) -> None:
-        if event.status in (429, 503):
-            throttle.slow_down()
-
-    fatal: list[BaseException] = []
-
-    async def one(change: Change) -> None:
+    async def run(self, plan: Plan, work: list[Change]) -> ApplyResult:
+        """Apply ``work`` (from ``plan.work()``): sends in dependency order, then orphans."""
+        sends = [c for c in work if c.action in SENDS]
+        orphans = [c for c in work if c.action == Action.ORPHAN]
+        self._chain = chain_lengths(sends)  # PlanError on a cycle, before anything is sent
+        self.unsure |= {c.address for c in plan.changes if c.action == Action.UNCERTAIN}
+        self._done = {c.address: asyncio.Event() for c in sends}
+        self.reporter.start(len(sends) + len(orphans))
         try:
-            outcome = await _wait_and_apply(change)
-        except StateError as exc:  # the state is broken: stop everything
-            fatal.append(exc)
-            outcome = Outcome(change.address, change.action, FAILED, change.id, str(exc))
-        status[change.address] = outcome.status
-        result.outcomes.append(outcome)
-        reporter.finished(outcome)
-        done[change.address].set()
+            if sends:
+                began = time.monotonic()
+                async with asyncio.TaskGroup() as group:
+                    for change in sends:
+                        group.create_task(self._run(change))
+                self.result.seconds = time.monotonic() - began
+            for change in orphans:
+                self._finish(self._forget(change))
+        finally:
+            self.reporter.close()
+        order = {c.address: i for i, c in enumerate(plan.changes)}
+        self.result.outcomes.sort(key=lambda o: order.get(o.address, 0))
+        return self.result
 
-    async def _wait_and_apply(change: Change) -> Outcome:
+    def _finish(self, outcome: Outcome) -> None:
+        self._status[outcome.address] = outcome.status
+        self.result.outcomes.append(outcome)
+        self.reporter.finished(outcome)
+        if outcome.address in self._done:
+            self._done[outcome.address].set()
+
+    def _stop(self, short: str, why: str) -> None:
+        if not self.result.stopped:
+            self.result.stopped, self.result.stopped_short = why, short
+
+    async def _run(self, change: Change) -> None:
+        try:
+            outcome = await self._change(change)
+        except Exception as exc:  # a defect must not end the other changes
+            outcome = _outcome(change, Result.FAILED,
+                               f"internal error: {type(exc).__name__}: {exc}")
+        self._finish(outcome)
+
+    async def _change(self, change: Change) -> Outcome:
         for dep in change.after:
-            if dep in done:
-                await done[dep].wait()
-                if status.get(dep) != APPLIED_OK:
-                    return Outcome(change.address, change.action, SKIPPED, change.id,
-                                   f"{dep} was not applied")
-            elif dep in unsure:
-                return Outcome(change.address, change.action, SKIPPED, change.id,
-                               f"{dep} is uncertain (settle it with govsync state resolve)")
-        if fatal:
-            return Outcome(change.address, change.action, SKIPPED, change.id,
-                           "the state store failed")
-        async with throttle.slot(-chain[change.address]):
-            if result.stopped:  # checked once a slot is ours: queued changes stop too
-                return Outcome(change.address, change.action, SKIPPED, change.id,
-                               "not sent: the API rejected the key")
+            if dep in self._done:
+                await self._done[dep].wait()
+                if self._status.get(dep) != Result.APPLIED:
+                    return _outcome(change, Result.SKIPPED, f"{dep} was not applied")
+            elif dep in self.unsure:
+                return _outcome(change, Result.SKIPPED,
+                                f"{dep} is uncertain (settle it with govsync state resolve)")
+        if self.result.stopped:
+            return _outcome(change, Result.SKIPPED, f"not sent: {self.result.stopped_short}")
+        async with self.throttle.slot(-self._chain[change.address]):
+            if self.result.stopped:  # checked once a slot is ours: queued changes stop too
+                return _outcome(change, Result.SKIPPED,
+                                f"not sent: {self.result.stopped_short}")
             started = time.monotonic()
-            outcome = await _apply_one(change)
+            outcome = await self._send(change)
             outcome.seconds = time.monotonic() - started  # the call, not the queueing
             return outcome
 
-    async def _apply_one(change: Change) -> Outcome:
+    def _record(self, entry: Entry) -> None:
+        """One state write; a failing store (or a lost lock) stops all sending."""
+        try:
+            self.store.put(self.workspace, entry)
+        except StateError as exc:
+            if isinstance(exc, LockLostError):
+                self._stop("the workspace lock was lost", str(exc))
+            else:
+                self._stop("the state store failed", f"the state store failed: {exc}")
+            raise
+
+    async def _send(self, change: Change) -> Outcome:
         kind = BY_KIND[change.kind]
-        assert change.request is not None
+        if change.request is None:
+            return _outcome(change, Result.FAILED, "the plan holds no request for this change")
         try:
-            send, spec, secrets = materialize(kind, change.request, ids, snapshot, environ)
-        except LookupError as exc:
-            return Outcome(change.address, change.action, SKIPPED, change.id,
-                           f"the id of {exc.args[0]} is not known")
+            send, spec, secrets = self.resolver.send(change.request)
+        except UnknownId as exc:
+            return _outcome(change, Result.SKIPPED, f"the id of {exc.address} is not known")
+        except MissingSecret as exc:
+            return _outcome(change, Result.FAILED,
+                            f"environment variable {exc.variable} (a secret) is not set")
         operation, body = request_body(kind, change, send)
-        intent = change.action == CREATE and not kind.create.retry_safe
+        intent = change.action == Action.CREATE and not kind.create.retry_safe
         if intent:
-            store.put(workspace, Entry(change.address, kind.name, None, PENDING, spec, None, now()))
-        result.requests += 1
+            try:
+                self._record(Entry(change.address, kind.name, None, PENDING, spec, None, now()))
+            except StateError as exc:
+                return _outcome(change, Result.FAILED, f"not sent: {exc}")
+        self.result.requests += 1
         try:
-            answer = await client.call(operation, body)
+            answer = await self.client.call(operation, body)
         except AmbiguousError as exc:
             if intent:
-                store.put(workspace, Entry(change.address, kind.name, None, UNCERTAIN, spec,
-                                           None, now()))
-                return Outcome(change.address, change.action, UNSURE, None,
-                               f"{exc.message}: the object may or may not exist; settle it with "
-                               f"`govsync state resolve {change.address} --id ID | --absent`")
-            return Outcome(change.address, change.action, FAILED, change.id, exc.message)
+                return self._uncertain(change, spec, exc.message)
+            return _outcome(change, Result.FAILED, exc.message)
         except ApiError as exc:
             if intent:
-                store.remove(workspace, change.address)
-            if isinstance(exc, UnauthorizedError | ForbiddenError) and not result.stopped:
+                with contextlib.suppress(StateError):
+                    self.store.remove(self.workspace, change.address)
+            if isinstance(exc, UnauthorizedError | ForbiddenError):
                 # Every other call would fail the same way: stop sending.
-                result.stopped = (
+                self._stop(
+                    "the API rejected the key",
                     f"the API answered {exc.status} {exc.code} for {operation}: check that "
                     "GOVSYNC_API_KEY holds a key for this endpoint with write permission "
                     "(a viewer key may only call ListGroups)")
             code = exc.code if isinstance(exc, ApiStatusError) else ""
-            return Outcome(change.address, change.action, FAILED, change.id, exc.message, code)
+            return _outcome(change, Result.FAILED, exc.message, code)
         from govsync.api.client import unwrap
 
-        obj, object_id = unwrap(operation, answer)
+        try:
+            obj, object_id = unwrap(operation, answer)
+        except ApiError as exc:
+            # The server said yes but its answer cannot be read: the object
+            # may exist, under an id we do not know.
+            if intent:
+                return self._uncertain(change, spec, exc.message)
+            return _outcome(change, Result.FAILED, exc.message)
         object_id = object_id or change.id
-        store.put(workspace, Entry(change.address, kind.name, object_id, APPLIED, spec,
-                                   scrub(obj, secrets), now()))
+        try:
+            self._record(Entry(change.address, kind.name, object_id, APPLIED, spec,
+                               scrub(obj, secrets), now()))
+        except StateError as exc:
+            return _outcome(change, Result.UNCERTAIN,
+                            f"sent and answered (id {object_id}), but not recorded: {exc}; "
+                            f"settle it with `govsync state resolve {change.address} "
+                            f"--id {object_id}`", object_id=object_id)
         if object_id:
-            ids[change.address] = object_id
-        return Outcome(change.address, change.action, APPLIED_OK, object_id)
+            self.ids[change.address] = object_id
+        return _outcome(change, Result.APPLIED, object_id=object_id)
 
-    client: Client = client_factory(on_retry) if todo else None
-    try:
-        if todo:
-            async with client:
-                began = time.monotonic()
-                await asyncio.gather(*(one(c) for c in todo))
-                result.seconds = time.monotonic() - began
-        for change in orphans:
-            store.remove(workspace, change.address)
-            outcome = Outcome(change.address, ORPHAN, FORGOTTEN, change.id,
-                              "dropped from state; the object stays on the server")
-            result.outcomes.append(outcome)
-            reporter.finished(outcome)
-    finally:
-        reporter.close()
-    if fatal:
-        raise fatal[0]
-    order = {c.address: i for i, c in enumerate(plan.changes)}
-    result.outcomes.sort(key=lambda o: order.get(o.address, 0))
-    return result
+    def _uncertain(self, change: Change, spec: dict[str, Any], why: str) -> Outcome:
+        with contextlib.suppress(StateError):  # pending already says the same
+            self._record(Entry(change.address, change.kind, None, UNCERTAIN, spec, None, now()))
+        return _outcome(change, Result.UNCERTAIN,
+                        f"{why}: the object may or may not exist; settle it with "
+                        f"`govsync state resolve {change.address} --id ID | --absent`",
+                        object_id=None)
+
+    def _forget(self, change: Change) -> Outcome:
+        try:
+            self.store.remove(self.workspace, change.address)
+        except StateError as exc:
+            return _outcome(change, Result.FAILED, str(exc))
+        return _outcome(change, Result.FORGOTTEN,
+                        "dropped from state; the object stays on the server")
+
+
+_KEEP = object()
+
+
+def _outcome(change: Change, status: Result, error: str = "", code: str = "",
+             *, object_id: Any = _KEEP) -> Outcome:
+    return Outcome(change.address, change.action, status,
+                   change.id if object_id is _KEEP else object_id, error, code)

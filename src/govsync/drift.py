@@ -12,18 +12,19 @@ Three sources of drift:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from govsync.api.catalog import OPERATIONS
-from govsync.manifests.loader import ManifestSet
-from govsync.plan import NOOP, Change, Plan
+from govsync.live import LiveValue, missing
+from govsync.manifests.model import ManifestSet
+from govsync.plan import Action, Change, CheckStatus, Plan
 
 
 @dataclass
 class LiveCheck:
     name: str
-    status: str  # passed | failed | skipped
+    status: CheckStatus
     detail: str
     problems: list[dict[str, str]] = field(default_factory=list)
 
@@ -36,23 +37,11 @@ class DriftReport:
 
     @property
     def drifted(self) -> list[Change]:
-        return [c for c in self.plan.changes if c.action != NOOP]
+        return [c for c in self.plan.changes if c.action != Action.NOOP]
 
     @property
     def in_sync(self) -> bool:
-        return not self.drifted and all(c.status != "failed" for c in self.live)
-
-    def to_dict(self) -> dict[str, Any]:
-        from govsync.render import plan_public
-
-        body = plan_public(self.plan)
-        body["changes"] = [c for c in body["changes"] if c["action"] != NOOP]
-        return {
-            "inSync": self.in_sync,
-            **body,
-            "live": [c.__dict__ for c in self.live],
-            "unobservable": self.unobservable,
-        }
+        return not self.drifted and all(c.status != CheckStatus.FAILED for c in self.live)
 
 
 def readable_kinds() -> set[str]:
@@ -65,24 +54,20 @@ def unobservable(manifests: ManifestSet) -> list[str]:
     return sorted(kinds - readable_kinds())
 
 
-def group_check(manifests: ManifestSet, groups: set[str] | None, skipped: str) -> LiveCheck:
+def group_check(values: list[LiveValue], existing: Mapping[str, set[str]] | None,
+                skipped: str) -> LiveCheck:
     """Every group a policy owner names must exist on the server."""
-    wanted = sorted(
-        (m.address, f, m.template[f])
-        for m in manifests.objects.values()
-        for f, _kind in m.kind.live_refs
-        if isinstance(m.template.get(f), str)
-    )
-    if not wanted:
-        return LiveCheck("groups", "passed", "no policy names a group")
-    if groups is None:
-        return LiveCheck("groups", "skipped", f"not checked: {skipped}")
-    missing = [
-        {"address": address, "field": f, "group": name,
-         "message": f"{address}: group {name!r} ({f}) does not exist on the server"}
-        for address, f, name in wanted if name not in groups
+    if not values:
+        return LiveCheck("groups", CheckStatus.PASSED, "no policy names a group")
+    if existing is None:
+        return LiveCheck("groups", CheckStatus.SKIPPED, f"not checked: {skipped}")
+    absent = [
+        {"address": v.manifest.address, "field": v.ref.field, "group": v.value,
+         "message": f"{v.manifest.address}: group {v.value!r} ({v.ref.field}) does not exist "
+                    "on the server"}
+        for v in missing(values, existing)
     ]
-    if missing:
-        return LiveCheck("groups", "failed", f"{len(missing)} of {len(wanted)} owner group(s) missing",
-                         missing)
-    return LiveCheck("groups", "passed", f"all {len(wanted)} owner group(s) exist")
+    if absent:
+        return LiveCheck("groups", CheckStatus.FAILED,
+                         f"{len(absent)} of {len(values)} owner group(s) missing", absent)
+    return LiveCheck("groups", CheckStatus.PASSED, f"all {len(values)} owner group(s) exist")

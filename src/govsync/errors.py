@@ -8,7 +8,8 @@
      │    ├── BlockedPlanError     the plan holds blocked changes
      │    └── StalePlanError       a saved plan no longer matches state or secrets
      ├── StateError                the state store failed or refuses
-     │    └── StateLockedError     another process holds the workspace lock
+     │    ├── StateLockedError     another process holds the workspace lock
+     │    └── LockLostError        this apply no longer holds its lock (fencing)
      └── ApiError                  talking to the control API failed
           ├── TransportError       no request reached the server (safe to retry)
           ├── AmbiguousError       sent, no answer: the outcome is unknown
@@ -90,6 +91,10 @@ class StateLockedError(StateError):
     def __init__(self, message: str, holder: dict[str, Any] | None = None) -> None:
         self.holder = holder or {}
         super().__init__(message)
+
+
+class LockLostError(StateError):
+    """This process lost the workspace lock it held: it must send nothing more."""
 
 
 class ApiError(GovsyncError):

@@ -7,6 +7,7 @@ loading the API models.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping, Sequence
 
 from govsync.errors import Problem
@@ -16,23 +17,74 @@ def manifest_files(paths: Sequence[str]) -> tuple[list[tuple[str, str]], list[Pr
     """(path on disk, path to show) of every manifest file under ``paths``, sorted.
 
     A file given by name is taken whatever its name; directories are searched
-    recursively for ``*.yaml``/``*.yml``, skipping hidden directories.
+    recursively for ``*.yaml``/``*.yml``, skipping hidden directories.  Only
+    regular files are read: a symbolic link that leads outside the directory
+    searched (``ln -s ~/.netrc manifests/x.yaml``), a FIFO, a socket or a
+    device is refused by name, never opened.
     """
     found: set[tuple[str, str]] = set()
     problems: list[Problem] = []
     for given in paths:
-        if os.path.isfile(given):
-            found.add((given, display_path(given)))
-        elif os.path.isdir(given):
-            for root, dirs, names in os.walk(given):
+        if os.path.isdir(given):
+            root = os.path.realpath(given)
+            for top, dirs, names in os.walk(given):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                for name in sorted(dirs):
+                    full = os.path.join(top, name)
+                    if os.path.islink(full) and not _inside(full, root):
+                        problems.append(Problem(display_path(full), 1, 1, _LEAVES % given))
                 for name in names:
                     if name.endswith((".yaml", ".yml")):
-                        full = os.path.join(root, name)
-                        found.add((full, display_path(full)))
+                        full = os.path.join(top, name)
+                        problem = refused(full, root, given)
+                        if problem is not None:
+                            problems.append(problem)
+                        else:
+                            found.add((full, display_path(full)))
+        elif os.path.lexists(given):
+            problem = refused(given, None, given)
+            if problem is not None:
+                problems.append(problem)
+            else:
+                found.add((given, display_path(given)))
         else:
             problems.append(Problem(given, 1, 1, "no such file or directory"))
     return sorted(found, key=lambda pair: pair[1]), problems
+
+
+_LEAVES = ("a symbolic link that leads outside %s: refusing to read it (manifests must live "
+           "under the paths given; copy the file in instead)")
+
+
+def _inside(path: str, root: str) -> bool:
+    real = os.path.realpath(path)
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def refused(path: str, root: str | None, given: str) -> Problem | None:
+    """Why ``path`` must not be read (None: it is a regular file where it should be)."""
+    shown = display_path(path)
+    if root is not None and os.path.islink(path) and not _inside(path, root):
+        return Problem(shown, 1, 1, _LEAVES % given)
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        return Problem(shown, 1, 1, f"cannot read file: {exc.strerror}")
+    if not stat.S_ISREG(mode):
+        return Problem(shown, 1, 1, f"is {_what(mode)}, not a regular file: refusing to read it")
+    return None
+
+
+def _what(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    return "not a regular file"
 
 
 def display_path(path: str) -> str:

@@ -19,7 +19,7 @@ from govsync.errors import GraphError, Problem
 if TYPE_CHECKING:
     import networkx as nx
 
-    from govsync.manifests.loader import Manifest
+    from govsync.manifests.model import Manifest
 
 
 def dependencies(manifest: Manifest) -> Iterable[str]:

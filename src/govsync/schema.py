@@ -18,7 +18,7 @@ from govsync import __version__
 from govsync.api import models as m
 from govsync.api.catalog import OPERATIONS
 from govsync.api.kinds import KINDS, Kind
-from govsync.manifests.loader import API_VERSION, ENV_NAME
+from govsync.manifests.documents import API_VERSION, ENV_NAME
 
 MANIFEST_SCHEMA = "manifest.schema.json"
 OPENAPI = "openapi.json"

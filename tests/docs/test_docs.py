@@ -17,8 +17,7 @@ DOCS = ROOT / "docs"
 
 
 def every_command() -> list[tuple[str, click.Command]]:
-    root, ctx = root_context()
-    return [(sub.command_path, command) for sub, command in walk_commands(root, ctx)]
+    return [(sub.command_path, command) for sub, command in walk_commands(cli, root_context(cli))]
 
 
 COMMANDS = every_command()
@@ -32,8 +31,8 @@ def test_docs_are_current() -> None:
 
 
 def test_docs_check_detects_stale_files(tmp_path: Path) -> None:
-    assert write_docs(str(tmp_path)) == [CLI_MD, KINDS_MD]
-    assert write_docs(str(tmp_path), check=True) == []
+    assert write_docs(str(tmp_path), cli) == [CLI_MD, KINDS_MD]
+    assert write_docs(str(tmp_path), cli, check=True) == []
     (tmp_path / KINDS_MD).write_text("old\n")
 
     result = CliRunner().invoke(cli, ["docs", "--check", "--out", str(tmp_path)])

@@ -300,10 +300,10 @@ def test_control_character_is_refused(
 
 
 def test_duplicate_keys_spelt_differently(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # `yes` and `true` are the same YAML 1.1 key: once a crash (StopIteration).
-    write(tmp_path / "dup.yaml", VALID + "spec:\n  yes: 1\n  true: 2\n")
+    # `true` and `True` are the same YAML key (once a crash: StopIteration).
+    write(tmp_path / "dup.yaml", VALID + "spec:\n  true: 1\n  True: 2\n")
     monkeypatch.chdir(tmp_path)
-    assert_errors(validate(Path(".")), [("dup.yaml:7:3", "duplicate key 'true' (first at line 6, column 3)")])
+    assert_errors(validate(Path(".")), [("dup.yaml:7:3", "duplicate key 'True' (first at line 6, column 3)")])
 
 
 def bomb(levels: int, width: int) -> str:
@@ -419,3 +419,53 @@ def test_tripwire_sees_a_plan_that_calls_the_api(
     monkeypatch.chdir(tmp_path / "case")
     plan(Path("."), tmp_path / "state.db", tripwire.url)
     assert tripwire.requests, "plan of a policy owned by a group did not call ListGroups"
+
+
+# --- files that are not manifests: refused by name, never read (contract section 7) ----------
+
+
+def test_a_symlink_that_leaves_the_paths_is_refused_unread(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = write(tmp_path / "netrc", "machine api login me password HUNTER2-CANARY\n")
+    write(tmp_path / "manifests" / "space.yaml", VALID)
+    (tmp_path / "manifests" / "x.yaml").symlink_to(secret)
+    (tmp_path / "manifests" / "inside.yml").symlink_to(tmp_path / "manifests" / "space.yaml")
+    (tmp_path / "elsewhere").mkdir()
+    write(tmp_path / "elsewhere" / "other.yaml", VALID.replace("analytics", "other"))
+    (tmp_path / "manifests" / "linked-dir").symlink_to(tmp_path / "elsewhere")
+    monkeypatch.chdir(tmp_path)
+    result = validate(Path("manifests"))
+    assert "HUNTER2-CANARY" not in result.output
+    assert_errors(result, [
+        ("manifests/linked-dir:1:1", "a symbolic link that leads outside manifests"),
+        # a link inside the tree is read: it duplicates the file it points at
+        ("manifests/space.yaml:4:9", "duplicate address Space/analytics"),
+        ("manifests/x.yaml:1:1", "a symbolic link that leads outside manifests"),
+    ])
+
+
+@pytest.mark.parametrize("special", ["fifo", "device"])
+def test_fifos_and_devices_are_refused_without_hanging(tmp_path: Path, special: str,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    write(tmp_path / "manifests" / "space.yaml", VALID)
+    target = tmp_path / "manifests" / "odd.yaml"
+    if special == "fifo":
+        os.mkfifo(target)
+    else:
+        target.symlink_to("/dev/zero")  # given by name below: followed, and refused
+    monkeypatch.chdir(tmp_path)
+    started = time.monotonic()
+    what = "a FIFO (named pipe)" if special == "fifo" else "a device"
+    where = Path("manifests") if special == "fifo" else Path("manifests/odd.yaml")
+    result = validate(where)
+    assert time.monotonic() - started < 10
+    assert_errors(result, [("manifests/odd.yaml:1:1", f"is {what}, not a regular file")])
+
+
+def test_an_integer_of_thousands_of_digits_is_one_error(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # Python refuses int() of over 4,300 digits: once a traceback.
+    write(tmp_path / "big.yaml", VALID + "spec:\n  description: ok\nextra: " + "9" * 5000 + "\n")
+    monkeypatch.chdir(tmp_path)
+    assert_errors(validate(Path(".")), [
+        ("big.yaml:7:8", "integer of 5,000 characters is out of the API's 64-bit range")])

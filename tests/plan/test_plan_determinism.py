@@ -14,9 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from plan_helpers import Gov
 
-from govsync.core import validate
+from govsync.manifests import load as validate
 from govsync.state.base import Entry
 from govsync.state.sqlite import SqliteStore
+from govsync.values import Ref
 
 SPACES = ("analytics", "payments", "ml", "sandbox")
 CONNECTORS = ("prod-eu", "prod-us", "edge-1", "lab")
@@ -97,7 +98,7 @@ def write(root: Path, files: list[tuple[str, list[dict[str, Any]]]]) -> Path:
 
 
 def resolved(template: dict[str, Any], ids: dict[str, str]) -> dict[str, Any]:
-    return {k: ids.get(v["$ref"], "id-unknown") if isinstance(v, dict) and "$ref" in v else v
+    return {k: ids.get(v.address, "id-unknown") if isinstance(v, Ref) else v
             for k, v in template.items()}
 
 

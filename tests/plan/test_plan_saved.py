@@ -162,3 +162,49 @@ def test_plan_out_into_a_missing_directory_is_an_error_not_a_crash(
     result = gov.run("plan", manifests, "--out", "missing/p.json", code=1)
     assert result.stderr.startswith("Error: ")
     assert "missing/p.json" in result.stderr
+
+
+def local_objects(gov: Gov) -> int:
+    """How many objects the embedded server holds (every kind)."""
+    import sqlite3
+
+    db = gov.cwd / ".govsync" / "local-api.db"
+    if not db.exists():
+        return 0
+    with sqlite3.connect(db) as conn:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        return sum(conn.execute(f'SELECT COUNT(*) FROM "{t}"').fetchone()[0] for t in tables
+                   if t == "objects")
+
+
+@pytest.mark.parametrize("tamper", [
+    "hook code", "extra create", "duplicated change", "serial", "lineage", "name", "mac"])
+def test_an_edited_saved_plan_is_refused_before_anything_is_sent(
+        gov: Gov, manifests: Path, tamper: str) -> None:
+    # Contract section 7: a saved plan is authenticated; any edit is refused.
+    gov.run("plan", manifests, "--out", "p.json", *LOCAL)
+    before = local_objects(gov)
+    data = json.loads(Path("p.json").read_text(encoding="utf-8"))
+    hook = next(c for c in data["changes"] if c["address"] == "Hook/risk_score")
+    if tamper == "hook code":
+        hook["request"]["code"] = "def handler(event):\n    exfiltrate()\n"
+    elif tamper == "extra create":
+        data["changes"].append({**hook, "address": "Hook/sneaky",
+                                "request": {**hook["request"], "name": "sneaky"}})
+    elif tamper == "duplicated change":
+        data["changes"].append(dict(hook))
+    elif tamper == "serial":
+        data["serial"] += 1
+    elif tamper == "lineage":
+        data["lineage"] = "00000000-0000-0000-0000-000000000000"
+    elif tamper == "name":
+        hook["request"]["name"] = "renamed"
+    else:
+        data["mac"] = "hmac-sha256:" + "0" * 64
+    Path("p.json").write_text(json.dumps(data), encoding="utf-8")
+    result = gov.run("apply", "p.json", *LOCAL, "--auto-approve", code=1)
+    assert re.search(r"changed after it was made|made for another state|appears twice",
+                     result.stderr), result.stderr
+    assert "Traceback" not in result.output
+    assert local_objects(gov) == before
+    assert gov.snapshot().entries == {}

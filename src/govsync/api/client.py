@@ -55,6 +55,7 @@ from govsync.api.transport import (
     local_sync_transport,
     local_transport,
 )
+from govsync.values import SENSITIVE
 
 __all__ = [
     "AsyncClient", "Client", "RetryEvent", "SyncASGITransport", "connect", "connect_sync",
@@ -228,7 +229,7 @@ class _Core:
 
         def scrub(text: str) -> str:
             for secret in hidden:
-                text = text.replace(secret, "(sensitive)")
+                text = text.replace(secret, SENSITIVE)
             return text
         return scrub
 
@@ -525,7 +526,8 @@ for _op in OPERATIONS:
 # --- connect(): from --endpoint to a client ----------------------------------
 
 
-def _endpoint(endpoint: str | None, api_key: str | None) -> tuple[str, str | None]:
+def check_endpoint(endpoint: str | None, api_key: str | None) -> tuple[str, str | None]:
+    """(endpoint, key) to connect with; ConfigError when either is missing."""
     endpoint = (endpoint or "").strip()
     if not endpoint:
         raise errors.ConfigError("no API endpoint configured: pass --endpoint URL or set "
@@ -540,7 +542,7 @@ def _endpoint(endpoint: str | None, api_key: str | None) -> tuple[str, str | Non
 def connect(endpoint: str | None, api_key: str | None, *, insecure_http: bool = False,
             local_db: str | Path = DEFAULT_LOCAL_DB, **kw: Any) -> AsyncClient:
     """An AsyncClient for ``--endpoint``: a URL, or ``local`` (in-process, no key needed)."""
-    endpoint, api_key = _endpoint(endpoint, api_key)
+    endpoint, api_key = check_endpoint(endpoint, api_key)
     if endpoint == "local":
         return AsyncClient(LOCAL_BASE_URL, api_key, transport=local_transport(local_db), **kw)
     return AsyncClient(endpoint, api_key, insecure_http=insecure_http, **kw)
@@ -549,7 +551,7 @@ def connect(endpoint: str | None, api_key: str | None, *, insecure_http: bool = 
 def connect_sync(endpoint: str | None, api_key: str | None, *, insecure_http: bool = False,
                  local_db: str | Path = DEFAULT_LOCAL_DB, **kw: Any) -> Client:
     """The synchronous twin of ``connect``."""
-    endpoint, api_key = _endpoint(endpoint, api_key)
+    endpoint, api_key = check_endpoint(endpoint, api_key)
     if endpoint == "local":
         return Client(LOCAL_BASE_URL, api_key, transport=local_sync_transport(local_db), **kw)
     return Client(endpoint, api_key, insecure_http=insecure_http, **kw)

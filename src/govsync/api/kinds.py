@@ -19,8 +19,6 @@ from pydantic import BaseModel
 from govsync.api import models as m
 from govsync.api.catalog import BY_NAME, Operation
 
-EVERY_FIELD = "*"
-
 
 @dataclass(frozen=True)
 class Reference:
@@ -54,22 +52,32 @@ def wrap_key(request: type[BaseModel]) -> str | None:
 
 
 @dataclass(frozen=True)
+class LiveRef:
+    """A spec field naming an object govsync does not manage but can read live."""
+
+    field: str
+    target: str            # the kind named (Group)
+    read_operation: str    # the operation that lists them (ListGroups)
+
+
+@dataclass(frozen=True)
 class Kind:
     name: str
     # Operation that makes the object exist (for objects that already exist on
     # the server, such as links, the update operation that adopts them).
     create_op: str
-    # Operation that changes an object after create, and the spec fields it
-    # covers (EVERY_FIELD: replace-all with the full object).
+    # Operation that changes an object after create: replace-all (the full
+    # object, every field) or covering only the top-level spec ``updatable``.
     update_op: str | None = None
-    updatable: tuple[str, ...] | str = ()
+    updatable: frozenset[str] = frozenset()
+    replace_all: bool = False
     # The update request carries the object's id beside the fields.
     update_with_id: bool = True
     # The manifest spec model, when it is not the create request itself.
     spec_override: type[BaseModel] | None = None
-    # Fields that name objects govsync does not manage but can read live:
-    # (spec field, kind read through ListGroups...).  Checked by plan and drift.
-    live_refs: tuple[tuple[str, str], ...] = ()
+    # Fields that name objects govsync does not manage but can read live.
+    # Checked by plan and drift.
+    live_refs: tuple[LiveRef, ...] = ()
     summary: str = ""
 
     @cached_property
@@ -113,14 +121,14 @@ class Kind:
 
     def can_update(self, field: str) -> bool:
         """Whether the update operation can change top-level spec ``field``."""
-        return self.updatable == EVERY_FIELD or field in self.updatable
+        return self.update_op is not None and (self.replace_all or field in self.updatable)
 
     @property
     def changeable(self) -> str:
         """Human text for the docs: what can change after create."""
-        if self.updatable == EVERY_FIELD:
+        if self.replace_all:
             return "every field"
-        return ", ".join(self.updatable) if self.updatable else "nothing"
+        return ", ".join(sorted(self.updatable)) if self.updatable else "nothing"
 
 
 KINDS: tuple[Kind, ...] = (
@@ -129,20 +137,20 @@ KINDS: tuple[Kind, ...] = (
     Kind("Satellite", "CreateSatellite", summary="A satellite of a given type, optionally in a space."),
     Kind("Sidecar", "CreateSidecar", summary="A sidecar in front of a technology."),
     Kind("ConnectorListenerLink", "UpdateConnectorListenerLink", "UpdateConnectorListenerLink",
-         ("terminationProtection",),
+         frozenset({"terminationProtection"}),
          summary="An existing connector listener link (spec.id), adopted and protected."),
     Kind("SidecarResourceLink", "UpdateSidecarResourceLink", "UpdateSidecarResourceLink",
-         ("terminationProtection",),
+         frozenset({"terminationProtection"}),
          summary="An existing sidecar resource link (spec.id), adopted and protected."),
     Kind("ResourceAlias", "CreateResourceAlias", summary="An alias of an existing resource."),
     Kind("NativeUser", "CreateNativeUserV3", summary="Credentials for an existing resource."),
     Kind("DataDiscoveryConfiguration", "CreateDataDiscoveryConfiguration",
          summary="A data discovery schedule for a resource and native user."),
-    Kind("Policy", "CreatePolicy", live_refs=(("groupName", "Group"),), summary="A policy owned by a group or a user."),
+    Kind("Policy", "CreatePolicy", live_refs=(LiveRef("groupName", "Group", "ListGroups"),), summary="A policy owned by a group or a user."),
     Kind("PolicySuspension", "CreatePolicySuspension", summary="A suspension of a policy for an identity."),
     Kind("PolicyReport", "CreatePolicyReport", summary="A report over a policy's evaluations."),
     Kind("PolicyDataLoader", "CreatePolicyDataLoader", summary="A scheduled worker that loads policy data."),
-    Kind("Hook", "CreateHook", "UpdateHook", EVERY_FIELD,
+    Kind("Hook", "CreateHook", "UpdateHook", replace_all=True,
          summary="Code run by policies; replaced whole by UpdateHook."),
     Kind("Permission", "CreatePermission", summary="A permission defined by code."),
     Kind("LogIntegration", "CreateIntegrationLog", summary="A log destination (one of logStoreA..D)."),
@@ -150,10 +158,10 @@ KINDS: tuple[Kind, ...] = (
     Kind("MDMIntegration", "CreateIntegrationMDM", summary="An MDM integration (one of mdmA..C)."),
     Kind("AIProviderIntegration", "CreateIntegrationAIProvider", summary="An AI provider account."),
     Kind("ConnectorAIProvider", "UpdateConnectorAiProviderV2", "UpdateConnectorAiProviderV2",
-         EVERY_FIELD, update_with_id=False,
+         replace_all=True, update_with_id=False,
          spec_override=m.ConnectorAiProviderSpec,
          summary="A connector's AI provider configuration; replaced whole on change."),
-    Kind("SigningKey", "CreateSigningKey", "UpdateSigningKey", ("terminationProtection",),
+    Kind("SigningKey", "CreateSigningKey", "UpdateSigningKey", frozenset({"terminationProtection"}),
          summary="A public key that signs change authorizations."),
     Kind("DataLabel", "CreateDataLabel", summary="A data classification label."),
     Kind("LogQuery", "CreateLogQuery", summary="A saved log query."),

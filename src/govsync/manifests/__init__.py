@@ -1,5 +1,15 @@
-"""Manifests: YAML documents describing the desired objects."""
+"""Manifests: YAML documents describing the desired objects.
 
-from govsync.manifests.loader import Manifest, ManifestSet, find_files, load
+    loader.py     find the files, read and check them, link them: ``load``
+    documents.py  one document: envelope, metadata, spec -> request template
+    links.py      references and dependsOn name existing manifests
+    wording.py    how errors are worded
+    model.py      ``Manifest`` and ``ManifestSet``
+    yamlio.py     safe, fast YAML reading with positions
+    parallel.py   reading large sets in two processes (the command line's choice)
+"""
 
-__all__ = ["Manifest", "ManifestSet", "find_files", "load"]
+from govsync.manifests.loader import load
+from govsync.manifests.model import Manifest, ManifestSet
+
+__all__ = ["Manifest", "ManifestSet", "load"]

@@ -16,10 +16,10 @@ after each document, so memory stays proportional to the values.
 
 from __future__ import annotations
 
-import gc
+import os
 import re
+import stat
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,18 +44,41 @@ COMPOSE_SAFE_DEPTH = 5_000
 
 _T = "tag:yaml.org,2002:"
 STR, INT, FLOAT, BOOL, NULL = _T + "str", _T + "int", _T + "float", _T + "bool", _T + "null"
-MAP, SEQ, MERGE, TIMESTAMP = _T + "map", _T + "seq", _T + "merge", _T + "timestamp"
+MAP, SEQ, MERGE = _T + "map", _T + "seq", _T + "merge"
 
 _Base: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class _Loader(_Base):  # type: ignore[misc]
-    """libyaml's parser with a memoised tag resolver.
+# YAML 1.2's core schema (spec 1.2.2, section 10.3.2): the only plain
+# scalars that are not strings.  YAML 1.1's extras (yes/no/on/off, 1:30 as
+# 90, 0755 as octal, 1_000, timestamps) are strings, as every YAML 1.2
+# reader (and JSON) would have them.
+_CORE = (
+    (MERGE, re.compile(r"^<<$")),  # merge keys: YAML 1.1's, kept (every loader has them)
+    (NULL, re.compile(r"^(?:~|null|Null|NULL|)$")),
+    (BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")),
+    (INT, re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")),
+    (FLOAT, re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                       r"|[-+]?\.(?:inf|Inf|INF)|\.nan|\.NaN|\.NAN)$")),
+)
+# The API's integers are 64-bit.
+INT_MIN, INT_MAX = -(2**63), 2**64 - 1
 
-    The composer asks Python for each scalar's tag (YAML 1.1 implicit
-    resolution by regular expression); manifests repeat the same keys and
-    values thousands of times, so the answer is cached by value.  Path
-    resolvers are not used, so descending and ascending is skipped.
+
+def core_tag(value: str) -> str:
+    """The tag of a plain scalar under YAML 1.2's core schema."""
+    for tag, pattern in _CORE:
+        if pattern.match(value):
+            return tag
+    return STR
+
+
+class _Loader(_Base):  # type: ignore[misc]
+    """libyaml's parser with YAML 1.2 core-schema tags, memoised.
+
+    The composer asks Python for each scalar's tag; manifests repeat the same
+    keys and values thousands of times, so the answer is cached by value.
+    Path resolvers are not used, so descending and ascending is skipped.
     """
 
     _cache: dict[str, str] = {}
@@ -72,14 +95,12 @@ class _Loader(_Base):  # type: ignore[misc]
                 return STR  # quoted: always a string (no path resolvers here)
             tag = self._cache.get(value)
             if tag is None:
-                tag = super().resolve(kind, value, implicit)
+                tag = core_tag(value)
                 if len(self._cache) < 100_000:
                     self._cache[value] = tag
             return tag
         return SEQ if kind is SequenceNode else MAP
 
-_constructor = yaml.SafeLoader("")  # for YAML 1.1 ints and floats (0x.., 1_000, .inf)
-_PLAIN_INT = re.compile(r"^[-+]?(0|[1-9][0-9]*)$")
 # A line that starts or ends a document: no document spans one.
 _LONG_LINE_CHARS = 1_000
 _DOC_MARKER = re.compile(r"^(?:---|\.\.\.)(?=[ \t\r\n]|$)", re.MULTILINE)
@@ -112,23 +133,16 @@ def position(node: Node | None) -> tuple[int, int]:
     return (mark.line + 1, mark.column + 1)
 
 
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    # Composing allocates many small acyclic objects; the cyclic collector
-    # would scan them over and over (3x slower at 10,000 documents).
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
 def read_text(path: str, display: str) -> tuple[str | None, Problem | None]:
-    """Read a file as UTF-8, refusing large and non-UTF-8 files."""
+    """Read a file as UTF-8, refusing large and non-UTF-8 files and anything not regular.
+
+    Opened without blocking and checked after opening: a FIFO put in the
+    file's place after it was listed cannot hang the reader."""
     try:
-        with open(path, "rb") as fh:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None, Problem(display, 1, 1, "is not a regular file: refusing to read it")
             data = fh.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         return None, Problem(display, 1, 1, f"cannot read file: {exc.strerror}")
@@ -157,33 +171,32 @@ def iter_documents(text: str, display: str) -> Iterator[RawDocument | Problem]:
     loader = _Loader(text)
     index = 0
     try:
-        with gc_paused():
-            while True:
-                try:
-                    if not loader.check_node():
-                        break
-                    if too_deep is not None and too_deep[0] == index:
-                        yield too_deep[1]
-                        return
-                    node = loader.get_node()
-                except yaml.MarkedYAMLError as exc:
-                    yield _syntax_problem(display, exc, text)
+        while True:
+            try:
+                if not loader.check_node():
+                    break
+                if too_deep is not None and too_deep[0] == index:
+                    yield too_deep[1]
                     return
-                except yaml.reader.ReaderError as exc:
-                    yield _reader_problem(display, exc, text)
-                    return
-                except yaml.YAMLError as exc:
-                    yield Problem(display, 1, 1, "YAML error: " + " ".join(str(exc).split()))
-                    return
-                line, col = position(node)
-                try:
-                    value = Builder().build(node)
-                except YamlProblem as exc:
-                    where = position(exc.node) if exc.node is not None else (line, col)
-                    yield Problem(display, *where, str(exc))
-                else:
-                    yield RawDocument(display, index, line, col, value, node)
-                index += 1
+                node = loader.get_node()
+            except yaml.MarkedYAMLError as exc:
+                yield _syntax_problem(display, exc, text)
+                return
+            except yaml.reader.ReaderError as exc:
+                yield _reader_problem(display, exc, text)
+                return
+            except yaml.YAMLError as exc:
+                yield Problem(display, 1, 1, "YAML error: " + " ".join(str(exc).split()))
+                return
+            line, col = position(node)
+            try:
+                value = Builder().build(node)
+            except YamlProblem as exc:
+                where = position(exc.node) if exc.node is not None else (line, col)
+                yield Problem(display, *where, str(exc))
+            else:
+                yield RawDocument(display, index, line, col, value, node)
+            index += 1
     finally:
         loader.dispose()
 
@@ -338,17 +351,19 @@ class Builder:
             if tag == STR:
                 return value
             if tag == INT:
-                if _PLAIN_INT.match(value):
-                    return int(value)
-                return _constructor.construct_yaml_int(node)
+                return _integer(node, value)
             if tag == BOOL:
-                return value.lower() in ("true", "yes", "on")
+                if core_tag(value) != BOOL:
+                    raise YamlProblem(node, f"{value[:40]!r} is not true or false")
+                return value in ("true", "True", "TRUE")
             if tag == NULL:
+                if core_tag(value) != NULL:
+                    raise YamlProblem(node, f"{value[:40]!r} is not null")
                 return None
             if tag == FLOAT:
-                return _constructor.construct_yaml_float(node)
-            if tag == TIMESTAMP:
-                return value  # timestamps are strings in the API
+                if core_tag(value) not in (INT, FLOAT) or value.startswith(("0o", "0x")):
+                    raise YamlProblem(node, f"{value[:40]!r} is not a number")
+                return _float(value)
             raise YamlProblem(node, _tag_message(tag))
         if isinstance(node, MappingNode):
             if tag != MAP:
@@ -412,6 +427,33 @@ class Builder:
         return result
 
 
+def _integer(node: Node, value: str) -> int:
+    if core_tag(value) != INT:  # an explicit !!int on something else
+        raise YamlProblem(node, f"{value[:40]!r} is not an integer: remove the tag or fix it")
+    if len(value) > 40:  # far beyond 64 bits; int() of 4,300+ digits would raise
+        raise YamlProblem(node, f"integer of {len(value):,} characters is out of the API's "
+                                "64-bit range: quote it if it is a string")
+    if value.startswith("0o"):
+        number = int(value[2:], 8)
+    elif value.startswith("0x"):
+        number = int(value[2:], 16)
+    else:
+        number = int(value)
+    if not INT_MIN <= number <= INT_MAX:
+        raise YamlProblem(node, f"integer {value} is out of the API's 64-bit range: "
+                                "quote it if it is a string")
+    return number
+
+
+def _float(value: str) -> float:
+    lowered = value.lower()
+    if lowered.endswith(".inf"):
+        return float("-inf") if lowered.startswith("-") else float("inf")
+    if lowered == ".nan":
+        return float("nan")
+    return float(value)
+
+
 def _written(node: Node, key: Any) -> Any:
     return node.value if isinstance(node, ScalarNode) else key
 
@@ -447,17 +489,3 @@ def locate(root: Node, path: tuple[Any, ...], *, key: bool = False) -> tuple[int
         else:
             return position(node)
     return position(node)
-
-
-def value_positions(root: Node, key: str) -> dict[str, tuple[int, int]]:
-    """``{"<key>.<field>": (line, col)}`` for each value of the mapping under ``key``."""
-    if not isinstance(root, MappingNode):
-        return {}
-    for k, v in root.value:
-        if isinstance(k, ScalarNode) and k.value == key and isinstance(v, MappingNode):
-            return {
-                f"{key}.{fk.value}": (fv.start_mark.line + 1, fv.start_mark.column + 1)
-                for fk, fv in v.value
-                if isinstance(fk, ScalarNode)
-            }
-    return {}

@@ -3,37 +3,30 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from govsync.manifests.loader import REF, SECRET
-from govsync.plan import KNOWN_AFTER_APPLY, NOOP, SENSITIVE, Plan
+from govsync.plan import Action, Plan
+from govsync.values import KNOWN_AFTER_APPLY_TEXT, SENSITIVE, shown
 
-SYMBOLS = {
-    "create": ("+", "green"),
-    "update": ("~", "yellow"),
-    "blocked": ("!", "red"),
-    "orphan": ("-", "magenta"),
-    "uncertain": ("?", "cyan"),
-    "no-op": (" ", None),
+if TYPE_CHECKING:
+    from govsync.drift import DriftReport
+
+# Every JSON document govsync prints or writes carries it (contract section 3).
+FORMAT_VERSION = "1.0"
+
+SYMBOLS: dict[Action, tuple[str, str | None]] = {
+    Action.CREATE: ("+", "green"),
+    Action.UPDATE: ("~", "yellow"),
+    Action.BLOCKED: ("!", "red"),
+    Action.ORPHAN: ("-", "magenta"),
+    Action.UNCERTAIN: ("?", "cyan"),
+    Action.NOOP: (" ", None),
 }
-ORDER = ("create", "update", "blocked", "orphan", "uncertain", "no-op")
-
-
-def shown(value: Any) -> Any:
-    """A request value as a person may see it: no secret, no marker."""
-    if isinstance(value, dict):
-        if REF in value and len(value) == 1:
-            return KNOWN_AFTER_APPLY
-        if SECRET in value and len(value) == 1:
-            return SENSITIVE
-        return {k: shown(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [shown(v) for v in value]
-    return value
+ORDER = tuple(SYMBOLS)
 
 
 def fmt_value(value: Any) -> str:
-    if isinstance(value, str) and value in (KNOWN_AFTER_APPLY, SENSITIVE):
+    if isinstance(value, str) and value in (KNOWN_AFTER_APPLY_TEXT, SENSITIVE):
         return value
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
@@ -56,11 +49,12 @@ def plan_json(plan: Plan) -> str:
 
 def plan_public(plan: Plan) -> dict[str, Any]:
     return {
+        "formatVersion": FORMAT_VERSION,
         "workspace": plan.workspace,
         "lineage": plan.lineage,
         "serial": plan.serial,
         "changes": [c.public() for c in plan.changes],
-        "checks": [c.__dict__ for c in plan.checks],
+        "checks": [c.as_dict() for c in plan.checks],
         "summary": plan.summary(),
     }
 
@@ -73,12 +67,12 @@ def plan_text(plan: Plan, *, color: bool = False, verbose: bool = False) -> str:
 
     lines: list[str] = []
     for c in plan.changes:
-        if c.action == NOOP and not verbose:
+        if c.action == Action.NOOP and not verbose:
             continue
         symbol, fg = SYMBOLS[c.action]
         head = f"{symbol} {c.address}"
         lines.append(style(head, fg, bold=True) + style(f"  ({c.action})", fg))
-        if c.action == "create" and c.request is not None:
+        if c.action == Action.CREATE and c.request is not None:
             for key in sorted(c.request):
                 lines.append(f"      {key}: {fmt_value(shown(c.request[key]))}")
         for d in c.diff:
@@ -125,7 +119,7 @@ def plan_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT, title: str = "govs
         head.append("No changes. The manifests match the recorded state.")
     by_kind: dict[str, list[Any]] = {}
     for c in plan.changes:
-        if c.action != NOOP:
+        if c.action != Action.NOOP:
             by_kind.setdefault(c.kind, []).append(c)
     sections: list[tuple[str, int]] = []  # (text, number of changes)
     for kind in sorted(by_kind):
@@ -138,7 +132,7 @@ def plan_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT, title: str = "govs
         for c in changes:
             symbol = SYMBOLS[c.action][0]
             body.append(_md(f"{symbol} {c.address} ({c.action})"))
-            if c.action == "create" and c.request is not None:
+            if c.action == Action.CREATE and c.request is not None:
                 for key in sorted(c.request):
                     body.append(f"      {key}: {_md(fmt_value(shown(c.request[key])))}")
             for d in c.diff:
@@ -188,11 +182,23 @@ def _md(text: str) -> str:
 # -- drift ----------------------------------------------------------------------
 
 
-def drift_json(report: Any) -> str:
-    return json.dumps(report.to_dict(), ensure_ascii=False, separators=(",", ":")) + "\n"
+def drift_public(report: DriftReport) -> dict[str, Any]:
+    body = plan_public(report.plan)
+    body["changes"] = [c for c in body["changes"] if c["action"] != Action.NOOP]
+    return {
+        "inSync": report.in_sync,
+        **body,
+        "live": [{"name": c.name, "status": c.status, "detail": c.detail, "problems": c.problems}
+                 for c in report.live],
+        "unobservable": report.unobservable,
+    }
 
 
-def _unobservable_note(report: Any) -> str:
+def drift_json(report: DriftReport) -> str:
+    return json.dumps(drift_public(report), ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def _unobservable_note(report: DriftReport) -> str:
     if not report.unobservable:
         return ""
     return (
@@ -201,7 +207,7 @@ def _unobservable_note(report: Any) -> str:
     )
 
 
-def drift_text(report: Any, *, color: bool = False) -> str:
+def drift_text(report: DriftReport, *, color: bool = False) -> str:
     import click
 
     lines = []
@@ -227,7 +233,7 @@ def drift_text(report: Any, *, color: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-def drift_markdown(report: Any) -> str:
+def drift_markdown(report: DriftReport) -> str:
     text = plan_markdown(report.plan, title="govsync drift")
     extra = ["", "#### Live checks", ""]
     for check in report.live:

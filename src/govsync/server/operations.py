@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from govsync.api.catalog import Operation
-from govsync.api.kinds import BY_KIND, EVERY_FIELD, wrap_key
+from govsync.api.kinds import BY_KIND, wrap_key
 from govsync.server.errors import ApiFailure
 from govsync.server.groups import list_groups
 from govsync.server.shapes import Shape, shape_of
@@ -109,7 +109,7 @@ class Engine:
         existing = self._existing(op, shape, fields)
         ns = time.time_ns()
         now = timestamp(ns)
-        if existing is not None and op.verb == "update" and BY_KIND[kind].updatable != EVERY_FIELD:
+        if existing is not None and op.verb == "update" and not BY_KIND[kind].replace_all:
             obj = {**existing, **fields}
             if "updatedAt" in shape.timestamps:
                 obj["updatedAt"] = now

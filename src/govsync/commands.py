@@ -1,0 +1,465 @@
+"""The library behind the commands: each command calls one function here.
+
+Everything the CLI does is reachable without click: ``Settings`` carries the
+global options, manifests come loaded (``manifests.load``) and saved plans
+read (``planfile.read``) by the caller, and ``plan``, ``apply``, ``drift``
+and the state commands take them.  An apply runs in one event loop with one
+API client, from the live checks to the last change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from govsync.errors import (
+    ApiError,
+    BlockedPlanError,
+    ConfigError,
+    GovsyncError,
+    ManifestError,
+    PlanError,
+    Problem,
+    StalePlanError,
+    StateError,
+    StateLockedError,
+    TransportError,
+    UnauthorizedError,
+)
+from govsync.settings import Settings
+
+if TYPE_CHECKING:
+    from govsync.api.client import AsyncClient
+    from govsync.apply import ApplyResult, Reporter
+    from govsync.drift import DriftReport
+    from govsync.manifests.model import ManifestSet
+    from govsync.plan import Plan
+    from govsync.planfile import SavedPlan
+    from govsync.state.base import Entry, Snapshot, StateStore
+
+__all__ = ["Settings", "apply", "drift", "plan", "write_plan"]
+
+
+def check_secrets_set(manifests: ManifestSet, settings: Settings) -> None:
+    """Every secret's variable is set: checked before any state is touched."""
+    from govsync.plan import missing_secrets
+
+    problems = missing_secrets(manifests, settings.environ)
+    if problems:
+        raise ManifestError(problems)
+
+
+def plan(manifests: ManifestSet, settings: Settings) -> Plan:
+    """Diff the manifests against the workspace's state (no lock taken).
+
+    With an endpoint, policy owner groups are checked live (ListGroups)."""
+    from govsync.live import wanted
+    from govsync.plan import make_plan
+
+    check_secrets_set(manifests, settings)
+    with settings.open_state() as store:
+        snapshot = store.snapshot(settings.workspace, responses=False)
+    result = make_plan(manifests, snapshot, environ=settings.environ)
+    values = wanted(manifests)
+    if values:
+        if settings.endpoint:
+            async def check() -> None:
+                async with settings.client(max_retries=1) as client:
+                    await check_live(result, manifests, client, None)
+
+            asyncio.run(check())
+        else:
+            _skip_live(result, "no endpoint configured (offline plan)")
+    return result
+
+
+def write_plan(plan: Plan, settings: Settings, path: str) -> None:
+    """Save ``plan`` for ``govsync apply FILE``, authenticated with the workspace's key."""
+    from govsync import planfile
+
+    with settings.open_state() as store:
+        snapshot = store.snapshot(settings.workspace, responses=False)
+    if snapshot.lineage != plan.lineage:
+        raise StateError("the state changed while the plan was made: run `govsync plan` again")
+    planfile.write(plan, path, snapshot.key)
+
+
+def _skip_live(plan: Plan, why: str) -> None:
+    from govsync.plan import Check, CheckStatus
+
+    plan.checks.append(Check("groups", CheckStatus.SKIPPED,
+                             f"policy owner groups not checked: {why}"))
+
+
+async def check_live(plan: Plan, manifests: ManifestSet, client: AsyncClient,
+                     addresses: list[str] | None) -> None:
+    """Check the live references of ``addresses`` (None: all); record it on ``plan``.
+
+    ManifestError for names that do not exist; an unreachable API skips the check."""
+    from govsync import live
+    from govsync.plan import Check, CheckStatus
+
+    values = live.wanted(manifests, addresses)
+    if not values:
+        return
+    try:
+        existing = await live.read(client, values)
+    except UnauthorizedError as exc:
+        raise ConfigError(
+            "the API rejected the key (401): check GOVSYNC_API_KEY for this endpoint"
+        ) from exc
+    except TransportError as exc:
+        _skip_live(plan, f"endpoint unreachable ({exc.message})")
+        return
+    except ApiError as exc:
+        _skip_live(plan, f"ListGroups failed ({exc})")
+        return
+    missing = live.missing(values, existing)
+    if missing:
+        raise ManifestError([
+            Problem(*v.manifest.where(f"spec.{v.ref.field}"),
+                    f"{v.message}; create the group or fix the name")
+            for v in missing
+        ])
+    plan.checks.append(Check("groups", CheckStatus.PASSED,
+                             f"{len(values)} policy owner group(s) exist"))
+
+
+def apply(
+    source: ManifestSet | SavedPlan,
+    settings: Settings,
+    *,
+    confirm: Callable[[Plan], bool] | None = None,
+    parallelism: int = 32,
+    forget_orphans: bool = False,
+    lock_timeout: float = 0.0,
+    reporter: Reporter | None = None,
+) -> tuple[Plan, ApplyResult]:
+    """Plan the manifests (or take a saved plan) and apply it under the workspace lock.
+
+    ``confirm`` is shown the plan and returns whether to go on (None: go on).
+    """
+    from govsync.planfile import SavedPlan
+    from govsync.state.base import LockHolder
+
+    saved = source if isinstance(source, SavedPlan) else None
+    if saved is None:
+        assert not isinstance(source, SavedPlan)
+        check_secrets_set(source, settings)
+    elif saved.plan.workspace != settings.workspace:
+        raise PlanError(
+            f"the plan is for workspace {saved.plan.workspace!r}, not "
+            f"{settings.workspace!r}: pass --workspace {saved.plan.workspace}")
+    with settings.open_state() as store:
+        store.acquire(settings.workspace, LockHolder.me(), timeout=lock_timeout)
+        try:
+            snapshot = store.snapshot(settings.workspace)
+            if saved is not None:
+                saved.verify(snapshot.key, snapshot.lineage)
+                if saved.plan.serial != snapshot.serial:
+                    raise StalePlanError(
+                        f"the state changed since the plan was made (serial "
+                        f"{saved.plan.serial} -> {snapshot.serial}): make a new plan with "
+                        "`govsync plan --out` and review it")
+            try:
+                return asyncio.run(_apply(
+                    source, store, snapshot, settings, confirm=confirm,
+                    parallelism=parallelism, forget_orphans=forget_orphans, reporter=reporter))
+            except KeyboardInterrupt:
+                raise _interrupted(store, settings) from None
+        finally:
+            store.release(settings.workspace)
+
+
+async def _apply(
+    source: ManifestSet | SavedPlan,
+    store: StateStore,
+    snapshot: Snapshot,
+    settings: Settings,
+    *,
+    confirm: Callable[[Plan], bool] | None,
+    parallelism: int,
+    forget_orphans: bool,
+    reporter: Reporter | None,
+) -> tuple[Plan, ApplyResult]:
+    from govsync.apply import Applier, ApplyResult, Throttle
+    from govsync.plan import Action, make_plan
+    from govsync.planfile import SavedPlan
+    from govsync.values import Resolver
+
+    if isinstance(source, SavedPlan):
+        the_plan, manifests = source.plan, None
+    else:
+        the_plan, manifests = make_plan(source, snapshot, environ=settings.environ), source
+    if the_plan.blocked():
+        raise BlockedPlanError(
+            f"the plan has {len(the_plan.blocked())} blocked change(s) the API cannot "
+            "make: revert them in the manifests; nothing was applied")
+    resolver = Resolver({}, snapshot.fingerprint, settings.environ)
+    for change in the_plan.work():
+        for path, variable, why in resolver.stale_secrets(change.request):
+            dotted = ".".join(str(p) for p in path)
+            if why == "is not set":
+                raise StalePlanError(f"{change.address}: environment variable {variable} "
+                                     f"(secret {dotted}) is not set")
+            raise StalePlanError(
+                f"{change.address}: the value of {variable} (secret {dotted}) changed since "
+                "the plan was made: make a new plan and review it")
+    work = the_plan.work(forget_orphans=forget_orphans)
+    if not work:
+        return the_plan, ApplyResult()
+    throttle = Throttle(parallelism)
+    # The client is made before anything is shown: no endpoint is an error now.
+    async with settings.client(on_retry=throttle.on_retry, lanes=parallelism) as client:
+        if manifests is not None:
+            # Owner groups of the policies this apply creates (the field cannot
+            # change after create), so an apply with nothing to do sends nothing.
+            creates = [c.address for c in the_plan.changes if c.action == Action.CREATE]
+            await check_live(the_plan, manifests, client, creates)
+        if confirm is not None and not confirm(the_plan):
+            raise PlanError("apply cancelled; nothing was changed")
+        applier = Applier(store, snapshot, client, environ=settings.environ, throttle=throttle,
+                          reporter=reporter)
+        result = await applier.run(the_plan, work)
+    try:
+        store.add_history(settings.workspace,
+                          history_record(the_plan, result, manifests is None))
+    except StateError as exc:
+        if not result.stopped:
+            result.stopped = f"the apply's history was not recorded: {exc}"
+    return the_plan, result
+
+
+def _interrupted(store: StateStore, settings: Settings) -> GovsyncError:
+    """What an interrupted apply leaves, and how to settle it."""
+    from govsync.state.base import PENDING, UNCERTAIN
+
+    try:
+        entries = store.snapshot(settings.workspace, responses=False).entries
+    except StateError:
+        return GovsyncError("interrupted; run `govsync plan` to see what was applied")
+    unsure = sorted(a for a, e in entries.items() if e.status in (PENDING, UNCERTAIN))
+    if not unsure:
+        return GovsyncError("interrupted; every change sent so far is recorded: run "
+                            "`govsync plan` to see what is left")
+    shown = " ".join(unsure[:5]) + (" ..." if len(unsure) > 5 else "")
+    return GovsyncError(
+        f"interrupted with {len(unsure)} create(s) sent but not answered, now uncertain "
+        f"({shown}): check the server, then settle each with `govsync state resolve ADDR "
+        "--id ID`, or those that do not exist with `govsync state resolve ADDR... --absent`")
+
+
+def history_record(plan: Plan, result: ApplyResult, saved: bool) -> dict[str, Any]:
+    """Who applied what, when, with which outcome (no secret: addresses and codes)."""
+    from govsync.state.base import LockHolder, now
+
+    me = LockHolder.me()
+    return {
+        "at": now(),
+        "user": me.user,
+        "host": me.host,
+        "command": me.command,
+        "savedPlan": saved,
+        "serialBefore": plan.serial,
+        "summary": result.summary(),
+        "ok": result.ok,
+        "changes": [
+            {"address": o.address, "action": o.action, "status": o.status, "id": o.id,
+             "code": o.code, "error": o.error}
+            for o in result.outcomes
+        ],
+    }
+
+
+def drift(manifests: ManifestSet, settings: Settings) -> DriftReport:
+    """The scheduled check: manifests against state, and live checks where a read exists.
+
+    With an endpoint configured, an unreachable API is an error (exit 1): a
+    drift job must not report "in sync" when it could not look.
+    """
+    from govsync import drift as d
+    from govsync import live
+    from govsync.plan import make_plan
+
+    check_secrets_set(manifests, settings)
+    with settings.open_state() as store:
+        snapshot = store.snapshot(settings.workspace, responses=False)
+    the_plan = make_plan(manifests, snapshot, environ=settings.environ)
+    values = live.wanted(manifests)
+    existing: dict[str, set[str]] | None = None
+    skipped = "no endpoint configured (GOVSYNC_ENDPOINT / --endpoint)"
+    if settings.endpoint:
+        async def read() -> dict[str, set[str]]:
+            async with settings.client(max_retries=1) as client:
+                return await live.read(client, values)
+
+        try:
+            existing = asyncio.run(read())
+        except UnauthorizedError as exc:
+            raise ConfigError(
+                "the API rejected the key (401): check GOVSYNC_API_KEY for this endpoint"
+            ) from exc
+        except TransportError as exc:
+            raise ApiError(f"cannot run the live checks: endpoint unreachable ({exc.message})"
+                           ) from exc
+        except ApiError as exc:
+            raise ApiError(f"cannot run the live checks: ListGroups failed ({exc})") from exc
+    live_checks = [d.group_check(values, existing, skipped)]
+    return d.DriftReport(the_plan, live_checks, d.unobservable(manifests))
+
+
+# -- state commands -------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _locked(settings: Settings) -> Iterator[StateStore]:
+    """The state store with the workspace lock held."""
+    from govsync.state.base import LockHolder
+
+    with settings.open_state() as store:
+        store.acquire(settings.workspace, LockHolder.me())
+        try:
+            yield store
+        finally:
+            store.release(settings.workspace)
+
+
+def state_entry(settings: Settings, address: str) -> Entry:
+
+    with settings.open_state() as store:
+        entry = store.snapshot(settings.workspace).entries.get(address)
+    if entry is None:
+        raise StateError(f"{address} is not in the state of workspace {settings.workspace!r} "
+                         "(`govsync state list` shows what is)")
+    return entry
+
+
+def state_forget(settings: Settings, address: str) -> Entry:
+    """Drop one entry; the object stays on the server."""
+    entry = state_entry(settings, address)
+    with _locked(settings) as store:
+        store.remove(settings.workspace, address)
+    return entry
+
+
+def state_resolve(settings: Settings, addresses: list[str], object_id: str | None
+                  ) -> list[Entry]:
+    """Settle uncertain creates: one exists with ``object_id``, or (None) none of them does.
+
+    Refused while an apply holds the workspace (its creates in flight look
+    uncertain until they are answered)."""
+    from govsync.state.base import APPLIED, PENDING, UNCERTAIN, now
+
+    if object_id is not None and len(addresses) != 1:
+        raise ConfigError("--id settles one address at a time: give one address with --id ID")
+    with _locked(settings) as store:
+        entries = store.snapshot(settings.workspace).entries
+        settled = []
+        for address in addresses:
+            entry = entries.get(address)
+            if entry is None or entry.status not in (PENDING, UNCERTAIN):
+                raise StateError(f"{address} is not uncertain in workspace "
+                                 f"{settings.workspace!r}; nothing to resolve (nothing was changed)")
+            settled.append(entry)
+        for entry in settled:
+            if object_id is None:
+                store.remove(settings.workspace, entry.address)
+            else:
+                entry.id, entry.status, entry.updated_at = object_id, APPLIED, now()
+                store.put(settings.workspace, entry)
+        return settled
+
+
+def state_import(settings: Settings, address: str, object_id: str,
+                 manifests: ManifestSet) -> Entry:
+    """Adopt an object that exists on the server: the manifest's spec becomes its baseline."""
+    from govsync.plan import make_plan
+    from govsync.state.base import APPLIED, Entry, now
+    from govsync.values import KNOWN_AFTER_APPLY, MissingSecret, Resolver
+
+    manifest = manifests.objects.get(address)
+    if manifest is None:
+        raise StateError(f"no manifest under {', '.join(manifests.files) or 'the paths given'} "
+                         f"defines {address}")
+    with _locked(settings) as store:
+        snapshot = store.snapshot(settings.workspace)
+        if address in snapshot.entries:
+            raise StateError(f"{address} is already in state (id {snapshot.entries[address].id}); "
+                             "`govsync state forget` it first to import another id")
+        ids = {a: e.id for a, e in snapshot.entries.items() if e.status == APPLIED and e.id}
+        try:
+            _request, spec = Resolver(ids, snapshot.fingerprint, settings.environ).plan(
+                manifest.template, manifest.holes)
+        except MissingSecret:
+            make_plan(manifests, snapshot, environ=settings.environ)  # raises with its place
+            raise
+        unknown = [k for k, v in spec.items() if v is KNOWN_AFTER_APPLY]
+        if unknown:
+            raise StateError(f"{address} references objects not in state ({', '.join(unknown)}): "
+                             "import or apply them first")
+        entry = Entry(address, manifest.kind.name, object_id, APPLIED, spec, None, now())
+        store.put(settings.workspace, entry)
+        return entry
+
+
+def state_export(settings: Settings) -> dict[str, Any]:
+    """The workspace as JSON (backup, or moving between SQLite and PostgreSQL)."""
+    import base64
+
+    with settings.open_state() as store:
+        snap = store.snapshot(settings.workspace)
+    return {
+        "govsyncState": 1,
+        "workspace": snap.workspace,
+        "lineage": snap.lineage,
+        "serial": snap.serial,
+        # The fingerprint key keeps secrets' fingerprints comparable after a move.
+        "fingerprintKey": base64.b64encode(snap.key).decode(),
+        "entries": [e.as_dict() for e in snap.entries.values()],
+    }
+
+
+def state_import_all(settings: Settings, data: Mapping[str, Any]) -> int:
+    """Load an export into the workspace, replacing its entries; returns the new serial."""
+    import base64
+
+    from govsync.state.base import Entry
+
+    if data.get("govsyncState") != 1:
+        raise StateError("not a govsync state export (missing govsyncState: 1)")
+    try:
+        entries = [
+            Entry(e["address"], e["kind"], e.get("id"), e["status"], e.get("spec"),
+                  e.get("response"), e.get("updatedAt", ""))
+            for e in data["entries"]
+        ]
+        key = base64.b64decode(data["fingerprintKey"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise StateError(f"invalid state export: {exc}") from exc
+    with _locked(settings) as store:
+        return store.replace_all(settings.workspace, entries, data.get("lineage"), key)
+
+
+def state_unlock(settings: Settings) -> tuple[Any, bool]:
+    """Clear the recorded lock holder; (who held it, whether the lock is now free).
+
+    The lock itself (flock, or PostgreSQL's session advisory lock) belongs to
+    the holding process and ends with it; if that process still runs, the
+    workspace stays locked until it exits."""
+    from govsync.state.base import LockHolder
+
+    with settings.open_state() as store:
+        holder = store.holder(settings.workspace)
+        try:  # taking the lock replaces a leftover record; releasing it clears ours
+            store.acquire(settings.workspace, LockHolder.me(), timeout=0)
+        except StateLockedError:
+            return holder, False  # alive: its record stays, so others still see who
+        store.release(settings.workspace)
+        return holder, True
+
+
+def state_history(settings: Settings, limit: int = 20) -> list[dict[str, Any]]:
+    with settings.open_state() as store:
+        return store.history(settings.workspace, limit)

@@ -1,0 +1,57 @@
+"""Live references: spec fields naming objects govsync does not manage but
+can read (a Policy's owner ``groupName``, read with ListGroups).
+
+One function finds what to check and one finds what is missing; plan turns
+the missing into errors at the field's place, drift into a failed live check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from govsync.api.kinds import LiveRef
+from govsync.manifests.model import Manifest, ManifestSet
+
+if TYPE_CHECKING:
+    from govsync.api.client import AsyncClient
+
+
+@dataclass(frozen=True)
+class LiveValue:
+    manifest: Manifest
+    ref: LiveRef
+    value: str
+
+    @property
+    def message(self) -> str:
+        return (f"{self.manifest.address}: spec.{self.ref.field} names {self.ref.target.lower()} "
+                f"{self.value!r}, which does not exist on the server ({self.ref.read_operation})")
+
+
+def wanted(manifests: ManifestSet, addresses: Iterable[str] | None = None) -> list[LiveValue]:
+    """The live references of ``addresses`` (default: every manifest), sorted by address."""
+    chosen = sorted(manifests.objects) if addresses is None else sorted(addresses)
+    return [
+        LiveValue(m, ref, m.template[ref.field])
+        for address in chosen
+        for m in [manifests.objects[address]]
+        for ref in m.kind.live_refs
+        if isinstance(m.template.get(ref.field), str)
+    ]
+
+
+def missing(values: Iterable[LiveValue], existing: Mapping[str, set[str]]) -> list[LiveValue]:
+    """The values whose object is not among ``existing`` (names by read operation)."""
+    return [v for v in values if v.value not in existing.get(v.ref.read_operation, set())]
+
+
+async def read(client: AsyncClient, values: Iterable[LiveValue]) -> dict[str, set[str]]:
+    """Names of every object the read operations of ``values`` list (every page)."""
+    operations = {v.ref.read_operation for v in values}
+    out: dict[str, set[str]] = {}
+    for operation in sorted(operations):
+        if operation == "ListGroups":
+            out[operation] = {g["name"] for g in await client.list_all_groups()}
+    return out

@@ -1,0 +1,276 @@
+"""One manifest document checked on its own: envelope, metadata, spec.
+
+``check_document`` turns a YAML document into a :class:`Manifest` or reports
+every problem with its place.  The spec becomes a request template in four
+steps: the API name from ``metadata.name``, references written by name,
+secrets written ``{fromEnv: VAR}``, then the API's request model (defaults
+filled in, every constraint checked).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import ValidationError
+
+from govsync import paths
+from govsync.api.kinds import BY_KIND, Kind
+from govsync.errors import Problem
+from govsync.manifests import wording as w
+from govsync.manifests.model import Manifest
+from govsync.manifests.names import invisible
+from govsync.manifests.yamlio import RawDocument, locate
+from govsync.paths import Path
+from govsync.values import Ref, SecretRef
+
+API_VERSION = "govsync/v1"
+TOP_KEYS = ("apiVersion", "kind", "metadata", "spec")
+METADATA_KEYS = ("name", "dependsOn")
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+# Reports a problem at a path of the document (at its key with key=True).
+Report = Callable[..., None]
+
+# Stand-ins that let the request model check a spec whose references and
+# secrets are not values yet.
+_REF_PLACEHOLDER = "ref"
+_SECRET_PLACEHOLDER = "secret"
+
+
+def check_document(doc: RawDocument, problems: list[Problem], *, source: str = "") -> Manifest | None:
+    """Check one document's envelope and spec; append problems; return the manifest."""
+    start = len(problems)
+
+    def problem(path: tuple[Any, ...], message: str, *, key: bool = False) -> None:
+        problems.append(Problem(doc.file, *locate(doc.root, path, key=key), message))
+
+    value = doc.value
+    if not isinstance(value, dict):
+        problem((), "a manifest must be a mapping with apiVersion, kind, metadata and spec, "
+                    f"not {w.a_value(value)}")
+        return None
+    kind = _check_envelope(value, problem)
+    name, depends = _check_metadata(value.get("metadata"), problem)
+    spec = value.get("spec", {})
+    if spec is None:
+        spec = {}
+    if not isinstance(spec, dict):
+        problem(("spec",), f"spec must be a mapping of the object's fields, not {w.a_value(spec)}")
+        return None
+    if kind is None or name is None:
+        return None
+    manifest = Manifest(kind, name, doc.file, doc.line, doc.col, {}, source=source or doc.file,
+                        index=doc.index)
+    manifest.depends_on.extend(depends)
+    built = check_spec(kind, name, spec, manifest.refs, problem)
+    if len(problems) > start or built is None:
+        return None
+    manifest.template, manifest.holes = built
+    return manifest
+
+
+def _check_envelope(value: dict[str, Any], problem: Report) -> Kind | None:
+    for key in value:
+        if key not in TOP_KEYS:
+            problem((key,), w.unknown(f"field {key!r}", str(key), TOP_KEYS), key=True)
+    if value.get("apiVersion") != API_VERSION:
+        if "apiVersion" not in value:
+            problem((), f"missing apiVersion: add `apiVersion: {API_VERSION}`")
+        else:
+            problem(("apiVersion",), f"unknown apiVersion {value['apiVersion']!r}: use {API_VERSION}")
+    kind_name = value.get("kind")
+    kind = BY_KIND.get(kind_name) if isinstance(kind_name, str) else None
+    if kind is None:
+        if kind_name is None:
+            problem((), f"missing kind: add `kind: KIND`, where KIND is one of {w.kinds()}")
+        else:
+            problem(("kind",), w.unknown(f"kind {kind_name!r}", str(kind_name), BY_KIND,
+                                         otherwise=f"use one of {w.kinds()}"))
+    return kind
+
+
+def _check_metadata(metadata: Any, problem: Report) -> tuple[str | None, list[str]]:
+    if metadata is None:
+        problem((), "missing metadata: add `metadata: {name: NAME}` (the object's name, "
+                    "unique per kind)")
+        return None, []
+    if not isinstance(metadata, dict):
+        problem(("metadata",), f"metadata must be a mapping with a name, not {w.a_value(metadata)}")
+        return None, []
+    for key in metadata:
+        if key not in METADATA_KEYS:
+            problem(("metadata", key), w.unknown(f"field metadata.{key}", str(key), METADATA_KEYS,
+                                                otherwise="metadata holds only name and dependsOn"),
+                    key=True)
+    name = metadata.get("name")
+    if name is None:
+        problem(("metadata",), "missing metadata.name: add `name: NAME` under metadata "
+                               "(the object's name, unique per kind)")
+        name = None
+    elif not isinstance(name, str) or not name.strip():
+        problem(("metadata", "name"), "metadata.name must be a non-empty string, "
+                                      f"not {w.a_value(name)}")
+        name = None
+    elif (bad := invisible(name)) is not None:
+        problem(("metadata", "name"), f"metadata.name must not contain {bad}: control, "
+                "invisible and text-direction characters cannot be reviewed; retype the name")
+        name = None
+    elif "/" in name:
+        problem(("metadata", "name"), "metadata.name must not contain '/' (addresses are Kind/name)")
+        name = None
+    depends = metadata.get("dependsOn", [])
+    out: list[str] = []
+    if depends is None:
+        depends = []
+    if not isinstance(depends, list):
+        problem(("metadata", "dependsOn"), "metadata.dependsOn must be a list of addresses (Kind/name)")
+        return name, []
+    for i, item in enumerate(depends):
+        if not isinstance(item, str) or item.count("/") != 1 or item.split("/")[0] not in BY_KIND:
+            problem(
+                ("metadata", "dependsOn", i),
+                f"metadata.dependsOn[{i}] must be an address Kind/name with a known kind, got {item!r}",
+            )
+        else:
+            out.append(item)
+    return name, out
+
+
+
+def check_spec(
+    kind: Kind, name: str, spec: dict[str, Any], refs: list[tuple[str, str]], problem: Report,
+) -> tuple[dict[str, Any], tuple[Path, ...]] | None:
+    """The request template of a spec and the paths of its holes, or None (problems reported).
+
+    Appends (ref field, target address) to ``refs`` for each reference."""
+    request = dict(spec)
+    ok = _take_name(kind, name, spec, request, problem)
+    used_refs, ok_refs = _take_refs(kind, spec, request, refs, problem)
+    secrets, ok_secrets = _take_secrets(kind, request, problem)
+    validated = _validate(kind, request, used_refs, problem)
+    if validated is None or not (ok and ok_refs and ok_secrets):
+        return None
+    holes: list[Path] = []
+    for id_field, ref_field in used_refs.items():
+        target = next(a for f, a in refs if f == ref_field)
+        validated[id_field] = Ref(target)
+        holes.append((id_field,))
+    for keys, variable in secrets:
+        validated = paths.replace(validated, keys, SecretRef(variable))
+        holes.append(keys)
+    return validated, tuple(holes)
+
+
+def _take_name(kind: Kind, name: str, spec: dict[str, Any], request: dict[str, Any],
+               problem: Report) -> bool:
+    """The API name of a named kind is metadata.name; spec.name is refused."""
+    if not kind.named:
+        return True
+    request["name"] = name
+    if "name" in spec:
+        problem(("spec", "name"), "spec.name is not allowed: the API name is metadata.name", key=True)
+        return False
+    return True
+
+
+def _take_refs(kind: Kind, spec: dict[str, Any], request: dict[str, Any],
+               refs: list[tuple[str, str]], problem: Report) -> tuple[dict[str, str], bool]:
+    """Replace each ``<x>Ref`` by a stand-in ``<x>Id``; returns {id field: ref field written}."""
+    used: dict[str, str] = {}
+    ok = True
+    for ref in kind.references:
+        if ref.ref_field not in spec:
+            continue
+        target = spec[ref.ref_field]
+        del request[ref.ref_field]
+        request[ref.id_field] = _REF_PLACEHOLDER
+        if ref.id_field in spec:
+            problem(("spec", ref.ref_field),
+                    f"give either spec.{ref.id_field} or spec.{ref.ref_field}, not both", key=True)
+            ok = False
+        if not isinstance(target, str) or not target:
+            problem(("spec", ref.ref_field),
+                    f"spec.{ref.ref_field} must be the metadata.name of a {ref.target}, "
+                    f"not {w.a_value(target)}")
+            ok = False
+            continue
+        refs.append((ref.ref_field, f"{ref.target}/{target}"))
+        used[ref.id_field] = ref.ref_field
+    return used, ok
+
+
+def _take_secrets(kind: Kind, request: dict[str, Any],
+                  problem: Report) -> tuple[list[tuple[Path, str]], bool]:
+    """Check each secret is ``{fromEnv: VAR}`` and put a stand-in in its place."""
+    secrets: list[tuple[Path, str]] = []
+    ok = True
+    for path in kind.secrets:
+        keys = paths.split(path)
+        if not paths.has(request, keys):
+            continue
+        value = paths.get(request, keys)
+        variable = value.get("fromEnv") if isinstance(value, dict) else None
+        if not isinstance(value, dict) or "fromEnv" not in value:
+            problem(("spec", *keys),
+                    f"spec.{path} is a secret: write it as {{fromEnv: VARIABLE}} and set VARIABLE "
+                    "in govsync's environment (literal secrets are not allowed)")
+            ok = False
+        elif len(value) != 1:
+            extra = sorted(str(k) for k in value if k != "fromEnv")
+            problem(("spec", *keys, extra[0]),
+                    f"spec.{path}: a secret is {{fromEnv: VARIABLE}} and nothing else: "
+                    f"remove {', '.join(extra)}", key=True)
+            ok = False
+        elif not isinstance(variable, str) or not ENV_NAME.match(variable):
+            problem(("spec", *keys, "fromEnv"),
+                    f"spec.{path}.fromEnv must name an environment variable (letters, digits "
+                    f"and '_', not starting with a digit), not {w.short(variable)}")
+            ok = False
+        request.update(paths.replace(request, keys, _SECRET_PLACEHOLDER))
+        if isinstance(variable, str):
+            secrets.append((keys, variable))
+    return secrets, ok
+
+
+def _validate(kind: Kind, request: dict[str, Any], used_refs: dict[str, str],
+              problem: Report) -> dict[str, Any] | None:
+    """The request through the API's model (defaults filled in), or None with its errors.
+
+    Inputs are shown only by kind (or short, for enums and patterns); secrets
+    were replaced by stand-ins before."""
+    try:
+        model = kind.request_model.model_validate(request)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        # A misspelt required field is one error, not also "missing".
+        misspelt = {
+            (*err["loc"][:-1], close)
+            for err in errors
+            if err["type"] == "extra_forbidden"
+            and (close := w.closest(str(err["loc"][-1]), w.fields_at(kind, err["loc"][:-1])))
+        }
+        for err in errors:
+            if err["type"] == "missing" and tuple(err["loc"]) in misspelt:
+                continue
+            where, message, at_key = w.explain(kind, err, used_refs)
+            problem(where, message, key=at_key)
+        return None
+    validated: dict[str, Any] = model.model_dump(mode="json", exclude_none=True)
+    return validated
+
+
+def identity(value: Any) -> tuple[str | None, str | None]:
+    """(kind, name) of a document as far as they can be read (None: cannot)."""
+    if not isinstance(value, dict):
+        return None, None
+    kind = value.get("kind")
+    metadata = value.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    return (
+        kind if isinstance(kind, str) and kind in BY_KIND else None,
+        name if isinstance(name, str) and name else None,
+    )
+
+

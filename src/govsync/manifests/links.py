@@ -1,0 +1,48 @@
+"""Links between manifests: every reference and ``dependsOn`` names a manifest."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+
+from govsync.errors import Problem
+from govsync.manifests.model import Manifest
+from govsync.manifests.wording import did_you_mean
+
+
+def check_links(
+    manifests: Iterable[Manifest],
+    objects: Collection[str],
+    unknown: Collection[tuple[str | None, str | None]] = (),
+) -> list[Problem]:
+    """References and dependsOn entries must name objects in the manifests.
+
+    An address that a document with errors may define (``unknown``) is not
+    reported: that document's own errors are.
+    """
+    problems: list[Problem] = []
+    everything = (None, None) in unknown
+
+    def missing(address: str) -> bool:
+        if address in objects or everything:
+            return False
+        kind, name = address.split("/", 1)
+        return not ({(kind, name), (kind, None), (None, name)} & set(unknown))
+
+    for m in manifests:
+        for ref_field, address in m.refs:
+            if missing(address):
+                problems.append(Problem(
+                    *m.where(f"spec.{ref_field}"),
+                    f"spec.{ref_field} refers to {address}, which no manifest defines"
+                    f"{did_you_mean(address, objects)}",
+                ))
+        for i, address in enumerate(m.depends_on):
+            if missing(address):
+                problems.append(Problem(
+                    *m.where(f"metadata.dependsOn.{i}"),
+                    f"metadata.dependsOn names {address}, which no manifest defines"
+                    f"{did_you_mean(address, objects)}",
+                ))
+    return problems
+
+

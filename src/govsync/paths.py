@@ -1,0 +1,62 @@
+"""Dotted paths into JSON-like data: the one place that reads and writes them.
+
+A path is a tuple of keys (``str``) and list indexes (``int``); its text form
+is ``logStoreB.apiKey`` or ``rules[0].name``.  Writes copy each container on
+the way down, so the data they start from is never changed: templates are
+shared between plans, and a plan must not alter the manifests it was made
+from.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Path = tuple[str | int, ...]
+
+
+def split(text: str) -> Path:
+    """``"a.b.0"`` -> ``("a", "b", 0)``: a digit-only step is a list index."""
+    return tuple(int(p) if p.isdigit() else p for p in text.split(".")) if text else ()
+
+
+def text(path: Path) -> str:
+    """``("a", 0, "b")`` -> ``"a[0].b"``, as messages and diffs show it."""
+    out = ""
+    for step in path:
+        out += f"[{step}]" if isinstance(step, int) else (f".{step}" if out else str(step))
+    return out
+
+
+def get(data: Any, path: Path, default: Any = None) -> Any:
+    """The value at ``path``, or ``default`` where the path does not lead."""
+    for step in path:
+        if isinstance(step, int):
+            if not isinstance(data, list) or not -len(data) <= step < len(data):
+                return default
+        elif not isinstance(data, dict) or step not in data:
+            return default
+        data = data[step]
+    return data
+
+
+def has(data: Any, path: Path) -> bool:
+    marker = object()
+    return get(data, path, marker) is not marker
+
+
+def replace(data: Any, path: Path, value: Any) -> Any:
+    """A copy of ``data`` with ``value`` at ``path`` (containers on the way copied)."""
+    if not path:
+        return value
+    head, rest = path[0], path[1:]
+    if isinstance(data, list):
+        copy: Any = list(data)
+    else:
+        copy = dict(data)
+    copy[head] = replace(copy[head], rest, value)
+    return copy
+
+
+def under(path: Path, prefix: Path) -> bool:
+    """Whether ``path`` is ``prefix`` or below it."""
+    return path[: len(prefix)] == prefix

@@ -1,0 +1,282 @@
+"""The saved-plan file (``govsync plan --out``), on its own like Terraform's
+``plans/planfile``: writing, reading, and the markers that exist only here.
+
+A saved plan is one JSON object.  Values that are not values yet are written
+as single-key markers, and any key of user data that starts with ``$`` gets
+one more ``$`` so it can never be read as a marker::
+
+    Ref("Space/analytics")           {"$ref": "Space/analytics"}
+    PlannedSecret("VAR", "hmac...")  {"$secret": {"env": "VAR", "fingerprint": "hmac..."}}
+    {"$ref": "x"}  (user data)       {"$$ref": "x"}
+
+The file is authenticated: ``mac`` is an HMAC-SHA256 over everything else,
+keyed by the workspace's secret key (kept in state, never in the file).
+Apply recomputes it before anything is sent, so a plan edited after it was
+made (a request, an extra or duplicated change, its workspace, lineage or
+serial, its targets) is refused.  Reading checks the shape of everything;
+any malformed file is a one-line PlanError.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from govsync.api.kinds import BY_KIND
+from govsync.errors import PlanError
+from govsync.plan import Action, Change, Check, CheckStatus, FieldChange, Plan
+from govsync.values import PlannedSecret, Ref
+
+FORMAT_VERSION = "1.0"
+KIND = "govsync-plan"
+MAX_BYTES = 64 * 1024 * 1024
+_REF, _SECRET = "$ref", "$secret"
+_MAC_PREFIX = "hmac-sha256:"
+
+
+# -- values <-> JSON --------------------------------------------------------------
+
+
+def encode(value: Any) -> Any:
+    """A request as JSON: typed leaves as markers, user keys starting with ``$`` escaped."""
+    if isinstance(value, Ref):
+        return {_REF: value.address}
+    if isinstance(value, PlannedSecret):
+        return {_SECRET: {"env": value.variable, "fingerprint": value.fingerprint}}
+    if isinstance(value, dict):
+        return {("$" + k if k.startswith("$") else k): encode(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [encode(v) for v in value]
+    return value
+
+
+def decode(value: Any) -> Any:
+    """The inverse of ``encode``; ValueError for a marker that is malformed."""
+    if isinstance(value, dict):
+        if _REF in value or _SECRET in value:
+            if len(value) != 1:
+                raise ValueError("a marker with other keys beside it")
+            if _REF in value:
+                if not isinstance(value[_REF], str):
+                    raise ValueError("a $ref that is not an address")
+                return Ref(value[_REF])
+            inner = value[_SECRET]
+            if (not isinstance(inner, dict) or set(inner) != {"env", "fingerprint"}
+                    or not all(isinstance(v, str) for v in inner.values())):
+                raise ValueError("a $secret that is not {env, fingerprint}")
+            return PlannedSecret(inner["env"], inner["fingerprint"])
+        out = {}
+        for k, v in value.items():
+            if k.startswith("$"):
+                if not k.startswith("$$"):
+                    raise ValueError(f"unknown marker {k!r}")
+                k = k[1:]
+            out[k] = decode(v)
+        return out
+    if isinstance(value, list):
+        return [decode(v) for v in value]
+    return value
+
+
+# -- plan <-> document --------------------------------------------------------------
+
+
+def _body(plan: Plan) -> dict[str, Any]:
+    return {
+        "formatVersion": FORMAT_VERSION,
+        "type": KIND,
+        "govsyncVersion": plan.version,
+        "workspace": plan.workspace,
+        "lineage": plan.lineage,
+        "serial": plan.serial,
+        "manifestsDigest": plan.digest,
+        "checks": [c.as_dict() for c in plan.checks],
+        "changes": [
+            {**c.public(), "operation": c.operation, "after": c.after,
+             "request": encode(c.request)}
+            for c in plan.changes
+        ],
+        "summary": plan.summary(),
+    }
+
+
+def _canonical(body: Mapping[str, Any]) -> bytes:
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def plan_key(workspace_key: bytes) -> bytes:
+    """The key that signs saved plans, derived from the workspace's secret key."""
+    return hmac.new(workspace_key, b"govsync saved plan v1", hashlib.sha256).digest()
+
+
+def mac(body: Mapping[str, Any], workspace_key: bytes) -> str:
+    digest = hmac.new(plan_key(workspace_key), _canonical(body), hashlib.sha256).hexdigest()
+    return _MAC_PREFIX + digest
+
+
+def dumps(plan: Plan, workspace_key: bytes) -> str:
+    body = _body(plan)
+    return json.dumps({**body, "mac": mac(body, workspace_key)}, sort_keys=True,
+                      separators=(",", ":"), ensure_ascii=False)
+
+
+def write(plan: Plan, path: str, workspace_key: bytes) -> None:
+    """Save a plan for ``govsync apply FILE`` (atomic: never a half-written file)."""
+    data = dumps(plan, workspace_key)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise PlanError(f"cannot write the plan to {path}: {exc.strerror}") from exc
+
+
+class SavedPlan:
+    """A plan read from a file, not yet authenticated (``verify``)."""
+
+    def __init__(self, path: str, plan: Plan, body: dict[str, Any], tag: str) -> None:
+        self.path = path
+        self.plan = plan
+        self._body = body
+        self._tag = tag
+
+    @property
+    def digest(self) -> str:
+        """SHA-256 of the plan's canonical content: what approvals and audit name."""
+        return hashlib.sha256(_canonical(self._body)).hexdigest()
+
+    def verify(self, workspace_key: bytes, lineage: str) -> None:
+        """PlanError unless the file is exactly as ``plan --out`` wrote it for this state."""
+        if hmac.compare_digest(mac(self._body, workspace_key), self._tag):
+            return
+        if self.plan.lineage != lineage:
+            raise PlanError(
+                f"the plan was made for another state (lineage {self.plan.lineage}, this "
+                f"state is {lineage}): make a new plan with `govsync plan --out`")
+        raise PlanError(
+            f"{self.path} was changed after it was made (its authentication code does not "
+            "match): nothing was sent; make a new plan with `govsync plan --out` and review it")
+
+
+def read(path: str) -> SavedPlan:
+    """Read and check the shape of a saved plan; PlanError (one line) when malformed."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise PlanError(f"cannot read saved plan {path}: {exc.strerror}") from exc
+    if len(raw) > MAX_BYTES:
+        raise PlanError(f"{path} is larger than {MAX_BYTES // (1024 * 1024)} MiB: not a govsync plan")
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise PlanError(f"{path} is not a govsync plan file: not JSON ({_first_line(exc)})") from exc
+    if not isinstance(data, dict) or data.get("type") != KIND:
+        raise PlanError(f"{path} is not a govsync plan file (made by `govsync plan --out`)")
+    major = str(data.get("formatVersion", "")).split(".")[0]
+    if major != FORMAT_VERSION.split(".")[0]:
+        raise PlanError(f"{path} has plan format {data.get('formatVersion')!r}; this govsync "
+                        f"reads {FORMAT_VERSION}: make the plan again with this version")
+    tag = data.pop("mac", None)
+    if not isinstance(tag, str):
+        raise PlanError(f"{path} has no authentication code: it was not made by "
+                        "`govsync plan --out`, or was edited; make a new plan")
+    try:
+        plan = _plan(data)
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
+        raise PlanError(f"{path} is not a valid govsync plan file: {_first_line(exc)}") from exc
+    return SavedPlan(path, plan, data, tag)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text.splitlines()[0][:200]
+
+
+def _str(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a string")
+    return value
+
+
+def _strs(value: Any, what: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TypeError(f"{what} must be a list of strings")
+    return list(value)
+
+
+def _plan(data: Mapping[str, Any]) -> Plan:
+    serial = data["serial"]
+    if not isinstance(serial, int) or isinstance(serial, bool) or serial < 0:
+        raise TypeError("serial must be a whole number")
+    changes_data = data["changes"]
+    if not isinstance(changes_data, list):
+        raise TypeError("changes must be a list")
+    changes = [_change(c) for c in changes_data]
+    seen: set[str] = set()
+    for c in changes:
+        if c.address in seen:
+            raise ValueError(f"{c.address} appears twice")
+        seen.add(c.address)
+    checks_data = data.get("checks", [])
+    if not isinstance(checks_data, list):
+        raise TypeError("checks must be a list")
+    checks = [Check(_str(c["name"], "a check's name"), CheckStatus(c["status"]),
+                    _str(c.get("detail", ""), "a check's detail")) for c in checks_data]
+    return Plan(
+        workspace=_str(data["workspace"], "workspace"), lineage=_str(data["lineage"], "lineage"),
+        serial=serial, digest=_str(data["manifestsDigest"], "manifestsDigest"),
+        changes=changes, checks=checks, version=_str(data.get("govsyncVersion", ""), "version"),
+    )
+
+
+def _change(c: Any) -> Change:
+    if not isinstance(c, dict):
+        raise TypeError("a change must be an object")
+    address = _str(c["address"], "address")
+    action = Action(c["action"])
+    kind = _str(c["kind"], f"{address}: kind")
+    if kind not in BY_KIND or not address.startswith(kind + "/"):
+        raise ValueError(f"{address}: unknown kind {kind!r}")
+    request = c.get("request")
+    operation = c.get("operation")
+    if action in (Action.CREATE, Action.UPDATE):
+        if not isinstance(request, dict):
+            raise TypeError(f"{address}: a {action} needs its request")
+        expected = BY_KIND[kind].create_op if action == Action.CREATE else BY_KIND[kind].update_op
+        if operation != expected:
+            raise ValueError(f"{address}: a {action} of a {kind} is sent with {expected}, "
+                             f"not {operation}")
+    elif request is not None:
+        raise TypeError(f"{address}: a {action} has no request")
+    object_id = c.get("id")
+    if object_id is not None and not isinstance(object_id, str):
+        raise TypeError(f"{address}: id must be a string")
+    diff = c.get("diff", [])
+    if not isinstance(diff, list):
+        raise TypeError(f"{address}: diff must be a list")
+    return Change(
+        address=address, action=action, kind=kind, id=object_id,
+        fields=_strs(c.get("fields", []), f"{address}: fields"),
+        reason=_str(c.get("reason", ""), f"{address}: reason"),
+        diff=[FieldChange(_str(d["field"], "a diff's field"), d["before"], d["after"])
+              for d in diff],
+        request=decode(request) if request is not None else None,
+        operation=operation, after=_strs(c.get("after", []), f"{address}: after"),
+    )
+
+
+def is_plan_file(paths: list[str]) -> bool:
+    """``govsync apply FILE``: one file that is not a YAML manifest."""
+    return (len(paths) == 1 and os.path.isfile(paths[0])
+            and not paths[0].endswith((".yaml", ".yml")))

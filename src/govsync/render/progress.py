@@ -1,0 +1,56 @@
+"""How apply reports its progress: a line per change (CI logs) or a bar (a terminal)."""
+
+from __future__ import annotations
+
+import click
+
+from govsync.apply import DONE, Outcome, Result
+
+COLORS = {Result.APPLIED: "green", Result.FORGOTTEN: "green", Result.FAILED: "red",
+          Result.UNCERTAIN: "cyan", Result.SKIPPED: "yellow"}
+
+
+class LineReporter:
+    """One line per finished change (CI logs): address, action, outcome."""
+
+    def __init__(self, color: bool, quiet: bool = False) -> None:
+        self.color = color
+        self.quiet = quiet
+
+    def start(self, total: int) -> None:
+        if not self.quiet:
+            click.echo(f"Applying {total} change(s)...", err=True)
+
+    def finished(self, o: Outcome) -> None:
+        if self.quiet and o.status in DONE:
+            return
+        fg = COLORS.get(o.status)
+        detail = f" (id {o.id})" if o.status == Result.APPLIED and o.id else ""
+        if o.error:
+            detail = f": {o.code + ' ' if o.code else ''}{o.error}"
+        line = f"{o.address}: {o.action} {click.style(o.status, fg=fg) if self.color else o.status}"
+        click.echo(f"{line}{detail} [{o.seconds:.2f}s]", err=True, color=self.color)
+
+    def close(self) -> None:
+        pass
+
+
+class ProgressReporter(LineReporter):
+    """A progress bar on a terminal; failures are still printed as they happen."""
+
+    def start(self, total: int) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+        self.progress = Progress("[progress.description]{task.description}", BarColumn(),
+                                 MofNCompleteColumn(), TimeElapsedColumn(), transient=True)
+        self.task = self.progress.add_task("Applying", total=total)
+        self.progress.start()
+
+    def finished(self, o: Outcome) -> None:
+        self.progress.advance(self.task)
+        if o.status not in DONE:
+            self.progress.console.print(f"{o.address}: {o.action} {o.status}: {o.error}",
+                                        markup=False, highlight=False)
+
+    def close(self) -> None:
+        self.progress.stop()
