@@ -111,7 +111,11 @@ def installed_spec(dist: metadata.Distribution | None = None) -> InstallSpec:
         commit = vcs.get("commit_id")
         if not commit:
             return InstallSpec(None, f"govsync was installed from {url} without a recorded commit")
-        requirement = f"govsync{EXTRAS} @ {vcs.get('vcs', 'git')}+{url}@{commit}"
+        # file:///x as file://localhost/x: pips before 23.3 reject a PEP 508
+        # URL without a host, and git reads both the same.
+        where = f"file://localhost{urlsplit(url).path}" if local and not urlsplit(url).netloc \
+            else url
+        requirement = f"govsync{EXTRAS} @ {vcs.get('vcs', 'git')}+{where}@{commit}"
         if direct.get("subdirectory"):
             requirement += f"#subdirectory={direct['subdirectory']}"
         note = (f"{url} is a repository on this machine: CI runners cannot reach it. "
