@@ -612,7 +612,10 @@ def fmt_command(paths: tuple[str, ...], check: bool) -> None:
 @click.option("--force", is_flag=True, help="Overwrite files that already exist.")
 @click.option("--ci", type=click.Choice(["github", "gitlab", "none"]), default="github",
               show_default=True, help="CI pipeline to add: GitHub Actions, GitLab CI, or none.")
-def init_command(directory: str, force: bool, ci: str) -> None:
+@click.option("--install-spec", envvar="GOVSYNC_INSTALL_SPEC", metavar="SPEC",
+              help="The pip requirement CI installs govsync with (requirements-govsync.txt) "
+                   "[env: GOVSYNC_INSTALL_SPEC]; default: how this govsync was installed.")
+def init_command(directory: str, force: bool, ci: str, install_spec: str | None) -> None:
     """Scaffold a repository of manifests in DIRECTORY (default: here).
 
     Writes commented example manifests (one file per family of kinds, all
@@ -627,7 +630,7 @@ def init_command(directory: str, force: bool, ci: str) -> None:
     """
     from govsync.init import init, next_steps
 
-    result = init(directory, force=force, ci=ci)
+    result = init(directory, force=force, ci=ci, install_spec=install_spec)
     for rel in result.created:
         click.echo(f"created {os.path.join(directory, rel)}")
     for rel in result.updated:

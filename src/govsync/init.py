@@ -175,9 +175,9 @@ def requirements_file(install: InstallSpec) -> str:
 
 
 def resolve_install_spec(spec: str | None = None) -> InstallSpec:
-    """The given spec, else GOVSYNC_INSTALL_SPEC, else what the installation records."""
-    spec = spec if spec is not None else os.environ.get(INSTALL_SPEC_ENV) or None
-    return given_spec(spec) if spec is not None else installed_spec()
+    """The given spec (``--install-spec`` / GOVSYNC_INSTALL_SPEC), else what the
+    installation records."""
+    return given_spec(spec) if spec else installed_spec()
 
 
 def install_warning(install: InstallSpec) -> str:
