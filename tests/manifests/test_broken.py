@@ -469,3 +469,23 @@ def test_an_integer_of_thousands_of_digits_is_one_error(tmp_path: Path,
     monkeypatch.chdir(tmp_path)
     assert_errors(validate(Path(".")), [
         ("big.yaml:7:8", "integer of 5,000 characters is out of the API's 64-bit range")])
+
+
+def test_a_request_over_the_apis_body_limit_is_an_error_before_apply(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    hook = ("apiVersion: govsync/v1\nkind: Hook\nmetadata: {name: big_hook}\nspec:\n"
+            "  code: &c \"" + "x" * 400_000 + "\"\n  allowlistedEnvironmentVariables: [*c, *c]\n")
+    write(tmp_path / "big.yaml", hook)
+    monkeypatch.chdir(tmp_path)
+    assert_errors(validate(Path(".")), [
+        ("big.yaml:1:1", "this object's request would be 1,200,")])
+
+
+def test_a_long_plain_list_is_not_called_an_alias_bomb(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    items = ", ".join(["h"] * 100_001)
+    write(tmp_path / "long.yaml", VALID + f"spec:\n  description: [{items}]\n")
+    monkeypatch.chdir(tmp_path)
+    result = validate(Path("."))
+    assert_errors(result, [("long.yaml:1:1", "document has more than 100,000 values")])
+    assert "alias" not in result.output

@@ -12,6 +12,9 @@ from pydantic import BaseModel
 
 from govsync.api import models as m
 
+# The largest request body the API accepts (api-spec: "a body over 1 MiB").
+MAX_REQUEST_BYTES = 1024 * 1024
+
 
 @dataclass(frozen=True)
 class Operation:

@@ -9,6 +9,7 @@ filled in, every constraint checked).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from govsync import paths
+from govsync.api.catalog import MAX_REQUEST_BYTES
 from govsync.api.kinds import BY_KIND, Kind
 from govsync.errors import Problem
 from govsync.manifests import wording as w
@@ -68,7 +70,24 @@ def check_document(doc: RawDocument, problems: list[Problem], *, source: str = "
     if len(problems) > start or built is None:
         return None
     manifest.template, manifest.holes = built
+    if doc.chars > _SIZE_CHECK_CHARS:
+        size = request_size(manifest.template)
+        if size > MAX_REQUEST_BYTES:
+            problem((), f"this object's request would be {size:,} bytes, over the API's "
+                        f"{MAX_REQUEST_BYTES // 1024 // 1024} MiB limit: split it or shorten "
+                        "its largest fields")
+            return None
     return manifest
+
+
+# Documents whose scalars hold fewer characters cannot come near the limit.
+_SIZE_CHECK_CHARS = 256 * 1024
+
+
+def request_size(template: dict[str, Any]) -> int:
+    """Bytes of the JSON body a template becomes (holes counted as short strings)."""
+    return len(json.dumps(template, default=lambda _leaf: "x" * 64, ensure_ascii=False,
+                          separators=(",", ":")).encode())
 
 
 def _check_envelope(value: dict[str, Any], problem: Report) -> Kind | None:

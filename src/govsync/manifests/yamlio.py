@@ -124,6 +124,9 @@ class RawDocument:
     col: int
     value: Any
     root: Node
+    # Characters of every scalar built (aliases counted each time): a cheap
+    # upper bound of the JSON the document becomes, less its punctuation.
+    chars: int = 0
 
 
 def position(node: Node | None) -> tuple[int, int]:
@@ -189,13 +192,14 @@ def iter_documents(text: str, display: str) -> Iterator[RawDocument | Problem]:
                 yield Problem(display, 1, 1, "YAML error: " + " ".join(str(exc).split()))
                 return
             line, col = position(node)
+            builder = Builder()
             try:
-                value = Builder().build(node)
+                value = builder.build(node)
             except YamlProblem as exc:
                 where = position(exc.node) if exc.node is not None else (line, col)
                 yield Problem(display, *where, str(exc))
             else:
-                yield RawDocument(display, index, line, col, value, node)
+                yield RawDocument(display, index, line, col, value, node, builder.chars)
             index += 1
     finally:
         loader.dispose()
@@ -331,23 +335,33 @@ def _char_at(text: str, line: int, column: int) -> str:
 class Builder:
     """Builds plain values from a node tree, with the checks above."""
 
-    __slots__ = ("budget", "stack")
+    __slots__ = ("aliased", "budget", "chars", "seen", "stack")
 
     def __init__(self) -> None:
         self.budget = MAX_DOCUMENT_NODES
+        self.chars = 0
+        self.seen: set[int] = set()  # collections built so far: a second visit is an alias
+        self.aliased = False
         self.stack: list[Node] = []  # collections being built, outermost first
 
     def build(self, node: Node) -> Any:
         self.budget -= 1
         if self.budget < 0:
+            if self.aliased:
+                raise YamlProblem(
+                    None,
+                    f"document expands to more than {MAX_DOCUMENT_NODES:,} values through "
+                    "aliases (*name): refusing it as an alias expansion bomb; write the values out",
+                )
             raise YamlProblem(
                 None,
-                f"document expands to more than {MAX_DOCUMENT_NODES:,} values through aliases "
-                "(*name): refusing it as an alias expansion bomb; write the values out",
+                f"document has more than {MAX_DOCUMENT_NODES:,} values: no manifest needs so "
+                "many; split it into several objects",
             )
         tag = node.tag
         if isinstance(node, ScalarNode):
             value = node.value
+            self.chars += len(value)
             if tag == STR:
                 return value
             if tag == INT:
@@ -381,6 +395,10 @@ class Builder:
         return result
 
     def _enter(self, node: Node) -> None:
+        if id(node) in self.seen:
+            self.aliased = True
+        else:
+            self.seen.add(id(node))
         stack = self.stack
         stack.append(node)
         if len(stack) > MAX_DEPTH:
