@@ -8,7 +8,9 @@
      │    ├── BlockedPlanError     the plan holds blocked changes
      │    └── StalePlanError       a saved plan no longer matches state or secrets
      ├── StateError                the state store failed or refuses
-     │    └── StateLockedError     another process holds the workspace lock
+     │    ├── StateLockedError     another process holds the workspace lock
+     │    ├── LockLostError        this process's workspace lock was lost: it writes nothing more
+     │    └── StateDamagedError    the state exists but is empty, truncated or malformed
      └── ApiError                  talking to the control API failed
           ├── TransportError       no request reached the server (safe to retry)
           ├── AmbiguousError       sent, no answer: the outcome is unknown
@@ -90,6 +92,14 @@ class StateLockedError(StateError):
     def __init__(self, message: str, holder: dict[str, Any] | None = None) -> None:
         self.holder = holder or {}
         super().__init__(message)
+
+
+class LockLostError(StateError):
+    """The workspace lock this process held was lost; the write was refused."""
+
+
+class StateDamagedError(StateError):
+    """The state exists but is empty, truncated, missing tables or malformed."""
 
 
 class ApiError(GovsyncError):
