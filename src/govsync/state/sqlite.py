@@ -103,7 +103,6 @@ ADDED_COLUMNS = (
     ("endpoint", "TEXT", None),
 )
 
-MAGIC = b"SQLite format 3\x00"
 POLL_SECONDS = 0.2
 
 
@@ -138,6 +137,8 @@ class SqliteStore(StateStore):
                 # an OS crash or power loss may drop the last few.
                 self.db.execute("PRAGMA synchronous=NORMAL")
                 self.db.execute("PRAGMA busy_timeout=10000")
+                if not self._created:
+                    self._check_size()
                 self._check_tables()
         except BaseException:
             self.db.close()
@@ -169,32 +170,38 @@ class SqliteStore(StateStore):
                     os.unlink(leftover)
 
     def _check_file(self) -> None:
-        """Refuse a file that is not a whole SQLite database, before SQLite reads it."""
+        """Refuse what is not a regular, non-empty file before SQLite opens it.
+
+        The file is only stat-ed here, never opened: closing a descriptor of
+        a SQLite file drops every POSIX lock this process holds on it,
+        including those of other connections (other stores, in-process)."""
         try:
             info = os.stat(self.path)
-            if not stat.S_ISREG(info.st_mode):
-                raise self._damaged("it is not a regular file")
-            with open(self.path, "rb") as f:
-                head = f.read(100)
-            wal = os.stat(self.path + "-wal").st_size if os.path.exists(self.path + "-wal") else 0
         except OSError as exc:
             raise StateError(f"cannot open state database {self.path}: {exc}") from exc
-        if not head:
+        if not stat.S_ISREG(info.st_mode):
+            raise self._damaged("it is not a regular file")
+        if info.st_size == 0:
             raise self._damaged("it is empty (0 bytes)")
-        if not head.startswith(MAGIC):
-            if MAGIC.startswith(head):
-                raise self._damaged(f"it is truncated ({len(head)} bytes)")
-            raise self._damaged("it is not a SQLite database")
-        if len(head) < 100:
-            raise self._damaged(f"it is truncated ({len(head)} bytes)")
-        page_size = int.from_bytes(head[16:18], "big")
-        page_size = 65536 if page_size == 1 else page_size
-        pages = int.from_bytes(head[28:32], "big")
-        # The header's page count is valid when the version numbers agree; with
-        # a live WAL (another process writing) the file may be checkpointing.
-        if head[92:96] == head[24:28] and not wal and info.st_size < page_size * pages:
+
+    def _check_size(self) -> None:
+        """Refuse a file shorter than its header says (a truncated copy)."""
+        try:
+            size = os.stat(self.path).st_size
+            wal = os.stat(self.path + "-wal").st_size if os.path.exists(self.path + "-wal") else 0
+        except OSError:
+            return  # the checks of each read still apply
+        page_size = self.db.execute("PRAGMA page_size").fetchone()[0]
+        pages = self.db.execute("PRAGMA page_count").fetchone()[0]
+        if wal or size >= page_size * pages:
+            return  # with a live WAL the main file may be shorter: not a sign
+        try:
+            result = self.db.execute("PRAGMA quick_check(1)").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            result = str(exc)
+        if result != "ok":
             raise self._damaged(
-                f"it is truncated ({info.st_size} of {page_size * pages} bytes)")
+                f"it is truncated ({size} of {page_size * pages} bytes; SQLite: {result})")
 
     def _check_tables(self) -> None:
         found = {r[0] for r in self.db.execute(
@@ -244,7 +251,12 @@ class SqliteStore(StateStore):
         except (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceError) as exc:
             raise StateError(f"{action} ({self.path}): {exc}") from exc
         except sqlite3.DatabaseError as exc:  # malformed, not a database, ...
-            raise self._damaged(str(exc)) from exc
+            problem = str(exc)
+            if problem == "file is not a database":
+                problem = "it is not a SQLite database (or its header is damaged)"
+            elif problem == "database disk image is malformed":
+                problem = f"it is truncated or corrupt (SQLite: {problem})"
+            raise self._damaged(problem) from exc
         except sqlite3.Error as exc:
             raise StateError(f"{action} ({self.path}): {exc}") from exc
 
