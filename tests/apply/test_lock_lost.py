@@ -22,8 +22,11 @@ def lose_the_lock(gov: Govsync) -> None:
 
         from govsync.state.postgres import PostgresStore
 
-        with PostgresStore(gov.state) as store:
+        store = PostgresStore(gov.state)
+        try:
             pid = store.lock_backend_pid(gov.workspace)
+        finally:
+            store.close()
         assert pid is not None
         with psycopg.connect(gov.state, autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
