@@ -428,35 +428,36 @@ class PostgresStore(StateStore):
         with self._mutex:
             if workspace in self._held:  # held, or lost: a lost lock is never re-taken
                 return self._held[workspace].epoch
-            deadline = time.monotonic() + timeout
-            while (session_pid := self._try_lock(workspace)) is None:
-                if time.monotonic() >= deadline:
-                    self._refuse(workspace)
-                time.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
-            try:
-                # Replaces the row of a holder whose session has ended.
-                with self._transaction(f"cannot record the lock of {workspace!r}") as cur:
-                    _ensure(cur, workspace)
-                    cur.execute("UPDATE govsync_workspaces SET lock_epoch = lock_epoch + 1"
-                                " WHERE name = %s RETURNING lock_epoch", (workspace,))
-                    row = cur.fetchone()
-                    assert row is not None
-                    cur.execute(
-                        "INSERT INTO govsync_locks (workspace, holder) VALUES (%s, %s)"
-                        " ON CONFLICT (workspace) DO UPDATE SET holder = EXCLUDED.holder",
-                        (workspace, Jsonb(holder.as_dict())),
-                    )
-            except BaseException:
-                with contextlib.suppress(StateError):
-                    self._unlock(workspace, session_pid)
-                raise
-            self._held[workspace] = _Lock(int(row[0]), session_pid)
-            return self._held[workspace].epoch
+        deadline = time.monotonic() + timeout
+        while (session_pid := self._try_lock(workspace)) is None:
+            if time.monotonic() >= deadline:
+                self._refuse(workspace)
+            time.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+        try:
+            # Replaces the row of a holder whose session has ended.
+            with self._transaction(f"cannot record the lock of {workspace!r}") as cur:
+                _ensure(cur, workspace)
+                cur.execute("UPDATE govsync_workspaces SET lock_epoch = lock_epoch + 1"
+                            " WHERE name = %s RETURNING lock_epoch", (workspace,))
+                row = cur.fetchone()
+                assert row is not None
+                cur.execute(
+                    "INSERT INTO govsync_locks (workspace, holder) VALUES (%s, %s)"
+                    " ON CONFLICT (workspace) DO UPDATE SET holder = EXCLUDED.holder",
+                    (workspace, Jsonb(holder.as_dict())),
+                )
+                self._held[workspace] = _Lock(int(row[0]), session_pid)
+        except BaseException:
+            self._held.pop(workspace, None)
+            with self._mutex, contextlib.suppress(StateError):
+                self._unlock(workspace, session_pid)
+            raise
+        return self._held[workspace].epoch
 
     def _try_lock(self, workspace: str) -> int | None:
         """One attempt; the lock session's backend pid when taken."""
         for attempt in (1, 2):
-            with self._errors(f"cannot lock workspace {workspace!r}"):
+            with self._mutex, self._errors(f"cannot lock workspace {workspace!r}"):
                 conn = self._lock_connection()
                 try:
                     row = conn.execute("SELECT pg_try_advisory_lock(%s), pg_backend_pid()",

@@ -444,23 +444,23 @@ class SqliteStore(StateStore):
 
     def acquire(self, workspace: str, holder: LockHolder, timeout: float = 0.0) -> int:
         with self._mutex:
-            if workspace in self._locks:
+            if workspace in self._locks:  # held, or lost: a lost lock is never re-taken
                 return self._locks[workspace].epoch
-            self._backup()
-            deadline = time.monotonic() + timeout
-            while True:
-                taken, current = self._try_lock(workspace, holder)
-                if taken is not None:
-                    self._locks[workspace] = taken
-                    return taken.epoch
-                if time.monotonic() >= deadline:
-                    raise StateLockedError(
-                        f"workspace {workspace!r} is locked by "
-                        f"{current or 'another process'}; wait for it to finish, pass "
-                        "--lock-timeout to wait, or run `govsync state unlock` if it is gone",
-                        current.as_dict() if current else None,
-                    )
-                time.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+        self._backup()
+        deadline = time.monotonic() + timeout
+        while True:
+            taken, current = self._try_lock(workspace, holder)
+            if taken is not None:
+                self._locks[workspace] = taken
+                return taken.epoch
+            if time.monotonic() >= deadline:
+                raise StateLockedError(
+                    f"workspace {workspace!r} is locked by "
+                    f"{current or 'another process'}; wait for it to finish, pass "
+                    "--lock-timeout to wait, or run `govsync state unlock` if it is gone",
+                    current.as_dict() if current else None,
+                )
+            time.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
 
     def _try_lock(self, workspace: str,
                   holder: LockHolder) -> tuple[_Lock | None, LockHolder | None]:
