@@ -9,7 +9,8 @@
      │    └── StalePlanError       a saved plan no longer matches state or secrets
      ├── StateError                the state store failed or refuses
      │    ├── StateLockedError     another process holds the workspace lock
-     │    └── LockLostError        this apply no longer holds its lock (fencing)
+     │    ├── LockLostError        this process's workspace lock was lost: it writes nothing more
+     │    └── StateDamagedError    the state exists but is empty, truncated or malformed
      └── ApiError                  talking to the control API failed
           ├── TransportError       no request reached the server (safe to retry)
           ├── AmbiguousError       sent, no answer: the outcome is unknown
@@ -94,7 +95,11 @@ class StateLockedError(StateError):
 
 
 class LockLostError(StateError):
-    """This process lost the workspace lock it held: it must send nothing more."""
+    """The workspace lock this process held was lost; the write was refused."""
+
+
+class StateDamagedError(StateError):
+    """The state exists but is empty, truncated, missing tables or malformed."""
 
 
 class ApiError(GovsyncError):

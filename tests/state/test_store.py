@@ -22,6 +22,7 @@ from govsync.state.base import (
     PENDING,
     UNCERTAIN,
     Entry,
+    EntryStatus,
     LockHolder,
     StateStore,
     open_store,
@@ -31,7 +32,7 @@ ALICE = LockHolder("alice", "ci-runner-7", 4242, "govsync apply manifests/", "20
 BOB = LockHolder("bob", "laptop", 1717, "govsync apply .", "2024-05-01T10:00:01Z")
 
 
-def entry(address: str, status: str = APPLIED, **spec: object) -> Entry:
+def entry(address: str, status: EntryStatus = APPLIED, **spec: object) -> Entry:
     kind = address.split("/")[0]
     return Entry(address, kind, f"id-{address.lower()}", status, dict(spec) or {"a": 1},
                  {"id": f"id-{address.lower()}", "createdAt": "2024-01-01T00:00:00Z"},
@@ -167,7 +168,7 @@ def test_replace_all_keeps_lineage_and_key_when_not_given(store: StateStore, ws:
     assert (snap.lineage, snap.key, snap.entries) == (before.lineage, before.key, {})
 
 
-# -- history and workspaces -----------------------------------------------------------
+# -- history -----------------------------------------------------------
 
 def test_history_newest_first(backend: Backend, store: StateStore, ws: str) -> None:
     store.snapshot(ws)
@@ -178,16 +179,6 @@ def test_history_newest_first(backend: Backend, store: StateStore, ws: str) -> N
     assert store.history(ws)[0] == {"n": 2, "ok": True, "changes": [{"address": "Space/a"}]}
     assert store.history(backend.workspace()) == []
     assert store.snapshot(ws).serial == 0  # history is not state
-
-
-def test_workspaces_lists_every_workspace_sorted(backend: Backend, store: StateStore) -> None:
-    b, a = backend.workspace(), backend.workspace()
-    store.snapshot(b)
-    store.put(a, entry("Space/x"))
-    names = store.workspaces()
-    assert {a, b} <= set(names)
-    assert names == sorted(names)
-    assert backend.workspace() not in names
 
 
 # -- lock -----------------------------------------------------------------------------
@@ -265,23 +256,6 @@ def test_workspaces_lock_independently(backend: Backend, store: StateStore) -> N
         store.acquire(staging, ALICE)
     with pytest.raises(StateLockedError):
         other.acquire(prod, BOB)
-
-
-def test_force_unlock_returns_the_holder(backend: Backend, store: StateStore, ws: str) -> None:
-    store.acquire(ws, ALICE)
-    admin = backend.open()
-    assert admin.force_unlock(ws) == ALICE
-    assert admin.holder(ws) is None
-    assert admin.force_unlock(ws) is None
-
-
-def test_force_unlock_does_not_break_a_live_lock(
-        backend: Backend, store: StateStore, ws: str) -> None:
-    store.acquire(ws, ALICE)
-    admin = backend.open()
-    admin.force_unlock(ws)
-    with pytest.raises(StateLockedError, match="another process"):
-        admin.acquire(ws, BOB)
 
 
 HOLD_LOCK = """

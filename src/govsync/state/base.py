@@ -6,7 +6,18 @@ scrubbed).  A workspace has a lineage (a random id fixed when it is created)
 and a serial that increases on every write, so a saved plan can tell that
 the state moved on.  Each write is its own transaction.
 
-Statuses of an entry:
+The interface is two halves, as Terraform's ``statemgr`` splits them:
+``Storage`` (read and write a workspace) and ``Locker`` (the workspace
+lock).  ``StateStore`` is both, and is what a backend implements.
+
+Fencing: a store that holds a workspace's lock has a lock epoch (bumped by
+every ``acquire`` of that workspace, by anyone).  Each of its writes checks,
+in the write's own transaction, that the epoch is still its own and that its
+lock is still alive; otherwise it raises ``LockLostError`` and writes
+nothing.  So an apply that lost its lock can never record an intent, and
+never sends a create whose intent is not recorded.
+
+Statuses of an entry (``EntryStatus``):
 
 * ``applied``   the object exists; ``id`` and ``spec`` are known.
 * ``pending``   a create is about to be sent (the intent); if govsync dies
@@ -22,14 +33,27 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import socket
 import sys
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any
 
-APPLIED, PENDING, UNCERTAIN = "applied", "pending", "uncertain"
+from govsync.errors import StateError
+
+
+class EntryStatus(StrEnum):
+    """The status of a state entry (stored and exported as its value)."""
+
+    APPLIED = "applied"
+    PENDING = "pending"
+    UNCERTAIN = "uncertain"
+
+
+APPLIED, PENDING, UNCERTAIN = EntryStatus.APPLIED, EntryStatus.PENDING, EntryStatus.UNCERTAIN
 FINGERPRINT_PREFIX = "hmac-sha256:"
 
 
@@ -46,7 +70,7 @@ class Entry:
     address: str
     kind: str
     id: str | None
-    status: str
+    status: EntryStatus
     spec: dict[str, Any] | None = None
     response: dict[str, Any] | None = None
     updated_at: str = ""
@@ -63,6 +87,46 @@ class Entry:
         }
 
 
+class Malformed(ValueError):
+    """A stored value that is not what govsync writes (turned into StateDamagedError)."""
+
+
+def entry_from_row(row: tuple[Any, ...], *, json_text: bool) -> Entry:
+    """An Entry from a stored row (address, kind, id, status, spec, response, updated_at).
+
+    ``json_text``: spec and response are JSON text (SQLite), not parsed values
+    (PostgreSQL JSONB).  Raises Malformed naming the entry and the problem."""
+    address, kind, object_id, status, spec, response, updated_at = row
+    if not isinstance(address, str) or not address:
+        raise Malformed(f"an entry has the address {address!r}")
+    where = f"entry {address!r}"
+    if not isinstance(kind, str) or not kind:
+        raise Malformed(f"{where} has the kind {kind!r}")
+    if object_id is not None and not isinstance(object_id, str):
+        raise Malformed(f"{where} has the id {object_id!r}, not a string")
+    try:
+        status = EntryStatus(status)
+    except ValueError:
+        raise Malformed(f"{where} has the unknown status {status!r} "
+                        f"(known: {', '.join(EntryStatus)})") from None
+    values: list[dict[str, Any] | None] = []
+    for name, value in (("spec", spec), ("response", response)):
+        if value is not None and json_text:
+            if not isinstance(value, str | bytes):
+                raise Malformed(f"{where}: its {name} is not JSON text")
+            try:
+                value = json.loads(value)
+            except ValueError:
+                raise Malformed(f"{where}: its {name} is not JSON") from None
+        if value is not None and not isinstance(value, dict):
+            raise Malformed(f"{where}: its {name} is a JSON {type(value).__name__}, "
+                            "not an object")
+        values.append(value)
+    if not isinstance(updated_at, str):
+        raise Malformed(f"{where} has the time {updated_at!r}, not a string")
+    return Entry(address, kind, object_id, status, values[0], values[1], updated_at)
+
+
 @dataclass
 class Snapshot:
     """One consistent read of a workspace."""
@@ -72,6 +136,8 @@ class Snapshot:
     serial: int
     entries: dict[str, Entry]
     key: bytes = field(repr=False, default=b"")
+    endpoint: str | None = None
+    """The API endpoint the workspace was last applied against (None: never recorded)."""
 
     def fingerprint(self, value: str) -> str:
         """A keyed fingerprint of a secret value: comparable, never reversible."""
@@ -96,6 +162,13 @@ class LockHolder:
         command = " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv))
         return cls(user, socket.gethostname(), os.getpid(), command[:200], now())
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LockHolder:
+        """Tolerates records written by another govsync version (extra or missing keys)."""
+        return cls(str(data.get("user", "")), str(data.get("host", "")),
+                   int(data.get("pid") or 0), str(data.get("command", "")),
+                   str(data.get("since", "")))
+
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
@@ -103,8 +176,11 @@ class LockHolder:
         return f"{self.user}@{self.host} pid {self.pid} since {self.since} ({self.command})"
 
 
-class StateStore(ABC):
-    """What every backend provides.  Plan uses ``snapshot`` only, without the lock."""
+class Storage(ABC):
+    """Reading and writing workspaces.  Plan uses ``snapshot`` only, without the lock.
+
+    Every write is one transaction.  Writes made while this store holds the
+    workspace lock are fenced (see the module docstring)."""
 
     url: str
 
@@ -114,15 +190,14 @@ class StateStore(ABC):
         """Read a workspace (created empty, with lineage and key, on first use).
 
         ``responses=False`` leaves the API's answers out (None): planning does
-        not need them, and parsing them is most of reading a large state."""
+        not need them, and parsing them is most of reading a large state.
+        A damaged state is a StateError naming the problem."""
 
     @abstractmethod
-    def workspaces(self) -> list[str]: ...
+    def history(self, workspace: str, limit: int = 50) -> list[dict[str, Any]]:
+        """The workspace's apply records, newest first."""
 
-    @abstractmethod
-    def history(self, workspace: str, limit: int = 50) -> list[dict[str, Any]]: ...
-
-    # -- write (each call one transaction, bumping the serial) --------------
+    # -- write (each call one transaction) ----------------------------------
     @abstractmethod
     def put(self, workspace: str, entry: Entry) -> int:
         """Insert or replace one entry; returns the new serial."""
@@ -134,28 +209,49 @@ class StateStore(ABC):
     @abstractmethod
     def replace_all(self, workspace: str, entries: list[Entry], lineage: str | None,
                     key: bytes | None) -> int:
-        """Replace a workspace's entries (state import-all)."""
+        """Replace a workspace's entries (state import-all); returns the new serial."""
 
     @abstractmethod
-    def add_history(self, workspace: str, record: dict[str, Any]) -> None: ...
-
-    # -- lock ---------------------------------------------------------------
-    @abstractmethod
-    def acquire(self, workspace: str, holder: LockHolder, timeout: float = 0.0) -> None:
-        """Take the workspace lock or raise StateLockedError naming the holder."""
+    def add_history(self, workspace: str, record: dict[str, Any]) -> None:
+        """Append an apply record (not state: the serial stays)."""
 
     @abstractmethod
-    def release(self, workspace: str) -> None: ...
+    def set_endpoint(self, workspace: str, endpoint: str) -> None:
+        """Record the endpoint the workspace is applied against.
+
+        Like history, this is not an entry: the serial stays, so a saved
+        plan is not made stale by it."""
+
+
+class Locker(ABC):
+    """The per-workspace lock that apply and the state commands hold."""
 
     @abstractmethod
-    def holder(self, workspace: str) -> LockHolder | None: ...
+    def acquire(self, workspace: str, holder: LockHolder, timeout: float = 0.0) -> int:
+        """Take the workspace lock or raise StateLockedError naming the holder.
+
+        Returns the lock epoch this store now holds (a number that every
+        acquire of the workspace increases).  Acquiring a workspace this
+        store already holds returns its epoch again; it never re-takes a
+        lock that was lost (writes then raise LockLostError)."""
 
     @abstractmethod
-    def force_unlock(self, workspace: str) -> LockHolder | None:
-        """Clear a lock left behind; returns who held it."""
+    def release(self, workspace: str) -> None:
+        """Give the lock back (nothing happens if this store does not hold it).
+
+        A lock that was lost meanwhile is not touched: its new holder keeps it."""
 
     @abstractmethod
-    def close(self) -> None: ...
+    def holder(self, workspace: str) -> LockHolder | None:
+        """Who holds, or last held without releasing, the workspace lock."""
+
+
+class StateStore(Storage, Locker):
+    """What every backend provides: storage and locking over one database."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release this store's locks and close its connections."""
 
     def __enter__(self) -> StateStore:
         return self
@@ -164,12 +260,29 @@ class StateStore(ABC):
         self.close()
 
 
+def lock_lost(workspace: str, why: str) -> str:
+    """The message of a LockLostError."""
+    return (f"the lock on workspace {workspace!r} was lost ({why}): this apply sends nothing "
+            "more; run `govsync plan` to see what is uncertain")
+
+
+SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
 def open_store(url: str) -> StateStore:
-    """A store for ``url``: a SQLite path (default) or ``postgresql://...``."""
-    if url.startswith(("postgresql://", "postgres://")):
+    """A store for ``url``: a SQLite path (default, or ``sqlite:///path``) or
+    ``postgresql://...``.  Any other ``scheme://`` is a StateError."""
+    scheme = SCHEME.match(url)
+    name = scheme.group(1).lower() if scheme else ""
+    if name in ("postgresql", "postgres"):
         from govsync.state.postgres import PostgresStore
 
         return PostgresStore(url)
+    if name not in ("", "sqlite"):
+        raise StateError(
+            f"unsupported state URL {safe_url(url)}: the scheme {name!r} is not a state "
+            "backend; use a SQLite file path (e.g. .govsync/state.db, or sqlite:///path) "
+            "or postgresql://user@host/database")
     from govsync.state.sqlite import SqliteStore
 
     return SqliteStore(url.removeprefix("sqlite:///").removeprefix("sqlite://"))

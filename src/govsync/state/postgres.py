@@ -3,7 +3,8 @@
 Four tables, created on first use in the first schema of the connection's
 ``search_path`` (choose another with ``?options=-csearch_path%3Dops``):
 
-* ``govsync_workspaces`` one row per workspace: lineage, serial, fingerprint key
+* ``govsync_workspaces`` one row per workspace: lineage, serial, fingerprint key,
+                         lock epoch, entry count, endpoint
 * ``govsync_objects``    one row per (workspace, address); spec and response JSONB
 * ``govsync_locks``      who holds a workspace lock, for messages only
 * ``govsync_history``    one JSONB record per apply
@@ -21,6 +22,14 @@ a machine that vanished without closing its socket loses the lock within
 about a minute.  Session-level locks need a real session: a pooler in
 transaction mode (PgBouncer ``pool_mode=transaction``) cannot carry them.
 
+Fencing: ``acquire`` bumps the workspace's lock epoch once it has the
+advisory lock.  Every write of a store holding the lock checks, in the
+write's transaction and under the workspace row lock, that the epoch is
+still its own and that its lock session still holds the advisory lock
+(``pg_locks``).  A lock session that ended (killed, terminated by an
+administrator, network gone) is never silently replaced: the store's writes
+raise LockLostError until it is closed.
+
 psycopg is imported here only; ``open_store`` imports this module lazily.
 """
 
@@ -35,7 +44,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import fields
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -43,8 +52,19 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.types.json import Jsonb
 
-from govsync.errors import StateError, StateLockedError
-from govsync.state.base import Entry, LockHolder, Snapshot, StateStore, now, safe_url
+from govsync.errors import LockLostError, StateDamagedError, StateError, StateLockedError
+from govsync.state.base import (
+    Entry,
+    EntryStatus,
+    LockHolder,
+    Malformed,
+    Snapshot,
+    StateStore,
+    entry_from_row,
+    lock_lost,
+    now,
+    safe_url,
+)
 
 TABLES = ("govsync_workspaces", "govsync_objects", "govsync_locks", "govsync_history")
 
@@ -54,7 +74,10 @@ SCHEMA = (
         lineage TEXT NOT NULL,
         serial BIGINT NOT NULL DEFAULT 0,
         fingerprint_key BYTEA NOT NULL,
-        created_at TEXT NOT NULL
+        created_at TEXT NOT NULL,
+        lock_epoch BIGINT NOT NULL DEFAULT 0,
+        entry_count BIGINT NOT NULL DEFAULT 0,
+        endpoint TEXT
     )""",
     """CREATE TABLE IF NOT EXISTS govsync_objects (
         workspace TEXT NOT NULL REFERENCES govsync_workspaces (name) ON DELETE CASCADE,
@@ -80,6 +103,15 @@ SCHEMA = (
     "CREATE INDEX IF NOT EXISTS govsync_history_workspace ON govsync_history (workspace, id)",
 )
 
+# Columns added since the first release, with what fills them in older tables.
+ADDED_COLUMNS = (
+    ("lock_epoch", "BIGINT NOT NULL DEFAULT 0", None),
+    ("entry_count", "BIGINT NOT NULL DEFAULT 0",
+     "UPDATE govsync_workspaces w SET entry_count ="
+     " (SELECT count(*) FROM govsync_objects o WHERE o.workspace = w.name)"),
+    ("endpoint", "TEXT", None),
+)
+
 # Serializes CREATE TABLE IF NOT EXISTS between processes: run concurrently,
 # it can fail on the catalogs' unique indexes.  Any constant unlikely to be
 # used by another application will do ("govsync" in ASCII).
@@ -97,6 +129,9 @@ CONNECT_DEFAULTS = {"connect_timeout": "10", "application_name": "govsync"}
 
 POLL_SECONDS = 0.2
 
+# How long a loser of a lock race waits for the winner's holder record.
+HOLDER_WAIT_SECONDS = 1.0
+
 # Byte order, as SQLite sorts, whatever the database's collation.
 C = 'COLLATE "C"'
 
@@ -106,6 +141,12 @@ def lock_key(workspace: str) -> int:
     sha256("govsync:" + workspace) as a signed 64-bit integer."""
     digest = hashlib.sha256(f"govsync:{workspace}".encode()).digest()
     return int.from_bytes(digest[:8], "big", signed=True)
+
+
+@dataclass
+class _Lock:
+    epoch: int
+    session_pid: int  # the backend of the lock session that holds it
 
 
 class PostgresStore(StateStore):
@@ -120,7 +161,7 @@ class PostgresStore(StateStore):
         self._conninfo = url
         self._secrets = _passwords(url)
         self._mutex = threading.RLock()  # one transaction at a time on self.db
-        self._held: set[str] = set()
+        self._held: dict[str, _Lock] = {}
         self._lock_db: psycopg.Connection[Any] | None = None
         self.db = self._connect()
         try:
@@ -167,22 +208,51 @@ class PostgresStore(StateStore):
     def _create_tables(self) -> None:
         # Once the tables exist, a role with only SELECT/INSERT/UPDATE/DELETE
         # grants can use them: no DDL is attempted.
-        if self._tables_exist():
+        found = self._tables_found()
+        if all(found) and not self._missing_columns():
             return
+        if any(found) and not all(found):
+            missing = [t for t, there in zip(TABLES, found, strict=True) if not there]
+            raise self._damaged(f"the table{'s' if len(missing) > 1 else ''} "
+                                f"{', '.join(missing)} is missing while the others exist")
         with self.db.transaction(), self.db.cursor() as cur:
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-            for statement in SCHEMA:
-                cur.execute(statement)
+            if not any(self._tables_found()):
+                for statement in SCHEMA:
+                    cur.execute(statement)
+            columns = self._missing_columns()
+            for name, declaration, fill in ADDED_COLUMNS:
+                if name in columns:
+                    cur.execute(f"ALTER TABLE govsync_workspaces ADD COLUMN {name} {declaration}")
+                    if fill:
+                        cur.execute(fill)
 
-    def _tables_exist(self) -> bool:
+    def _tables_found(self) -> list[bool]:
         row = self.db.execute(
             "SELECT " + ", ".join(f"to_regclass('{t}') IS NOT NULL" for t in TABLES)
         ).fetchone()
-        return row is not None and all(row)
+        assert row is not None
+        return [bool(v) for v in row]
+
+    def _missing_columns(self) -> set[str]:
+        rows = self.db.execute(
+            "SELECT column_name FROM information_schema.columns"
+            " WHERE table_name = 'govsync_workspaces'"
+            " AND table_schema = (SELECT n.nspname FROM pg_class c JOIN pg_namespace n"
+            " ON n.oid = c.relnamespace WHERE c.oid = to_regclass('govsync_workspaces'))"
+        ).fetchall()
+        return {name for name, _, _ in ADDED_COLUMNS} - {r[0] for r in rows}
+
+    def _damaged(self, problem: str) -> StateDamagedError:
+        return StateDamagedError(
+            f"the PostgreSQL state at {self.url} is damaged: {problem}; nothing was changed. "
+            "Restore the database from a backup, or load an export with "
+            "`govsync state import-all`")
 
     def _lock_connection(self) -> psycopg.Connection[Any]:
+        # A session that ended is replaced only for new locks: the workspaces
+        # it held stay in self._held, so their writes fail as LockLostError.
         if self._lock_db is None or self._lock_db.closed:
-            self._held.clear()  # a lost session took its locks with it
             conn = self._connect()
             try:
                 with self._errors("cannot configure the lock session"):
@@ -214,7 +284,8 @@ class PostgresStore(StateStore):
         with self._transaction(f"cannot read workspace {workspace!r}") as cur:
             cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             cur.execute(
-                "SELECT lineage, serial, fingerprint_key FROM govsync_workspaces WHERE name = %s",
+                "SELECT lineage, serial, fingerprint_key, entry_count, endpoint"
+                " FROM govsync_workspaces WHERE name = %s",
                 (workspace,),
             )
             head = cur.fetchone()
@@ -227,14 +298,15 @@ class PostgresStore(StateStore):
                 (workspace,),
             )
             rows = cur.fetchall()
-        lineage, serial, key = head
-        entries = {r[0]: Entry(*r) for r in rows}
-        return Snapshot(workspace, lineage, int(serial), entries, bytes(key))
-
-    def workspaces(self) -> list[str]:
-        with self._transaction("cannot list workspaces") as cur:
-            cur.execute(f"SELECT name FROM govsync_workspaces ORDER BY name {C}")
-            return [r[0] for r in cur.fetchall()]
+        lineage, serial, key, count, endpoint = head
+        try:
+            if count != len(rows):
+                raise Malformed(f"it records {count} entries but govsync_objects holds "
+                                f"{len(rows)}")
+            entries = {r[0]: entry_from_row(r, json_text=False) for r in rows}
+        except Malformed as exc:
+            raise self._damaged(f"workspace {workspace!r}: {exc}") from None
+        return Snapshot(workspace, lineage, int(serial), entries, bytes(key), endpoint)
 
     def history(self, workspace: str, limit: int = 50) -> list[dict[str, Any]]:
         with self._transaction(f"cannot read the history of {workspace!r}") as cur:
@@ -247,21 +319,55 @@ class PostgresStore(StateStore):
 
     # -- write ------------------------------------------------------------------
     @contextmanager
-    def _write(self, workspace: str) -> Iterator[tuple[psycopg.Cursor[Any], list[int]]]:
-        """One transaction that bumps the serial; yields the cursor and [new serial]."""
+    def _write(self, workspace: str, *,
+               bump: bool = True) -> Iterator[tuple[psycopg.Cursor[Any], list[int]]]:
+        """One fenced transaction that bumps the serial (unless not ``bump``);
+        yields the cursor and [serial]."""
         with self._transaction(f"state write failed for workspace {workspace!r}") as cur:
             _ensure(cur, workspace)
+            # Either statement takes the workspace row lock first (see above).
             cur.execute(
                 "UPDATE govsync_workspaces SET serial = serial + 1 WHERE name = %s"
-                " RETURNING serial",
+                " RETURNING serial, lock_epoch" if bump else
+                "SELECT serial, lock_epoch FROM govsync_workspaces WHERE name = %s FOR UPDATE",
                 (workspace,),
             )
             row = cur.fetchone()
             assert row is not None
+            self._fence(cur, workspace, int(row[1]))
             yield cur, [int(row[0])]
 
+    def _fence(self, cur: psycopg.Cursor[Any], workspace: str, epoch: int) -> None:
+        """Inside a write transaction: refuse if this store lost a lock it held."""
+        lock = self._held.get(workspace)
+        if lock is None:
+            return
+        if epoch != lock.epoch:
+            cur.execute("SELECT holder FROM govsync_locks WHERE workspace = %s", (workspace,))
+            row = cur.fetchone()
+            current = _holder(row[0]) if row else None
+            raise LockLostError(lock_lost(
+                workspace, f"taken by {current}" if current else "another process took it"))
+        key = lock_key(workspace) & 0xFFFFFFFFFFFFFFFF
+        cur.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted"
+            " AND pid = %s AND classid::bigint = %s AND objid::bigint = %s AND objsubid = 1"
+            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))",
+            (lock.session_pid, key >> 32, key & 0xFFFFFFFF),
+        )
+        alive = cur.fetchone()
+        if not (alive and alive[0]):
+            raise LockLostError(lock_lost(
+                workspace, f"the PostgreSQL session holding it (pid {lock.session_pid}) ended"))
+
     def put(self, workspace: str, entry: Entry) -> int:
+        row = _row(workspace, entry)
         with self._write(workspace) as (cur, serial):
+            cur.execute("SELECT 1 FROM govsync_objects WHERE workspace = %s AND address = %s",
+                        (workspace, entry.address))
+            if cur.fetchone() is None:
+                cur.execute("UPDATE govsync_workspaces SET entry_count = entry_count + 1"
+                            " WHERE name = %s", (workspace,))
             cur.execute(
                 "INSERT INTO govsync_objects"
                 " (workspace, address, kind, object_id, status, spec, response, updated_at)"
@@ -270,7 +376,7 @@ class PostgresStore(StateStore):
                 " object_id = EXCLUDED.object_id, status = EXCLUDED.status,"
                 " spec = EXCLUDED.spec, response = EXCLUDED.response,"
                 " updated_at = EXCLUDED.updated_at",
-                _row(workspace, entry),
+                row,
             )
         return serial[0]
 
@@ -280,67 +386,97 @@ class PostgresStore(StateStore):
                 "DELETE FROM govsync_objects WHERE workspace = %s AND address = %s",
                 (workspace, address),
             )
+            cur.execute("UPDATE govsync_workspaces SET entry_count = entry_count - %s"
+                        " WHERE name = %s", (cur.rowcount, workspace))
         return serial[0]
 
     def replace_all(self, workspace: str, entries: list[Entry], lineage: str | None,
                     key: bytes | None) -> int:
+        rows = [_row(workspace, e) for e in entries]
         with self._write(workspace) as (cur, serial):
             cur.execute("DELETE FROM govsync_objects WHERE workspace = %s", (workspace,))
+            cur.execute("UPDATE govsync_workspaces SET entry_count = %s WHERE name = %s",
+                        (len(rows), workspace))
             if lineage:
                 cur.execute("UPDATE govsync_workspaces SET lineage = %s WHERE name = %s",
                             (lineage, workspace))
             if key:
                 cur.execute("UPDATE govsync_workspaces SET fingerprint_key = %s WHERE name = %s",
                             (key, workspace))
-            if entries:
+            if rows:
                 cur.executemany(
                     "INSERT INTO govsync_objects (workspace, address, kind, object_id, status,"
                     " spec, response, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                    [_row(workspace, e) for e in entries],
+                    rows,
                 )
         return serial[0]
 
     def add_history(self, workspace: str, record: dict[str, Any]) -> None:
-        with self._transaction(f"cannot record history for {workspace!r}") as cur:
+        with self._write(workspace, bump=False) as (cur, _):
             cur.execute(
                 "INSERT INTO govsync_history (workspace, record) VALUES (%s, %s)",
                 (workspace, Jsonb(record)),
             )
 
+    def set_endpoint(self, workspace: str, endpoint: str) -> None:
+        with self._write(workspace, bump=False) as (cur, _):
+            cur.execute("UPDATE govsync_workspaces SET endpoint = %s WHERE name = %s",
+                        (endpoint, workspace))
+
     # -- lock -------------------------------------------------------------------
-    def acquire(self, workspace: str, holder: LockHolder, timeout: float = 0.0) -> None:
-        if workspace in self._held:
-            return
+    def acquire(self, workspace: str, holder: LockHolder, timeout: float = 0.0) -> int:
+        with self._mutex:
+            if workspace in self._held:  # held, or lost: a lost lock is never re-taken
+                return self._held[workspace].epoch
         deadline = time.monotonic() + timeout
-        while not self._try_lock(workspace):
+        while (session_pid := self._try_lock(workspace)) is None:
             if time.monotonic() >= deadline:
                 self._refuse(workspace)
             time.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
         try:
             # Replaces the row of a holder whose session has ended.
             with self._transaction(f"cannot record the lock of {workspace!r}") as cur:
+                _ensure(cur, workspace)
+                cur.execute("UPDATE govsync_workspaces SET lock_epoch = lock_epoch + 1"
+                            " WHERE name = %s RETURNING lock_epoch", (workspace,))
+                row = cur.fetchone()
+                assert row is not None
                 cur.execute(
                     "INSERT INTO govsync_locks (workspace, holder) VALUES (%s, %s)"
                     " ON CONFLICT (workspace) DO UPDATE SET holder = EXCLUDED.holder",
                     (workspace, Jsonb(holder.as_dict())),
                 )
+                self._held[workspace] = _Lock(int(row[0]), session_pid)
         except BaseException:
+            self._held.pop(workspace, None)
             with self._mutex, contextlib.suppress(StateError):
-                self._unlock(workspace)
+                self._unlock(workspace, session_pid)
             raise
+        return self._held[workspace].epoch
 
-    def _try_lock(self, workspace: str) -> bool:
-        with self._mutex, self._errors(f"cannot lock workspace {workspace!r}"):
-            row = self._lock_connection().execute(
-                "SELECT pg_try_advisory_lock(%s)", (lock_key(workspace),)
-            ).fetchone()
-            if row is None or not row[0]:
-                return False
-            self._held.add(workspace)
-            return True
+    def _try_lock(self, workspace: str) -> int | None:
+        """One attempt; the lock session's backend pid when taken."""
+        for attempt in (1, 2):
+            with self._mutex, self._errors(f"cannot lock workspace {workspace!r}"):
+                conn = self._lock_connection()
+                try:
+                    row = conn.execute("SELECT pg_try_advisory_lock(%s), pg_backend_pid()",
+                                       (lock_key(workspace),)).fetchone()
+                except psycopg.OperationalError:
+                    # A session that ended while idle shows only now: one new try.
+                    if attempt == 1 and conn.closed:
+                        continue
+                    raise
+                if row is None or not row[0]:
+                    return None
+                return int(row[1])
+        return None
 
     def _refuse(self, workspace: str) -> None:
-        current = self.holder(workspace)
+        # The winner of a race records itself just after taking the lock.
+        deadline = time.monotonic() + HOLDER_WAIT_SECONDS
+        while (current := self.holder(workspace)) is None and time.monotonic() < deadline:
+            time.sleep(0.05)
         backend = self.lock_backend_pid(workspace)
         session = (
             f" (PostgreSQL session pid {backend}; if it hangs, an administrator can end it "
@@ -355,18 +491,23 @@ class PostgresStore(StateStore):
 
     def release(self, workspace: str) -> None:
         with self._mutex:
-            if workspace not in self._held:
+            lock = self._held.pop(workspace, None)
+            if lock is None:
                 return
             try:
                 with self._transaction(f"cannot clear the lock of {workspace!r}") as cur:
-                    cur.execute("DELETE FROM govsync_locks WHERE workspace = %s", (workspace,))
+                    # Only our own record: a lock lost meanwhile is someone else's now.
+                    cur.execute(
+                        "DELETE FROM govsync_locks WHERE workspace = %s AND (SELECT lock_epoch"
+                        " FROM govsync_workspaces WHERE name = %s) = %s",
+                        (workspace, workspace, lock.epoch))
             finally:
-                self._unlock(workspace)
+                with contextlib.suppress(StateError):
+                    self._unlock(workspace, lock.session_pid)
 
-    def _unlock(self, workspace: str) -> None:
-        self._held.discard(workspace)
+    def _unlock(self, workspace: str, session_pid: int) -> None:
         conn = self._lock_db
-        if conn is None or conn.closed:
+        if conn is None or conn.closed or conn.info.backend_pid != session_pid:
             return  # the session is gone, and its locks with it
         with self._errors(f"cannot unlock workspace {workspace!r}"):
             conn.execute("SELECT pg_advisory_unlock(%s)", (lock_key(workspace),))
@@ -374,23 +515,6 @@ class PostgresStore(StateStore):
     def holder(self, workspace: str) -> LockHolder | None:
         with self._transaction(f"cannot read the lock of {workspace!r}") as cur:
             cur.execute("SELECT holder FROM govsync_locks WHERE workspace = %s", (workspace,))
-            row = cur.fetchone()
-        return _holder(row[0]) if row else None
-
-    def force_unlock(self, workspace: str) -> LockHolder | None:
-        """Delete the holder's row; returns who held it.
-
-        This only clears the record.  The advisory lock itself belongs to the
-        holder's database session and PostgreSQL releases it when that session
-        ends: at once when the process exits or is killed, within about a
-        minute (TCP keepalives) when its machine vanished.  A session that is
-        still alive but hung keeps the lock; an administrator ends it with
-        ``SELECT pg_terminate_backend(pid)``, pid from ``lock_backend_pid``
-        (also named in the StateLockedError message).
-        """
-        with self._transaction(f"cannot unlock workspace {workspace!r}") as cur:
-            cur.execute("DELETE FROM govsync_locks WHERE workspace = %s RETURNING holder",
-                        (workspace,))
             row = cur.fetchone()
         return _holder(row[0]) if row else None
 
@@ -417,7 +541,7 @@ class PostgresStore(StateStore):
                 except StateError:
                     # Closing the lock session below releases the lock; the
                     # holder row left behind is replaced by the next acquire.
-                    self._held.discard(workspace)
+                    self._held.pop(workspace, None)
             if self._lock_db is not None:
                 self._lock_db.close()
             self.db.close()
@@ -432,15 +556,22 @@ def _ensure(cur: psycopg.Cursor[Any], workspace: str) -> None:
 
 
 def _row(workspace: str, e: Entry) -> tuple[Any, ...]:
-    return (workspace, e.address, e.kind, e.id, e.status,
+    try:
+        status = EntryStatus(e.status)
+    except ValueError:
+        raise StateError(f"{e.address}: unknown entry status {e.status!r} "
+                         f"(known: {', '.join(EntryStatus)})") from None
+    return (workspace, e.address, e.kind, e.id, status.value,
             Jsonb(e.spec) if e.spec is not None else None,
             Jsonb(e.response) if e.response is not None else None,
             e.updated_at or now())
 
 
-def _holder(data: dict[str, Any]) -> LockHolder:
-    # Tolerates rows written by another govsync version (extra or missing keys).
-    return LockHolder(**{f.name: data.get(f.name, "") for f in fields(LockHolder)})
+def _holder(data: Any) -> LockHolder | None:
+    try:
+        return LockHolder.from_dict(data)
+    except (TypeError, ValueError, AttributeError):
+        return None  # an unreadable record names nobody; the lock still holds
 
 
 def _display_url(url: str) -> str:

@@ -1,26 +1,64 @@
 """The embedded state store: one SQLite file (``.govsync/state.db``).
 
 Writes are single transactions in WAL mode, so a process killed at any
-moment leaves the file at the last committed write.  The workspace lock is
-an OS file lock (``flock``) on ``<db>.<workspace>.lock``: the kernel releases
-it when the holding process dies, so a crashed apply never blocks the next
-one.  The holder's details are kept in the ``locks`` table for messages;
-a row whose flock is free is a leftover and is simply replaced.
+moment leaves the file at the last committed write.
+
+A new file is made only where none exists, complete (tables, WAL mode)
+under a temporary name and then linked into place, so no process ever sees
+a half-made state.  An existing file is checked when opened and on every
+read: empty, truncated, not SQLite, missing tables, an entry count that does
+not match the rows, or malformed rows are a StateDamagedError, never a new
+empty state.  Before its first write, each store copies an existing file to
+``<db>.backup`` (SQLite's online backup), as Terraform keeps
+``terraform.tfstate.backup``.
+
+The workspace lock is an OS file lock (``flock``) on ``<db>.<workspace>.lock``:
+the kernel releases it when the holding process dies, so a crashed apply
+never blocks the next one.  The lock is only ever taken or given back inside
+a write transaction of the database, which also records the holder (in the
+``locks`` table) and bumps the workspace's lock epoch.  So whoever finds the
+flock taken, looking inside such a transaction too, always finds the
+holder's record.  A record whose flock is free is a leftover of a killed
+process and is simply replaced.
+
+Fencing: a write of a store holding the lock checks, in its transaction,
+that the epoch is still its own and that its flocked file is still the file
+at the lock path (a removed lock file is a lost lock: anyone may now create
+a new one and lock that).
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
 import secrets
 import sqlite3
+import stat
+import threading
 import time
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
-from govsync.errors import StateError, StateLockedError
-from govsync.state.base import Entry, LockHolder, Snapshot, StateStore, dumps, now
+from govsync.errors import LockLostError, StateDamagedError, StateError, StateLockedError
+from govsync.state.base import (
+    Entry,
+    EntryStatus,
+    LockHolder,
+    Malformed,
+    Snapshot,
+    StateStore,
+    dumps,
+    entry_from_row,
+    lock_lost,
+    now,
+)
+
+TABLES = ("workspaces", "objects", "locks", "history")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS workspaces (
@@ -28,7 +66,10 @@ CREATE TABLE IF NOT EXISTS workspaces (
     lineage TEXT NOT NULL,
     serial INTEGER NOT NULL DEFAULT 0,
     fingerprint_key BLOB NOT NULL,
-    created_at TEXT NOT NULL
+    created_at TEXT NOT NULL,
+    lock_epoch INTEGER NOT NULL DEFAULT 0,
+    entry_count INTEGER NOT NULL DEFAULT 0,
+    endpoint TEXT
 );
 CREATE TABLE IF NOT EXISTS objects (
     workspace TEXT NOT NULL,
@@ -53,191 +94,476 @@ CREATE TABLE IF NOT EXISTS history (
 );
 """
 
+# Columns added since the first release, with what fills them in an older file.
+ADDED_COLUMNS = (
+    ("lock_epoch", "INTEGER NOT NULL DEFAULT 0", None),
+    ("entry_count", "INTEGER NOT NULL DEFAULT 0",
+     "UPDATE workspaces SET entry_count ="
+     " (SELECT count(*) FROM objects WHERE objects.workspace = workspaces.name)"),
+    ("endpoint", "TEXT", None),
+)
+
+POLL_SECONDS = 0.2
+
+
+@dataclass
+class _Lock:
+    fd: int
+    epoch: int
+
 
 class SqliteStore(StateStore):
     def __init__(self, path: str) -> None:
         self.url = path
         self.path = path
-        self._locks: dict[str, int] = {}
-        directory = os.path.dirname(os.path.abspath(path))
+        self._locks: dict[str, _Lock] = {}
+        self._mutex = threading.RLock()  # one transaction at a time on self.db
         try:
-            os.makedirs(directory, exist_ok=True)
-            self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            # NORMAL in WAL mode: a killed process never loses a commit; only
-            # an OS crash or power loss may drop the last few.
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.execute("PRAGMA busy_timeout=10000")
-            self.db.executescript(SCHEMA)
-        except (OSError, sqlite3.Error) as exc:
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        except OSError as exc:
             raise StateError(f"cannot open state database {path}: {exc}") from exc
-
-    # -- helpers ---------------------------------------------------------------
-    def _tx(self, sql_calls: list[tuple[str, tuple[Any, ...]]], workspace: str) -> int:
-        """Run statements in one transaction and bump the workspace serial."""
+        self._created = self._create_if_missing()
+        self._backed_up = self._created  # a new file has nothing to keep
+        if not self._created:
+            self._check_file()
         try:
+            self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StateError(f"cannot open state database {path}: {exc}") from exc
+        try:
+            with self._errors("cannot open state database"):
+                self.db.execute("PRAGMA journal_mode=WAL")
+                # NORMAL in WAL mode: a killed process never loses a commit; only
+                # an OS crash or power loss may drop the last few.
+                self.db.execute("PRAGMA synchronous=NORMAL")
+                self.db.execute("PRAGMA busy_timeout=10000")
+                if not self._created:
+                    self._check_size()
+                self._check_tables()
+        except BaseException:
+            self.db.close()
+            raise
+
+    # -- opening -----------------------------------------------------------------
+    def _create_if_missing(self) -> bool:
+        """Make a new state file if none exists; whether this store made it."""
+        if os.path.lexists(self.path):
+            return False
+        tmp = f"{self.path}.new-{os.getpid()}-{secrets.token_hex(4)}"
+        try:
+            db = sqlite3.connect(tmp, isolation_level=None)
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.executescript(SCHEMA)
+            finally:
+                db.close()
+            try:
+                os.link(tmp, self.path)  # fails if another process made it first
+            except FileExistsError:
+                return False
+            return True
+        except (OSError, sqlite3.Error) as exc:
+            raise StateError(f"cannot create state database {self.path}: {exc}") from exc
+        finally:
+            for leftover in (tmp, tmp + "-wal", tmp + "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(leftover)
+
+    def _check_file(self) -> None:
+        """Refuse what is not a regular, non-empty file before SQLite opens it.
+
+        The file is only stat-ed here, never opened: closing a descriptor of
+        a SQLite file drops every POSIX lock this process holds on it,
+        including those of other connections (other stores, in-process)."""
+        try:
+            info = os.stat(self.path)
+        except OSError as exc:
+            raise StateError(f"cannot open state database {self.path}: {exc}") from exc
+        if not stat.S_ISREG(info.st_mode):
+            raise self._damaged("it is not a regular file")
+        if info.st_size == 0:
+            raise self._damaged("it is empty (0 bytes)")
+
+    def _check_size(self) -> None:
+        """Refuse a file shorter than its header says (a truncated copy)."""
+        try:
+            size = os.stat(self.path).st_size
+            wal = os.stat(self.path + "-wal").st_size if os.path.exists(self.path + "-wal") else 0
+        except OSError:
+            return  # the checks of each read still apply
+        page_size = self.db.execute("PRAGMA page_size").fetchone()[0]
+        pages = self.db.execute("PRAGMA page_count").fetchone()[0]
+        if wal or size >= page_size * pages:
+            return  # with a live WAL the main file may be shorter: not a sign
+        try:
+            result = self.db.execute("PRAGMA quick_check(1)").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            result = str(exc)
+        if result != "ok":
+            raise self._damaged(
+                f"it is truncated ({size} of {page_size * pages} bytes; SQLite: {result})")
+
+    def _check_tables(self) -> None:
+        found = {r[0] for r in self.db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        missing = [t for t in TABLES if t not in found]
+        if missing:
+            raise self._damaged(f"it has no {', '.join(missing)} table"
+                                f"{'s' if len(missing) > 1 else ''}")
+        columns = {r[1] for r in self.db.execute("PRAGMA table_info(workspaces)")}
+        if all(name in columns for name, _, _ in ADDED_COLUMNS):
+            return
+        self._backup()
+        with self._mutex:
             self.db.execute("BEGIN IMMEDIATE")
             try:
-                self._ensure(workspace)
-                for sql, args in sql_calls:
-                    self.db.execute(sql, args)
-                self.db.execute(
-                    "UPDATE workspaces SET serial = serial + 1 WHERE name = ?", (workspace,)
-                )
-                serial = self.db.execute(
-                    "SELECT serial FROM workspaces WHERE name = ?", (workspace,)
-                ).fetchone()[0]
+                columns = {r[1] for r in self.db.execute("PRAGMA table_info(workspaces)")}
+                for name, declaration, fill in ADDED_COLUMNS:
+                    if name not in columns:
+                        self.db.execute(f"ALTER TABLE workspaces ADD COLUMN {name} {declaration}")
+                        if fill:
+                            self.db.execute(fill)
                 self.db.execute("COMMIT")
-                return int(serial)
             except BaseException:
                 self.db.execute("ROLLBACK")
                 raise
-        except sqlite3.Error as exc:
-            raise StateError(f"state write failed ({self.path}): {exc}") from exc
 
-    def _ensure(self, workspace: str) -> None:
-        self.db.execute(
-            "INSERT OR IGNORE INTO workspaces (name, lineage, serial, fingerprint_key, created_at)"
-            " VALUES (?, ?, 0, ?, ?)",
-            (workspace, str(uuid.uuid4()), secrets.token_bytes(32), now()),
-        )
+    def _damaged(self, problem: str) -> StateDamagedError:
+        backup = self.path + ".backup"
+        if os.path.exists(backup):
+            restore = f"restore it from {backup} (the copy made before the last writes)"
+        else:
+            restore = "restore it from a backup"
+        return StateDamagedError(
+            f"the state file {self.path} is damaged: {problem}; nothing was changed. "
+            f"{restore[0].upper()}{restore[1:]}, or move it away and load an export with "
+            "`govsync state import-all`")
+
+    @contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        """sqlite3 errors as StateError; a damaged file as StateDamagedError."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            if str(exc).startswith(("no such table", "no such column")):
+                raise self._damaged(str(exc)) from exc
+            raise StateError(f"{action} ({self.path}): {exc}") from exc
+        except (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceError) as exc:
+            raise StateError(f"{action} ({self.path}): {exc}") from exc
+        except sqlite3.DatabaseError as exc:  # malformed, not a database, ...
+            problem = str(exc)
+            if problem == "file is not a database":
+                problem = "it is not a SQLite database (or its header is damaged)"
+            elif problem == "database disk image is malformed":
+                problem = f"it is truncated or corrupt (SQLite: {problem})"
+            raise self._damaged(problem) from exc
+        except sqlite3.Error as exc:
+            raise StateError(f"{action} ({self.path}): {exc}") from exc
+
+    def _backup(self) -> None:
+        """Copy the state to ``<db>.backup`` once, before this store's first write."""
+        if self._backed_up:
+            return
+        self._backed_up = True
+        backup = self.path + ".backup"
+        tmp = f"{backup}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+        try:
+            target = sqlite3.connect(tmp)
+            try:
+                with self._mutex:
+                    self.db.backup(target)
+            finally:
+                target.close()
+            os.replace(tmp, backup)
+        except (OSError, sqlite3.Error) as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise StateError(f"cannot back up the state to {backup}: {exc}; nothing was "
+                             "written") from exc
+
+    # -- transactions ---------------------------------------------------------------
+    @contextmanager
+    def _transaction(self, action: str, *, write: bool) -> Iterator[sqlite3.Connection]:
+        with self._mutex, self._errors(action):
+            self.db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield self.db
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+
+    def _write(self, workspace: str, body: Callable[[sqlite3.Connection], object], *,
+               bump: bool = True) -> int:
+        """One fenced write transaction; bumps the serial (unless not ``bump``)
+        and returns it."""
+        self._backup()
+        with self._transaction(f"state write failed for workspace {workspace!r}",
+                               write=True) as db:
+            self._fence(db, workspace)
+            _ensure(db, workspace)
+            body(db)
+            if bump:
+                db.execute("UPDATE workspaces SET serial = serial + 1 WHERE name = ?",
+                           (workspace,))
+            row = db.execute("SELECT serial FROM workspaces WHERE name = ?",
+                             (workspace,)).fetchone()
+            return int(row[0])
+
+    def _fence(self, db: sqlite3.Connection, workspace: str) -> None:
+        """Inside a write transaction: refuse if this store lost a lock it held."""
+        lock = self._locks.get(workspace)
+        if lock is None:
+            return
+        row = db.execute("SELECT lock_epoch FROM workspaces WHERE name = ?",
+                         (workspace,)).fetchone()
+        if row is None or row[0] != lock.epoch:
+            current = self._read_holder(db, workspace)
+            raise LockLostError(lock_lost(
+                workspace, f"taken by {current}" if current else "another process took it"))
+        mine = os.fstat(lock.fd)
+        try:
+            there = os.stat(self._lock_path(workspace))
+        except FileNotFoundError:
+            there = None
+        if there is None or (there.st_ino, there.st_dev) != (mine.st_ino, mine.st_dev):
+            raise LockLostError(lock_lost(
+                workspace, f"the lock file {self._lock_path(workspace)} was removed"))
 
     # -- read --------------------------------------------------------------------
     def snapshot(self, workspace: str, *, responses: bool = True) -> Snapshot:
-        try:
-            self.db.execute("BEGIN IMMEDIATE")
-            try:
-                self._ensure(workspace)
-                lineage, serial, key = self.db.execute(
-                    "SELECT lineage, serial, fingerprint_key FROM workspaces WHERE name = ?",
-                    (workspace,),
-                ).fetchone()
-                rows = self.db.execute(
-                    "SELECT address, kind, object_id, status, spec,"
-                    f" {'response' if responses else 'NULL'}, updated_at"
-                    " FROM objects WHERE workspace = ? ORDER BY address",
-                    (workspace,),
-                ).fetchall()
-                self.db.execute("COMMIT")
-            except BaseException:
-                self.db.execute("ROLLBACK")
-                raise
-        except sqlite3.Error as exc:
-            raise StateError(f"cannot read state {self.path}: {exc}") from exc
-        loads = json.loads
-        entries = {
-            r[0]: Entry(r[0], r[1], r[2], r[3], loads(r[4]) if r[4] else None,
-                        loads(r[5]) if r[5] else None, r[6])
-            for r in rows
-        }
-        return Snapshot(workspace, lineage, int(serial), entries, bytes(key))
+        found = self._read(workspace, responses)
+        if found is None:
+            self._write(workspace, lambda db: None, bump=False)
+            found = self._read(workspace, responses)
+        assert found is not None
+        return found
 
-    def workspaces(self) -> list[str]:
-        return [r[0] for r in self.db.execute("SELECT name FROM workspaces ORDER BY name")]
+    def _read(self, workspace: str, responses: bool) -> Snapshot | None:
+        with self._transaction(f"cannot read state {self.path}", write=False) as db:
+            head = db.execute(
+                "SELECT lineage, serial, fingerprint_key, entry_count, endpoint"
+                " FROM workspaces WHERE name = ?", (workspace,)).fetchone()
+            if head is None:
+                return None
+            rows = db.execute(
+                "SELECT address, kind, object_id, status, spec,"
+                f" {'response' if responses else 'NULL'}, updated_at"
+                " FROM objects WHERE workspace = ? ORDER BY address",
+                (workspace,),
+            ).fetchall()
+        lineage, serial, key, count, endpoint = head
+        try:
+            if not isinstance(lineage, str) or not lineage:
+                raise Malformed(f"its lineage is {lineage!r}")
+            if not isinstance(serial, int):
+                raise Malformed(f"its serial is {serial!r}, not a number")
+            if not isinstance(key, bytes) or not key:
+                raise Malformed("its fingerprint key is not bytes")
+            if endpoint is not None and not isinstance(endpoint, str):
+                raise Malformed(f"its endpoint is {endpoint!r}")
+            if count != len(rows):
+                raise Malformed(f"it records {count} entries but the objects table holds "
+                                f"{len(rows)}")
+            entries = {r[0]: entry_from_row(r, json_text=True) for r in rows}
+        except Malformed as exc:
+            raise self._damaged(f"workspace {workspace!r}: {exc}") from None
+        return Snapshot(workspace, lineage, serial, entries, key, endpoint)
 
     def history(self, workspace: str, limit: int = 50) -> list[dict[str, Any]]:
-        rows = self.db.execute(
-            "SELECT record FROM history WHERE workspace = ? ORDER BY seq DESC LIMIT ?",
-            (workspace, limit),
-        ).fetchall()
-        return [json.loads(r[0]) for r in rows]
+        with self._transaction(f"cannot read the history of {workspace!r}", write=False) as db:
+            rows = db.execute(
+                "SELECT record FROM history WHERE workspace = ? ORDER BY seq DESC LIMIT ?",
+                (workspace, limit),
+            ).fetchall()
+        try:
+            return [json.loads(r[0]) for r in rows]
+        except (TypeError, ValueError):
+            raise self._damaged(f"a history record of workspace {workspace!r} is not "
+                                "JSON") from None
 
     # -- write -------------------------------------------------------------------
     def put(self, workspace: str, entry: Entry) -> int:
-        return self._tx([(
-            "INSERT OR REPLACE INTO objects"
-            " (workspace, address, kind, object_id, status, spec, response, updated_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (workspace, entry.address, entry.kind, entry.id, entry.status,
-             dumps(entry.spec) if entry.spec is not None else None,
-             dumps(entry.response) if entry.response is not None else None,
-             entry.updated_at or now()),
-        )], workspace)
+        values = _values(workspace, entry)
+
+        def body(db: sqlite3.Connection) -> None:
+            new = db.execute("SELECT 1 FROM objects WHERE workspace = ? AND address = ?",
+                             (workspace, entry.address)).fetchone() is None
+            db.execute(
+                "INSERT OR REPLACE INTO objects"
+                " (workspace, address, kind, object_id, status, spec, response, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", values)
+            if new:
+                db.execute("UPDATE workspaces SET entry_count = entry_count + 1"
+                           " WHERE name = ?", (workspace,))
+
+        return self._write(workspace, body)
 
     def remove(self, workspace: str, address: str) -> int:
-        return self._tx(
-            [("DELETE FROM objects WHERE workspace = ? AND address = ?", (workspace, address))],
-            workspace,
-        )
+        def body(db: sqlite3.Connection) -> None:
+            gone = db.execute("DELETE FROM objects WHERE workspace = ? AND address = ?",
+                              (workspace, address)).rowcount
+            db.execute("UPDATE workspaces SET entry_count = entry_count - ? WHERE name = ?",
+                       (gone, workspace))
+
+        return self._write(workspace, body)
 
     def replace_all(self, workspace: str, entries: list[Entry], lineage: str | None,
                     key: bytes | None) -> int:
-        calls: list[tuple[str, tuple[Any, ...]]] = [
-            ("DELETE FROM objects WHERE workspace = ?", (workspace,)),
-        ]
-        if lineage:
-            calls.append(("UPDATE workspaces SET lineage = ? WHERE name = ?", (lineage, workspace)))
-        if key:
-            calls.append(("UPDATE workspaces SET fingerprint_key = ? WHERE name = ?", (key, workspace)))
-        for e in entries:
-            calls.append((
-                "INSERT INTO objects (workspace, address, kind, object_id, status, spec, response,"
-                " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (workspace, e.address, e.kind, e.id, e.status,
-                 dumps(e.spec) if e.spec is not None else None,
-                 dumps(e.response) if e.response is not None else None, e.updated_at or now()),
-            ))
-        return self._tx(calls, workspace)
+        rows = [_values(workspace, e) for e in entries]
+
+        def body(db: sqlite3.Connection) -> None:
+            db.execute("DELETE FROM objects WHERE workspace = ?", (workspace,))
+            if lineage:
+                db.execute("UPDATE workspaces SET lineage = ? WHERE name = ?",
+                           (lineage, workspace))
+            if key:
+                db.execute("UPDATE workspaces SET fingerprint_key = ? WHERE name = ?",
+                           (key, workspace))
+            db.executemany(
+                "INSERT INTO objects (workspace, address, kind, object_id, status, spec,"
+                " response, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            db.execute("UPDATE workspaces SET entry_count = ? WHERE name = ?",
+                       (len(rows), workspace))
+
+        return self._write(workspace, body)
 
     def add_history(self, workspace: str, record: dict[str, Any]) -> None:
-        try:
-            self.db.execute(
-                "INSERT INTO history (workspace, at, record) VALUES (?, ?, ?)",
-                (workspace, now(), dumps(record)),
-            )
-        except sqlite3.Error as exc:
-            raise StateError(f"state write failed ({self.path}): {exc}") from exc
+        self._write(workspace, lambda db: db.execute(
+            "INSERT INTO history (workspace, at, record) VALUES (?, ?, ?)",
+            (workspace, now(), dumps(record))), bump=False)
+
+    def set_endpoint(self, workspace: str, endpoint: str) -> None:
+        self._write(workspace, lambda db: db.execute(
+            "UPDATE workspaces SET endpoint = ? WHERE name = ?", (endpoint, workspace)),
+            bump=False)
 
     # -- lock --------------------------------------------------------------------
     def _lock_path(self, workspace: str) -> str:
         return f"{self.path}.{workspace}.lock"
 
-    def acquire(self, workspace: str, holder: LockHolder, timeout: float = 0.0) -> None:
-        if workspace in self._locks:
-            return
-        fd = os.open(self._lock_path(workspace), os.O_RDWR | os.O_CREAT, 0o600)
+    def acquire(self, workspace: str, holder: LockHolder, timeout: float = 0.0) -> int:
+        with self._mutex:
+            if workspace in self._locks:  # held, or lost: a lost lock is never re-taken
+                return self._locks[workspace].epoch
+        self._backup()
         deadline = time.monotonic() + timeout
         while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
+            taken, current = self._try_lock(workspace, holder)
+            if taken is not None:
+                self._locks[workspace] = taken
+                return taken.epoch
+            if time.monotonic() >= deadline:
+                raise StateLockedError(
+                    f"workspace {workspace!r} is locked by "
+                    f"{current or 'another process'}; wait for it to finish, pass "
+                    "--lock-timeout to wait, or run `govsync state unlock` if it is gone",
+                    current.as_dict() if current else None,
+                )
+            time.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+
+    def _try_lock(self, workspace: str,
+                  holder: LockHolder) -> tuple[_Lock | None, LockHolder | None]:
+        """One attempt: (the lock, None) or (None, who holds it)."""
+        path = self._lock_path(workspace)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise StateError(f"cannot open the lock file {path}: {exc}") from exc
+        try:
+            # The flock is tried inside a write transaction: whoever holds it
+            # wrote its record in the transaction that took it.
+            with self._transaction(f"cannot lock workspace {workspace!r}", write=True) as db:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
                     os.close(fd)
-                    current = self.holder(workspace)
-                    raise StateLockedError(
-                        f"workspace {workspace!r} is locked by "
-                        f"{current or 'another process'}; wait for it to finish, pass "
-                        "--lock-timeout to wait, or run `govsync state unlock` if it is gone",
-                        current.as_dict() if current else None,
-                    ) from None
-                time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
-        self._locks[workspace] = fd
-        self.db.execute(
-            "INSERT OR REPLACE INTO locks (workspace, holder) VALUES (?, ?)",
-            (workspace, dumps(holder.as_dict())),
-        )
+                    fd = -1
+                    return None, self._read_holder(db, workspace)
+                try:
+                    mine, there = os.fstat(fd), os.stat(path)
+                    if (mine.st_ino, mine.st_dev) != (there.st_ino, there.st_dev):
+                        raise FileNotFoundError(path)
+                    _ensure(db, workspace)
+                    db.execute("UPDATE workspaces SET lock_epoch = lock_epoch + 1"
+                               " WHERE name = ?", (workspace,))
+                    epoch = int(db.execute("SELECT lock_epoch FROM workspaces WHERE name = ?",
+                                           (workspace,)).fetchone()[0])
+                    db.execute("INSERT OR REPLACE INTO locks (workspace, holder) VALUES (?, ?)",
+                               (workspace, dumps(holder.as_dict())))
+                except FileNotFoundError:
+                    # The file was removed between open and flock: try the new one.
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                    os.close(fd)
+                    fd = -1
+                    return None, None
+                except BaseException:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                    raise
+            return _Lock(fd, epoch), None
+        except BaseException:
+            if fd >= 0:
+                os.close(fd)
+            raise
 
     def release(self, workspace: str) -> None:
-        fd = self._locks.pop(workspace, None)
-        if fd is None:
-            return
-        try:
-            self.db.execute("DELETE FROM locks WHERE workspace = ?", (workspace,))
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+        with self._mutex:
+            lock = self._locks.pop(workspace, None)
+            if lock is None:
+                return
+            try:
+                with self._transaction(f"cannot unlock workspace {workspace!r}",
+                                       write=True) as db:
+                    # Only our own record: a lock lost meanwhile is someone else's now.
+                    db.execute(
+                        "DELETE FROM locks WHERE workspace = ? AND"
+                        " (SELECT lock_epoch FROM workspaces WHERE name = ?) = ?",
+                        (workspace, workspace, lock.epoch))
+                    # Given back inside the transaction: nobody sees a free
+                    # record with the flock still taken.
+                    fcntl.flock(lock.fd, fcntl.LOCK_UN)
+            finally:
+                os.close(lock.fd)
 
     def holder(self, workspace: str) -> LockHolder | None:
-        row = self.db.execute("SELECT holder FROM locks WHERE workspace = ?", (workspace,)).fetchone()
-        return LockHolder(**json.loads(row[0])) if row else None
+        with self._transaction(f"cannot read the lock of {workspace!r}", write=False) as db:
+            return self._read_holder(db, workspace)
 
-    def force_unlock(self, workspace: str) -> LockHolder | None:
-        previous = self.holder(workspace)
-        self.db.execute("DELETE FROM locks WHERE workspace = ?", (workspace,))
-        return previous
+    @staticmethod
+    def _read_holder(db: sqlite3.Connection, workspace: str) -> LockHolder | None:
+        row = db.execute("SELECT holder FROM locks WHERE workspace = ?", (workspace,)).fetchone()
+        if row is None:
+            return None
+        try:
+            return LockHolder.from_dict(json.loads(row[0]))
+        except (TypeError, ValueError, AttributeError):
+            return None  # an unreadable record names nobody; the lock still holds
 
     def close(self) -> None:
-        for workspace in list(self._locks):
-            self.release(workspace)
-        self.db.close()
+        try:
+            for workspace in list(self._locks):
+                # On failure the fd is closed anyway: the kernel releases the flock.
+                with contextlib.suppress(StateError):
+                    self.release(workspace)
+        finally:
+            self.db.close()
+
+
+def _ensure(db: sqlite3.Connection, workspace: str) -> None:
+    db.execute(
+        "INSERT OR IGNORE INTO workspaces (name, lineage, serial, fingerprint_key, created_at)"
+        " VALUES (?, ?, 0, ?, ?)",
+        (workspace, str(uuid.uuid4()), secrets.token_bytes(32), now()),
+    )
+
+
+def _values(workspace: str, e: Entry) -> tuple[Any, ...]:
+    try:
+        status = EntryStatus(e.status)
+    except ValueError:
+        raise StateError(f"{e.address}: unknown entry status {e.status!r} "
+                         f"(known: {', '.join(EntryStatus)})") from None
+    return (workspace, e.address, e.kind, e.id, status.value,
+            dumps(e.spec) if e.spec is not None else None,
+            dumps(e.response) if e.response is not None else None,
+            e.updated_at or now())

@@ -1,0 +1,363 @@
+"""State integrity (contract section 7): a damaged state is an error, never a new one.
+
+A state file that exists but is empty, truncated, not SQLite, missing a
+table, missing rows (the workspace's entry count disagrees) or holding
+malformed rows is a StateDamagedError naming the problem and the file, and
+the file is left exactly as it was.  The same through the command line: exit
+1, one line, no traceback.  A new state is made only where no file exists.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from statekit import Backend
+
+from govsync.cli import cli
+from govsync.errors import StateDamagedError, StateError
+from govsync.state.base import APPLIED, Entry, EntryStatus, LockHolder, open_store
+from govsync.state.sqlite import SqliteStore
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "manifests"
+WS = "prod"
+
+
+def make_state(path: Path, n: int = 40) -> None:
+    """A healthy state with ``n`` entries in workspace prod, closed (no WAL left)."""
+    with open_store(str(path)) as store:
+        for i in range(n):
+            store.put(WS, Entry(f"Space/s{i:03}", "Space", f"id-{i}", APPLIED,
+                                {"name": f"s{i}", "description": "x" * 200}, {"id": f"id-{i}"}))
+    assert not Path(f"{path}-wal").exists()
+
+
+def sql(path: Path, *statements: str) -> None:
+    db = sqlite3.connect(path)
+    with db:
+        for statement in statements:
+            db.execute(statement)
+    db.close()
+
+
+def truncate_half(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+CORRUPTIONS: dict[str, tuple[Callable[[Path], object], str]] = {
+    "empty": (lambda p: p.write_bytes(b""), "it is empty (0 bytes)"),
+    "truncated": (truncate_half, "truncated"),
+    "truncated-header": (lambda p: p.write_bytes(p.read_bytes()[:60]), "truncated"),
+    "not-sqlite": (lambda p: p.write_text("version: 4\nresources: []\n" * 50),
+                   "not a SQLite database"),
+    "no-objects-table": (lambda p: sql(p, "DROP TABLE objects"), "no objects table"),
+    "no-tables": (lambda p: sql(p, *(f"DROP TABLE {t}" for t in
+                                     ("objects", "locks", "history", "workspaces"))),
+                  "no workspaces, objects, locks, history tables"),
+    "rows-missing": (lambda p: sql(p, "DELETE FROM objects WHERE address > 'Space/s030'"),
+                     "it records 40 entries but the objects table holds 31"),
+    "all-rows-missing": (lambda p: sql(p, "DELETE FROM objects"),
+                         "it records 40 entries but the objects table holds 0"),
+    "spec-not-json": (lambda p: sql(p, "UPDATE objects SET spec = '{\"name\": ' "
+                                       "WHERE address = 'Space/s007'"),
+                      "entry 'Space/s007': its spec is not JSON"),
+    "spec-a-list": (lambda p: sql(p, "UPDATE objects SET spec = '[1, 2]'"
+                                     " WHERE address = 'Space/s007'"),
+                    "entry 'Space/s007': its spec is a JSON list, not an object"),
+    "response-not-json": (lambda p: sql(p, "UPDATE objects SET response = 'nope'"
+                                           " WHERE address = 'Space/s001'"),
+                          "entry 'Space/s001': its response is not JSON"),
+    "serial-not-a-number": (lambda p: sql(p, "UPDATE workspaces SET serial = 'lots'"),
+                            "its serial is 'lots', not a number"),
+    "unknown-status": (lambda p: sql(p, "UPDATE objects SET status = 'exploded'"
+                                        " WHERE address = 'Space/s003'"),
+                       "entry 'Space/s003' has the unknown status 'exploded'"),
+}
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Path:
+    path = tmp_path / "state.db"
+    make_state(path)
+    return path
+
+
+def open_and_read(path: Path) -> None:
+    with open_store(str(path)) as store:
+        store.snapshot(WS)
+
+
+@pytest.mark.parametrize("case", list(CORRUPTIONS))
+def test_a_damaged_sqlite_state_is_an_error_and_left_alone(state: Path, case: str) -> None:
+    damage, expected = CORRUPTIONS[case]
+    damage(state)
+    before = state.read_bytes()
+    with pytest.raises(StateDamagedError) as caught:
+        open_and_read(state)
+    message = str(caught.value)
+    assert expected in message
+    assert f"the state file {state} is damaged" in message
+    assert "govsync state import-all" in message
+    assert "\n" not in message
+    assert state.read_bytes() == before  # never replaced by a new empty state
+    assert not list(state.parent.glob("*.new-*"))
+
+
+@pytest.mark.parametrize("case", ["empty", "truncated", "not-sqlite", "no-objects-table",
+                                  "rows-missing", "spec-not-json", "unknown-status"])
+@pytest.mark.parametrize("command", [("state", "list"), ("plan", str(EXAMPLES))])
+def test_a_damaged_state_on_the_command_line(state: Path, case: str, command: tuple[str, ...],
+                                             example_secrets: dict[str, str]) -> None:
+    damage, expected = CORRUPTIONS[case]
+    damage(state)
+    before = state.read_bytes()
+    result = CliRunner().invoke(cli, [*command, "--state", str(state), "--workspace", WS])
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("Error: the state file") and expected in lines[0]
+    assert "Traceback" not in result.output + result.stderr
+    assert state.read_bytes() == before
+
+
+def test_a_damaged_state_in_a_subprocess_exits_1_with_one_line(state: Path) -> None:
+    import subprocess
+    import sys
+
+    state.write_bytes(b"")
+    run = subprocess.run([sys.executable, "-m", "govsync", "state", "list", "--state",
+                          str(state)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 1
+    assert run.stderr.count("\n") == 1 and "it is empty (0 bytes)" in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_a_new_state_is_made_only_where_no_file_exists(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "dir" / "state.db"
+    with open_store(str(path)) as store:
+        assert store.snapshot(WS).entries == {}
+    assert path.stat().st_size > 0
+    assert not list(path.parent.glob("*.new-*"))
+
+
+def test_a_directory_where_the_state_file_should_be(tmp_path: Path) -> None:
+    (tmp_path / "state.db").mkdir()
+    with pytest.raises(StateDamagedError, match="not a regular file"):
+        open_store(str(tmp_path / "state.db"))
+
+
+def test_the_entry_count_follows_every_write(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    with open_store(str(path)) as store:
+        store.put(WS, Entry("Space/a", "Space", "1", APPLIED, {}))
+        store.put(WS, Entry("Space/a", "Space", "1", APPLIED, {"b": 1}))  # replaced: still 1
+        store.put(WS, Entry("Space/b", "Space", "2", APPLIED, {}))
+        store.remove(WS, "Space/a")
+        store.remove(WS, "Space/missing")
+        assert list(store.snapshot(WS).entries) == ["Space/b"]
+        store.replace_all(WS, [Entry(f"Space/{i}", "Space", None, APPLIED) for i in range(5)],
+                          None, None)
+        assert len(store.snapshot(WS).entries) == 5
+    sql(path, "DELETE FROM objects WHERE address = 'Space/3'")
+    with pytest.raises(StateDamagedError, match="records 5 entries but the objects table holds 4"):
+        open_and_read(path)
+
+
+def test_an_unknown_status_is_never_written(backend: Backend) -> None:
+    store, ws = backend.open(), backend.workspace()
+    bad = Entry("Space/a", "Space", "1", "exploded", {})  # type: ignore[arg-type]
+    with pytest.raises(StateError, match="unknown entry status 'exploded'"):
+        store.put(ws, bad)
+    with pytest.raises(StateError, match="unknown entry status 'exploded'"):
+        store.replace_all(ws, [bad], None, None)
+    assert store.snapshot(ws).entries == {}
+    store.put(ws, Entry("Space/a", "Space", "1", APPLIED, {}))
+    assert store.snapshot(ws).entries["Space/a"].status is EntryStatus.APPLIED
+
+
+# -- the backup -----------------------------------------------------------------------
+
+def test_the_first_write_of_a_session_keeps_a_backup(state: Path) -> None:
+    backup = Path(f"{state}.backup")
+    assert not backup.exists()
+    with open_store(str(state)) as store:
+        store.snapshot(WS)
+        assert not backup.exists()  # reading writes nothing
+        store.put(WS, Entry("Space/new", "Space", "n", APPLIED, {}))
+        store.put(WS, Entry("Space/newer", "Space", "n", APPLIED, {}))
+    with open_store(str(backup)) as kept:
+        snap = kept.snapshot(WS)
+    assert len(snap.entries) == 40 and "Space/new" not in snap.entries  # before the session
+    with open_store(str(state)) as store:
+        store.remove(WS, "Space/new")
+    with open_store(str(backup)) as kept:
+        assert "Space/newer" in kept.snapshot(WS).entries  # the next session's copy
+
+
+def test_the_damage_message_points_to_the_backup(state: Path) -> None:
+    with open_store(str(state)) as store:
+        store.put(WS, Entry("Space/new", "Space", "n", APPLIED, {}))
+    truncate_half(state)
+    with pytest.raises(StateDamagedError, match=f"Restore it from {state}.backup"):
+        open_and_read(state)
+    shutil.copy(f"{state}.backup", state)  # the advice works
+    with open_store(str(state)) as store:
+        assert len(store.snapshot(WS).entries) == 40
+
+
+# -- an older state file ----------------------------------------------------------------
+
+OLD_WORKSPACES = """CREATE TABLE workspaces (name TEXT PRIMARY KEY, lineage TEXT NOT NULL,
+    serial INTEGER NOT NULL DEFAULT 0, fingerprint_key BLOB NOT NULL, created_at TEXT NOT NULL)"""
+
+
+def test_an_older_state_file_is_migrated_after_a_backup(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    make_state(path, n=3)
+    sql(path, "ALTER TABLE workspaces RENAME TO w_new", OLD_WORKSPACES,
+        "INSERT INTO workspaces SELECT name, lineage, serial, fingerprint_key, created_at"
+        " FROM w_new", "DROP TABLE w_new")
+    with open_store(str(path)) as store:
+        snap = store.snapshot(WS)
+        assert (len(snap.entries), snap.serial, snap.endpoint) == (3, 3, None)
+        assert store.acquire(WS, LockHolder("alice", "ci", 1, "govsync apply", "")) == 1
+        store.put(WS, Entry("Space/d", "Space", "4", APPLIED, {}))
+    assert Path(f"{path}.backup").exists()
+    with sqlite3.connect(f"{path}.backup") as old:
+        columns = {r[1] for r in old.execute("PRAGMA table_info(workspaces)")}
+    assert "entry_count" not in columns  # the copy is of the file as it was
+
+
+# -- endpoint, statuses, URLs --------------------------------------------------------------
+
+def test_the_endpoint_is_recorded_per_workspace(backend: Backend) -> None:
+    store, ws, other = backend.open(), backend.workspace(), backend.workspace()
+    assert store.snapshot(ws).endpoint is None
+    store.put(ws, Entry("Space/a", "Space", "1", APPLIED, {}))
+    store.set_endpoint(ws, "https://governance.example.com")
+    snap = backend.open().snapshot(ws)
+    assert snap.endpoint == "https://governance.example.com"
+    assert snap.serial == 1  # not an entry: a saved plan stays valid
+    assert store.snapshot(other).endpoint is None
+    store.set_endpoint(ws, "local")
+    assert store.snapshot(ws, responses=False).endpoint == "local"
+
+
+def test_entry_status_is_a_str_enum() -> None:
+    assert [s.value for s in EntryStatus] == ["applied", "pending", "uncertain"]
+    assert str(EntryStatus.APPLIED) == "applied" and APPLIED is EntryStatus.APPLIED
+    assert EntryStatus("pending") is EntryStatus.PENDING
+    assert f"{EntryStatus.UNCERTAIN}" == "uncertain"
+
+
+@pytest.mark.parametrize("url", ["mysql://user@db/state", "redis://localhost:6379/0",
+                                 "s3://bucket/state.db"])
+def test_an_unknown_url_scheme_is_an_error(url: str, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(StateError, match="not a state backend"):
+        open_store(url)
+    assert list(tmp_path.iterdir()) == []  # no file or folder named after the scheme
+
+
+def test_sqlite_urls_and_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with open_store(f"sqlite:///{tmp_path}/a.db") as a, open_store("b.db") as b:
+        assert isinstance(a, SqliteStore) and isinstance(b, SqliteStore)
+    assert (tmp_path / "a.db").exists() and (tmp_path / "b.db").exists()
+
+
+# -- PostgreSQL -------------------------------------------------------------------------
+
+@pytest.fixture
+def pg(postgres_url: str) -> Backend:
+    return Backend("postgres", postgres_url)
+
+
+def pg_sql(url: str, *statements: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        for statement in statements:
+            conn.execute(statement.encode())
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(("damage", "expected"), [
+    ("DELETE FROM govsync_objects WHERE workspace = '{ws}' AND address = 'Space/b'",
+     "it records 3 entries but govsync_objects holds 2"),
+    ("UPDATE govsync_objects SET spec = '[1]' WHERE workspace = '{ws}' AND address = 'Space/b'",
+     "entry 'Space/b': its spec is a JSON list, not an object"),
+    ("UPDATE govsync_objects SET status = 'exploded' WHERE workspace = '{ws}'"
+     " AND address = 'Space/c'", "entry 'Space/c' has the unknown status 'exploded'"),
+])
+def test_a_damaged_postgres_workspace_is_an_error(pg: Backend, damage: str,
+                                                  expected: str) -> None:
+    try:
+        store, ws = pg.open(), pg.workspace()
+        for name in "abc":
+            store.put(ws, Entry(f"Space/{name}", "Space", name, APPLIED, {"n": name}))
+        pg_sql(pg.url, damage.format(ws=ws))
+        with pytest.raises(StateDamagedError) as caught:
+            pg.open().snapshot(ws)
+        assert expected in str(caught.value)
+        assert "the PostgreSQL state at" in str(caught.value) and ws in str(caught.value)
+    finally:
+        pg.close()
+
+
+def with_search_path(url: str, schema: str) -> str:
+    return url + ("&" if "?" in url else "?") + f"options=-csearch_path%3D{schema}"
+
+
+@pytest.mark.postgres
+def test_a_postgres_table_missing_while_the_others_exist(postgres_url: str) -> None:
+    schema = f"govsync_test_{uuid.uuid4().hex[:10]}"
+    pg_sql(postgres_url, f"CREATE SCHEMA {schema}")
+    try:
+        url = with_search_path(postgres_url, schema)
+        with open_store(url) as store:
+            store.put("prod", Entry("Space/a", "Space", "1", APPLIED, {}))
+        pg_sql(postgres_url, f"DROP TABLE {schema}.govsync_objects")
+        with pytest.raises(StateDamagedError, match="govsync_objects is missing"):
+            open_store(url)
+        tables = _tables(postgres_url, schema)
+        assert "govsync_objects" not in tables  # not re-created empty
+    finally:
+        pg_sql(postgres_url, f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.mark.postgres
+def test_older_postgres_tables_are_migrated(postgres_url: str) -> None:
+    schema = f"govsync_test_{uuid.uuid4().hex[:10]}"
+    pg_sql(postgres_url, f"CREATE SCHEMA {schema}")
+    try:
+        url = with_search_path(postgres_url, schema)
+        with open_store(url) as store:
+            for name in "ab":
+                store.put("prod", Entry(f"Space/{name}", "Space", name, APPLIED, {}))
+        pg_sql(postgres_url, *(f"ALTER TABLE {schema}.govsync_workspaces DROP COLUMN {c}"
+                               for c in ("lock_epoch", "entry_count", "endpoint")))
+        with open_store(url) as store:
+            snap = store.snapshot("prod")
+            assert (len(snap.entries), snap.serial, snap.endpoint) == (2, 2, None)
+            store.set_endpoint("prod", "https://x.example")
+            assert store.snapshot("prod").endpoint == "https://x.example"
+    finally:
+        pg_sql(postgres_url, f"DROP SCHEMA {schema} CASCADE")
+
+
+def _tables(url: str, schema: str) -> set[str]:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        return {r[0] for r in conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
+            (schema,))}
