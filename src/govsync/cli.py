@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -17,6 +18,7 @@ import click
 
 from govsync import __version__
 from govsync.errors import GovsyncError, ManifestError
+from govsync.project import Selection
 from govsync.settings import DEFAULT_STATE, Settings
 
 if TYPE_CHECKING:
@@ -44,8 +46,26 @@ def out(ctx: click.Context | None = None) -> Output:
     return obj if obj is not None else Output()
 
 
+_GLOBAL_FLAGS = re.compile(r"^(-v+|--verbose|-q|--quiet|--no-color)$")
+
+
 class GovsyncGroup(click.Group):
-    """Turns every GovsyncError into its message and exit 1, never a traceback."""
+    """Turns every GovsyncError into its message and exit 1, never a traceback.
+
+    The group's own flags (-v, -q, --no-color) are accepted after the
+    subcommand too (``govsync plan -v``), as every other option is."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if ctx.parent is None and args:
+            head: list[str] = []
+            rest: list[str] = []
+            for i, arg in enumerate(args):
+                if arg == "--":
+                    rest.extend(args[i:])
+                    break
+                (head if _GLOBAL_FLAGS.match(arg) else rest).append(arg)
+            args = head + rest
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -64,8 +84,32 @@ class GovsyncGroup(click.Group):
             ctx.exit(1)
 
 
+def project_options(func: F) -> F:
+    """--project, --env, --var collapsed into one ``selection`` argument."""
+
+    @click.option("--project", "project_file", envvar="GOVSYNC_PROJECT", metavar="FILE",
+                  help="The project file [env: GOVSYNC_PROJECT; default: govsync.yaml here "
+                       "or in the nearest parent folder that has one].")
+    @click.option("--env", "env_name", envvar="GOVSYNC_ENV", metavar="NAME",
+                  help="The project's environment: its paths, workspace, endpoint, state and "
+                       "variables [env: GOVSYNC_ENV].")
+    @click.option("--var", "variables", multiple=True, metavar="NAME=VALUE",
+                  help="Set a variable (VALUE read as a YAML scalar); overrides the project's.")
+    @functools.wraps(func)
+    def wrapper(*args: Any, project_file: str | None, env_name: str | None,
+                variables: tuple[str, ...], **kwargs: Any) -> Any:
+        from govsync.project import select
+
+        return func(*args, selection=select(project_file, env_name or None, list(variables)),
+                    **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
 def global_options(func: F) -> F:
-    """--endpoint, --state, --workspace... collapsed into one ``settings`` argument."""
+    """--endpoint, --state, --workspace... and the project's environment, collapsed into
+    one ``settings`` argument.  Precedence, highest first: the option, its environment
+    variable, the environment's entry in govsync.yaml, its top level, the default."""
 
     @click.option("--endpoint", envvar="GOVSYNC_ENDPOINT", metavar="URL",
                   help="API base URL, or `local` for the embedded reference server "
@@ -80,26 +124,45 @@ def global_options(func: F) -> F:
     @click.option("--local-seed", envvar="GOVSYNC_LOCAL_SEED", metavar="FILE",
                   type=click.Path(exists=True, dir_okay=False),
                   help="With --endpoint local: preload the embedded server with this seed.")
+    @project_options
     @functools.wraps(func)
     def wrapper(*args: Any, endpoint: str | None, state_url: str, workspace: str,
-                insecure_http: bool, local_seed: str | None, **kwargs: Any) -> Any:
+                insecure_http: bool, local_seed: str | None, selection: Selection,
+                **kwargs: Any) -> Any:
+        ctx = click.get_current_context()
+
+        def chosen(param: str, value: Any, setting: str) -> Any:
+            given = ctx.get_parameter_source(param) in (
+                click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.ENVIRONMENT)
+            if given:
+                return value
+            from_project = selection.setting(setting)
+            return from_project if from_project is not None else value
+
         settings = Settings(
-            endpoint=endpoint or None,
+            endpoint=chosen("endpoint", endpoint, "endpoint") or None,
             api_key=os.environ.get("GOVSYNC_API_KEY") or None,
-            state=state_url,
-            workspace=workspace,
+            state=chosen("state_url", state_url, "state"),
+            workspace=chosen("workspace", workspace, "workspace"),
             insecure_http=insecure_http,
             local_seed=local_seed,
+            selection=selection,
         )
         return func(*args, settings=settings, **kwargs)
 
     return wrapper  # type: ignore[return-value]
 
 
-paths_argument = click.argument("paths", nargs=-1, required=True, type=click.Path())
+paths_argument = click.argument("paths", nargs=-1, type=click.Path())
 
 
-def load(paths: tuple[str, ...] | list[str]) -> ManifestSet:
+def _environments(names: list[str]) -> str:
+    if len(names) == 1:
+        return f"environment {names[0]}"
+    return "environments " + ", ".join(names)
+
+
+def load(paths: tuple[str, ...] | list[str], selection: Selection | None = None) -> ManifestSet:
     """Load manifests as a short-lived process should.
 
     The cyclic garbage collector is paused while loading and the loaded
@@ -112,12 +175,17 @@ def load(paths: tuple[str, ...] | list[str]) -> ManifestSet:
     import gc
 
     from govsync.manifests import load as load_manifests
+    from govsync.manifests.model import Context
     from govsync.manifests.parallel import forked_reader
+    from govsync.project import Selection
+
+    selection = selection or Selection()
+    context = Context(selection.variables(), selection.name)
 
     enabled = gc.isenabled()
     gc.disable()
     try:
-        manifests = load_manifests(list(paths), read=forked_reader)
+        manifests = load_manifests(selection.paths(paths), read=forked_reader, context=context)
     finally:
         if enabled:
             gc.enable()
@@ -150,19 +218,39 @@ def cli(ctx: click.Context, verbose: int, quiet: bool, no_color: bool) -> None:
 
 @cli.command()
 @paths_argument
-def validate(paths: tuple[str, ...]) -> None:
+@project_options
+def validate(paths: tuple[str, ...], selection: Selection) -> None:
     """Check manifests offline: syntax, fields, references, cycles.
 
     Every error is printed as FILE:LINE:COL: message, all of them at once.
-    Exit 0 when valid, 1 when not.
+    Exit 0 when valid, 1 when not. In a project with environments and no
+    --env, every environment is checked and each error names its own.
 
     \b
     Example:
       govsync validate manifests/
+      govsync validate --env prod
     """
-    manifests = load(paths)
-    n, files = len(manifests.objects), len(manifests.files)
-    out().info(f"{n} object{'s' if n != 1 else ''} in {files} file{'s' if files != 1 else ''}: valid.")
+    from govsync.errors import Problem
+
+    selections = selection.each_environment()
+    found: dict[Problem, list[str]] = {}
+    for each in selections:
+        try:
+            manifests = load(paths, each)
+        except ManifestError as exc:
+            for problem in exc.problems:
+                found.setdefault(problem, []).append(each.name or "")
+            continue
+        n, files = len(manifests.objects), len(manifests.files)
+        where = f" (environment {each.name})" if each.name else ""
+        out().info(f"{n} object{'s' if n != 1 else ''} in {files} file"
+                   f"{'s' if files != 1 else ''}{where}: valid.")
+    if found:
+        if len(selections) > 1:  # say which environment each error belongs to
+            found = {Problem(p.file, p.line, p.col, f"({_environments(envs)}) {p.message}"): envs
+                     for p, envs in found.items()}
+        raise ManifestError(list(found))
 
 
 @cli.command()
@@ -187,7 +275,7 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
     """
     from govsync import commands, render
 
-    result = commands.plan(load(paths), settings)
+    result = commands.plan(load(paths, settings.selection), settings)
     o = out()
     if fmt == "json":
         click.echo(render.plan_json(result), nl=False)
@@ -217,8 +305,10 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
               help="Drop orphans from state (they stay on the server: the API cannot delete).")
 @click.option("--lock-timeout", default=0.0, show_default=True, type=click.FloatRange(min=0),
               help="Seconds to wait for another apply on this workspace to finish.")
+@click.option("--allow-endpoint-change", is_flag=True,
+              help="Apply although the state was applied against another endpoint.")
 def apply(paths: tuple[str, ...], settings: Settings, auto_approve: bool, parallelism: int,
-          forget_orphans: bool, lock_timeout: float) -> None:
+          forget_orphans: bool, lock_timeout: float, allow_endpoint_change: bool) -> None:
     """Apply the manifests (or a saved plan) through the API.
 
     With PATHS, plans first and shows the plan; with one saved plan FILE (from
@@ -237,7 +327,7 @@ def apply(paths: tuple[str, ...], settings: Settings, auto_approve: bool, parall
     # A saved plan was reviewed when it was made (`govsync plan --out`): apply
     # it without asking again, as `terraform apply PLANFILE` does.
     saved_plan = planfile.is_plan_file(list(paths))
-    source = planfile.read(paths[0]) if saved_plan else load(paths)
+    source = planfile.read(paths[0]) if saved_plan else load(paths, settings.selection)
 
     def confirm(the_plan: Any) -> bool:
         click.echo(render.plan_text(the_plan, color=o.color), nl=False, color=o.color)
@@ -258,6 +348,7 @@ def apply(paths: tuple[str, ...], settings: Settings, auto_approve: bool, parall
     the_plan, result = commands.apply(
         source, settings, confirm=confirm, parallelism=parallelism,
         forget_orphans=forget_orphans, lock_timeout=lock_timeout, reporter=reporter,
+        allow_endpoint_change=allow_endpoint_change,
     )
     if not result.outcomes:
         if the_plan.has_changes():
@@ -301,7 +392,7 @@ def drift(paths: tuple[str, ...], settings: Settings, fmt: str) -> None:
     """
     from govsync import commands, render
 
-    report = commands.drift(load(paths), settings)
+    report = commands.drift(load(paths, settings.selection), settings)
     o = out()
     if fmt == "json":
         click.echo(render.drift_json(report), nl=False)
@@ -400,7 +491,8 @@ def state_import(address: str, object_id: str, paths: tuple[str, ...], settings:
     """
     from govsync import commands
 
-    entry = commands.state_import(settings, address, object_id, load(paths or (".",)))
+    entry = commands.state_import(settings, address, object_id,
+                                  load(paths or (".",), settings.selection))
     click.echo(f"Imported {entry.address} as {entry.id}.")
 
 

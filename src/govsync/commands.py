@@ -62,6 +62,12 @@ def plan(manifests: ManifestSet, settings: Settings) -> Plan:
     with settings.open_state() as store:
         snapshot = store.snapshot(settings.workspace, responses=False)
     result = make_plan(manifests, snapshot, environ=settings.environ)
+    changed = endpoint_change(snapshot, settings)
+    if changed:
+        from govsync.plan import Check, CheckStatus
+
+        result.checks.append(Check("endpoint", CheckStatus.WARNING,
+                                   f"{changed}; apply will refuse without --allow-endpoint-change"))
     values = wanted(manifests)
     if values:
         if settings.endpoint:
@@ -84,6 +90,22 @@ def write_plan(plan: Plan, settings: Settings, path: str) -> None:
     if snapshot.lineage != plan.lineage:
         raise StateError("the state changed while the plan was made: run `govsync plan` again")
     planfile.write(plan, path, snapshot.key)
+
+
+def normal_endpoint(endpoint: str) -> str:
+    return endpoint.strip().rstrip("/")
+
+
+def endpoint_change(snapshot: Snapshot, settings: Settings) -> str:
+    """Why ``settings``' endpoint is not the one the state was applied against ('' if it is)."""
+    if not snapshot.endpoint or not settings.endpoint:
+        return ""
+    if normal_endpoint(settings.endpoint) == snapshot.endpoint:
+        return ""
+    from govsync.state.base import safe_url
+
+    return (f"workspace {snapshot.workspace!r} was applied against {safe_url(snapshot.endpoint)}"
+            f", not {safe_url(normal_endpoint(settings.endpoint))}: its ids may not exist there")
 
 
 def _skip_live(plan: Plan, why: str) -> None:
@@ -136,6 +158,7 @@ def apply(
     forget_orphans: bool = False,
     lock_timeout: float = 0.0,
     reporter: Reporter | None = None,
+    allow_endpoint_change: bool = False,
 ) -> tuple[Plan, ApplyResult]:
     """Plan the manifests (or take a saved plan) and apply it under the workspace lock.
 
@@ -166,7 +189,8 @@ def apply(
             try:
                 return asyncio.run(_apply(
                     source, store, snapshot, settings, confirm=confirm,
-                    parallelism=parallelism, forget_orphans=forget_orphans, reporter=reporter))
+                    parallelism=parallelism, forget_orphans=forget_orphans, reporter=reporter,
+                    allow_endpoint_change=allow_endpoint_change))
             except KeyboardInterrupt:
                 raise _interrupted(store, settings) from None
         finally:
@@ -183,6 +207,7 @@ async def _apply(
     parallelism: int,
     forget_orphans: bool,
     reporter: Reporter | None,
+    allow_endpoint_change: bool,
 ) -> tuple[Plan, ApplyResult]:
     from govsync.apply import Applier, ApplyResult, Throttle
     from govsync.plan import Action, make_plan
@@ -210,6 +235,10 @@ async def _apply(
     work = the_plan.work(forget_orphans=forget_orphans)
     if not work:
         return the_plan, ApplyResult()
+    changed = endpoint_change(snapshot, settings)
+    if changed and not allow_endpoint_change:
+        raise ConfigError(f"{changed}: nothing was sent; pass --allow-endpoint-change "
+                          "if this state's objects really live at the new endpoint")
     throttle = Throttle(parallelism)
     # The client is made before anything is shown: no endpoint is an error now.
     async with settings.client(on_retry=throttle.on_retry, lanes=parallelism) as client:
@@ -220,6 +249,8 @@ async def _apply(
             await check_live(the_plan, manifests, client, creates)
         if confirm is not None and not confirm(the_plan):
             raise PlanError("apply cancelled; nothing was changed")
+        if settings.endpoint and snapshot.endpoint != normal_endpoint(settings.endpoint):
+            store.set_endpoint(settings.workspace, normal_endpoint(settings.endpoint))
         applier = Applier(store, snapshot, client, environ=settings.environ, throttle=throttle,
                           reporter=reporter)
         result = await applier.run(the_plan, work)

@@ -58,6 +58,7 @@ class CheckStatus(StrEnum):
     PASSED = "passed"
     FAILED = "failed"
     SKIPPED = "skipped"
+    WARNING = "warning"
 
 
 @dataclass
@@ -85,10 +86,12 @@ class Change:
     operation: str | None = None
     # Addresses this change must wait for (references and dependsOn).
     after: list[str] = field(default_factory=list)
+    # Spec fields a Patch set -> which patch (shown by `plan -v`).
+    patched: dict[str, str] = field(default_factory=dict)
 
     def public(self) -> dict[str, Any]:
         """What users see of a change (``--format json``): no request."""
-        return {
+        body: dict[str, Any] = {
             "address": self.address,
             "action": self.action,
             "kind": self.kind,
@@ -97,6 +100,17 @@ class Change:
             "reason": self.reason,
             "diff": [d.as_dict() for d in self.diff],
         }
+        if self.patched:
+            body["patchedBy"] = self.patched
+        return body
+
+    def patch_of(self, path: str) -> str | None:
+        """The patch that set ``path`` or a field above or below it, if one did."""
+        for field_path, patch in self.patched.items():
+            if (path == field_path or path.startswith(field_path + ".")
+                    or field_path.startswith(path + ".") or path.startswith(field_path + "[")):
+                return patch
+        return None
 
 
 @dataclass
@@ -184,6 +198,13 @@ def make_plan(
 
 
 def _change(manifest: Manifest, entry: Any, request: dict[str, Any],
+            resolved: dict[str, Any]) -> Change:
+    change = _action(manifest, entry, request, resolved)
+    change.patched = dict(manifest.patched)
+    return change
+
+
+def _action(manifest: Manifest, entry: Any, request: dict[str, Any],
             resolved: dict[str, Any]) -> Change:
     address, kind = manifest.address, manifest.kind
     if entry is None:

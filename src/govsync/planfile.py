@@ -273,7 +273,15 @@ def _change(c: Any) -> Change:
               for d in diff],
         request=decode(request) if request is not None else None,
         operation=operation, after=_strs(c.get("after", []), f"{address}: after"),
+        patched=_patches(c.get("patchedBy", {}), address),
     )
+
+
+def _patches(value: Any, address: str) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise TypeError(f"{address}: patchedBy must map fields to patches")
+    return dict(value)
 
 
 def is_plan_file(paths: list[str]) -> bool:

@@ -13,6 +13,7 @@ from govsync.errors import ConfigError
 
 if TYPE_CHECKING:
     from govsync.api.client import AsyncClient
+    from govsync.project import Selection
     from govsync.state.base import StateStore
 
 DEFAULT_STATE = os.path.join(".govsync", "state.db")
@@ -32,6 +33,8 @@ class Settings:
     insecure_http: bool = False
     local_seed: str | None = None
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ, repr=False)
+    # The project file's environment and variables (empty without a project).
+    selection: Selection = field(default_factory=lambda: _no_selection())
 
     def __post_init__(self) -> None:
         if not WORKSPACE_NAME.match(self.workspace):
@@ -53,6 +56,12 @@ class Settings:
             seed_local(self.local_seed)
         return connect(self.endpoint, self.api_key, insecure_http=self.insecure_http,
                        local_db=LOCAL_DB, **kw)
+
+
+def _no_selection() -> Selection:
+    from govsync.project import Selection
+
+    return Selection()
 
 
 def seed_local(seed: str | None) -> None:

@@ -11,17 +11,19 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
+from yaml.nodes import Node
 
 from govsync import paths
 from govsync.api.catalog import MAX_REQUEST_BYTES
 from govsync.api.kinds import BY_KIND, Kind
 from govsync.errors import Problem
 from govsync.manifests import wording as w
-from govsync.manifests.model import Manifest
+from govsync.manifests.model import Context, Manifest
 from govsync.manifests.names import invisible
 from govsync.manifests.yamlio import RawDocument, locate
 from govsync.paths import Path
@@ -41,11 +43,29 @@ _REF_PLACEHOLDER = "ref"
 _SECRET_PLACEHOLDER = "secret"
 
 
-def check_document(doc: RawDocument, problems: list[Problem], *, source: str = "") -> Manifest | None:
+@dataclass(frozen=True)
+class Override:
+    """Errors at or below ``prefix`` of a patched document point into a Patch."""
+
+    prefix: Path
+    file: str
+    root: Node
+    at: Path
+
+
+def check_document(doc: RawDocument, problems: list[Problem], *, source: str = "",
+                   context: Context | None = None,
+                   overrides: Sequence[Override] = ()) -> Manifest | None:
     """Check one document's envelope and spec; append problems; return the manifest."""
     start = len(problems)
+    context = context or Context()
 
     def problem(path: tuple[Any, ...], message: str, *, key: bool = False) -> None:
+        for o in reversed(overrides):  # the last patch to set a field is the one to fix
+            if paths.under(path, o.prefix):
+                where = locate(o.root, (*o.at, *path[len(o.prefix):]), key=key)
+                problems.append(Problem(o.file, *where, message))
+                return
         problems.append(Problem(doc.file, *locate(doc.root, path, key=key), message))
 
     value = doc.value
@@ -66,7 +86,7 @@ def check_document(doc: RawDocument, problems: list[Problem], *, source: str = "
     manifest = Manifest(kind, name, doc.file, doc.line, doc.col, {}, source=source or doc.file,
                         index=doc.index)
     manifest.depends_on.extend(depends)
-    built = check_spec(kind, name, spec, manifest.refs, problem)
+    built = check_spec(kind, name, spec, manifest.refs, problem, context)
     if len(problems) > start or built is None:
         return None
     manifest.template, manifest.holes = built
@@ -160,16 +180,18 @@ def _check_metadata(metadata: Any, problem: Report) -> tuple[str | None, list[st
 
 def check_spec(
     kind: Kind, name: str, spec: dict[str, Any], refs: list[tuple[str, str]], problem: Report,
+    context: Context | None = None,
 ) -> tuple[dict[str, Any], tuple[Path, ...]] | None:
     """The request template of a spec and the paths of its holes, or None (problems reported).
 
     Appends (ref field, target address) to ``refs`` for each reference."""
+    spec, uses, ok_vars = _take_variables(kind, spec, context or Context(), problem)
     request = dict(spec)
     ok = _take_name(kind, name, spec, request, problem)
     used_refs, ok_refs = _take_refs(kind, spec, request, refs, problem)
     secrets, ok_secrets = _take_secrets(kind, request, problem)
-    validated = _validate(kind, request, used_refs, problem)
-    if validated is None or not (ok and ok_refs and ok_secrets):
+    validated = _validate(kind, request, used_refs, problem, uses, context or Context())
+    if validated is None or not (ok and ok_refs and ok_secrets and ok_vars):
         return None
     holes: list[Path] = []
     for id_field, ref_field in used_refs.items():
@@ -180,6 +202,52 @@ def check_spec(
         validated = paths.replace(validated, keys, SecretRef(variable))
         holes.append(keys)
     return validated, tuple(holes)
+
+
+def _take_variables(kind: Kind, spec: dict[str, Any], context: Context,
+                    problem: Report) -> tuple[dict[str, Any], dict[Path, str], bool]:
+    """Replace each ``{var: NAME}`` by the variable's value; {path: NAME} of each use."""
+    uses: dict[Path, str] = {}
+    ok = True
+    secrets = [paths.split(s) for s in kind.secrets]
+
+    def walk(value: Any, at: Path) -> Any:
+        nonlocal ok
+        if isinstance(value, dict):
+            if len(value) == 1 and "var" in value:
+                name = value["var"]
+                if any(paths.under(at, s) for s in secrets):
+                    problem(("spec", *at), f"spec.{paths.text(at)} is a secret: variables are "
+                            "not secrets (they are in git); write {fromEnv: VARIABLE}")
+                elif not isinstance(name, str):
+                    problem(("spec", *at, "var"), f"{{var: NAME}} names a variable, not "
+                            f"{w.a_value(name)}")
+                elif name not in context.variables:
+                    known = ", ".join(sorted(context.variables)) or "none"
+                    problem(("spec", *at, "var"), f"variable {name!r} is not defined in "
+                            f"{context.where} (defined: {known}): add it to vars in govsync.yaml "
+                            f"or pass --var {name}=VALUE")
+                else:
+                    uses[at] = name
+                    return context.variables[name]
+                ok = False
+                return value
+            return {k: walk(v, (*at, k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v, (*at, i)) for i, v in enumerate(value)]
+        return value
+
+    if not _mentions_var(spec):
+        return spec, uses, True
+    return walk(spec, ()), uses, ok
+
+
+def _mentions_var(value: Any) -> bool:
+    if isinstance(value, dict):
+        return "var" in value or any(_mentions_var(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_mentions_var(v) for v in value)
+    return False
 
 
 def _take_name(kind: Kind, name: str, spec: dict[str, Any], request: dict[str, Any],
@@ -254,7 +322,7 @@ def _take_secrets(kind: Kind, request: dict[str, Any],
 
 
 def _validate(kind: Kind, request: dict[str, Any], used_refs: dict[str, str],
-              problem: Report) -> dict[str, Any] | None:
+              problem: Report, uses: dict[Path, str], context: Context) -> dict[str, Any] | None:
     """The request through the API's model (defaults filled in), or None with its errors.
 
     Inputs are shown only by kind (or short, for enums and patterns); secrets
@@ -274,6 +342,11 @@ def _validate(kind: Kind, request: dict[str, Any], used_refs: dict[str, str],
             if err["type"] == "missing" and tuple(err["loc"]) in misspelt:
                 continue
             where, message, at_key = w.explain(kind, err, used_refs)
+            spec_path = tuple(where[1:]) if where[:1] == ("spec",) else None
+            name = next((n for p, n in uses.items()
+                         if spec_path is not None and paths.under(spec_path, p)), None)
+            if name is not None:
+                message += f" (the value of variable {name} in {context.where})"
             problem(where, message, key=at_key)
         return None
     validated: dict[str, Any] = model.model_dump(mode="json", exclude_none=True)

@@ -10,16 +10,34 @@ this module itself has no process-wide effect.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from govsync.errors import ManifestError, Problem
 from govsync.files import manifest_files
-from govsync.manifests.documents import check_document, identity
+from govsync.manifests.directives import DIRECTIVE_KINDS, Directive, check_directive, merge_patch
+from govsync.manifests.documents import Override, check_document, identity
 from govsync.manifests.links import check_links
-from govsync.manifests.model import Manifest, ManifestSet, document_root
+from govsync.manifests.model import Context, Manifest, ManifestSet, document_root
 from govsync.manifests.names import skeleton
-from govsync.manifests.yamlio import iter_documents, locate, read_text
+from govsync.manifests.yamlio import Builder, RawDocument, iter_documents, locate, read_text
+from govsync.paths import Path
+from govsync.paths import text as paths_text
+
+
+@dataclass
+class DocumentResult:
+    """One document of a file: what it is, and its own problems."""
+
+    manifest: Manifest | None
+    kind: str | None
+    name: str | None
+    file: str
+    line: int
+    source: str
+    index: int
+    problems: list[Problem] = field(default_factory=list)
 
 
 @dataclass
@@ -27,39 +45,45 @@ class FileResult:
     """What one file contributes; computed on its own, so files can be read in parallel."""
 
     digest: bytes = b""
+    # Problems of the file itself (it cannot be read, or its YAML is broken).
     problems: list[Problem] = field(default_factory=list)
-    unknown: set[tuple[str | None, str | None]] = field(default_factory=set)
-    # (manifest or None, kind, name, file, line, source, index) per document
-    documents: list[tuple[Manifest | None, str | None, str | None, str, int, str, int]] = field(
-        default_factory=list)
+    documents: list[DocumentResult] = field(default_factory=list)
+    directives: list[Directive] = field(default_factory=list)
+    unreadable: bool = False  # some of it could not be read: it may define anything
 
 
-def read_file(path: str, display: str) -> FileResult:
+def read_file(path: str, display: str, context: Context | None = None) -> FileResult:
     """Read and check one file on its own."""
     result = FileResult()
     text, problem = read_text(path, display)
     if problem is not None:
         result.problems.append(problem)
-        result.unknown.add((None, None))
+        result.unreadable = True
         return result
     assert text is not None
     result.digest = hashlib.sha256(display.encode() + b"\0" + text.encode()).digest()
     for item in iter_documents(text, display):
         if isinstance(item, Problem):
             result.problems.append(item)
-            result.unknown.add((None, None))  # the rest of the file is unread
+            result.unreadable = True  # the rest of the file is unread
             continue
         if item.value is None:  # an empty document
             continue
-        manifest = check_document(item, result.problems, source=path)
+        problems: list[Problem] = []
+        if isinstance(item.value, dict) and item.value.get("kind") in DIRECTIVE_KINDS:
+            directive = check_directive(item, problems, path)
+            if directive is not None:
+                result.directives.append(directive)
+            result.problems.extend(problems)
+            continue
+        manifest = check_document(item, problems, source=path, context=context)
         kind, name = identity(item.value)
-        if manifest is None:
-            result.unknown.add((kind, name))
-        result.documents.append((manifest, kind, name, item.file, item.line, path, item.index))
+        result.documents.append(DocumentResult(manifest, kind, name, item.file, item.line, path,
+                                               item.index, problems))
     return result
 
 
-Reader = Callable[[list[tuple[str, str]]], list["FileResult"]]
+Reader = Callable[[list[tuple[str, str]], Context], list["FileResult"]]
 
 
 def _lookalikes(objects: dict[str, Manifest]) -> list[Problem]:
@@ -81,15 +105,27 @@ def _lookalikes(objects: dict[str, Manifest]) -> list[Problem]:
     return problems
 
 
-def read_files(files: list[tuple[str, str]]) -> list[FileResult]:
+def read_files(files: list[tuple[str, str]], context: Context) -> list[FileResult]:
     """Every file in turn, in this process."""
-    return [read_file(p, d) for p, d in files]
+    return [read_file(p, d, context) for p, d in files]
 
 
-def load(paths: Sequence[str], *, read: Reader = read_files) -> ManifestSet:
+def load(paths: Sequence[str], *, read: Reader = read_files,
+         context: Context | None = None) -> ManifestSet:
     """Load and check every manifest under ``paths``; raise ManifestError
     listing every problem (syntax, schema, references, duplicates, cycles)."""
+    context = context or Context()
     files, problems = manifest_files(paths)
+    results = read(files, context)
+    digest = hashlib.sha256()
+    for result in results:
+        digest.update(result.digest)
+        problems.extend(result.problems)
+    documents = [d for r in results for d in r.documents]
+    directives = [d for r in results for d in r.directives]
+    patches = _in_path_order([d for d in directives if d.kind == "Patch"], paths)
+    if patches:
+        documents = _patched(documents, patches, context, problems)
     objects: dict[str, Manifest] = {}
     # Where each address was first defined, valid or not (duplicates).
     defined: dict[str, tuple[str, int]] = {}
@@ -97,27 +133,28 @@ def load(paths: Sequence[str], *, read: Reader = read_files) -> ManifestSet:
     # match are not reported as dangling, since they may be fine once those
     # documents are fixed.  (kind, name); None matches any.
     unknown: set[tuple[str | None, str | None]] = set()
-    digest = hashlib.sha256()
-    for result in read(files):
-        digest.update(result.digest)
-        problems.extend(result.problems)
-        unknown |= result.unknown
-        for manifest, kind, name, file, line, source, index in result.documents:
-            if kind is not None and name is not None:
-                address = f"{kind}/{name}"
-                first = defined.get(address)
-                if first is not None:
-                    root = document_root(source, file, index)
-                    where = locate(root, ("metadata", "name")) if root is not None else (line, 1)
-                    problems.append(Problem(
-                        file, *where,
-                        f"duplicate address {address}: also defined at {first[0]}:{first[1]}; "
-                        "names must be unique per kind: rename one of them",
-                    ))
-                    continue
-                defined[address] = (file, line)
-            if manifest is not None:
-                objects[manifest.address] = manifest
+    if any(r.unreadable for r in results):
+        unknown.add((None, None))
+    for doc in documents:
+        problems.extend(doc.problems)
+        if doc.manifest is None:
+            unknown.add((doc.kind, doc.name))
+        if doc.kind is not None and doc.name is not None:
+            address = f"{doc.kind}/{doc.name}"
+            first = defined.get(address)
+            if first is not None:
+                root = document_root(doc.source, doc.file, doc.index)
+                where = (locate(root, ("metadata", "name")) if root is not None
+                         else (doc.line, 1))
+                problems.append(Problem(
+                    doc.file, *where,
+                    f"duplicate address {address}: also defined at {first[0]}:{first[1]}; "
+                    "names must be unique per kind: rename one of them",
+                ))
+                continue
+            defined[address] = (doc.file, doc.line)
+        if doc.manifest is not None:
+            objects[doc.manifest.address] = doc.manifest
     problems.extend(_lookalikes(objects))
     problems.extend(check_links(objects.values(), objects.keys(), unknown))
     order: list[str] = []
@@ -128,6 +165,64 @@ def load(paths: Sequence[str], *, read: Reader = read_files) -> ManifestSet:
         problems.extend(cycles)
     if problems:
         raise ManifestError(problems)
-    return ManifestSet(objects, [d for _, d in files], digest.hexdigest(), order)
+    others = [d for d in directives if d.kind != "Patch"]
+    return ManifestSet(objects, [d for _, d in files], digest.hexdigest(), order, others)
 
 
+def _in_path_order(directives: list[Directive], paths: Sequence[str]) -> list[Directive]:
+    """Path order (as given), then file order, then document order."""
+    roots = [os.path.normpath(p) for p in paths]
+
+    def rank(d: Directive) -> tuple[int, str, int]:
+        shown = os.path.normpath(d.file)
+        for i, root in enumerate(roots):
+            if shown == root or shown.startswith(root.rstrip(os.sep) + os.sep):
+                return (i, d.file, d.index)
+        return (len(roots), d.file, d.index)
+
+    return sorted(directives, key=rank)
+
+
+def _patched(documents: list[DocumentResult], patches: list[Directive], context: Context,
+             problems: list[Problem]) -> list[DocumentResult]:
+    """The documents with every patch applied; a patched document is checked again."""
+    by_address = {f"{d.kind}/{d.name}": i for i, d in enumerate(documents)
+                  if d.kind is not None and d.name is not None}
+    targeted: dict[int, list[Directive]] = {}
+    for patch in patches:
+        target = patch.spec["target"]
+        if target not in by_address:
+            problems.append(Problem(*patch.where("target"),
+                                    f"{patch.label}: no document defines {target}, the patch's "
+                                    "target: fix spec.target or remove the patch"))
+            continue
+        targeted.setdefault(by_address[target], []).append(patch)
+    out = list(documents)
+    for i, its_patches in targeted.items():
+        doc = documents[i]
+        root = document_root(doc.source, doc.file, doc.index)
+        if root is None:
+            continue
+        value = Builder().build(root)
+        spec = value.get("spec") if isinstance(value.get("spec"), dict) else {}
+        overrides: list[Override] = []
+        patched: dict[str, str] = {}
+        for patch in its_patches:
+            set_paths: list[Path] = []
+            spec = merge_patch(spec, patch.spec["merge"], (), set_paths)
+            patch_root = document_root(patch.source, patch.file, patch.index)
+            label = f"{patch.label} ({patch.file}:{patch.line})"
+            for path in set_paths:
+                patched[paths_text(path)] = label
+                if patch_root is not None:
+                    overrides.append(Override(("spec", *path), patch.file, patch_root,
+                                              ("spec", "merge", *path)))
+        raw = RawDocument(doc.file, doc.index, doc.line, 1, {**value, "spec": spec}, root)
+        again: list[Problem] = []
+        manifest = check_document(raw, again, source=doc.source, context=context,
+                                  overrides=overrides)
+        if manifest is not None:
+            manifest.patched = patched
+        out[i] = DocumentResult(manifest, doc.kind, doc.name, doc.file, doc.line, doc.source,
+                                doc.index, again)
+    return out

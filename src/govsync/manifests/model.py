@@ -5,15 +5,30 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from govsync import paths
 from govsync.api.kinds import Kind
+from govsync.manifests.directives import Directive
 from govsync.manifests.yamlio import RawDocument, iter_documents, locate, read_text
 from govsync.paths import Path
 
 Position = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Context:
+    """What reading a manifest depends on beyond its file: the variables of the
+    environment selected (its name for messages)."""
+
+    variables: Mapping[str, Any] = field(default_factory=dict)
+    environment: str | None = None
+
+    @property
+    def where(self) -> str:
+        return f"environment {self.environment}" if self.environment else "the project"
 
 
 @dataclass(slots=True)
@@ -38,6 +53,8 @@ class Manifest:
     source: str = ""
     index: int = 0
     positions: dict[str, Position] = field(default_factory=dict)
+    # Spec fields (dotted) a Patch set or removed -> the patch, e.g. "Patch/prod (f.yaml:3)".
+    patched: dict[str, str] = field(default_factory=dict)
 
     @property
     def address(self) -> str:
@@ -92,3 +109,5 @@ class ManifestSet:
     digest: str
     # Addresses in dependency order (ties by address): the order of plans.
     order: list[str] = field(default_factory=list)
+    # Moved and Import documents (patches are applied by then).
+    directives: list[Directive] = field(default_factory=list)

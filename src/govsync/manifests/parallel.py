@@ -11,11 +11,12 @@ import os
 import pickle
 
 from govsync.manifests.loader import FileResult, read_file, read_files
+from govsync.manifests.model import Context
 
 PARALLEL_BYTES = 1024 * 1024
 
 
-def forked_reader(files: list[tuple[str, str]]) -> list[FileResult]:
+def forked_reader(files: list[tuple[str, str]], context: Context) -> list[FileResult]:
     """Read and check every file; large sets in two processes (two cores).
 
     The files are split in two halves by size; a forked child checks the
@@ -30,7 +31,7 @@ def forked_reader(files: list[tuple[str, str]]) -> list[FileResult]:
             sizes.append(0)
     total = sum(sizes)
     if total < PARALLEL_BYTES or len(files) < 2 or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
-        return read_files(files)
+        return read_files(files, context)
     half, acc = len(files), 0
     for i, size in enumerate(sizes):
         acc += size
@@ -44,14 +45,14 @@ def forked_reader(files: list[tuple[str, str]]) -> list[FileResult]:
         code = 0
         try:
             os.close(read_fd)
-            data = pickle.dumps([read_file(p, d) for p, d in files[half:]], protocol=5)
+            data = pickle.dumps([read_file(p, d, context) for p, d in files[half:]], protocol=5)
             with os.fdopen(write_fd, "wb") as out:
                 out.write(data)
         except BaseException:
             code = 1
         os._exit(code)
     os.close(write_fd)
-    first = [read_file(p, d) for p, d in files[:half]]
+    first = [read_file(p, d, context) for p, d in files[:half]]
     with os.fdopen(read_fd, "rb") as pipe:
         data = pipe.read()
     _, status = os.waitpid(pid, 0)
@@ -60,7 +61,7 @@ def forked_reader(files: list[tuple[str, str]]) -> list[FileResult]:
             raise ValueError("the reading process failed")
         second: list[FileResult] = pickle.loads(data)
     except Exception:
-        second = [read_file(p, d) for p, d in files[half:]]
+        second = [read_file(p, d, context) for p, d in files[half:]]
     return first + second
 
 

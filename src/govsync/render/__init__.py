@@ -72,12 +72,16 @@ def plan_text(plan: Plan, *, color: bool = False, verbose: bool = False) -> str:
         symbol, fg = SYMBOLS[c.action]
         head = f"{symbol} {c.address}"
         lines.append(style(head, fg, bold=True) + style(f"  ({c.action})", fg))
+        def source(path: str) -> str:
+            patch = c.patch_of(path) if verbose else None
+            return f"   # set by {patch}" if patch else ""
+
         if c.action == Action.CREATE and c.request is not None:
             for key in sorted(c.request):
-                lines.append(f"      {key}: {fmt_value(shown(c.request[key]))}")
+                lines.append(f"      {key}: {fmt_value(shown(c.request[key]))}{source(key)}")
         for d in c.diff:
             lines.append(
-                f"      {d.path}: {fmt_value(d.before)} -> {fmt_value(d.after)}"
+                f"      {d.path}: {fmt_value(d.before)} -> {fmt_value(d.after)}{source(d.path)}"
             )
         if c.reason:
             lines.append(style(f"      {c.reason}", fg))

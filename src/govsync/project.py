@@ -1,0 +1,287 @@
+"""The project file, ``govsync.yaml``: one repository, several environments.
+
+```yaml
+apiVersion: govsync/v1
+kind: Project
+paths: [manifests/]                 # used when no PATH is given
+vars: {retentionDays: 30}           # defaults for every environment
+environments:
+  staging:
+    paths: [manifests/, envs/staging/]
+    workspace: staging              # default: the environment's name
+    endpoint: https://staging.governance.example.com
+    state: postgresql://govsync@db.example.com/govsync
+    vars: {retentionDays: 7}
+```
+
+It is found in the current directory or its nearest parent that has one,
+or named by ``--project FILE`` / ``GOVSYNC_PROJECT``.  Paths in it are
+relative to its own folder.  It is read as carefully as a manifest: every
+error at its ``FILE:LINE:COL``, all at once.  The API key is never read
+from it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from govsync.errors import ConfigError, ManifestError, Problem
+from govsync.files import display_path
+
+PROJECT_FILE = "govsync.yaml"
+API_VERSION = "govsync/v1"
+ENV_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+TOP_KEYS = ("apiVersion", "kind", "paths", "workspace", "endpoint", "state", "vars",
+            "environments")
+ENV_KEYS = ("paths", "workspace", "endpoint", "state", "vars")
+# Keys a user might put a credential under: refused with the reason.
+_KEY_LIKE = re.compile(r"(?i)^(api[-_]?key|x-api-key|apikey|token|password|secret)$")
+
+
+@dataclass(frozen=True)
+class Environment:
+    """One environment's settings (None: not set here)."""
+
+    name: str
+    paths: tuple[str, ...] | None = None
+    workspace: str | None = None
+    endpoint: str | None = None
+    state: str | None = None
+    vars: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Project:
+    """A loaded project file; paths already made relative to the current directory."""
+
+    file: str
+    top: Environment
+    environments: Mapping[str, Environment]
+
+    def environment(self, name: str | None) -> Environment | None:
+        """The environment called ``name`` (None: none selected); ConfigError if unknown."""
+        if name is None:
+            return None
+        if name not in self.environments:
+            known = ", ".join(sorted(self.environments)) or "none: the project has no environments"
+            raise ConfigError(f"unknown environment {name!r} in {self.file}: known are {known}")
+        return self.environments[name]
+
+    def variables(self, env: Environment | None, overrides: Mapping[str, Any]) -> dict[str, Any]:
+        """Top-level vars, overridden by the environment's, overridden by ``--var``."""
+        return {**self.top.vars, **(env.vars if env else {}), **overrides}
+
+    def paths(self, env: Environment | None) -> tuple[str, ...] | None:
+        if env is not None and env.paths is not None:
+            return env.paths
+        return self.top.paths
+
+
+def find(start: str = ".") -> str | None:
+    """``govsync.yaml`` in ``start`` or its nearest parent that has one."""
+    here = os.path.abspath(start)
+    while True:
+        candidate = os.path.join(here, PROJECT_FILE)
+        if os.path.isfile(candidate):
+            return candidate
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def load(path: str) -> Project:
+    """Read and check a project file; ManifestError with every problem."""
+    from govsync.files import refused
+    from govsync.manifests.yamlio import RawDocument, iter_documents, read_text
+
+    shown = display_path(path)
+    problem = refused(path, None, path)
+    if problem is not None:
+        raise ManifestError([Problem(shown, 1, 1, problem.message)])
+    text, problem = read_text(path, shown)
+    if problem is not None:
+        raise ManifestError([problem])
+    assert text is not None
+    docs = [d for d in iter_documents(text, shown)]
+    problems = [d for d in docs if isinstance(d, Problem)]
+    if problems:
+        raise ManifestError(problems)
+    raw = [d for d in docs if isinstance(d, RawDocument) and d.value is not None]
+    if len(raw) != 1:
+        raise ManifestError([Problem(shown, 1, 1, "a project file holds one document "
+                                                  "(apiVersion: govsync/v1, kind: Project)")])
+    return _check(raw[0], os.path.dirname(path))
+
+
+def _check(doc: Any, base: str) -> Project:
+    from govsync.manifests.yamlio import locate
+
+    problems: list[Problem] = []
+
+    def problem(where: tuple[Any, ...], message: str, *, key: bool = False) -> None:
+        problems.append(Problem(doc.file, *locate(doc.root, where, key=key), message))
+
+    value = doc.value
+    if not isinstance(value, dict):
+        raise ManifestError([Problem(doc.file, doc.line, doc.col,
+                                     "a project file is a mapping with apiVersion, kind: Project, "
+                                     "paths, vars and environments")])
+    _keys(value, (), TOP_KEYS, problem)
+    if value.get("apiVersion") != API_VERSION:
+        problem(("apiVersion",) if "apiVersion" in value else (),
+                f"apiVersion must be {API_VERSION}")
+    if value.get("kind") != "Project":
+        problem(("kind",) if "kind" in value else (), "kind must be Project")
+    top = _environment("", value, (), base, problem)
+    environments: dict[str, Environment] = {}
+    envs = value.get("environments", {})
+    if envs is None:
+        envs = {}
+    if not isinstance(envs, dict):
+        problem(("environments",), "environments must be a mapping of names to settings")
+        envs = {}
+    for name, body in envs.items():
+        if not isinstance(name, str) or not ENV_NAME.match(name):
+            problem(("environments", name), f"environment name {name!r}: use letters, digits, "
+                    "'.', '_' and '-'", key=True)
+            continue
+        if body is None:
+            body = {}
+        if not isinstance(body, dict):
+            problem(("environments", name), f"environment {name} must be a mapping of settings")
+            continue
+        _keys(body, ("environments", name), ENV_KEYS, problem)
+        env = _environment(name, body, ("environments", name), base, problem)
+        environments[name] = Environment(name, env.paths, env.workspace or name, env.endpoint,
+                                         env.state, env.vars)
+    if problems:
+        raise ManifestError(problems)
+    return Project(doc.file, top, environments)
+
+
+def _keys(body: dict[Any, Any], at: tuple[Any, ...], allowed: tuple[str, ...],
+          problem: Any) -> None:
+    from govsync.manifests.wording import unknown
+
+    for key in body:
+        if isinstance(key, str) and _KEY_LIKE.match(key):
+            problem((*at, key), f"{key}: the API key is never read from the project file (it is "
+                    "committed to git): set GOVSYNC_API_KEY in the environment instead", key=True)
+        elif key not in allowed:
+            where = ".".join(str(a) for a in (*at, key))
+            problem((*at, key), unknown(f"field {where}", str(key), allowed,
+                                        otherwise=f"valid fields: {', '.join(allowed)}"), key=True)
+
+
+def _environment(name: str, body: dict[str, Any], at: tuple[Any, ...], base: str,
+                 problem: Any) -> Environment:
+    paths = body.get("paths")
+    if paths is not None:
+        if not isinstance(paths, list) or not paths or not all(
+                isinstance(p, str) and p for p in paths):
+            problem((*at, "paths"), "paths must be a non-empty list of folders or files")
+            paths = None
+        else:
+            paths = tuple(display_path(os.path.join(base, p)) for p in paths)
+    strings = {}
+    for key in ("workspace", "endpoint", "state"):
+        item = body.get(key)
+        if item is not None and (not isinstance(item, str) or not item):
+            problem((*at, key), f"{key} must be a non-empty string")
+            item = None
+        strings[key] = item
+    if strings["state"] and "://" not in strings["state"] and not os.path.isabs(strings["state"]):
+        strings["state"] = display_path(os.path.join(base, strings["state"]))
+    variables = body.get("vars", {})
+    if variables is None:
+        variables = {}
+    if not isinstance(variables, dict):
+        problem((*at, "vars"), "vars must be a mapping of variable names to values")
+        variables = {}
+    for key in variables:
+        if not isinstance(key, str) or not VAR_NAME.match(key):
+            problem((*at, "vars", key), f"variable name {key!r}: start with a letter or '_' and "
+                    "use only letters, digits and '_'", key=True)
+    return Environment(name, paths, strings["workspace"], strings["endpoint"], strings["state"],
+                       dict(variables))
+
+
+def parse_var(text: str) -> tuple[str, Any]:
+    """``--var NAME=VALUE``: VALUE read as a YAML scalar (``7`` is a number, ``"7"`` a string)."""
+    from govsync.manifests.yamlio import RawDocument, iter_documents
+
+    name, sep, raw = text.partition("=")
+    if not sep or not VAR_NAME.match(name):
+        raise ConfigError(f"--var {text!r}: write --var NAME=VALUE (NAME: letters, digits, '_')")
+    docs = list(iter_documents(raw, f"--var {name}")) if raw.strip() else []
+    if not docs:
+        return name, None
+    doc = docs[0]
+    if not isinstance(doc, RawDocument) or isinstance(doc.value, dict | list) or len(docs) > 1:
+        raise ConfigError(f"--var {name}: the value must be a YAML scalar (a string, number, "
+                          "boolean or null); put structured values in the project file's vars")
+    return name, doc.value
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The project (if any), the environment chosen (if any) and ``--var`` overrides."""
+
+    project: Project | None = None
+    environment: Environment | None = None
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str | None:
+        return self.environment.name if self.environment else None
+
+    def variables(self) -> dict[str, Any]:
+        if self.project is None:
+            return dict(self.overrides)
+        return self.project.variables(self.environment, self.overrides)
+
+    def paths(self, given: tuple[str, ...] | list[str]) -> list[str]:
+        """The paths given on the command line, else the project's (environment's first)."""
+        if given:
+            return list(given)
+        found = self.project.paths(self.environment) if self.project else None
+        if not found:
+            where = (f"and {self.project.file} names none" if self.project
+                     else "and there is no govsync.yaml here or above")
+            raise ConfigError(f"no manifest paths given {where}: pass PATH... or set paths in "
+                              "the project file")
+        return list(found)
+
+    def setting(self, name: str) -> str | None:
+        """An environment's setting, else the project's top level (None: neither)."""
+        for env in (self.environment, self.project.top if self.project else None):
+            value = getattr(env, name, None) if env is not None else None
+            if value is not None:
+                return str(value)
+        return None
+
+    def each_environment(self) -> list[Selection]:
+        """``validate`` with no --env: one selection per environment (or just this one)."""
+        if self.project is None or self.environment is not None or not self.project.environments:
+            return [self]
+        return [Selection(self.project, env, self.overrides)
+                for _, env in sorted(self.project.environments.items())]
+
+
+def select(project_file: str | None, env: str | None, variables: list[str]) -> Selection:
+    """The selection for ``--project``/``--env``/``--var`` (and their environment variables)."""
+    path = project_file or find()
+    if project_file and not os.path.isfile(project_file):
+        raise ConfigError(f"--project {project_file}: no such file")
+    project = load(path) if path else None
+    if env is not None and project is None:
+        raise ConfigError(f"--env {env}: there is no govsync.yaml here or above (and no "
+                          "--project FILE) to define environments")
+    overrides = dict(parse_var(v) for v in variables)
+    return Selection(project, project.environment(env) if project else None, overrides)
