@@ -18,6 +18,7 @@ from govsync import __version__
 from govsync.api import models as m
 from govsync.api.catalog import OPERATIONS
 from govsync.api.kinds import KINDS, Kind
+from govsync.api.status import SPEC_CODES
 from govsync.manifests.loader import API_VERSION, ENV_NAME
 
 MANIFEST_SCHEMA = "manifest.schema.json"
@@ -142,11 +143,9 @@ def openapi() -> dict[str, Any]:
         error = refs[m.ConnectErrorBody if op.connect else m.ErrorBody]
         responses: dict[str, Any] = {"200": {"description": "OK", "content": {
             "application/json": {"schema": ok}}}}
-        for status, text in (("400", "invalid_request"), ("401", "unauthorized"),
-                             ("403", "forbidden"), ("404", "not_found"),
-                             ("500", "internal_error")):
-            responses[status] = {"description": text,
-                                 "content": {"application/json": {"schema": error}}}
+        for status, code in SPEC_CODES.items():
+            responses[str(status)] = {"description": str(code),
+                                      "content": {"application/json": {"schema": error}}}
         parameters = []
         if op.connect:
             parameters = [

@@ -16,6 +16,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
+from govsync.api.status import SPEC_CODES
+
 # --- scalar types ---------------------------------------------------------
 
 NonEmpty = Annotated[str, Field(min_length=1)]
@@ -202,10 +204,6 @@ class GroupFilter(Model):
 
 class GroupFilterGroup(Model):
     filters: list[GroupFilter] = []
-
-
-GroupSortField = Literal["name", "createdAt", "updatedAt", "id"]
-GROUP_SEARCH_FIELDS = ("name", "description", "dsyncGroupId", "id")
 
 
 class ListGroupsRequest(Model):
@@ -809,7 +807,7 @@ class ListGroupsResponse(Output):
 class ErrorBody(BaseModel):
     """The error body of every operation (``details`` only for 400)."""
 
-    code: Literal["invalid_request", "unauthorized", "forbidden", "not_found", "internal_error"]
+    code: str = Field(json_schema_extra={"enum": [str(c) for c in SPEC_CODES.values()]})
     message: str
     details: dict[str, Any] | None = None
 
