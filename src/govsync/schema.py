@@ -150,9 +150,12 @@ def openapi() -> dict[str, Any]:
         if op.connect:
             parameters = [
                 {"name": "Connect-Protocol-Version", "in": "header", "required": False,
-                 "schema": {"type": "string", "enum": ["1"]}},
+                 "description": "The Connect protocol version.",
+                 "schema": {"type": "string", "enum": [m.CONNECT_PROTOCOL_VERSION]}},
                 {"name": "Connect-Timeout-Ms", "in": "header", "required": False,
-                 "schema": {"type": "string", "pattern": "^[0-9]{1,10}$"}},
+                 "description": "Deadline in milliseconds: a positive integer of at most "
+                                "10 digits.  Past it the answer is 504 deadline_exceeded.",
+                 "schema": {"type": "string", "pattern": m.CONNECT_TIMEOUT_PATTERN}},
             ]
         paths[op.path] = {"post": {
             "operationId": op.name,
