@@ -22,6 +22,8 @@ from govsync.api.status import SPEC_CODES
 from govsync.manifests.loader import API_VERSION, ENV_NAME
 
 MANIFEST_SCHEMA = "manifest.schema.json"
+# metadata.name as `govsync validate` takes it: no '/', no control characters, not blank.
+METADATA_NAME = r"^[^/\u0000-\u001f\u007f]*[^/\s\u0000-\u001f\u007f][^/\u0000-\u001f\u007f]*$"
 OPENAPI = "openapi.json"
 
 
@@ -47,9 +49,14 @@ def manifest_schema() -> dict[str, Any]:
     for kind in KINDS:
         spec = _spec_schema(kind, refs[kind.request_model], defs)
         defs[f"{kind.name}Spec"] = spec
+        then: dict[str, Any] = {"properties": {"spec": {"$ref": f"#/$defs/{kind.name}Spec"}}}
+        name = _api_name_schema(kind, refs[kind.request_model], defs)
+        if name:
+            # metadata.name is the API's name: its constraints (length, pattern) apply.
+            then["properties"]["metadata"] = {"properties": {"name": name}}
         branches.append({
             "if": {"properties": {"kind": {"const": kind.name}}, "required": ["kind"]},
-            "then": {"properties": {"spec": {"$ref": f"#/$defs/{kind.name}Spec"}}},
+            "then": then,
         })
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -67,11 +74,13 @@ def manifest_schema() -> dict[str, Any]:
                 "required": ["name"],
                 "additionalProperties": False,
                 "properties": {
-                    "name": {"type": "string", "minLength": 1, "pattern": "^[^/]+$",
-                             "description": "The object's address is Kind/name."},
+                    "name": {"type": "string", "minLength": 1, "pattern": METADATA_NAME,
+                             "description": "The object's address is Kind/name: no '/', no "
+                                            "control characters, not blank."},
                     "dependsOn": {
                         "type": "array",
-                        "items": {"type": "string", "pattern": "^[A-Za-z]+/[^/]+$"},
+                        "items": {"type": "string",
+                                  "pattern": f"^({'|'.join(k.name for k in KINDS)})/[^/]+$"},
                         "description": "Extra ordering edges: addresses Kind/name.",
                     },
                 },
@@ -81,6 +90,16 @@ def manifest_schema() -> dict[str, Any]:
         "allOf": branches,
         "$defs": dict(sorted(defs.items())),
     }
+
+
+def _api_name_schema(kind: Kind, ref: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """The constraints of the API's ``name`` of a named kind, beyond a non-empty string."""
+    if not kind.named:
+        return {}
+    model = defs[ref["$ref"].rsplit("/", 1)[-1]]
+    name = {k: v for k, v in model["properties"]["name"].items()
+            if k not in ("title", "type", "description")}
+    return {} if name == {"minLength": 1} else name
 
 
 def _spec_schema(kind: Kind, ref: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
