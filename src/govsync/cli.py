@@ -631,6 +631,7 @@ def schema(out_dir: str, check: bool) -> None:
 @click.option("--seed", type=click.Path(exists=True, dir_okay=False), help="YAML of resources, groups, users and links to preload.")
 @click.option("--latency-ms", default=0, type=click.IntRange(min=0), help="Delay every response.")
 @click.option("--fault-rate", default=0.0, type=click.FloatRange(0.0, 1.0), help="Fraction of write calls that fail.")
+@click.option("-v", "--verbose", count=True, help="Log every request (also: govsync -v serve).")
 def serve(
     host: str,
     port: int,
@@ -640,14 +641,18 @@ def serve(
     seed: str | None,
     latency_ms: int,
     fault_rate: float,
+    verbose: int,
 ) -> None:
     """Run the reference implementation of the control API.
+
+    Says where it listens on stderr once it does; with -v, one line per
+    request (method, path, status, milliseconds).
 
     \b
     Example:
       govsync serve --port 8080 --db api.db --api-key dev-key --seed examples/server-seed.yaml
     """
-    from govsync.server import run
+    from govsync.server.serve import run
 
     run(
         host=host,
@@ -658,6 +663,7 @@ def serve(
         seed=seed,
         latency_ms=latency_ms,
         fault_rate=fault_rate,
+        verbose=verbose + out().verbose > 0,
     )
 
 

@@ -22,6 +22,7 @@
                ├── RateLimitedError      429
                └── ServerError           5xx internal_error
 
+Statuses and their codes come from the one table in ``api/status.py``.
 Lower-level errors (httpx, sqlite3, psycopg, yaml) are translated where they
 enter govsync with ``raise X(...) from exc``.  No message ever carries an API
 key or a secret value.
@@ -31,6 +32,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from govsync.api.status import STATUS_OF, TOO_MANY_REQUESTS, ErrorCode
 
 
 @dataclass(frozen=True, order=True)
@@ -146,45 +149,43 @@ class ApiStatusError(ApiError):
 class InvalidRequestError(ApiStatusError):
     """400 invalid_request: the body or a field is invalid."""
 
-    status = 400
+    status = STATUS_OF[ErrorCode.INVALID_REQUEST]
 
 
 class UnauthorizedError(ApiStatusError):
     """401 unauthorized: missing or unknown API key."""
 
-    status = 401
+    status = STATUS_OF[ErrorCode.UNAUTHORIZED]
 
 
 class ForbiddenError(ApiStatusError):
     """403 forbidden: the key may not call this operation."""
 
-    status = 403
+    status = STATUS_OF[ErrorCode.FORBIDDEN]
 
 
 class NotFoundError(ApiStatusError):
     """404 not_found: unknown operation or a referenced id does not exist."""
 
-    status = 404
+    status = STATUS_OF[ErrorCode.NOT_FOUND]
 
 
 class RateLimitedError(ApiStatusError):
     """429: too many requests."""
 
-    status = 429
+    status = TOO_MANY_REQUESTS
 
 
 class ServerError(ApiStatusError):
     """5xx: the server failed."""
 
-    status = 500
+    status = STATUS_OF[ErrorCode.INTERNAL_ERROR]
 
 
 STATUS_ERRORS: dict[int, type[ApiStatusError]] = {
-    400: InvalidRequestError,
-    401: UnauthorizedError,
-    403: ForbiddenError,
-    404: NotFoundError,
-    429: RateLimitedError,
+    cls.status: cls
+    for cls in (InvalidRequestError, UnauthorizedError, ForbiddenError, NotFoundError,
+                RateLimitedError)
 }
 
 

@@ -18,9 +18,12 @@ from govsync import __version__
 from govsync.api import models as m
 from govsync.api.catalog import OPERATIONS
 from govsync.api.kinds import KINDS, Kind
+from govsync.api.status import SPEC_CODES
 from govsync.manifests.documents import API_VERSION, ENV_NAME
 
 MANIFEST_SCHEMA = "manifest.schema.json"
+# metadata.name as `govsync validate` takes it: no '/', no control characters, not blank.
+METADATA_NAME = r"^[^/\u0000-\u001f\u007f]*[^/\s\u0000-\u001f\u007f][^/\u0000-\u001f\u007f]*$"
 OPENAPI = "openapi.json"
 
 
@@ -46,9 +49,14 @@ def manifest_schema() -> dict[str, Any]:
     for kind in KINDS:
         spec = _spec_schema(kind, refs[kind.request_model], defs)
         defs[f"{kind.name}Spec"] = spec
+        then: dict[str, Any] = {"properties": {"spec": {"$ref": f"#/$defs/{kind.name}Spec"}}}
+        name = _api_name_schema(kind, refs[kind.request_model], defs)
+        if name:
+            # metadata.name is the API's name: its constraints (length, pattern) apply.
+            then["properties"]["metadata"] = {"properties": {"name": name}}
         branches.append({
             "if": {"properties": {"kind": {"const": kind.name}}, "required": ["kind"]},
-            "then": {"properties": {"spec": {"$ref": f"#/$defs/{kind.name}Spec"}}},
+            "then": then,
         })
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -66,11 +74,13 @@ def manifest_schema() -> dict[str, Any]:
                 "required": ["name"],
                 "additionalProperties": False,
                 "properties": {
-                    "name": {"type": "string", "minLength": 1, "pattern": "^[^/]+$",
-                             "description": "The object's address is Kind/name."},
+                    "name": {"type": "string", "minLength": 1, "pattern": METADATA_NAME,
+                             "description": "The object's address is Kind/name: no '/', no "
+                                            "control characters, not blank."},
                     "dependsOn": {
                         "type": "array",
-                        "items": {"type": "string", "pattern": "^[A-Za-z]+/[^/]+$"},
+                        "items": {"type": "string",
+                                  "pattern": f"^({'|'.join(k.name for k in KINDS)})/[^/]+$"},
                         "description": "Extra ordering edges: addresses Kind/name.",
                     },
                 },
@@ -80,6 +90,16 @@ def manifest_schema() -> dict[str, Any]:
         "allOf": branches,
         "$defs": dict(sorted(defs.items())),
     }
+
+
+def _api_name_schema(kind: Kind, ref: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """The constraints of the API's ``name`` of a named kind, beyond a non-empty string."""
+    if not kind.named:
+        return {}
+    model = defs[ref["$ref"].rsplit("/", 1)[-1]]
+    name = {k: v for k, v in model["properties"]["name"].items()
+            if k not in ("title", "type", "description")}
+    return {} if name == {"minLength": 1} else name
 
 
 def _spec_schema(kind: Kind, ref: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
@@ -142,18 +162,19 @@ def openapi() -> dict[str, Any]:
         error = refs[m.ConnectErrorBody if op.connect else m.ErrorBody]
         responses: dict[str, Any] = {"200": {"description": "OK", "content": {
             "application/json": {"schema": ok}}}}
-        for status, text in (("400", "invalid_request"), ("401", "unauthorized"),
-                             ("403", "forbidden"), ("404", "not_found"),
-                             ("500", "internal_error")):
-            responses[status] = {"description": text,
-                                 "content": {"application/json": {"schema": error}}}
+        for status, code in SPEC_CODES.items():
+            responses[str(status)] = {"description": str(code),
+                                      "content": {"application/json": {"schema": error}}}
         parameters = []
         if op.connect:
             parameters = [
                 {"name": "Connect-Protocol-Version", "in": "header", "required": False,
-                 "schema": {"type": "string", "enum": ["1"]}},
+                 "description": "The Connect protocol version.",
+                 "schema": {"type": "string", "enum": [m.CONNECT_PROTOCOL_VERSION]}},
                 {"name": "Connect-Timeout-Ms", "in": "header", "required": False,
-                 "schema": {"type": "string", "pattern": "^[0-9]{1,10}$"}},
+                 "description": "Deadline in milliseconds: a positive integer of at most "
+                                "10 digits.  Past it the answer is 504 deadline_exceeded.",
+                 "schema": {"type": "string", "pattern": m.CONNECT_TIMEOUT_PATTERN}},
             ]
         paths[op.path] = {"post": {
             "operationId": op.name,

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+import socket
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -98,9 +102,6 @@ def test_fault_rate_fails_writes_both_ways(served: Callable[..., Served]) -> Non
 
 
 def test_bad_seed_is_a_one_line_error(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
     seed = tmp_path / "seed.yaml"
     seed.write_text("spaces: []\n")
     result = subprocess.run(
@@ -110,3 +111,42 @@ def test_bad_seed_is_a_one_line_error(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "unknown seed key(s) spaces" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_serve_says_where_it_listens_and_logs_requests_only_with_v(
+    served: Callable[..., Served],
+) -> None:
+    quiet = served("--api-key", KEY, "--viewer-key", VIEWER)
+    loud = served("--api-key", KEY, "-v")
+    for server in (quiet, loud):
+        assert httpx.post(server.base + path("CreateSpace"), json={"name": "s"},
+                          headers=H).status_code == 200
+        assert httpx.post(server.base + path("CreateSpace"), json={},
+                          headers=H).status_code == 400
+        server.stop()
+    assert quiet.stderr == (f"govsync serve: listening on {quiet.base} "
+                            "(db :memory:, 1 api key, 1 viewer key)\n")
+    first, *requests = loud.stderr.splitlines()
+    assert first == f"govsync serve: listening on {loud.base} (db :memory:, 1 api key, 0 viewer keys)"
+    logged = [line for line in requests if "/core.v1." in line]
+    assert [line.split(" (")[0] for line in logged] == [
+        "govsync serve: POST /core.v1.SpaceService/CreateSpace -> 200",
+        "govsync serve: POST /core.v1.SpaceService/CreateSpace -> 400",
+    ]
+    assert all(re.search(r" \(\d+\.\d ms\)$", line) for line in logged)
+    assert "Traceback" not in loud.stderr
+
+
+def test_port_in_use_is_one_line_and_exit_1() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "govsync", "serve", "--port", str(port), "--api-key", KEY],
+            capture_output=True, text=True, timeout=60,
+        )
+    assert result.returncode == 1
+    assert result.stderr == (f"Error: cannot listen on 127.0.0.1:{port}: the address is already "
+                             "in use; pick another --port\n")
+    assert result.stdout == ""

@@ -118,7 +118,3 @@ OPERATIONS: tuple[Operation, ...] = (
 
 BY_NAME: dict[str, Operation] = {op.name: op for op in OPERATIONS}
 BY_PATH: dict[str, Operation] = {op.path: op for op in OPERATIONS}
-
-
-def operation(name: str) -> Operation:
-    return BY_NAME[name]

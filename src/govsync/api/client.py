@@ -47,6 +47,7 @@ from pydantic import BaseModel
 
 from govsync import errors
 from govsync.api.catalog import BY_NAME, OPERATIONS, Operation
+from govsync.api.status import SPEC_CODES as _CODES
 from govsync.api.transport import (
     DEFAULT_LOCAL_DB,
     SyncASGITransport,
@@ -80,8 +81,6 @@ _NOT_SENT_RETRY = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 _NOT_SENT_FINAL = (httpx.UnsupportedProtocol, httpx.LocalProtocolError, httpx.ProxyError)
 _CLEAN_RETRY_STATUSES = frozenset({429, 500, 503})
 _GATEWAY_STATUSES = frozenset({502, 504})
-_CODES = {400: "invalid_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
-          500: "internal_error"}
 
 
 @dataclass(frozen=True)

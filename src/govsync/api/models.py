@@ -10,11 +10,22 @@ contract section 1 (Policy ``notification``/``status``, PolicyDataLoader
 
 from __future__ import annotations
 
+import calendar
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
+
+from govsync.api.status import SPEC_CODES
 
 # --- scalar types ---------------------------------------------------------
 
@@ -23,29 +34,32 @@ Identifier = Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z_][A-Za-z0-9_]
 ConnectorName = Annotated[str, Field(min_length=3, max_length=256, pattern=r"^[0-9a-z\-]+$")]
 SidecarName = Annotated[str, Field(min_length=3, max_length=63, pattern=r"^[0-9a-z\-]+$")]
 
-_TIMESTAMP = re.compile(
-    r"^(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})T(?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
-    r"(?:\.\d{1,9})?(?:Z|\+00:00)$"
+# RFC 3339 date-time in UTC (``Z`` or ``+00:00``), 0001-01-01..9999-12-31, up to
+# nanoseconds.  The same pattern is the OpenAPI document's; the day of the
+# month is checked beside it (``format: date-time`` there).
+TIMESTAMP_PATTERN = (
+    r"^(000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
+    r"T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?(Z|\+00:00)$"
 )
+_TIMESTAMP = re.compile(TIMESTAMP_PATTERN)
 
 
 def _check_timestamp(value: str) -> str:
-    m = _TIMESTAMP.match(value)
-    if not m:
+    if not _TIMESTAMP.match(value):
         raise PydanticCustomError(
             "timestamp", "must be an RFC 3339 UTC timestamp such as 2024-01-31T12:00:00.000000000Z"
         )
-    y, mo, d, h, mi, s = (int(m[g]) for g in ("y", "mo", "d", "h", "mi", "s"))
-    import calendar
-
-    if not (1 <= y <= 9999 and 1 <= mo <= 12 and h < 24 and mi < 60 and s < 61):
-        raise PydanticCustomError("timestamp", "timestamp out of range 0001-01-01..9999-12-31")
-    if not 1 <= d <= calendar.monthrange(y, mo)[1]:
+    y, mo, d = int(value[:4]), int(value[5:7]), int(value[8:10])
+    if d > calendar.monthrange(y, mo)[1]:
         raise PydanticCustomError("timestamp", "timestamp has no such day")
     return value
 
 
-Timestamp = Annotated[str, AfterValidator(_check_timestamp)]
+Timestamp = Annotated[
+    str,
+    AfterValidator(_check_timestamp),
+    Field(json_schema_extra={"format": "date-time", "pattern": TIMESTAMP_PATTERN}),
+]
 
 # Sidecar technology: ssh, http, llm and multi are named by the spec; ten more
 # values (database engines, storage, orchestrator, cloud platforms) are not
@@ -62,10 +76,32 @@ Technology = Annotated[
 ]
 
 
-class Model(BaseModel):
-    """A request model: strict types, unknown fields rejected."""
+def _variants_schema(schema: dict[str, Any], model: type[BaseModel]) -> None:
+    """``oneOf``: exactly one of the model's VARIANTS is present and not null."""
+    variants: tuple[str, ...] = getattr(model, "VARIANTS", ())
+    if variants:
+        schema["oneOf"] = [
+            {"required": [key], "properties": {key: {"not": {"type": "null"}}}}
+            for key in variants
+        ]
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+
+class Model(BaseModel):
+    """A request model: strict types, unknown fields rejected.
+
+    A model with ``VARIANTS`` requires exactly one of those fields to be set
+    (rule 1 of the spec: none or several is 400), in validation and in its
+    JSON Schema alike.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=_variants_schema)
+    VARIANTS: ClassVar[tuple[str, ...]] = ()
+
+    @model_validator(mode="after")
+    def _exactly_one_variant(self) -> Model:
+        if self.VARIANTS:
+            _exactly_one(self, self.VARIANTS)
+        return self
 
 
 class Output(BaseModel):
@@ -160,10 +196,7 @@ class NativeUserCredentials(Model):
     hook: HookCredential | None = None
     unauthenticated: Empty | None = None
 
-    @model_validator(mode="after")
-    def _one(self) -> NativeUserCredentials:
-        _exactly_one(self, tuple(type(self).model_fields))
-        return self
+    VARIANTS = ("cloudIamA", "cloudIamARole", "cloudIamB", "cloudIamC", "hook", "unauthenticated")
 
 
 class CreateNativeUserV3Request(Model):
@@ -185,9 +218,35 @@ class CreateDataDiscoveryConfigurationRequest(Model):
 # --- groups and users ------------------------------------------------------
 
 
+# A number filter value: a JSON number written as a string.
+NUMBER_PATTERN = r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$"
+_NUMBER = re.compile(NUMBER_PATTERN)
+BOOL_VALUES = ("true", "false")
+
+
 class GroupFilterValue(Model):
+    """``value`` as text; a ``number`` is a JSON number, a ``bool`` true or false."""
+
+    model_config = ConfigDict(json_schema_extra={"oneOf": [
+        {"properties": {"type": {"const": "string"}}},
+        {"required": ["type"],
+         "properties": {"type": {"const": "number"}, "value": {"pattern": NUMBER_PATTERN}}},
+        {"required": ["type"],
+         "properties": {"type": {"const": "bool"}, "value": {"enum": list(BOOL_VALUES)}}},
+    ]})
+
     type: Literal["string", "bool", "number"] = "string"
     value: str
+
+    @field_validator("value")
+    @classmethod
+    def _typed(cls, value: str, info: ValidationInfo) -> str:
+        kind = info.data.get("type")
+        if kind == "number" and not _NUMBER.match(value):
+            raise PydanticCustomError("number", "a number filter value must be a number")
+        if kind == "bool" and value not in BOOL_VALUES:
+            raise PydanticCustomError("bool", "a bool filter value is true or false")
+        return value
 
 
 class GroupFieldFilter(Model):
@@ -202,10 +261,6 @@ class GroupFilter(Model):
 
 class GroupFilterGroup(Model):
     filters: list[GroupFilter] = []
-
-
-GroupSortField = Literal["name", "createdAt", "updatedAt", "id"]
-GROUP_SEARCH_FIELDS = ("name", "description", "dsyncGroupId", "id")
 
 
 class ListGroupsRequest(Model):
@@ -241,10 +296,7 @@ class CreatePolicyRequest(Model):
     notification: Literal["none", "consumer", "owners", "all"] | None = None
     status: Literal["draft", "dry-run", "active"] | None = None
 
-    @model_validator(mode="after")
-    def _owner(self) -> CreatePolicyRequest:
-        _exactly_one(self, ("groupName", "userEmail"))
-        return self
+    VARIANTS = ("groupName", "userEmail")  # the owner
 
 
 class CreatePolicySuspensionRequest(Model):
@@ -305,6 +357,12 @@ class UpdateHookRequest(Model):
     hook: HookUpdate
 
 
+# CreatePermission's Connect headers: the protocol version, and a deadline in
+# milliseconds (a positive integer of at most 10 digits).
+CONNECT_PROTOCOL_VERSION = "1"
+CONNECT_TIMEOUT_PATTERN = r"^[1-9][0-9]{0,9}$"
+
+
 class CreatePermissionRequest(Model):
     name: NonEmpty
     description: str = ""
@@ -347,10 +405,7 @@ class CreateIntegrationLogRequest(Model):
     logStoreC: LogStoreC | None = None
     logStoreD: LogStoreD | None = None
 
-    @model_validator(mode="after")
-    def _one(self) -> CreateIntegrationLogRequest:
-        _exactly_one(self, ("logStoreA", "logStoreB", "logStoreC", "logStoreD"))
-        return self
+    VARIANTS = ("logStoreA", "logStoreB", "logStoreC", "logStoreD")
 
 
 class BiA(Model):
@@ -372,10 +427,7 @@ class CreateBIIntegrationRequest(Model):
     biB: BiB | None = None
     biC: Empty | None = None
 
-    @model_validator(mode="after")
-    def _one(self) -> CreateBIIntegrationRequest:
-        _exactly_one(self, ("biA", "biB", "biC"))
-        return self
+    VARIANTS = ("biA", "biB", "biC")
 
 
 class MdmA(Model):
@@ -395,10 +447,7 @@ class CreateIntegrationMDMRequest(Model):
     mdmB: MdmB | None = None
     mdmC: MdmA | None = None
 
-    @model_validator(mode="after")
-    def _one(self) -> CreateIntegrationMDMRequest:
-        _exactly_one(self, ("mdmA", "mdmB", "mdmC"))
-        return self
+    VARIANTS = ("mdmA", "mdmB", "mdmC")
 
 
 AIProvider = Literal[
@@ -430,10 +479,7 @@ class ConnectorAiProviderConfig(Model):
     providerF: dict[str, Any] | None = None
     providerG: dict[str, Any] | None = None
 
-    @model_validator(mode="after")
-    def _one(self) -> ConnectorAiProviderConfig:
-        _exactly_one(self, tuple(type(self).model_fields))
-        return self
+    VARIANTS = tuple(f"provider{c}" for c in "ABCDEFG")
 
 
 class ConnectorAiProviderSpec(Model):
@@ -809,7 +855,7 @@ class ListGroupsResponse(Output):
 class ErrorBody(BaseModel):
     """The error body of every operation (``details`` only for 400)."""
 
-    code: Literal["invalid_request", "unauthorized", "forbidden", "not_found", "internal_error"]
+    code: str = Field(json_schema_extra={"enum": [str(c) for c in SPEC_CODES.values()]})
     message: str
     details: dict[str, Any] | None = None
 

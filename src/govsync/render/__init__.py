@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from govsync.plan import Action, Plan
+from govsync.plan import Action, Change, Plan
 from govsync.values import KNOWN_AFTER_APPLY_TEXT, SENSITIVE, shown
 
 if TYPE_CHECKING:
@@ -72,8 +72,8 @@ def plan_text(plan: Plan, *, color: bool = False, verbose: bool = False) -> str:
         symbol, fg = SYMBOLS[c.action]
         head = f"{symbol} {c.address}"
         lines.append(style(head, fg, bold=True) + style(f"  ({c.action})", fg))
-        def source(path: str) -> str:
-            patch = c.patch_of(path) if verbose else None
+        def source(path: str, change: Change = c) -> str:
+            patch = change.patch_of(path) if verbose else None
             return f"   # set by {patch}" if patch else ""
 
         if c.action == Action.CREATE and c.request is not None:

@@ -47,6 +47,7 @@ from starlette.types import Receive, Scope, Send
 
 from govsync.api.catalog import BY_PATH, Operation
 from govsync.api.kinds import KINDS, SEEDED_KINDS
+from govsync.api.models import CONNECT_PROTOCOL_VERSION, CONNECT_TIMEOUT_PATTERN
 from govsync.server.droppable import connection_of
 from govsync.server.errors import ApiFailure, error_response, invalid, json_response, violations
 from govsync.server.operations import Engine
@@ -60,7 +61,7 @@ OBJECTS_PATH = "/_govsync/objects"
 # /_govsync/objects: the manifest kinds, then the kinds only a seed creates.
 OBJECT_KINDS: tuple[str, ...] = tuple(dict.fromkeys([k.name for k in KINDS] + list(SEEDED_KINDS)))
 
-_TIMEOUT = re.compile(r"^[0-9]{1,10}$")
+_TIMEOUT = re.compile(CONNECT_TIMEOUT_PATTERN)
 _DIGITS = re.compile(r"^[0-9]{1,19}$")
 
 
@@ -167,7 +168,7 @@ class ReferenceServer:
             return
         if op is not None and op.connect:
             timeout = request.headers.get("connect-timeout-ms", "")
-            if _TIMEOUT.match(timeout) and 0 < int(timeout) < self.latency_ms:
+            if _TIMEOUT.match(timeout) and int(timeout) < self.latency_ms:
                 await asyncio.sleep(int(timeout) / 1000)
                 raise ApiFailure(504, "deadline exceeded before the server answered")
         await asyncio.sleep(self.latency_ms / 1000)
@@ -175,13 +176,14 @@ class ReferenceServer:
     @staticmethod
     def _check_connect_headers(request: Request) -> None:
         version = request.headers.get("connect-protocol-version")
-        if version is not None and version != "1":
+        if version is not None and version != CONNECT_PROTOCOL_VERSION:
             raise invalid("unsupported Connect protocol version", "Connect-Protocol-Version",
-                          "Connect-Protocol-Version must be 1")
+                          f"Connect-Protocol-Version must be {CONNECT_PROTOCOL_VERSION}")
         timeout = request.headers.get("connect-timeout-ms")
-        if timeout is not None and not (_TIMEOUT.match(timeout) and int(timeout) > 0):
+        if timeout is not None and not _TIMEOUT.match(timeout):
             raise invalid("invalid Connect timeout", "Connect-Timeout-Ms",
-                          "Connect-Timeout-Ms must be a positive integer of at most 10 digits")
+                          "Connect-Timeout-Ms must be a positive integer of at most 10 digits "
+                          "(no leading zero)")
 
     @staticmethod
     async def _read_json(request: Request) -> Any:

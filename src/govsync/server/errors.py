@@ -23,7 +23,8 @@ with one ``core.v1.FieldViolation`` detail per field on 400, and otherwise
 one ``{"type": "core.v1.ErrorCode", "value": "<code>", "debug": {}}``
 detail carrying the code of the table (``unauthorized``, ``not_found``…, and
 ``deadline_exceeded`` with HTTP 504 when its ``Connect-Timeout-Ms`` is
-shorter than the server's injected latency).
+shorter than the server's injected latency).  Statuses and codes: the one
+table in ``api/status.py``.
 """
 
 from __future__ import annotations
@@ -35,14 +36,7 @@ from typing import Any
 from pydantic import ValidationError
 from starlette.responses import Response
 
-CODES: dict[int, str] = {
-    400: "invalid_request",
-    401: "unauthorized",
-    403: "forbidden",
-    404: "not_found",
-    500: "internal_error",
-    504: "deadline_exceeded",
-}
+from govsync.api.status import SERVER_CODES, ErrorCode
 
 
 class ApiFailure(Exception):
@@ -56,7 +50,7 @@ class ApiFailure(Exception):
     ) -> None:
         super().__init__(message)
         self.status = status
-        self.code = CODES[status]
+        self.code: ErrorCode = SERVER_CODES[status]
         self.message = message
         self.violations = list(violations)
 

@@ -166,7 +166,8 @@ class Engine:
             if target is None:
                 raise ApiFailure(404, f"{lookup.field} names no existing {lookup.kind}")
             obj.setdefault(lookup.into, []).append({lookup.entry: target})
-        for path in shape.drop:
+        secrets = () if shape.returns_secrets else op.secret_paths
+        for path in (*shape.drop, *secrets):
             parent, last = _parent(obj, path)
             if parent is not None:
                 parent.pop(last, None)

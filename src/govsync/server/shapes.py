@@ -2,10 +2,13 @@
 
 The engine (``operations.py``) turns any create or update request into the
 object the API returns by the same steps; this table holds the only
-differences between kinds: fields that are input-only or secret (dropped),
-renamed, filled in by the server, computed, resolved from another object,
+differences between kinds: fields that are input-only (dropped), renamed, filled in by the server, computed, resolved from another object,
 embedded, or appended to another object.  A kind without a row is stored as
 its request plus ``id``, ``createdAt`` and ``updatedAt``.
+
+Secret inputs are the operation's ``secret_paths`` (``api/catalog.py``):
+they are neither stored nor returned, unless the row says the API returns
+them (``returns_secrets``: the BI integrations, whose output carries them).
 """
 
 from __future__ import annotations
@@ -67,8 +70,11 @@ Derive = Callable[[JsonObject, int], Any]
 
 @dataclass(frozen=True)
 class Shape:
-    # Dotted input paths neither stored nor returned (secrets, input-only).
+    # Dotted input paths neither stored nor returned (input-only; secrets
+    # are the operation's secret_paths, dropped unless returns_secrets).
     drop: tuple[str, ...] = ()
+    # The API returns this kind's secret inputs (api-spec.md: BI integrations).
+    returns_secrets: bool = False
     # Dotted input path -> new name of its last segment.
     rename: tuple[tuple[str, str], ...] = ()
     # Top-level fields returned as null when not given (other nulls are left out).
@@ -120,13 +126,10 @@ SHAPES: Mapping[str, Shape] = MappingProxyType({
     ),
     "PolicyReport": Shape(response_fields=("reportId",)),
     "Hook": Shape(defaults={"status": "draft"}),
-    "LogIntegration": Shape(drop=("logStoreB.apiKey", "logStoreD.accessToken"),
-                            defaults={"logStoreA.region": "us-east-1"}),
+    "LogIntegration": Shape(defaults={"logStoreA.region": "us-east-1"}),
     "BIIntegration": Shape(rename=(("biA.biAApiKey", "apiKey"), ("biA.biAApiSecret", "apiSecret")),
-                           keep_null=("linkedDbUserId",)),
-    "MDMIntegration": Shape(drop=("mdmA.apiKey", "mdmB.apiKey", "mdmC.apiKey")),
-    "AIProviderIntegration": Shape(drop=("apiKey",),
-                                   defaults={"status": "connected", "providerOrganizationName": ""}),
+                           keep_null=("linkedDbUserId",), returns_secrets=True),
+    "AIProviderIntegration": Shape(defaults={"status": "connected", "providerOrganizationName": ""}),
     "ConnectorAIProvider": Shape(key="connectorId"),
     "LogQuery": Shape(response_fields=("id",)),
     "ScenarioMonitor": Shape(response_fields=("id",)),

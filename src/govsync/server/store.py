@@ -29,15 +29,15 @@ from govsync.api.kinds import SEEDED_KINDS
 
 JsonObject = dict[str, Any]
 
-# Top-level keys of a seed file and the kind each holds (contract section 4).
-SEED_KEYS: dict[str, str] = {
-    "resources": "Resource",
-    "groups": "Group",
-    "users": "User",
-    "connectorListenerLinks": "ConnectorListenerLink",
-    "sidecarResourceLinks": "SidecarResourceLink",
-}
-assert sorted(SEED_KEYS.values()) == sorted(SEEDED_KINDS)
+
+def seed_key(kind: str) -> str:
+    """The top-level key of a seed file that lists a kind: ``ConnectorListenerLink``
+    -> ``connectorListenerLinks`` (contract section 4)."""
+    return kind[:1].lower() + kind[1:] + "s"
+
+
+# Top-level keys of a seed file and the kind each holds.
+SEED_KEYS: dict[str, str] = {seed_key(kind): kind for kind in SEEDED_KINDS}
 
 # Fields a seeded object gets when the seed leaves them out.
 SEED_DEFAULTS: dict[str, JsonObject] = {
@@ -47,6 +47,7 @@ SEED_DEFAULTS: dict[str, JsonObject] = {
     "ConnectorListenerLink": {"terminationProtection": False},
     "SidecarResourceLink": {"terminationProtection": False},
 }
+assert set(SEED_DEFAULTS) <= set(SEEDED_KINDS)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS objects (

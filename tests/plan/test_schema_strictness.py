@@ -1,0 +1,72 @@
+"""schemas/manifest.schema.json rejects what `govsync validate` rejects, where JSON Schema can say it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+from plan_helpers import ROOT, Gov
+
+SCHEMA = json.loads((ROOT / "schemas" / "manifest.schema.json").read_text(encoding="utf-8"))
+VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+
+
+def doc(kind: str, name: str, spec: dict[str, Any], **metadata: Any) -> dict[str, Any]:
+    return {"apiVersion": "govsync/v1", "kind": kind, "metadata": {"name": name, **metadata},
+            "spec": spec}
+
+
+POLICY = {"code": "package x"}
+
+VALID = [
+    doc("Connector", "prod-eu", {}),
+    doc("Sidecar", "pg-01", {"technology": "ssh", "hostname": "h"}),
+    doc("Hook", "risk_score", {"code": "x"}),
+    doc("Space", "Analytics & BI", {}),
+    doc("Policy", "owned-by-group", {**POLICY, "groupName": "admins"}),
+    doc("Policy", "owned-by-user", {**POLICY, "userEmail": "ann@example.com", "groupName": None}),
+]
+
+INVALID = {
+    "connector-name-uppercase": doc("Connector", "Prod-EU", {}),
+    "connector-name-too-short": doc("Connector", "eu", {}),
+    "sidecar-name-too-long": doc("Sidecar", "s" * 64, {"technology": "ssh", "hostname": "h"}),
+    "hook-name-not-identifier": doc("Hook", "risk-score", {"code": "x"}),
+    "name-blank": doc("Space", "   ", {}),
+    "name-control-character": doc("Space", "a\tb", {}),
+    "name-with-slash": doc("Space", "eu/a", {}),
+    "policy-two-owners": doc("Policy", "p", {**POLICY, "groupName": "a", "userEmail": "b@c"}),
+    "policy-no-owner": doc("Policy", "p", POLICY),
+    "policy-null-owner": doc("Policy", "p", {**POLICY, "groupName": None}),
+    "depends-on-unknown-kind": doc("Space", "s", {}, dependsOn=["Nope/x"]),
+}
+
+
+def _validate(gov: Gov, workdir: Path, document: dict[str, Any]) -> int:
+    path = workdir / "m.yaml"
+    path.write_text(yaml.safe_dump(document), encoding="utf-8")
+    return gov.run("validate", path, code=None).exit_code
+
+
+@pytest.mark.parametrize("document", VALID, ids=[d["metadata"]["name"] for d in VALID])
+def test_valid_for_both(gov: Gov, workdir: Path, document: dict[str, Any]) -> None:
+    assert not list(VALIDATOR.iter_errors(document))
+    assert _validate(gov, workdir, document) == 0
+
+
+@pytest.mark.parametrize("document", INVALID.values(), ids=INVALID.keys())
+def test_invalid_for_both(gov: Gov, workdir: Path, document: dict[str, Any]) -> None:
+    assert list(VALIDATOR.iter_errors(document)), "the JSON Schema accepts it"
+    assert _validate(gov, workdir, document) == 1
+
+
+def test_every_example_manifest_is_valid() -> None:
+    for path in sorted((ROOT / "examples").rglob("*.yaml")):
+        for document in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+            if isinstance(document, dict) and "apiVersion" in document:
+                errors = [e.message for e in VALIDATOR.iter_errors(document)]
+                assert not errors, (path, errors)
