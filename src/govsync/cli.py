@@ -206,10 +206,37 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
         sys.exit(2)
 
 
+PROMPT = "Apply these changes? Only 'yes' will be accepted"
+
+
+def confirmed(prompt: str) -> bool:
+    """Ask for `yes`: at a terminal, or as one line of standard input (``echo yes |``),
+    as Terraform does.  End of input or any other answer cancels (GovsyncError)."""
+    stdin = sys.stdin
+    if stdin.isatty():
+        answer = str(click.prompt(prompt, default="", show_default=False))
+    else:
+        click.echo(f"{prompt}: ", nl=False, err=True)
+        line = stdin.readline()
+        if not line:
+            click.echo("", err=True)
+            raise GovsyncError("apply cancelled: standard input ended before an answer; "
+                               "nothing was changed (pipe `yes`, or pass --auto-approve)")
+        answer = line
+        click.echo(answer.strip(), err=True)
+    if answer.strip() != "yes":
+        said = f"the answer was {answer.strip()[:40]!r}" if answer.strip() else "no answer"
+        raise GovsyncError(f"apply cancelled: {said}, and only 'yes' applies; "
+                           "nothing was changed")
+    return True
+
+
 @cli.command()
 @paths_argument
 @global_options
-@click.option("--auto-approve", is_flag=True, help="Apply without asking for `yes`.")
+@click.option("--auto-approve", is_flag=True,
+              help="Apply without asking for `yes` (otherwise asked at the terminal, or "
+                   "read as one line of standard input: `echo yes | govsync apply ...`).")
 @click.option("--parallelism", default=32, show_default=True, type=click.IntRange(1, 256),
               help="Requests in flight at most (halved automatically on 429/503; "
                    "BENCHMARKS.md shows why 32).")
@@ -243,12 +270,7 @@ def apply(paths: tuple[str, ...], settings: Settings, auto_approve: bool, parall
         click.echo(render.plan_text(the_plan, color=o.color), nl=False, color=o.color)
         if auto_approve or saved_plan:
             return True
-        if not sys.stdin.isatty():
-            raise GovsyncError("no terminal to confirm on: pass --auto-approve to apply "
-                               "without asking (as CI does)")
-        answer = click.prompt("Apply these changes? Only 'yes' will be accepted", default="",
-                              show_default=False)
-        return str(answer).strip() == "yes"
+        return confirmed(PROMPT)
 
     from govsync.apply import DONE
     from govsync.render.progress import LineReporter, ProgressReporter

@@ -8,6 +8,8 @@ from the developer's shell, against the embedded reference server
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -72,3 +74,49 @@ def test_validate_checks_the_spec_of_a_document_whose_name_is_invalid() -> None:
     assert "2 errors;" in errors[-1]
     # The stand-in name never shows: it is only there to check the spec.
     assert "placeholder" not in result.output
+
+
+# -- 4. apply reads its confirmation from standard input --------------------------
+
+
+@pytest.mark.parametrize(("stdin", "applied", "message"), [
+    ("yes\n", True, ""),
+    ("yes", True, ""),  # no newline at the end of input
+    ("no\n", False, "apply cancelled: the answer was 'no', and only 'yes' applies"),
+    ("\n", False, "apply cancelled: no answer, and only 'yes' applies"),
+    ("", False, "apply cancelled: standard input ended before an answer"),
+])
+def test_apply_takes_yes_from_standard_input(stdin: str, applied: bool, message: str) -> None:
+    write("m/a.yaml", hook("risk"))
+    result = run("apply", "m", "--endpoint", "local", input=stdin)
+    assert "+ Hook/risk" in result.stdout
+    assert "no terminal" not in result.output
+    if applied:
+        assert result.exit_code == 0, result.output
+        assert "Apply: 1 applied" in result.stdout
+    else:
+        assert result.exit_code == 1, result.output
+        assert f"Error: {message}" in result.stderr
+        assert "nothing was changed" in result.stderr
+        assert "Apply:" not in result.stdout
+        listed = run("state", "list")
+        assert "Hook/risk" not in listed.stdout
+
+
+def test_apply_auto_approve_reads_no_input() -> None:
+    write("m/a.yaml", hook("risk"))
+    result = run("apply", "m", "--endpoint", "local", "--auto-approve", input="no\n")
+    assert result.exit_code == 0, result.output
+    assert "Apply: 1 applied" in result.stdout
+
+
+def test_echo_yes_into_a_real_apply_process(tmp_path: Path) -> None:
+    """`echo yes | govsync apply manifests/`: a real pipe, not a terminal."""
+    write("m/a.yaml", hook("risk"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GOVSYNC_")}
+    proc = subprocess.run([sys.executable, "-m", "govsync", "apply", "m", "--endpoint", "local"],
+                          input="yes\n", capture_output=True, text=True, env=env, timeout=120,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Apply: 1 applied" in proc.stdout
+    assert "Only 'yes' will be accepted: yes" in proc.stderr
