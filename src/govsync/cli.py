@@ -195,12 +195,16 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
         click.echo(render.plan_markdown(result), nl=False)
     else:
         click.echo(render.plan_text(result, color=o.color, verbose=o.verbose > 0), nl=False, color=o.color)
+    blocked = len(result.blocked())
+    why = (f"{blocked} blocked change(s): the API cannot make them, so apply will refuse "
+           "this plan; revert them in the manifests and plan again.")
     if out_file:
         commands.write_plan(result, settings, out_file)
-        o.info(f"Saved the plan to {out_file}: apply it with `govsync apply {out_file}`.")
-    if result.blocked():
-        o.info(f"{len(result.blocked())} blocked change(s): the API cannot make them; "
-               "apply will refuse this plan.")
+        o.info(f"Saved the plan to {out_file}, but it cannot be applied: {why}" if blocked
+               else f"Saved the plan to {out_file}: apply it with `govsync apply {out_file}`.")
+    elif blocked:
+        o.info(why[0].upper() + why[1:])
+    if blocked:
         sys.exit(1)
     if detailed_exitcode and result.has_changes():
         sys.exit(2)
