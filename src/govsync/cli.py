@@ -418,16 +418,22 @@ def state_import(address: str, object_id: str, paths: tuple[str, ...], settings:
     """Adopt an object that already exists on the server under ID.
 
     The manifest's current spec (found under PATHS, default .) becomes its
-    baseline: the next plan shows no change for it.
+    baseline: the next plan shows no change for it. The id is recorded as
+    given: the API has no operation that reads the managed kinds, so it
+    cannot be verified; check it yourself.
 
     \b
     Example:
       govsync state import Space/analytics space-0a1b2c manifests/
     """
     from govsync import commands
+    from govsync.api.catalog import readable_kinds
 
     entry = commands.state_import(settings, address, object_id, load(paths or (".",)))
-    click.echo(f"Imported {entry.address} as {entry.id}.")
+    why = (f"the API cannot read a {entry.kind}" if entry.kind not in readable_kinds()
+           else f"govsync does not read a {entry.kind} on import")
+    click.echo(f"Recorded {entry.address} as {entry.id} without verification: {why}, "
+               "check the id yourself.")
 
 
 @state.command("resolve")

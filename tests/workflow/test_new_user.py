@@ -120,3 +120,19 @@ def test_echo_yes_into_a_real_apply_process(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Apply: 1 applied" in proc.stdout
     assert "Only 'yes' will be accepted: yes" in proc.stderr
+
+
+# -- 10. state import says that the id could not be verified ----------------------
+
+
+def test_state_import_says_the_id_was_not_verified() -> None:
+    write("manifests/labels.yaml",
+          "apiVersion: govsync/v1\nkind: DataLabel\nmetadata:\n  name: ssn\nspec:\n"
+          "  classifierType: regex\n  classifierData: '[0-9]{3}-[0-9]{2}-[0-9]{4}'\n")
+    result = run("state", "import", "DataLabel/ssn", "does-not-exist", "manifests/")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ("Recorded DataLabel/ssn as does-not-exist without verification: "
+                             "the API cannot read a DataLabel, check the id yourself.\n")
+    assert "Imported" not in result.output
+    listed = run("state", "list")
+    assert "DataLabel/ssn\tdoes-not-exist\tapplied" in listed.stdout

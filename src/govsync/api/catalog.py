@@ -119,3 +119,8 @@ BY_PATH: dict[str, Operation] = {op.path: op for op in OPERATIONS}
 
 def operation(name: str) -> Operation:
     return BY_NAME[name]
+
+
+def readable_kinds() -> frozenset[str]:
+    """Kinds that some read operation returns (today: none of the managed kinds)."""
+    return frozenset(op.kind for op in OPERATIONS if op.verb == "read" and op.kind)
