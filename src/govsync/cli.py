@@ -614,7 +614,8 @@ def fmt_command(paths: tuple[str, ...], check: bool) -> None:
     Keys in the order apiVersion, kind, metadata (name, dependsOn), spec;
     two-space indentation with sequences indented under their key; documents
     separated by `---`. Only files that change are rewritten, and listed. A
-    file with a YAML error is reported as FILE:LINE:COL and left alone (exit 1).
+    file with a YAML error is reported as FILE:LINE:COL, in the same words as
+    `govsync validate`, and left alone (exit 1).
 
     \b
     Example:
