@@ -7,6 +7,7 @@ from the developer's shell, against the embedded reference server
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -136,3 +137,41 @@ def test_state_import_says_the_id_was_not_verified() -> None:
     assert "Imported" not in result.output
     listed = run("state", "list")
     assert "DataLabel/ssn\tdoes-not-exist\tapplied" in listed.stdout
+
+
+# -- 13. drift says what it compared, first ---------------------------------------
+
+
+def test_drift_says_first_what_was_compared_and_what_could_not_be() -> None:
+    write("m/a.yaml", "---\n".join([
+        hook("risk"),
+        "apiVersion: govsync/v1\nkind: Space\nmetadata:\n  name: analytics\nspec: {}\n",
+    ]))
+    assert run("apply", "m", "--endpoint", "local", "--auto-approve").exit_code == 0
+
+    text = run("drift", "m", "--endpoint", "local")
+    assert text.exit_code == 0, text.output
+    first = text.stdout.splitlines()[0]
+    assert first == (
+        "In sync as far as govsync can see: the manifests match the recorded state "
+        "(2 addresses compared); live checks: groups passed (no policy names a group); not "
+        "readable live, so compared with the recorded state only: 2 kinds (Hook, Space).")
+
+    report = json.loads(run("drift", "m", "--endpoint", "local", "--format", "json").stdout)
+    assert report["headline"] == first
+    assert report["compared"] == {"state": 2, "live": ["groups"], "notLive": ["Hook", "Space"]}
+
+    markdown = run("drift", "m", "--endpoint", "local", "--format", "markdown").stdout
+    title, blank, headline = markdown.splitlines()[:3]
+    assert title.startswith("### govsync drift") and blank == ""
+    assert headline == "**" + first + "**"
+
+
+def test_drift_first_line_names_a_skipped_live_check() -> None:
+    write("m/a.yaml", hook("risk"))
+    text = run("drift", "m")
+    assert text.exit_code == 2, text.output
+    first = text.stdout.splitlines()[0]
+    assert first.startswith("Drift: 1 change(s) between the manifests and the recorded state "
+                            "(1 address compared), 0 live problem(s); live checks: groups ")
+    assert "not readable live, so compared with the recorded state only: 1 kind (Hook)." in first
