@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -175,3 +177,72 @@ def test_drift_first_line_names_a_skipped_live_check() -> None:
     assert first.startswith("Drift: 1 change(s) between the manifests and the recorded state "
                             "(1 address compared), 0 live problem(s); live checks: groups ")
     assert "not readable live, so compared with the recorded state only: 1 kind (Hook)." in first
+
+
+# -- 3. the README walkthrough and init's next steps, as written -------------------
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
+
+
+def command_lines(text: str) -> list[str]:
+    """The commands of a shell snippet: comment lines and end-of-line comments dropped."""
+    lines = []
+    for line in text.splitlines():
+        line = re.sub(r"\s+#\s.*$", "", line).strip()
+        if line and not line.startswith("#"):
+            lines.append(line)
+    return lines
+
+
+def walkthrough() -> list[str]:
+    readme = README.read_text(encoding="utf-8")
+    start = readme.index("## A ten-minute walkthrough")
+    section = readme[start:readme.index("\n## ", start)]
+    return [cmd for lang, body in FENCE.findall(section) if lang == "sh"
+            for cmd in command_lines(body)]
+
+
+def shell(command: str, env: dict[str, str]) -> Result:
+    """One line as a shell would run it: `export A=1 B=2`, `[echo yes |] govsync ...`."""
+    words = shlex.split(command)
+    if words[0] == "export":
+        env.update(word.split("=", 1) for word in words[1:])  # type: ignore[misc]
+        return CliRunner().invoke(cli, ["--version"])
+    stdin = None
+    if words[:3] == ["echo", "yes", "|"]:
+        stdin, words = "yes\n", words[3:]
+    assert words[0] == "govsync", command
+    if words[1:3] == ["apply", "manifests/"] and "--auto-approve" not in words:
+        stdin = "yes\n"  # the walkthrough answers the question
+    return CliRunner().invoke(cli, words[1:], input=stdin, env=env, catch_exceptions=False)
+
+
+def run_all(commands: list[str], env: dict[str, str]) -> list[tuple[str, Result]]:
+    results = []
+    for command in commands:
+        result = shell(command, env)
+        assert result.exit_code == 0, f"$ {command}\n-> exit {result.exit_code}\n{result.output}"
+        results.append((command, result))
+    return results
+
+
+@pytest.mark.parametrize("next_steps_first", [False, True])
+def test_readme_walkthrough_and_init_next_steps_work_as_written(next_steps_first: bool) -> None:
+    steps = walkthrough()
+    assert steps[0] == "govsync init", steps
+    assert "govsync plan manifests/" in steps and "govsync apply manifests/" in steps
+    env: dict[str, str] = {}
+    (_, init), = run_all(steps[:1], env)
+    printed = init.stdout.split("Next steps:\n", 1)[1]
+    next_steps = [cmd for cmd in command_lines(printed) if cmd.startswith(("govsync", "export"))]
+    assert "govsync plan manifests/" in next_steps, printed
+
+    order = [*next_steps, *steps[1:]] if next_steps_first else [*steps[1:], *next_steps]
+    results = run_all(order, env)
+    output = "\n".join(r.output for _, r in results)
+    assert "Plan: 10 to create" in output
+    assert output.count("Apply: 10 applied, 0 failed") == 1, output
+    drift = [r for c, r in results if c.startswith("govsync drift")]
+    assert drift and "**In sync.**" in drift[0].stdout
+    assert "does not exist on the server" not in output and "is not set" not in output
