@@ -339,6 +339,41 @@ def drift(paths: tuple[str, ...], settings: Settings, fmt: str) -> None:
         sys.exit(2)
 
 
+@cli.command("graph")
+@paths_argument
+@global_options
+@click.option("--format", "fmt", type=click.Choice(["mermaid", "dot"]), default="mermaid",
+              show_default=True, help="Mermaid flowchart (renders in GitHub Markdown) or "
+                                      "Graphviz DOT.")
+@click.option("--plan", "of_plan", is_flag=True,
+              help="Only what the plan changes, coloured by action (create green, update "
+                   "yellow, blocked red, orphan magenta, uncertain cyan); reads the state "
+                   "like `govsync plan`.")
+def graph_command(paths: tuple[str, ...], settings: Settings, fmt: str, of_plan: bool) -> None:
+    """Print the dependency graph of the manifests (an edge A --> B: A comes first).
+
+    Edges come from references (spaceRef...) and metadata.dependsOn. With
+    --plan, only the changes, linked when one depends on another (directly
+    or through unchanged objects).
+
+    \b
+    Example:
+      govsync graph manifests/ > graph.mmd
+      govsync graph manifests/ --format dot | dot -Tsvg > graph.svg
+      govsync graph manifests/ --plan --endpoint local
+    """
+    from govsync.render.graph import change_graph, dependency_graph, render
+
+    manifests = load(paths)
+    if of_plan:
+        from govsync import commands
+
+        the_graph = change_graph(commands.plan(manifests, settings), manifests.objects)
+    else:
+        the_graph = dependency_graph(manifests.objects)
+    click.echo(render(the_graph, fmt), nl=False)
+
+
 @cli.group()
 def state() -> None:
     """Inspect and repair the recorded state of a workspace.

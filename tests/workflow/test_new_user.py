@@ -215,7 +215,13 @@ def shell(command: str, env: dict[str, str]) -> Result:
     assert words[0] == "govsync", command
     if words[1:3] == ["apply", "manifests/"] and "--auto-approve" not in words:
         stdin = "yes\n"  # the walkthrough answers the question
-    return CliRunner().invoke(cli, words[1:], input=stdin, env=env, catch_exceptions=False)
+    target = None
+    if len(words) > 2 and words[-2] == ">":
+        words, target = words[:-2], words[-1]
+    result = CliRunner().invoke(cli, words[1:], input=stdin, env=env, catch_exceptions=False)
+    if target is not None:
+        Path(target).write_text(result.stdout, encoding="utf-8")
+    return result
 
 
 def run_all(commands: list[str], env: dict[str, str]) -> list[tuple[str, Result]]:
@@ -243,6 +249,8 @@ def test_readme_walkthrough_and_init_next_steps_work_as_written(next_steps_first
     output = "\n".join(r.output for _, r in results)
     assert "Plan: 10 to create" in output
     assert output.count("Apply: 10 applied, 0 failed") == 1, output
+    graph = Path("plan.dot").read_text(encoding="utf-8")
+    assert graph.startswith("digraph govsync {"), graph
     drift = [r for c, r in results if c.startswith("govsync drift")]
     assert drift and "**In sync.**" in drift[0].stdout
     assert "does not exist on the server" not in output and "is not set" not in output

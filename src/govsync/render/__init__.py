@@ -142,6 +142,9 @@ def plan_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT, title: str = "govs
         body += ["```", "", "</details>", ""]
         sections.append(("\n".join(body), len(changes)))
     text = "\n".join(head) + "\n"
+    if plan.has_changes():
+        text += _graph_part(plan, limit - len(text) - sum(len(b) + 1 for b, _ in sections),
+                            limit)
     kinds = sorted(by_kind)
     reserve = 0  # room kept for the note; grows until the note fits in it
     while True:
@@ -159,6 +162,20 @@ def plan_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT, title: str = "govs
             break
         reserve = len(note)
     return text + "".join(kept) + note
+
+
+def _graph_part(plan: Plan, room: int, limit: int) -> str:
+    """The Mermaid graph of the changes, collapsed, if it fits in ``room``; else a note."""
+    from govsync.render.graph import change_graph, legend, mermaid
+
+    graph = change_graph(plan)
+    block = (f"<details><summary><b>Graph</b> of the changes "
+             f"({legend(a for a in graph.nodes.values() if a is not None)})</summary>\n\n"
+             f"```mermaid\n{mermaid(graph)}```\n\n</details>\n\n")
+    if len(block) <= room:
+        return block
+    return (f"> The graph of the changes is left out: the comment would exceed {limit:,} "
+            "characters. Run `govsync graph --plan` to see it.\n\n")
 
 
 def _left_out_note(left: list[tuple[str, int]], limit: int) -> str:
