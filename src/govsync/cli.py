@@ -283,21 +283,52 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
         click.echo(render.plan_markdown(result), nl=False)
     else:
         click.echo(render.plan_text(result, color=o.color, verbose=o.verbose > 0), nl=False, color=o.color)
+    blocked = len(result.blocked())
+    why = (f"{blocked} blocked change(s): the API cannot make them, so apply will refuse "
+           "this plan; revert them in the manifests and plan again.")
     if out_file:
         commands.write_plan(result, settings, out_file)
-        o.info(f"Saved the plan to {out_file}: apply it with `govsync apply {out_file}`.")
-    if result.blocked():
-        o.info(f"{len(result.blocked())} blocked change(s): the API cannot make them; "
-               "apply will refuse this plan.")
+        o.info(f"Saved the plan to {out_file}, but it cannot be applied: {why}" if blocked
+               else f"Saved the plan to {out_file}: apply it with `govsync apply {out_file}`.")
+    elif blocked:
+        o.info(why[0].upper() + why[1:])
+    if blocked:
         sys.exit(1)
     if detailed_exitcode and result.has_changes():
         sys.exit(2)
 
 
+PROMPT = "Apply these changes? Only 'yes' will be accepted"
+
+
+def confirmed(prompt: str) -> bool:
+    """Ask for `yes`: at a terminal, or as one line of standard input (``echo yes |``),
+    as Terraform does.  End of input or any other answer cancels (GovsyncError)."""
+    stdin = sys.stdin
+    if stdin.isatty():
+        answer = str(click.prompt(prompt, default="", show_default=False))
+    else:
+        click.echo(f"{prompt}: ", nl=False, err=True)
+        line = stdin.readline()
+        if not line:
+            click.echo("", err=True)
+            raise GovsyncError("apply cancelled: standard input ended before an answer; "
+                               "nothing was changed (pipe `yes`, or pass --auto-approve)")
+        answer = line
+        click.echo(answer.strip(), err=True)
+    if answer.strip() != "yes":
+        said = f"the answer was {answer.strip()[:40]!r}" if answer.strip() else "no answer"
+        raise GovsyncError(f"apply cancelled: {said}, and only 'yes' applies; "
+                           "nothing was changed")
+    return True
+
+
 @cli.command()
 @paths_argument
 @global_options
-@click.option("--auto-approve", is_flag=True, help="Apply without asking for `yes`.")
+@click.option("--auto-approve", is_flag=True,
+              help="Apply without asking for `yes` (otherwise asked at the terminal, or "
+                   "read as one line of standard input: `echo yes | govsync apply ...`).")
 @click.option("--parallelism", default=32, show_default=True, type=click.IntRange(1, 256),
               help="Requests in flight at most (halved automatically on 429/503; "
                    "BENCHMARKS.md shows why 32).")
@@ -333,12 +364,7 @@ def apply(paths: tuple[str, ...], settings: Settings, auto_approve: bool, parall
         click.echo(render.plan_text(the_plan, color=o.color), nl=False, color=o.color)
         if auto_approve or saved_plan:
             return True
-        if not sys.stdin.isatty():
-            raise GovsyncError("no terminal to confirm on: pass --auto-approve to apply "
-                               "without asking (as CI does)")
-        answer = click.prompt("Apply these changes? Only 'yes' will be accepted", default="",
-                              show_default=False)
-        return str(answer).strip() == "yes"
+        return confirmed(PROMPT)
 
     from govsync.apply import DONE
     from govsync.render.progress import LineReporter, ProgressReporter
@@ -402,6 +428,41 @@ def drift(paths: tuple[str, ...], settings: Settings, fmt: str) -> None:
         click.echo(render.drift_text(report, color=o.color), nl=False, color=o.color)
     if not report.in_sync:
         sys.exit(2)
+
+
+@cli.command("graph")
+@paths_argument
+@global_options
+@click.option("--format", "fmt", type=click.Choice(["mermaid", "dot"]), default="mermaid",
+              show_default=True, help="Mermaid flowchart (renders in GitHub Markdown) or "
+                                      "Graphviz DOT.")
+@click.option("--plan", "of_plan", is_flag=True,
+              help="Only what the plan changes, coloured by action (create green, update "
+                   "yellow, blocked red, orphan magenta, uncertain cyan); reads the state "
+                   "like `govsync plan`.")
+def graph_command(paths: tuple[str, ...], settings: Settings, fmt: str, of_plan: bool) -> None:
+    """Print the dependency graph of the manifests (an edge A --> B: A comes first).
+
+    Edges come from references (spaceRef...) and metadata.dependsOn. With
+    --plan, only the changes, linked when one depends on another (directly
+    or through unchanged objects).
+
+    \b
+    Example:
+      govsync graph manifests/ > graph.mmd
+      govsync graph manifests/ --format dot | dot -Tsvg > graph.svg
+      govsync graph manifests/ --plan --endpoint local
+    """
+    from govsync.render.graph import change_graph, dependency_graph, render
+
+    manifests = load(paths)
+    if of_plan:
+        from govsync import commands
+
+        the_graph = change_graph(commands.plan(manifests, settings), manifests.objects)
+    else:
+        the_graph = dependency_graph(manifests.objects)
+    click.echo(render(the_graph, fmt), nl=False)
 
 
 @cli.group()
@@ -483,17 +544,23 @@ def state_import(address: str, object_id: str, paths: tuple[str, ...], settings:
     """Adopt an object that already exists on the server under ID.
 
     The manifest's current spec (found under PATHS, default .) becomes its
-    baseline: the next plan shows no change for it.
+    baseline: the next plan shows no change for it. The id is recorded as
+    given: the API has no operation that reads the managed kinds, so it
+    cannot be verified; check it yourself.
 
     \b
     Example:
       govsync state import Space/analytics space-0a1b2c manifests/
     """
     from govsync import commands
+    from govsync.api.catalog import readable_kinds
 
     entry = commands.state_import(settings, address, object_id,
                                   load(paths or (".",), settings.selection))
-    click.echo(f"Imported {entry.address} as {entry.id}.")
+    why = (f"the API cannot read a {entry.kind}" if entry.kind not in readable_kinds()
+           else f"govsync does not read a {entry.kind} on import")
+    click.echo(f"Recorded {entry.address} as {entry.id} without verification: {why}, "
+               "check the id yourself.")
 
 
 @state.command("resolve")
@@ -680,7 +747,8 @@ def fmt_command(paths: tuple[str, ...], check: bool) -> None:
     Keys in the order apiVersion, kind, metadata (name, dependsOn), spec;
     two-space indentation with sequences indented under their key; documents
     separated by `---`. Only files that change are rewritten, and listed. A
-    file with a YAML error is reported as FILE:LINE:COL and left alone (exit 1).
+    file with a YAML error is reported as FILE:LINE:COL, in the same words as
+    `govsync validate`, and left alone (exit 1).
 
     \b
     Example:

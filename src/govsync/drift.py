@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from govsync.api.catalog import OPERATIONS
+from govsync.api.catalog import readable_kinds
 from govsync.live import LiveValue, missing
 from govsync.manifests.model import ManifestSet
 from govsync.plan import Action, Change, CheckStatus, Plan
@@ -42,11 +42,6 @@ class DriftReport:
     @property
     def in_sync(self) -> bool:
         return not self.drifted and all(c.status != CheckStatus.FAILED for c in self.live)
-
-
-def readable_kinds() -> set[str]:
-    """Kinds some read operation returns (today: none of the managed kinds)."""
-    return {op.kind for op in OPERATIONS if op.verb == "read" and op.kind}
 
 
 def unobservable(manifests: ManifestSet) -> list[str]:

@@ -70,6 +70,8 @@ def format_paths(paths: Sequence[str], *, write: bool = True) -> FormatReport:
     A file with a YAML error is reported (``FILE:LINE:COL``) and left alone;
     the other files are still formatted.
     """
+    from govsync.manifests.yamlio import iter_documents
+
     report = FormatReport()
     files, report.problems = manifest_files(paths)
     for path, display in files:
@@ -80,6 +82,13 @@ def format_paths(paths: Sequence[str], *, write: bool = True) -> FormatReport:
             original = raw.decode("utf-8-sig")
         except (OSError, UnicodeDecodeError) as exc:
             report.problems.append(Problem(display, 1, 1, f"cannot read: {exc}"))
+            continue
+        # Read first as validate reads it, so that a YAML error is reported in
+        # the same words at the same place, not in ruamel's.
+        syntax = [item for item in iter_documents(original, display)
+                  if isinstance(item, Problem)]
+        if syntax:
+            report.problems.extend(syntax)
             continue
         crlf = "\r\n" in original
         text = original.replace("\r\n", "\n").replace("\r", "\n")

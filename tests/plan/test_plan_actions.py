@@ -217,8 +217,9 @@ def test_space_description_change_is_blocked(gov: Gov, applied: Path) -> None:
 
     for flags in ((), ("--detailed-exitcode",)):
         result = gov.run("plan", applied, "--format", "json", *flags, code=1)
-        assert result.stderr == ("1 blocked change(s): the API cannot make them; "
-                                 "apply will refuse this plan.\n")
+        assert result.stderr == ("1 blocked change(s): the API cannot make them, so apply "
+                                 "will refuse this plan; revert them in the manifests and "
+                                 "plan again.\n")
         plan = json.loads(result.stdout)
         assert plan["summary"] == summary(blocked=1, no_op=58)
         assert only_changes(plan) == {"Space/analytics": {
@@ -232,6 +233,14 @@ def test_space_description_change_is_blocked(gov: Gov, applied: Path) -> None:
                        "Space. Revert the change in the manifest, or create a new Space under "
                        "a new name (the old one stays on the server: the API cannot delete)"),
         }}
+
+    # Saved: one message, which does not also invite applying it.
+    saved = applied.parent / "blocked-plan.json"
+    result = gov.run("plan", applied, "--out", saved, code=1)
+    assert result.stderr == (f"Saved the plan to {saved}, but it cannot be applied: 1 blocked "
+                             "change(s): the API cannot make them, so apply will refuse this "
+                             "plan; revert them in the manifests and plan again.\n")
+    assert "govsync apply" not in result.stderr
 
     markdown = gov.run("plan", applied, "--format", "markdown", code=1).stdout
     assert ("> **1 blocked change(s)**: the API cannot make them; `govsync apply` will refuse "

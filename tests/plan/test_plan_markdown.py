@@ -54,6 +54,8 @@ def test_markdown_of_10000_changes_stays_under_the_limit(gov: Gov, workdir: Path
     for name in ("alpha", "beta", "gamma"):
         assert f"+ Space/{name} (create)" in lines
     assert "<details><summary><b>Hook</b>" not in text
+    assert ("> The graph of the changes is left out: the comment would exceed 60,000 "
+            "characters. Run `govsync graph --plan` to see it.") in lines
     assert lines[-1] == (
         f"> {HOOKS} change(s) not shown (Hook): the comment would exceed 60,000 characters. "
         "Run `govsync plan` to see them all.")
@@ -79,6 +81,19 @@ def test_markdown_of_a_small_plan_is_complete(gov: Gov, workdir: Path) -> None:
         "| create | update | blocked | orphan | uncertain | unchanged |",
         "|---:|---:|---:|---:|---:|---:|",
         "| 3 | 0 | 0 | 0 | 0 | 0 |",
+        "",
+        "<details><summary><b>Graph</b> of the changes (create green)</summary>",
+        "",
+        "```mermaid",
+        "flowchart LR",
+        '  n0["Space/alpha (create)"]',
+        '  n1["Space/beta (create)"]',
+        '  n2["Space/gamma (create)"]',
+        "  classDef create fill:#dafbe1,stroke:#1a7f37,color:#0f3d1c",
+        "  class n0,n1,n2 create",
+        "```",
+        "",
+        "</details>",
         "",
         "<details><summary><b>Space</b>: 3 create</summary>",
         "",
@@ -124,7 +139,8 @@ def test_a_name_cannot_close_the_markdown_code_fence(gov: Gov, workdir: Path) ->
         encoding="utf-8")
     text = gov.run("plan", manifests, "--format", "markdown").stdout
     fences = [line for line in text.splitlines() if line.lstrip().startswith("```")]
-    assert fences == ["```diff", "```"]
+    assert fences == ["```mermaid", "```", "```diff", "```"]
+    assert '["Space/x#96;#96;#96;y (create)"]' in text  # the graph's label, as entity codes
     assert "**merge me**" not in text.replace("\\n**merge me**", "")
 
 

@@ -118,3 +118,8 @@ OPERATIONS: tuple[Operation, ...] = (
 
 BY_NAME: dict[str, Operation] = {op.name: op for op in OPERATIONS}
 BY_PATH: dict[str, Operation] = {op.path: op for op in OPERATIONS}
+
+
+def readable_kinds() -> frozenset[str]:
+    """Kinds that some read operation returns (today: none of the managed kinds)."""
+    return frozenset(op.kind for op in OPERATIONS if op.verb == "read" and op.kind)

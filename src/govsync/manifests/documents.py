@@ -41,6 +41,9 @@ Report = Callable[..., None]
 # secrets are not values yet.
 _REF_PLACEHOLDER = "ref"
 _SECRET_PLACEHOLDER = "secret"
+# The API name a spec is checked with when metadata.name is invalid: valid for
+# every kind's name pattern, so only the spec's own errors are reported.
+_NAME_STAND_IN = "placeholder"
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,12 @@ def check_document(doc: RawDocument, problems: list[Problem], *, source: str = "
     if not isinstance(spec, dict):
         problem(("spec",), f"spec must be a mapping of the object's fields, not {w.a_value(spec)}")
         return None
-    if kind is None or name is None:
+    if kind is None:
+        return None
+    if name is None:
+        # The spec is still checked, under a stand-in name, so that its errors
+        # are reported with the name's; no manifest is made.
+        check_spec(kind, _NAME_STAND_IN, spec, [], problem)
         return None
     manifest = Manifest(kind, name, doc.file, doc.line, doc.col, {}, source=source or doc.file,
                         index=doc.index)

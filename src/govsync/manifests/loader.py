@@ -157,12 +157,12 @@ def load(paths: Sequence[str], *, read: Reader = read_files,
             objects[doc.manifest.address] = doc.manifest
     problems.extend(_lookalikes(objects))
     problems.extend(check_links(objects.values(), objects.keys(), unknown))
-    order: list[str] = []
-    if not problems:
-        from govsync.graph import order_or_cycles
+    # The cycle check runs on the valid part of the graph even when other
+    # documents have errors (edges to them are left out): every error at once.
+    from govsync.graph import order_or_cycles
 
-        order, cycles = order_or_cycles(objects)
-        problems.extend(cycles)
+    order, cycles = order_or_cycles(objects)
+    problems.extend(cycles)
     if problems:
         raise ManifestError(problems)
     others = [d for d in directives if d.kind != "Patch"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from govsync.plan import Action, Change, Plan
+from govsync.plan import Action, Change, CheckStatus, Plan
 from govsync.values import KNOWN_AFTER_APPLY_TEXT, SENSITIVE, shown
 
 if TYPE_CHECKING:
@@ -146,6 +146,9 @@ def plan_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT, title: str = "govs
         body += ["```", "", "</details>", ""]
         sections.append(("\n".join(body), len(changes)))
     text = "\n".join(head) + "\n"
+    if plan.has_changes():
+        text += _graph_part(plan, limit - len(text) - sum(len(b) + 1 for b, _ in sections),
+                            limit)
     kinds = sorted(by_kind)
     reserve = 0  # room kept for the note; grows until the note fits in it
     while True:
@@ -165,6 +168,20 @@ def plan_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT, title: str = "govs
     return text + "".join(kept) + note
 
 
+def _graph_part(plan: Plan, room: int, limit: int) -> str:
+    """The Mermaid graph of the changes, collapsed, if it fits in ``room``; else a note."""
+    from govsync.render.graph import change_graph, legend, mermaid
+
+    graph = change_graph(plan)
+    block = (f"<details><summary><b>Graph</b> of the changes "
+             f"({legend(a for a in graph.nodes.values() if a is not None)})</summary>\n\n"
+             f"```mermaid\n{mermaid(graph)}```\n\n</details>\n\n")
+    if len(block) <= room:
+        return block
+    return (f"> The graph of the changes is left out: the comment would exceed {limit:,} "
+            "characters. Run `govsync graph --plan` to see it.\n\n")
+
+
 def _left_out_note(left: list[tuple[str, int]], limit: int) -> str:
     if not left:
         return ""
@@ -178,6 +195,11 @@ def _left_out_note(left: list[tuple[str, int]], limit: int) -> str:
     )
 
 
+def _md_inline(text: str) -> str:
+    """Text in a Markdown paragraph: no emphasis or HTML from names and details."""
+    return "".join("\\" + ch if ch in "\\`*_[]<>|" else ch for ch in text)
+
+
 def _md(text: str) -> str:
     """A line inside the diff block: it must not close the fence or break the line."""
     return text.replace("```", "`\u200b``").replace("\r", "\\r").replace("\n", "\\n")
@@ -186,11 +208,46 @@ def _md(text: str) -> str:
 # -- drift ----------------------------------------------------------------------
 
 
+def _verdict(report: DriftReport) -> str:
+    if report.in_sync:
+        return "In sync."
+    return (f"Drift: {len(report.drifted)} change(s) between the manifests and state, "
+            f"{sum(len(c.problems) for c in report.live)} live problem(s).")
+
+
+def drift_headline(report: DriftReport) -> str:
+    """The verdict with what was compared and what could not be: the first line of
+    every drift report, so that "in sync" is never read as more than it is."""
+    n = len(report.plan.changes)
+    addresses = f"{n} address{'es' if n != 1 else ''}"
+    if report.in_sync:
+        line = (f"In sync as far as govsync can see: the manifests match the recorded state "
+                f"({addresses} compared)")
+    else:
+        line = (f"Drift: {len(report.drifted)} change(s) between the manifests and the "
+                f"recorded state ({addresses} compared), "
+                f"{sum(len(c.problems) for c in report.live)} live problem(s)")
+    live = "; ".join(f"{c.name} {c.status} ({c.detail})" for c in report.live) or "nothing"
+    line += f"; live checks: {live}"
+    if report.unobservable:
+        kinds = report.unobservable
+        shown = ", ".join(kinds[:5]) + (f" and {len(kinds) - 5} more" if len(kinds) > 5 else "")
+        line += (f"; not readable live, so compared with the recorded state only: {len(kinds)} "
+                 f"kind{'s' if len(kinds) != 1 else ''} ({shown})")
+    return line + "."
+
+
 def drift_public(report: DriftReport) -> dict[str, Any]:
     body = plan_public(report.plan)
     body["changes"] = [c for c in body["changes"] if c["action"] != Action.NOOP]
     return {
         "inSync": report.in_sync,
+        "headline": drift_headline(report),
+        "compared": {
+            "state": len(report.plan.changes),
+            "live": [c.name for c in report.live if c.status != CheckStatus.SKIPPED],
+            "notLive": report.unobservable,
+        },
         **body,
         "live": [{"name": c.name, "status": c.status, "detail": c.detail, "problems": c.problems}
                  for c in report.live],
@@ -214,7 +271,8 @@ def _unobservable_note(report: DriftReport) -> str:
 def drift_text(report: DriftReport, *, color: bool = False) -> str:
     import click
 
-    lines = []
+    headline = drift_headline(report)
+    lines = [click.style(headline, bold=True) if color else headline]
     for c in report.drifted:
         symbol, fg = SYMBOLS[c.action]
         head = f"{symbol} {c.address}  ({c.action})"
@@ -230,15 +288,14 @@ def drift_text(report: DriftReport, *, color: bool = False) -> str:
     note = _unobservable_note(report)
     if note:
         lines.append(note)
-    verdict = "In sync." if report.in_sync else (
-        f"Drift: {len(report.drifted)} change(s) between the manifests and state, "
-        f"{sum(len(c.problems) for c in report.live)} live problem(s).")
+    verdict = _verdict(report)
     lines.append(click.style(verdict, bold=True) if color else verdict)
     return "\n".join(lines) + "\n"
 
 
 def drift_markdown(report: DriftReport) -> str:
-    text = plan_markdown(report.plan, title="govsync drift")
+    title, _, rest = plan_markdown(report.plan, title="govsync drift").partition("\n")
+    text = f"{title}\n\n**{_md_inline(drift_headline(report))}**\n{rest}"
     extra = ["", "#### Live checks", ""]
     for check in report.live:
         extra.append(f"- **{check.name}**: {check.status} ({check.detail})")
