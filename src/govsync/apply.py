@@ -43,7 +43,7 @@ from govsync.errors import (
     StateError,
     UnauthorizedError,
 )
-from govsync.plan import SENDS, Action, Change, Plan
+from govsync.plan import WORK, Action, Change, Plan
 from govsync.state.base import APPLIED, PENDING, UNCERTAIN, Entry, Snapshot, StateStore, now
 from govsync.values import SENSITIVE, MissingSecret, Resolver, UnknownId
 
@@ -258,7 +258,7 @@ class Applier:
 
     async def run(self, plan: Plan, work: list[Change]) -> ApplyResult:
         """Apply ``work`` (from ``plan.work()``): sends in dependency order, then orphans."""
-        sends = [c for c in work if c.action in SENDS]
+        sends = [c for c in work if c.action in WORK]
         orphans = [c for c in work if c.action == Action.ORPHAN]
         self._chain = chain_lengths(sends)  # PlanError on a cycle, before anything is sent
         self.unsure |= {c.address for c in plan.changes if c.action == Action.UNCERTAIN}
@@ -314,7 +314,14 @@ class Applier:
                 return _outcome(change, Result.SKIPPED,
                                 f"not sent: {self.result.stopped_short}")
             started = time.monotonic()
-            outcome = await self._send(change)
+            if change.action == Action.MOVE:
+                outcome = self._move(change)
+                if outcome.status == Result.APPLIED and change.operation:
+                    outcome = await self._send(change)
+            elif change.action == Action.IMPORT and not change.operation:
+                outcome = self._adopt(change)
+            else:
+                outcome = await self._send(change)
             outcome.seconds = time.monotonic() - started  # the call, not the queueing
             return outcome
 
@@ -397,6 +404,38 @@ class Applier:
                         f"{why}: the object may or may not exist; settle it with "
                         f"`govsync state resolve {change.address} --id ID | --absent`",
                         object_id=None)
+
+    def _move(self, change: Change) -> Outcome:
+        """Re-address the state entry (one transaction); nothing is sent."""
+        assert change.moved_from is not None
+        try:
+            self.store.rename(self.workspace, change.moved_from, change.address)
+        except StateError as exc:
+            if isinstance(exc, LockLostError):
+                self._stop("the workspace lock was lost", str(exc))
+            return _outcome(change, Result.FAILED, str(exc))
+        if change.id:
+            self.ids[change.address] = change.id
+        return _outcome(change, Result.APPLIED)
+
+    def _adopt(self, change: Change) -> Outcome:
+        """Record an imported object with the manifest's spec; nothing is sent."""
+        if change.request is None or change.id is None:
+            return _outcome(change, Result.FAILED, "the plan holds no spec for this import")
+        try:
+            _send, spec, _secrets = self.resolver.send(change.request)
+        except UnknownId as exc:
+            return _outcome(change, Result.SKIPPED, f"the id of {exc.address} is not known")
+        except MissingSecret as exc:
+            return _outcome(change, Result.FAILED,
+                            f"environment variable {exc.variable} (a secret) is not set")
+        try:
+            self._record(Entry(change.address, change.kind, change.id, APPLIED, spec, None,
+                               now()))
+        except StateError as exc:
+            return _outcome(change, Result.FAILED, f"not recorded: {exc}")
+        self.ids[change.address] = change.id
+        return _outcome(change, Result.APPLIED)
 
     def _forget(self, change: Change) -> Outcome:
         try:

@@ -156,6 +156,20 @@ def global_options(func: F) -> F:
 paths_argument = click.argument("paths", nargs=-1, type=click.Path())
 
 
+def target_option(func: F) -> F:
+    """--target PATTERN (repeatable), stored on ``settings``."""
+
+    @click.option("--target", "targets", multiple=True, metavar="PATTERN",
+                  help="Only this address (or glob, e.g. 'Hook/*') and what it depends on; "
+                       "repeatable. The summary counts what was left out.")
+    @functools.wraps(func)
+    def wrapper(*args: Any, targets: tuple[str, ...], settings: Settings, **kwargs: Any) -> Any:
+        settings.targets = targets
+        return func(*args, settings=settings, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
 def _environments(names: list[str]) -> str:
     if len(names) == 1:
         return f"environment {names[0]}"
@@ -256,6 +270,7 @@ def validate(paths: tuple[str, ...], selection: Selection) -> None:
 @cli.command()
 @paths_argument
 @global_options
+@target_option
 @click.option("--out", "out_file", type=click.Path(dir_okay=False),
               help="Save the plan for `govsync apply FILE`.")
 @click.option("--format", "fmt", type=FORMATS, default="text", show_default=True)
@@ -326,6 +341,7 @@ def confirmed(prompt: str) -> bool:
 @cli.command()
 @paths_argument
 @global_options
+@target_option
 @click.option("--auto-approve", is_flag=True,
               help="Apply without asking for `yes` (otherwise asked at the terminal, or "
                    "read as one line of standard input: `echo yes | govsync apply ...`).")
@@ -404,6 +420,7 @@ def apply(paths: tuple[str, ...], settings: Settings, auto_approve: bool, parall
 @cli.command()
 @paths_argument
 @global_options
+@target_option
 @click.option("--format", "fmt", type=FORMATS, default="text", show_default=True)
 def drift(paths: tuple[str, ...], settings: Settings, fmt: str) -> None:
     """Check that the API, the state and the manifests agree (for a scheduled job).
@@ -561,6 +578,26 @@ def state_import(address: str, object_id: str, paths: tuple[str, ...], settings:
            else f"govsync does not read a {entry.kind} on import")
     click.echo(f"Recorded {entry.address} as {entry.id} without verification: {why}, "
                "check the id yourself.")
+
+
+@state.command("mv")
+@click.argument("old", metavar="FROM")
+@click.argument("new", metavar="TO")
+@global_options
+def state_mv(old: str, new: str, settings: Settings) -> None:
+    """Re-address an entry (the same as a `kind: Moved` document), without calling the API.
+
+    Both addresses are of one kind; for kinds whose API name is metadata.name
+    the name cannot change (the API cannot rename).
+
+    \b
+    Example:
+      govsync state mv DataLabel/ssn DataLabel/national-id
+    """
+    from govsync import commands
+
+    entry = commands.state_move(settings, old, new)
+    click.echo(f"Moved {old} to {new} (id {entry.id}); nothing was sent.")
 
 
 @state.command("resolve")

@@ -61,7 +61,8 @@ def plan(manifests: ManifestSet, settings: Settings) -> Plan:
     check_secrets_set(manifests, settings)
     with settings.open_state() as store:
         snapshot = store.snapshot(settings.workspace, responses=False)
-    result = make_plan(manifests, snapshot, environ=settings.environ)
+    result = make_plan(manifests, snapshot, environ=settings.environ,
+                       targets=settings.targets)
     changed = endpoint_change(snapshot, settings)
     if changed:
         from govsync.plan import Check, CheckStatus
@@ -168,6 +169,12 @@ def apply(
     from govsync.state.base import LockHolder
 
     saved = source if isinstance(source, SavedPlan) else None
+    if saved is not None and settings.targets:
+        raise ConfigError(
+            "--target does not apply to a saved plan: it applies exactly the changes it holds"
+            + (f" (it was made with --target {' '.join(saved.plan.targets)})"
+               if saved.plan.targets else "")
+            + "; make a targeted plan with `govsync plan --target ... --out`")
     if saved is None:
         assert not isinstance(source, SavedPlan)
         check_secrets_set(source, settings)
@@ -217,7 +224,8 @@ async def _apply(
     if isinstance(source, SavedPlan):
         the_plan, manifests = source.plan, None
     else:
-        the_plan, manifests = make_plan(source, snapshot, environ=settings.environ), source
+        the_plan = make_plan(source, snapshot, environ=settings.environ, targets=settings.targets)
+        manifests = source
     if the_plan.blocked():
         raise BlockedPlanError(
             f"the plan has {len(the_plan.blocked())} blocked change(s) the API cannot "
@@ -317,7 +325,8 @@ def drift(manifests: ManifestSet, settings: Settings) -> DriftReport:
     check_secrets_set(manifests, settings)
     with settings.open_state() as store:
         snapshot = store.snapshot(settings.workspace, responses=False)
-    the_plan = make_plan(manifests, snapshot, environ=settings.environ)
+    the_plan = make_plan(manifests, snapshot, environ=settings.environ,
+                         targets=settings.targets)
     values = live.wanted(manifests)
     existing: dict[str, set[str]] | None = None
     skipped = "no endpoint configured (GOVSYNC_ENDPOINT / --endpoint)"
@@ -401,6 +410,30 @@ def state_resolve(settings: Settings, addresses: list[str], object_id: str | Non
                 entry.id, entry.status, entry.updated_at = object_id, APPLIED, now()
                 store.put(settings.workspace, entry)
         return settled
+
+
+def state_move(settings: Settings, old: str, new: str) -> Entry:
+    """Re-address an entry at once, without calling the API (as a Moved document does)."""
+    from govsync.api.kinds import BY_KIND
+
+    kinds = {a.split("/", 1)[0] for a in (old, new) if "/" in a}
+    if any(a.count("/") != 1 or not a.split("/")[1] for a in (old, new)) or not kinds <= set(
+            BY_KIND):
+        raise ConfigError(f"state mv {old} {new}: give two addresses Kind/name of known kinds")
+    if len(kinds) != 1:
+        raise ConfigError(f"cannot move {old} to {new}: a move keeps the kind")
+    kind = BY_KIND[kinds.pop()]
+    if kind.named and old.split("/", 1)[1] != new.split("/", 1)[1]:
+        raise ConfigError(
+            f"cannot move {old} to {new}: the name of a {kind.name} is its API name, and the API "
+            "cannot rename; keep the old address, or create a new object under the new name")
+    with _locked(settings) as store:
+        entry = store.snapshot(settings.workspace, responses=False).entries.get(old)
+        if entry is None:
+            raise StateError(f"{old} is not in the state of workspace {settings.workspace!r}")
+        store.rename(settings.workspace, old, new)
+        entry.address = new
+        return entry
 
 
 def state_import(settings: Settings, address: str, object_id: str,

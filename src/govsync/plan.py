@@ -19,16 +19,18 @@ never a secret value.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from govsync import __version__, paths
+from govsync.api.catalog import readable_kinds
 from govsync.api.kinds import Kind
 from govsync.errors import ManifestError, Problem
+from govsync.manifests.directives import Directive
 from govsync.manifests.model import Manifest, ManifestSet
-from govsync.state.base import APPLIED, PENDING, UNCERTAIN, Snapshot
+from govsync.state.base import APPLIED, PENDING, UNCERTAIN, Entry, Snapshot
 from govsync.values import (
     KNOWN_AFTER_APPLY,
     KNOWN_AFTER_APPLY_TEXT,
@@ -48,10 +50,13 @@ class Action(StrEnum):
     BLOCKED = "blocked"
     ORPHAN = "orphan"
     UNCERTAIN = "uncertain"
+    MOVE = "move"
+    IMPORT = "import"
 
 
-# The actions apply sends a request for.
+# The actions apply sends a request for, or records in state.
 SENDS = frozenset({Action.CREATE, Action.UPDATE})
+WORK = frozenset({Action.CREATE, Action.UPDATE, Action.MOVE, Action.IMPORT})
 
 
 class CheckStatus(StrEnum):
@@ -88,6 +93,8 @@ class Change:
     after: list[str] = field(default_factory=list)
     # Spec fields a Patch set -> which patch (shown by `plan -v`).
     patched: dict[str, str] = field(default_factory=dict)
+    # A move: the address the state entry has now.
+    moved_from: str | None = None
 
     def public(self) -> dict[str, Any]:
         """What users see of a change (``--format json``): no request."""
@@ -102,6 +109,8 @@ class Change:
         }
         if self.patched:
             body["patchedBy"] = self.patched
+        if self.moved_from:
+            body["movedFrom"] = self.moved_from
         return body
 
     def patch_of(self, path: str) -> str | None:
@@ -132,6 +141,9 @@ class Plan:
     changes: list[Change]
     checks: list[Check] = field(default_factory=list)
     version: str = __version__
+    # --target patterns, and how many changes they left out.
+    targets: list[str] = field(default_factory=list)
+    left_out: int = 0
 
     def summary(self) -> dict[str, int]:
         counts = dict.fromkeys(Action, 0)
@@ -148,7 +160,7 @@ class Plan:
     def work(self, *, forget_orphans: bool = False) -> list[Change]:
         """The changes apply acts on: requests to send, and orphans to forget if asked."""
         return [c for c in self.changes
-                if c.action in SENDS or (forget_orphans and c.action == Action.ORPHAN)]
+                if c.action in WORK or (forget_orphans and c.action == Action.ORPHAN)]
 
 
 Environ = Mapping[str, str]
@@ -159,16 +171,22 @@ def make_plan(
     snapshot: Snapshot,
     *,
     environ: Environ | None = None,
+    targets: Sequence[str] = (),
 ) -> Plan:
     """Diff ``manifests`` against ``snapshot``.  Raises ManifestError for a
-    missing secret variable."""
+    missing secret variable or a Moved/Import document that cannot apply,
+    ConfigError for a target that matches nothing."""
     env = os.environ if environ is None else environ
     entries = snapshot.entries
-    resolver = Resolver(
-        ids={a: e.id for a, e in entries.items() if e.status == APPLIED and e.id},
-        fingerprint=snapshot.fingerprint, environ=env,
-    )
     problems: list[Problem] = []
+    moved, imported = _directives(manifests, entries, problems)
+    ids = {a: e.id for a, e in entries.items() if e.status == APPLIED and e.id}
+    for new, old in moved.items():
+        if entries[old].id:
+            ids[new] = entries[old].id  # type: ignore[assignment]
+    for new, directive in imported.items():
+        ids[new] = directive.spec["id"]
+    resolver = Resolver(ids=ids, fingerprint=snapshot.fingerprint, environ=env)
     changes: list[Change] = []
     if len(manifests.order) != len(manifests.objects):
         from govsync.graph import order
@@ -181,8 +199,14 @@ def make_plan(
         except MissingSecret as exc:
             problems.append(_missing_secret(manifest, exc.path, exc.variable))
             continue
-        changes.append(_change(manifest, entries.get(address), request, resolved))
-    for address in sorted(entries.keys() - manifests.objects.keys()):
+        if address in moved:
+            changes.append(_move(manifest, moved[address], entries[moved[address]], request,
+                                 resolved))
+        elif address in imported:
+            changes.append(_import(manifest, imported[address], request))
+        else:
+            changes.append(_change(manifest, entries.get(address), request, resolved))
+    for address in sorted(entries.keys() - manifests.objects.keys() - set(moved.values())):
         entry = entries[address]
         if entry.status in (PENDING, UNCERTAIN):
             changes.append(Change(address, Action.UNCERTAIN, entry.kind, id=entry.id, reason=(
@@ -194,7 +218,125 @@ def make_plan(
                 "server; `govsync apply --forget-orphans` drops it from state")))
     if problems:
         raise ManifestError(problems)
-    return Plan(snapshot.workspace, snapshot.lineage, snapshot.serial, manifests.digest, changes)
+    plan = Plan(snapshot.workspace, snapshot.lineage, snapshot.serial, manifests.digest, changes)
+    if targets:
+        _target(plan, manifests, targets)
+    return plan
+
+
+def _target(plan: Plan, manifests: ManifestSet, patterns: Sequence[str]) -> None:
+    """Keep the changes whose address matches a pattern, and what they depend on."""
+    import fnmatch
+
+    from govsync.errors import ConfigError
+
+    addresses = [c.address for c in plan.changes]
+    chosen: set[str] = set()
+    for pattern in patterns:
+        matched = [a for a in addresses if fnmatch.fnmatchcase(a, pattern)]
+        if not matched:
+            raise ConfigError(f"--target {pattern!r} matches no address in the manifests or "
+                              "the state: give an address (Kind/name) or a glob such as Hook/*")
+        chosen.update(matched)
+    todo = list(chosen)
+    while todo:
+        manifest = manifests.objects.get(todo.pop())
+        for dep in manifest.dependencies if manifest else ():
+            if dep not in chosen:
+                chosen.add(dep)
+                todo.append(dep)
+    kept = [c for c in plan.changes if c.address in chosen]
+    plan.left_out = len(plan.changes) - len(kept)
+    plan.changes = kept
+    plan.targets = list(patterns)
+
+
+def _directives(manifests: ManifestSet, entries: Mapping[str, Entry], problems: list[Problem]
+                ) -> tuple[dict[str, str], dict[str, Directive]]:
+    """Moves still to make (new address -> old) and imports still to make (address -> doc)."""
+    moved: dict[str, str] = {}
+    imported: dict[str, Directive] = {}
+    sources: dict[str, Directive] = {}
+    for d in manifests.directives:
+        new = d.spec["to"]
+        if new not in manifests.objects:
+            problems.append(Problem(*d.where("to"), f"{d.label}: no manifest defines {new}: "
+                                    "add it (the object's manifest under its new address)"))
+            continue
+        if new in moved or new in imported:
+            problems.append(Problem(*d.where("to"), f"{d.label}: another Moved or Import "
+                                    f"document already targets {new}: keep one"))
+            continue
+        if d.kind == "Moved":
+            old = d.spec["from"]
+            if old in manifests.objects:
+                problems.append(Problem(*d.where("from"), f"{d.label}: {old} is still defined "
+                                        "in the manifests: remove it (a move keeps one object "
+                                        "under a new address)"))
+            elif old in sources:
+                problems.append(Problem(*d.where("from"), f"{d.label}: {old} is already moved "
+                                        f"by {sources[old].label}"))
+            elif old in entries and new in entries:
+                problems.append(Problem(*d.where("to"), f"{d.label}: cannot move {old} onto "
+                                        f"{new}: both are in state; `govsync state forget` "
+                                        "the one that is wrong"))
+            elif old in entries:
+                if entries[old].status != APPLIED:
+                    problems.append(Problem(*d.where("from"), f"{d.label}: {old} is uncertain: "
+                                            "settle it (`govsync state resolve`) before moving"))
+                    continue
+                moved[new] = old
+                sources[old] = d
+            # else: applied already (new in state), or nothing to move: a no-op
+        else:
+            entry = entries.get(new)
+            if entry is None:
+                imported[new] = d
+            elif entry.id != d.spec["id"]:
+                problems.append(Problem(*d.where("id"), f"{d.label}: {new} is already in state "
+                                        f"as {entry.id}, not {d.spec['id']}: `govsync state "
+                                        "forget` it first to adopt another object"))
+    return moved, imported
+
+
+def _move(manifest: Manifest, old: str, entry: Entry, request: dict[str, Any],
+          resolved: dict[str, Any]) -> Change:
+    kind = manifest.kind
+    old_name = old.split("/", 1)[1]
+    if kind.named and old_name != manifest.name:
+        return Change(manifest.address, Action.BLOCKED, kind.name, id=entry.id,
+                      moved_from=old, reason=(
+                          f"moving {old} to {manifest.address} would change the {kind.name}'s "
+                          f"API name ({old_name!r} -> {manifest.name!r}), and the API cannot "
+                          "rename: keep the old address, or create a new object under the "
+                          "new name"))
+    change = _change(manifest, entry, request, resolved)
+    change.moved_from = old
+    if change.action == Action.NOOP:
+        change.action = Action.MOVE
+        change.reason = f"re-addressed from {old} in state; nothing is sent"
+    elif change.action == Action.UPDATE:
+        change.action = Action.MOVE
+        change.reason = f"re-addressed from {old} in state, then updated ({change.operation})"
+    return change
+
+
+def _import(manifest: Manifest, directive: Directive, request: dict[str, Any]) -> Change:
+    kind = manifest.kind
+    readable = kind.name in readable_kinds()
+    verify = ("" if readable else f"the API has no operation that reads a {kind.name}, so the "
+              f"id {directive.spec['id']} is recorded without checking that it exists; ")
+    if kind.replace_all:
+        what = f"{kind.update_op} then sets it to the manifest's spec"
+        operation: str | None = kind.update_op
+    else:
+        what = ("the manifest's spec is recorded as its current spec (no operation can make "
+                "the server match it: check that they agree)")
+        operation = None
+    return Change(manifest.address, Action.IMPORT, kind.name, id=directive.spec["id"],
+                  fields=sorted(request), request=request, operation=operation,
+                  after=manifest.dependencies,
+                  reason=f"adopted by {directive.label}: {verify}{what}")
 
 
 def _change(manifest: Manifest, entry: Any, request: dict[str, Any],
@@ -224,8 +366,35 @@ def _action(manifest: Manifest, entry: Any, request: dict[str, Any],
     if not cannot:
         return Change(address, Action.UPDATE, kind.name, id=entry.id, fields=fields, diff=diff,
                       request=request, operation=kind.update_op, after=manifest.dependencies)
+    rotated = _rotated_secrets(manifest, before, resolved)
+    reason = (rotation_reason(kind, rotated, [f for f in cannot if f not in {
+        str(p[0]) for p, _ in rotated}]) if rotated else blocked_reason(kind, cannot))
     return Change(address, Action.BLOCKED, kind.name, id=entry.id, fields=fields, diff=diff,
-                  reason=blocked_reason(kind, cannot))
+                  reason=reason)
+
+
+def _rotated_secrets(manifest: Manifest, before: dict[str, Any], after: dict[str, Any]
+                     ) -> list[tuple[paths.Path, str]]:
+    """(path, variable) of each secret whose value changed since it was applied."""
+    out = []
+    for path in manifest.holes:
+        hole = paths.get(manifest.template, path)
+        if isinstance(hole, SecretRef) and paths.get(before, path) != paths.get(after, path):
+            out.append((path, hole.variable))
+    return out
+
+
+def rotation_reason(kind: Kind, rotated: list[tuple[paths.Path, str]], others: list[str]) -> str:
+    """Why a changed secret value blocks, and how to rotate it (contract section 6)."""
+    secrets = ", ".join(f"{variable} (spec.{paths.text(path)})" for path, variable in rotated)
+    also = f"; {blocked_reason(kind, others)}" if others else ""
+    return (
+        f"the value of {secrets} changed, not the manifest: the API cannot update a "
+        f"{kind.name}'s secret. To rotate it, add a new {kind.name} under a new name with the "
+        "new value, move what uses it there, then remove the old one from the manifests "
+        "(`govsync apply --forget-orphans` drops it from state); meanwhile `--target` applies "
+        f"the rest of the repository{also}"
+    )
 
 
 def _missing_secret(manifest: Manifest, path: paths.Path, variable: str) -> Problem:

@@ -102,6 +102,8 @@ def _body(plan: Plan) -> dict[str, Any]:
             for c in plan.changes
         ],
         "summary": plan.summary(),
+        "targets": plan.targets,
+        "leftOut": plan.left_out,
     }
 
 
@@ -233,10 +235,14 @@ def _plan(data: Mapping[str, Any]) -> Plan:
         raise TypeError("checks must be a list")
     checks = [Check(_str(c["name"], "a check's name"), CheckStatus(c["status"]),
                     _str(c.get("detail", ""), "a check's detail")) for c in checks_data]
+    left_out = data.get("leftOut", 0)
+    if not isinstance(left_out, int) or isinstance(left_out, bool) or left_out < 0:
+        raise TypeError("leftOut must be a whole number")
     return Plan(
         workspace=_str(data["workspace"], "workspace"), lineage=_str(data["lineage"], "lineage"),
         serial=serial, digest=_str(data["manifestsDigest"], "manifestsDigest"),
         changes=changes, checks=checks, version=_str(data.get("govsyncVersion", ""), "version"),
+        targets=_strs(data.get("targets", []), "targets"), left_out=left_out,
     )
 
 
@@ -250,15 +256,22 @@ def _change(c: Any) -> Change:
         raise ValueError(f"{address}: unknown kind {kind!r}")
     request = c.get("request")
     operation = c.get("operation")
-    if action in (Action.CREATE, Action.UPDATE):
+    moved_from = c.get("movedFrom")
+    if action in (Action.CREATE, Action.UPDATE, Action.IMPORT) or (
+            action == Action.MOVE and operation is not None):
         if not isinstance(request, dict):
             raise TypeError(f"{address}: a {action} needs its request")
         expected = BY_KIND[kind].create_op if action == Action.CREATE else BY_KIND[kind].update_op
-        if operation != expected:
+        if operation is not None and operation != expected:
             raise ValueError(f"{address}: a {action} of a {kind} is sent with {expected}, "
                              f"not {operation}")
+        if operation is None and action in (Action.CREATE, Action.UPDATE):
+            raise ValueError(f"{address}: a {action} needs its operation")
     elif request is not None:
         raise TypeError(f"{address}: a {action} has no request")
+    if action == Action.MOVE and not (isinstance(moved_from, str)
+                                      and moved_from.startswith(kind + "/")):
+        raise ValueError(f"{address}: a move needs movedFrom, an address of the same kind")
     object_id = c.get("id")
     if object_id is not None and not isinstance(object_id, str):
         raise TypeError(f"{address}: id must be a string")
@@ -274,6 +287,7 @@ def _change(c: Any) -> Change:
         request=decode(request) if request is not None else None,
         operation=operation, after=_strs(c.get("after", []), f"{address}: after"),
         patched=_patches(c.get("patchedBy", {}), address),
+        moved_from=moved_from if action in (Action.MOVE, Action.BLOCKED) else None,
     )
 
 

@@ -33,6 +33,8 @@ class Settings:
     insecure_http: bool = False
     local_seed: str | None = None
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ, repr=False)
+    # --target patterns: only these addresses and what they depend on.
+    targets: tuple[str, ...] = ()
     # The project file's environment and variables (empty without a project).
     selection: Selection = field(default_factory=lambda: _no_selection())
 

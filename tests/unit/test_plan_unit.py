@@ -64,7 +64,7 @@ def test_actions_against_state(manifests: Callable[[str], ManifestSet], store: S
     space = next(c for c in plan.changes if c.address == "Space/space-one")
     assert "the API has no operation that updates a Space" in space.reason
     assert plan.summary() == {"create": 0, "update": 1, "no-op": 0, "blocked": 1, "orphan": 1,
-                              "uncertain": 1}
+                              "uncertain": 1, "move": 0, "import": 0}
     assert [c.address for c in plan.work()] == ["Hook/hook_one"]
     assert [c.address for c in plan.work(forget_orphans=True)] == ["Hook/hook_one", "Space/gone"]
 

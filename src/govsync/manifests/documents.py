@@ -193,12 +193,20 @@ def check_spec(
     """The request template of a spec and the paths of its holes, or None (problems reported).
 
     Appends (ref field, target address) to ``refs`` for each reference."""
-    spec, uses, ok_vars = _take_variables(kind, spec, context or Context(), problem)
+    failed: list[Path] = []  # {var: ...} that could not be used: reported once, there
+    spec, uses = _take_variables(kind, spec, context or Context(), problem, failed)
+
+    def report(where: tuple[Any, ...], message: str, *, key: bool = False) -> None:
+        if not (where[:1] == ("spec",) and any(paths.under(tuple(where[1:]), f)
+                                                for f in failed)):
+            problem(where, message, key=key)
+
     request = dict(spec)
-    ok = _take_name(kind, name, spec, request, problem)
-    used_refs, ok_refs = _take_refs(kind, spec, request, refs, problem)
-    secrets, ok_secrets = _take_secrets(kind, request, problem)
-    validated = _validate(kind, request, used_refs, problem, uses, context or Context())
+    ok = _take_name(kind, name, spec, request, report)
+    used_refs, ok_refs = _take_refs(kind, spec, request, refs, report)
+    secrets, ok_secrets = _take_secrets(kind, request, report)
+    validated = _validate(kind, request, used_refs, report, uses, context or Context())
+    ok_vars = not failed
     if validated is None or not (ok and ok_refs and ok_secrets and ok_vars):
         return None
     holes: list[Path] = []
@@ -213,14 +221,13 @@ def check_spec(
 
 
 def _take_variables(kind: Kind, spec: dict[str, Any], context: Context,
-                    problem: Report) -> tuple[dict[str, Any], dict[Path, str], bool]:
-    """Replace each ``{var: NAME}`` by the variable's value; {path: NAME} of each use."""
+                    problem: Report, failed: list[Path]) -> tuple[dict[str, Any], dict[Path, str]]:
+    """Replace each ``{var: NAME}`` by the variable's value; {path: NAME} of each use.
+    The paths of uses that fail are appended to ``failed``."""
     uses: dict[Path, str] = {}
-    ok = True
     secrets = [paths.split(s) for s in kind.secrets]
 
     def walk(value: Any, at: Path) -> Any:
-        nonlocal ok
         if isinstance(value, dict):
             if len(value) == 1 and "var" in value:
                 name = value["var"]
@@ -238,7 +245,7 @@ def _take_variables(kind: Kind, spec: dict[str, Any], context: Context,
                 else:
                     uses[at] = name
                     return context.variables[name]
-                ok = False
+                failed.append(at)
                 return value
             return {k: walk(v, (*at, k)) for k, v in value.items()}
         if isinstance(value, list):
@@ -246,8 +253,8 @@ def _take_variables(kind: Kind, spec: dict[str, Any], context: Context,
         return value
 
     if not _mentions_var(spec):
-        return spec, uses, True
-    return walk(spec, ()), uses, ok
+        return spec, uses
+    return walk(spec, ()), uses
 
 
 def _mentions_var(value: Any) -> bool:

@@ -20,6 +20,8 @@ SYMBOLS: dict[Action, tuple[str, str | None]] = {
     Action.BLOCKED: ("!", "red"),
     Action.ORPHAN: ("-", "magenta"),
     Action.UNCERTAIN: ("?", "cyan"),
+    Action.MOVE: (">", "blue"),
+    Action.IMPORT: ("<", "blue"),
     Action.NOOP: (" ", None),
 }
 ORDER = tuple(SYMBOLS)
@@ -33,9 +35,11 @@ def fmt_value(value: Any) -> str:
 
 def summary_line(plan: Plan) -> str:
     s = plan.summary()
+    extra = "".join(f", {s[a]} to {a}" for a in ("move", "import") if s[a])
+    left = f" Left out by --target: {plan.left_out}." if plan.targets else ""
     return (
-        f"Plan: {s['create']} to create, {s['update']} to update, {s['blocked']} blocked, "
-        f"{s['orphan']} orphaned, {s['uncertain']} uncertain, {s['no-op']} unchanged."
+        f"Plan: {s['create']} to create, {s['update']} to update{extra}, {s['blocked']} blocked, "
+        f"{s['orphan']} orphaned, {s['uncertain']} uncertain, {s['no-op']} unchanged.{left}"
     )
 
 
@@ -56,6 +60,8 @@ def plan_public(plan: Plan) -> dict[str, Any]:
         "changes": [c.public() for c in plan.changes],
         "checks": [c.as_dict() for c in plan.checks],
         "summary": plan.summary(),
+        "targets": plan.targets,
+        "leftOut": plan.left_out,
     }
 
 
@@ -100,15 +106,22 @@ def plan_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT, title: str = "govs
     """A pull-request comment: summary table first, changes by kind in
     collapsible sections; never longer than ``limit`` characters."""
     s = plan.summary()
+    # Moves and imports get a column only when there are some.
+    columns = [a for a in ("create", "update", "move", "import", "blocked", "orphan",
+                           "uncertain", "no-op") if s[a] or a not in ("move", "import")]
+    headings = ["unchanged" if a == "no-op" else a for a in columns]
     head = [
         f"### {title}: workspace `{plan.workspace}`",
         "",
-        "| create | update | blocked | orphan | uncertain | unchanged |",
-        "|---:|---:|---:|---:|---:|---:|",
-        f"| {s['create']} | {s['update']} | {s['blocked']} | {s['orphan']} | "
-        f"{s['uncertain']} | {s['no-op']} |",
+        "| " + " | ".join(headings) + " |",
+        "|" + "---:|" * len(headings),
+        "| " + " | ".join(str(s[a]) for a in columns) + " |",
         "",
     ]
+    if plan.targets:
+        shown_targets = ", ".join(f"`{t}`" for t in plan.targets)
+        head += [f"> Targeted with --target {shown_targets}: {plan.left_out} change(s) left out.",
+                 ""]
     if plan.blocked():
         head += [
             f"> **{len(plan.blocked())} blocked change(s)**: the API cannot make them; "

@@ -207,6 +207,11 @@ class Storage(ABC):
         """Drop one entry; returns the new serial."""
 
     @abstractmethod
+    def rename(self, workspace: str, old: str, new: str) -> int:
+        """Re-address one entry in one transaction (a move); StateError if ``old`` is not
+        there or ``new`` is.  Returns the new serial."""
+
+    @abstractmethod
     def replace_all(self, workspace: str, entries: list[Entry], lineage: str | None,
                     key: bytes | None) -> int:
         """Replace a workspace's entries (state import-all); returns the new serial."""

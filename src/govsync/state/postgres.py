@@ -390,6 +390,18 @@ class PostgresStore(StateStore):
                         " WHERE name = %s", (cur.rowcount, workspace))
         return serial[0]
 
+    def rename(self, workspace: str, old: str, new: str) -> int:
+        with self._write(workspace) as (cur, serial):
+            cur.execute("SELECT 1 FROM govsync_objects WHERE workspace = %s AND address = %s",
+                        (workspace, new))
+            if cur.fetchone() is not None:
+                raise StateError(f"cannot move {old} to {new}: {new} is already in state")
+            cur.execute("UPDATE govsync_objects SET address = %s, updated_at = %s"
+                        " WHERE workspace = %s AND address = %s", (new, now(), workspace, old))
+            if cur.rowcount != 1:
+                raise StateError(f"cannot move {old} to {new}: {old} is not in state")
+        return serial[0]
+
     def replace_all(self, workspace: str, entries: list[Entry], lineage: str | None,
                     key: bytes | None) -> int:
         rows = [_row(workspace, e) for e in entries]

@@ -408,6 +408,19 @@ class SqliteStore(StateStore):
 
         return self._write(workspace, body)
 
+    def rename(self, workspace: str, old: str, new: str) -> int:
+        def body(db: sqlite3.Connection) -> None:
+            if db.execute("SELECT 1 FROM objects WHERE workspace = ? AND address = ?",
+                          (workspace, new)).fetchone() is not None:
+                raise StateError(f"cannot move {old} to {new}: {new} is already in state")
+            moved = db.execute("UPDATE objects SET address = ?, updated_at = ?"
+                               " WHERE workspace = ? AND address = ?",
+                               (new, now(), workspace, old)).rowcount
+            if moved != 1:
+                raise StateError(f"cannot move {old} to {new}: {old} is not in state")
+
+        return self._write(workspace, body)
+
     def replace_all(self, workspace: str, entries: list[Entry], lineage: str | None,
                     key: bytes | None) -> int:
         rows = [_values(workspace, e) for e in entries]

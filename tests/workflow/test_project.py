@@ -1,0 +1,120 @@
+"""The project file and environments (contract section 5): precedence, variables,
+and every bad input as one line at its place."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from govsync.cli import cli
+
+HOOK = """
+apiVersion: govsync/v1
+kind: Hook
+metadata: {name: risk_score}
+spec:
+  code: "def handler(event):\\n    return 1\\n"
+  timeoutMs: {var: timeout}
+"""
+PROJECT = """
+apiVersion: govsync/v1
+kind: Project
+paths: [manifests/]
+vars: {timeout: 1000}
+state: top.db
+environments:
+  staging:
+    vars: {timeout: 500}
+  prod:
+    workspace: production
+    state: prod.db
+    vars: {timeout: "slow"}
+"""
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for name in ("GOVSYNC_ENDPOINT", "GOVSYNC_STATE", "GOVSYNC_WORKSPACE", "GOVSYNC_ENV",
+                 "GOVSYNC_PROJECT", "GOVSYNC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "manifests").mkdir()
+    (tmp_path / "manifests" / "hook.yaml").write_text(HOOK.lstrip(), encoding="utf-8")
+    (tmp_path / "govsync.yaml").write_text(textwrap.dedent(PROJECT).lstrip(), encoding="utf-8")
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")  # the project file is found in a parent
+    return tmp_path
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> Result:
+    result = CliRunner().invoke(cli, list(args), env=env)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result
+
+
+def test_validate_checks_every_environment_and_names_it(repo: Path) -> None:
+    result = run("validate")
+    assert result.exit_code == 1
+    assert (f"{repo}/manifests/hook.yaml:6:14: (environment prod) spec.timeoutMs: must be an integer,"
+            " not the string 'slow' (the value of variable timeout in environment prod)"
+            ) in result.stderr
+    assert "(environment staging): valid" in result.stderr
+    assert run("validate", "--env", "staging").exit_code == 0
+    assert run("validate", "--env", "prod", "--var", "timeout=20").exit_code == 0
+
+
+def test_precedence_option_then_variable_then_environment_then_top(repo: Path) -> None:
+    def state_of(*args: str, env: dict[str, str] | None = None) -> str:
+        result = run("state", "list", *args, env=env)
+        assert result.exit_code == 0, result.output
+        return result.stderr
+
+    assert "workspace 'production'" in state_of("--env", "prod")
+    assert (repo / "prod.db").exists()
+    assert "workspace 'staging'" in state_of("--env", "staging")  # default: the env's name
+    assert (repo / "top.db").exists()  # staging has no state: the top level's
+    assert "workspace 'cli'" in state_of("--env", "prod", "--workspace", "cli")
+    assert "workspace 'fromenv'" in state_of("--env", "prod", env={"GOVSYNC_WORKSPACE": "fromenv"})
+    assert "workspace 'production'" in state_of(env={"GOVSYNC_ENV": "prod"})
+
+
+def test_plan_uses_the_environments_variables(repo: Path) -> None:
+    result = run("plan", "--env", "staging")
+    assert result.exit_code == 0, result.output
+    assert "timeoutMs: 500" in result.stdout
+    result = run("plan", "--env", "staging", "--var", "timeout=42")
+    assert "timeoutMs: 42" in result.stdout
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["validate", "--env", "qa"], "govsync.yaml: known are prod, staging"),
+    (["validate", "--var", "no-equals"], "--var 'no-equals': write --var NAME=VALUE"),
+    (["validate", "--var", "x=[1, 2]"], "--var x: the value must be a YAML scalar"),
+    (["validate", "--project", "missing.yaml"], "--project missing.yaml: no such file"),
+    (["plan", "--target", "Nope/*", "--env", "staging"], "--target 'Nope/*' matches no address"),
+])
+def test_bad_options_are_one_line(repo: Path, args: list[str], message: str) -> None:
+    result = run(*args)
+    assert result.exit_code == 1
+    assert message in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("edit", "where", "message"), [
+    (("vars: {timeout: 1000}", "vars: {timeout: 1000}\napiKey: abc"), "govsync.yaml:5:1",
+     "apiKey: the API key is never read from the project file"),
+    (("paths: [manifests/]", "path: [manifests/]"), "govsync.yaml:3:1",
+     "unknown field path: did you mean 'paths'?"),
+    (("    workspace: production", "    workspace: production\n    endpont: x"),
+     "govsync.yaml:11:5", "unknown field environments.prod.endpont: did you mean 'endpoint'?"),
+    (("kind: Project", "kind: Projekt"), "govsync.yaml:2:7", "kind must be Project"),
+])
+def test_project_file_errors_name_their_place(repo: Path, edit: tuple[str, str], where: str,
+                                              message: str) -> None:
+    text = (repo / "govsync.yaml").read_text()
+    (repo / "govsync.yaml").write_text(text.replace(*edit))
+    result = run("validate")
+    assert result.exit_code == 1
+    assert f"{repo}/{where}: {message}" in result.stderr, result.stderr
