@@ -41,12 +41,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(tmp: str, latency_ms: int) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(tmp: str, latency_ms: int, extra: list[str] | None = None
+                 ) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "govsync", "serve", "--port", str(port), "--db",
          os.path.join(tmp, "api.db"), "--api-key", KEY, "--seed", SEED,
-         "--latency-ms", str(latency_ms)],
+         "--latency-ms", str(latency_ms), *(extra or [])],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"

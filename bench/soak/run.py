@@ -1,0 +1,137 @@
+"""bench/soak: apply through injected faults and kills, then count what was lost
+or duplicated.
+
+The reference server runs on loopback with ``--fault-rate P`` (half of the
+faulty writes fail cleanly with 500, half store the object and drop the
+connection) and ``--latency-ms``.  Each round starts ``govsync apply`` on the
+generated manifests and SIGKILLs it after a random delay, ``--kills`` times;
+then uncertain entries are settled the way an operator would (``state
+resolve --id`` when the object is on the server, ``--absent`` when not) and
+apply is re-run until it exits 0.  Finally the server's objects are compared
+with the manifests:
+
+    duplicates  objects of one address created more than once (must be 0)
+    losses      addresses applied in state but absent on the server (must be 0)
+    reruns      applies needed after the kills to settle everything
+
+    python bench/soak/run.py [--objects 200] [--fault-rate 0.2] [--kills 5]
+                             [--state sqlite|postgresql://...] [--seed 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections import Counter
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "bench", "apply"))
+
+from run import KEY, start_server  # noqa: E402
+
+
+def hooks(directory: str, n: int, prefix: str) -> list[str]:
+    names = [f"{prefix}_{i}" for i in range(n)]
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "hooks.yaml"), "w", encoding="utf-8") as fh:
+        for name in names:
+            fh.write(f"---\napiVersion: govsync/v1\nkind: Hook\nmetadata: {{name: {name}}}\n"
+                     f"spec: {{code: \"def handler(e):\\n    return 1\\n\", timeoutMs: 100}}\n")
+    return names
+
+
+def objects(url: str) -> dict[str, list[dict[str, Any]]]:
+    req = urllib.request.Request(url + "/_govsync/objects", headers={"X-API-KEY": KEY})
+    data: dict[str, list[dict[str, Any]]] = json.loads(urllib.request.urlopen(req, timeout=30).read())
+    return data
+
+
+def govsync(args: list[str], env: dict[str, str], *, kill_after: float | None = None,
+            timeout: float = 600) -> int:
+    proc = subprocess.Popen([sys.executable, "-m", "govsync", *args], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            stdin=subprocess.DEVNULL)
+    if kill_after is not None:
+        try:
+            return proc.wait(kill_after)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            return -9
+    return proc.wait(timeout)
+
+
+def state_entries(env: dict[str, str]) -> dict[str, dict[str, Any]]:
+    out = subprocess.run([sys.executable, "-m", "govsync", "state", "list", "--format", "json"],
+                         env=env, capture_output=True, text=True, check=True).stdout
+    data = json.loads(out)
+    rows = data["entries"] if isinstance(data, dict) else data
+    return {e["address"]: e for e in rows}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--objects", type=int, default=200)
+    parser.add_argument("--fault-rate", type=float, default=0.2)
+    parser.add_argument("--latency-ms", type=int, default=20)
+    parser.add_argument("--kills", type=int, default=5)
+    parser.add_argument("--state", default="sqlite")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        server, url = start_server(tmp, args.latency_ms, ["--fault-rate", str(args.fault_rate)])
+        try:
+            names = hooks(os.path.join(tmp, "m"), args.objects, f"soak{args.seed}")
+            state = os.path.join(tmp, "state.db") if args.state == "sqlite" else args.state
+            env = {k: v for k, v in os.environ.items() if not k.startswith("GOVSYNC_")}
+            env.update(GOVSYNC_ENDPOINT=url, GOVSYNC_API_KEY=KEY, GOVSYNC_STATE=state,
+                       GOVSYNC_WORKSPACE=f"soak-{os.getpid()}-{args.seed}", NO_COLOR="1")
+            apply_args = ["apply", os.path.join(tmp, "m"), "--auto-approve", "--parallelism", "16"]
+            started = time.monotonic()
+            for _ in range(args.kills):
+                govsync(apply_args, env, kill_after=rng.uniform(0.3, 2.0))
+            reruns = 0
+            while True:
+                reruns += 1
+                on_server = {h["name"] for h in objects(url).get("Hook", [])}
+                for address, entry in state_entries(env).items():
+                    if entry["status"] == "applied":
+                        continue
+                    name = address.split("/", 1)[1]
+                    ids = [h["id"] for h in objects(url)["Hook"] if h["name"] == name]
+                    settle = ["--id", ids[0]] if name in on_server else ["--absent"]
+                    govsync(["state", "resolve", address, *settle], env)
+                if govsync(apply_args, env) == 0 or reruns >= 50:
+                    break
+            seconds = time.monotonic() - started
+            counts = Counter(h["name"] for h in objects(url).get("Hook", []))
+            entries = state_entries(env)
+            duplicates = sum(n - 1 for name, n in counts.items() if name in names and n > 1)
+            losses = sum(1 for a, e in entries.items()
+                         if e["status"] == "applied" and counts[a.split("/", 1)[1]] == 0)
+            missing = sum(1 for name in names if counts[name] == 0)
+            print(json.dumps({
+                "objects": args.objects, "faultRate": args.fault_rate, "kills": args.kills,
+                "latencyMs": args.latency_ms, "state": "sqlite" if args.state == "sqlite"
+                else "postgresql", "duplicates": duplicates, "losses": losses,
+                "missingAfterSettle": missing, "rerunsToSettle": reruns,
+                "seconds": round(seconds, 1),
+            }))
+        finally:
+            server.kill()
+            server.wait()
+
+
+if __name__ == "__main__":
+    main()
