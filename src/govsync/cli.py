@@ -226,14 +226,23 @@ def cli(ctx: click.Context, verbose: int, quiet: bool, no_color: bool) -> None:
       govsync validate manifests/
       govsync plan manifests/ --endpoint local
       govsync apply manifests/ --endpoint local --auto-approve
+
+    Logs: GOVSYNC_LOG=debug|info|warning writes them to stderr (every API
+    call: operation, status, duration, retries; never a secret or the key).
     """
+    from govsync import logs
+
+    logs.configure(os.environ.get(logs.ENV), hidden=[os.environ.get("GOVSYNC_API_KEY", "")])
     ctx.obj = Output(verbose, quiet, no_color)
 
 
 @cli.command()
 @paths_argument
 @project_options
-def validate(paths: tuple[str, ...], selection: Selection) -> None:
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True,
+              help="json: {formatVersion, valid, errors: [{file, line, column, message}]}.")
+def validate(paths: tuple[str, ...], selection: Selection, fmt: str) -> None:
     """Check manifests offline: syntax, fields, references, cycles.
 
     Every error is printed as FILE:LINE:COL: message, all of them at once.
@@ -244,6 +253,7 @@ def validate(paths: tuple[str, ...], selection: Selection) -> None:
     Example:
       govsync validate manifests/
       govsync validate --env prod
+      govsync validate manifests/ --format json | jq '.errors[]'
     """
     from govsync.errors import Problem
 
@@ -256,14 +266,26 @@ def validate(paths: tuple[str, ...], selection: Selection) -> None:
             for problem in exc.problems:
                 found.setdefault(problem, []).append(each.name or "")
             continue
+        except GovsyncError as exc:
+            if fmt != "json":
+                raise
+            found.setdefault(Problem("", 0, 0, str(exc)), []).append(each.name or "")
+            continue
         n, files = len(manifests.objects), len(manifests.files)
         where = f" (environment {each.name})" if each.name else ""
         out().info(f"{n} object{'s' if n != 1 else ''} in {files} file"
                    f"{'s' if files != 1 else ''}{where}: valid.")
+    if found and len(selections) > 1:  # say which environment each error belongs to
+        found = {Problem(p.file, p.line, p.col, f"({_environments(envs)}) {p.message}"): envs
+                 for p, envs in found.items()}
+    if fmt == "json":
+        from govsync.render.documents import dumps, validate_public
+
+        click.echo(dumps(validate_public(found)), nl=False)
+        if found:
+            sys.exit(1)
+        return
     if found:
-        if len(selections) > 1:  # say which environment each error belongs to
-            found = {Problem(p.file, p.line, p.col, f"({_environments(envs)}) {p.message}"): envs
-                     for p, envs in found.items()}
         raise ManifestError(list(found))
 
 
@@ -354,8 +376,14 @@ def confirmed(prompt: str) -> bool:
               help="Seconds to wait for another apply on this workspace to finish.")
 @click.option("--allow-endpoint-change", is_flag=True,
               help="Apply although the state was applied against another endpoint.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True,
+              help="json: one JSON line per finished change, then a summary line, and "
+                   "nothing else on stdout (the plan goes to stderr). Needs --auto-approve "
+                   "or a saved plan.")
 def apply(paths: tuple[str, ...], settings: Settings, auto_approve: bool, parallelism: int,
-          forget_orphans: bool, lock_timeout: float, allow_endpoint_change: bool) -> None:
+          forget_orphans: bool, lock_timeout: float, allow_endpoint_change: bool,
+          fmt: str) -> None:
     """Apply the manifests (or a saved plan) through the API.
 
     With PATHS, plans first and shows the plan; with one saved plan FILE (from
@@ -366,6 +394,7 @@ def apply(paths: tuple[str, ...], settings: Settings, auto_approve: bool, parall
     Example:
       govsync apply manifests/ --endpoint local --auto-approve
       govsync apply plan.json
+      govsync apply plan.json --format json | jq 'select(.type == "summary")'
     """
     from govsync import commands, planfile, render
 
@@ -374,6 +403,13 @@ def apply(paths: tuple[str, ...], settings: Settings, auto_approve: bool, parall
     # A saved plan was reviewed when it was made (`govsync plan --out`): apply
     # it without asking again, as `terraform apply PLANFILE` does.
     saved_plan = planfile.is_plan_file(list(paths))
+    if fmt == "json":
+        if not (auto_approve or saved_plan):
+            raise click.UsageError("--format json cannot ask for confirmation: pass "
+                                   "--auto-approve, or apply a saved plan (govsync plan --out)")
+        return _apply_json(paths, settings, saved_plan, parallelism=parallelism,
+                           forget_orphans=forget_orphans, lock_timeout=lock_timeout,
+                           allow_endpoint_change=allow_endpoint_change)
     source = planfile.read(paths[0]) if saved_plan else load(paths, settings.selection)
 
     def confirm(the_plan: Any) -> bool:
@@ -414,6 +450,41 @@ def apply(paths: tuple[str, ...], settings: Settings, auto_approve: bool, parall
         if result.stopped:
             click.echo(f"Error: apply stopped: {result.stopped}.", err=True)
         click.echo("What succeeded is recorded in state; fix the failures and apply again.", err=True)
+        sys.exit(1)
+
+
+def _apply_json(paths: tuple[str, ...], settings: Settings, saved_plan: bool,
+                **options: Any) -> None:
+    """``apply --format json``: JSON lines on stdout, the plan and messages on stderr.
+
+    The summary line comes last whatever happens, an error before anything
+    was sent included (its message is the summary's ``stopped``)."""
+    from govsync import commands, planfile, render
+    from govsync.apply import ApplyResult
+    from govsync.render.progress import JsonReporter
+
+    o = out()
+    reporter = JsonReporter()
+
+    def show(the_plan: Any) -> bool:
+        if not o.quiet:
+            click.echo(render.plan_text(the_plan), nl=False, err=True)
+        return True
+
+    try:
+        source = planfile.read(paths[0]) if saved_plan else load(paths, settings.selection)
+        _plan, result = commands.apply(source, settings, confirm=show, reporter=reporter,
+                                       **options)
+    except GovsyncError as exc:
+        problems = getattr(exc, "problems", None)
+        why = (f"{len(problems)} error(s) in the manifests, the first: {problems[0]}"
+               if problems else str(exc) or type(exc).__name__)
+        reporter.summary(ApplyResult(), stopped=why)
+        raise
+    reporter.summary(result)
+    if result.stopped:
+        click.echo(f"Error: apply stopped: {result.stopped}.", err=True)
+    if not result.ok:
         sys.exit(1)
 
 
@@ -512,8 +583,9 @@ def state_list(settings: Settings, fmt: str) -> None:
     with settings.open_state() as store:
         snap = store.snapshot(settings.workspace, responses=False)
     if fmt == "json":
-        _echo_json([{"address": e.address, "id": e.id, "status": e.status, "kind": e.kind}
-                    for e in snap.entries.values()])
+        from govsync.render.documents import state_list_public
+
+        _echo_json(state_list_public(snap))
         return
     for e in snap.entries.values():
         click.echo(f"{e.address}\t{e.id or '-'}\t{e.status}")
@@ -697,13 +769,47 @@ def state_history(settings: Settings, limit: int, fmt: str) -> None:
 
     records = commands.state_history(settings, limit)
     if fmt == "json":
-        _echo_json(records)
+        from govsync.render.documents import state_history_public
+
+        _echo_json(state_history_public(settings.workspace, records))
         return
     for r in records:
         s = r.get("summary", {})
         click.echo(f"{r.get('at')}  {r.get('user')}@{r.get('host')}  "
                    f"{'ok' if r.get('ok') else 'FAILED'}  "
                    + ", ".join(f"{v} {k}" for k, v in s.items() if v))
+
+
+@cli.command("show")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=FORMATS, default="text", show_default=True)
+def show_command(file: str, fmt: str) -> None:
+    """Show a saved plan (from `govsync plan --out`) without applying it.
+
+    The plan is shown as written: no state is read, so its authentication
+    code is not checked here; `govsync apply FILE` checks it before anything
+    is sent. --format json prints the same document as `plan --format json`.
+
+    \b
+    Example:
+      govsync show plan.json
+      govsync show plan.json --format markdown > comment.md
+    """
+    from govsync import planfile, render
+    from govsync.errors import PlanError
+    from govsync.render.documents import show_text
+
+    if not os.path.isfile(file):  # never open a FIFO or a device: it could hang
+        raise PlanError(f"{file} is not a regular file: not a govsync plan")
+    saved = planfile.read(file)
+    o = out()
+    if fmt == "json":
+        click.echo(render.plan_json(saved.plan), nl=False)
+    elif fmt == "markdown":
+        click.echo(render.plan_markdown(saved.plan, title="govsync saved plan"), nl=False)
+    else:
+        click.echo(show_text(saved, color=o.color, verbose=o.verbose > 0), nl=False,
+                   color=o.color)
 
 
 @cli.command()
@@ -844,10 +950,12 @@ def init_command(directory: str, force: bool, ci: str, install_spec: str | None)
 
 @cli.command("docs")
 @click.option("--out", "out_dir", default="docs", show_default=True,
-              type=click.Path(file_okay=False), help="Directory for cli.md and kinds.md.")
+              type=click.Path(file_okay=False),
+              help="Directory for cli.md, kinds.md and json/*.schema.json.")
 @click.option("--check", is_flag=True, help="Exit 1 if the files there are not current.")
 def docs_command(out_dir: str, check: bool) -> None:
-    """Write the reference docs: cli.md (every --help), kinds.md (every kind).
+    """Write the reference docs: cli.md (every --help), kinds.md (every kind), and the
+    JSON Schema of every JSON output in json/.
 
     \b
     Example:

@@ -474,7 +474,10 @@ def state_export(settings: Settings) -> dict[str, Any]:
 
     with settings.open_state() as store:
         snap = store.snapshot(settings.workspace)
+    from govsync.render import FORMAT_VERSION
+
     return {
+        "formatVersion": FORMAT_VERSION,
         "govsyncState": 1,
         "workspace": snap.workspace,
         "lineage": snap.lineage,
@@ -489,10 +492,15 @@ def state_import_all(settings: Settings, data: Mapping[str, Any]) -> int:
     """Load an export into the workspace, replacing its entries; returns the new serial."""
     import base64
 
+    from govsync.render import FORMAT_VERSION
     from govsync.state.base import Entry
 
     if data.get("govsyncState") != 1:
         raise StateError("not a govsync state export (missing govsyncState: 1)")
+    version = data.get("formatVersion", FORMAT_VERSION)  # exports before 1.0 had none
+    if str(version).split(".")[0] != FORMAT_VERSION.split(".")[0]:
+        raise StateError(f"the export has format {version!r}; this govsync reads "
+                         f"{FORMAT_VERSION}")
     try:
         entries = [
             Entry(e["address"], e["kind"], e.get("id"), e["status"], e.get("spec"),

@@ -109,7 +109,7 @@ def write_generated(directory: str, rendered: Mapping[str, str], *, check: bool 
         if current != text:
             stale.append(name)
             if not check:
-                os.makedirs(directory, exist_ok=True)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
                 with open(path, "w", encoding="utf-8", newline="\n") as fh:
                     fh.write(text)
     return stale

@@ -216,7 +216,7 @@ class Govsync:
     def entries(self) -> dict[str, dict[str, Any]]:
         run = self.invoke("state", "list", "--format", "json")
         assert run.code == 0, run
-        return {e["address"]: e for e in json.loads(run.out)}
+        return {e["address"]: e for e in json.loads(run.out)["entries"]}
 
     def export(self) -> dict[str, Any]:
         run = self.invoke("state", "export")

@@ -71,7 +71,7 @@ def test_list_show_and_history(govsync: Govsync, applied: Path) -> None:
 
     # History: who, when, what, outcome; newest first.
     assert govsync.run("apply", str(applied), "--auto-approve").code == 0  # nothing to do
-    (applies,) = json.loads(govsync.run("state", "history", "--format", "json").out)
+    (applies,) = json.loads(govsync.run("state", "history", "--format", "json").out)["history"]
     assert applies["ok"] is True and applies["summary"]["applied"] == 59
     assert applies["host"] == socket.gethostname() and applies["user"]
     assert applies["at"].endswith("Z") and len(applies["changes"]) == 59
@@ -187,7 +187,7 @@ def test_resolve(serve: Callable[..., Server], make_govsync: Callable[..., Govsy
     both = gov.run("state", "resolve", "Hook/h_a", "--id", "x", "--absent")
     assert both.code == 2 and "exactly one of --id ID and --absent" in both.err
     # History has the failed applies.
-    records = json.loads(gov.run("state", "history", "--format", "json").out)
+    records = json.loads(gov.run("state", "history", "--format", "json").out)["history"]
     assert records and all(r["ok"] is False for r in records)
     assert "FAILED" in gov.run("state", "history").out
 

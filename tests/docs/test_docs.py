@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from govsync.api.kinds import KINDS
 from govsync.cli import cli
-from govsync.docs import CLI_MD, KINDS_MD, root_context, walk_commands, write_docs
+from govsync.docs import CLI_MD, KINDS_MD, json_schemas, root_context, walk_commands, write_docs
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -31,7 +31,7 @@ def test_docs_are_current() -> None:
 
 
 def test_docs_check_detects_stale_files(tmp_path: Path) -> None:
-    assert write_docs(str(tmp_path), cli) == [CLI_MD, KINDS_MD]
+    assert write_docs(str(tmp_path), cli) == [CLI_MD, KINDS_MD, *json_schemas()]
     assert write_docs(str(tmp_path), cli, check=True) == []
     (tmp_path / KINDS_MD).write_text("old\n")
 

@@ -128,7 +128,7 @@ def on_server(server: Server, kind: str, name: str) -> dict[str, Any]:
 
 def state_entries(gov: Govsync) -> dict[str, dict[str, Any]]:
     run = ok(gov.run("state", "list", "--format", "json"))
-    return {e["address"]: e for e in json.loads(run.out)}
+    return {e["address"]: e for e in json.loads(run.out)["entries"]}
 
 
 def plan_json(gov: Govsync) -> dict[str, Any]:

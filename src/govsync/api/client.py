@@ -94,6 +94,14 @@ class RetryEvent:
     reason: str  # "503", "ConnectError", ...
 
 
+def _log_reason(error: errors.ApiError) -> str:
+    """How a failed call is logged: its status and code, or the kind of failure; never
+    its message (which quotes the server's words)."""
+    if isinstance(error, errors.ApiStatusError):
+        return f"{error.status} {error.code}".strip()
+    return type(error).__name__
+
+
 def unwrap(operation: str | Operation, body: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
     """The object a response carries and its id, following the catalog row."""
     op = _operation(operation)
@@ -182,10 +190,16 @@ class _Core:
         request = self._build("POST", op.path, json=payload, headers={**extra, **(headers or {})})
         attempts = self._max_retries + 1
         for attempt in range(1, attempts + 1):
+            # Operation, status, seconds and attempt only: never a body (logs.py).
+            log.debug("%s: sending POST %s (%d bytes, attempt %d of %d)",
+                      op.name, op.path, len(request.content), attempt, attempts)
+            began = time.monotonic()
             outcome = yield request
+            seconds = time.monotonic() - began
             cause: Exception | None = None
             if isinstance(outcome, httpx.Response):
-                log.debug("%s -> %d (attempt %d)", op.name, outcome.status_code, attempt)
+                log.info("%s: %d in %.3fs (attempt %d of %d)",
+                         op.name, outcome.status_code, seconds, attempt, attempts)
                 if outcome.status_code == 200:
                     return self._parse(op, outcome)
                 error, retry = self._status_error(op, outcome, scrub, attempt)
@@ -195,8 +209,11 @@ class _Core:
             else:
                 assert isinstance(outcome, Exception)
                 cause, status, reason, delay = outcome, None, type(outcome).__name__, None
+                log.info("%s: no answer (%s) after %.3fs (attempt %d of %d)",
+                         op.name, reason, seconds, attempt, attempts)
                 error, retry = self._transport_error(op, outcome, scrub, attempt)
             if not retry or attempt == attempts:
+                log.warning("%s failed: %s", op.name, _log_reason(error))
                 raise error from cause
             if delay is None:
                 delay = self._rng.uniform(0, min(self._max_backoff, self._backoff * 2 ** (attempt - 1)))

@@ -1,10 +1,15 @@
-"""How apply reports its progress: a line per change (CI logs) or a bar (a terminal)."""
+"""How apply reports its progress: a line per change (CI logs), a bar (a terminal),
+or JSON lines (scripts)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from govsync.apply import DONE, Outcome, Result
+from govsync.apply import DONE, ApplyResult, Outcome, Result
+from govsync.render import FORMAT_VERSION
+from govsync.render.documents import dumps
 
 COLORS = {Result.APPLIED: "green", Result.FORGOTTEN: "green", Result.FAILED: "red",
           Result.UNCERTAIN: "cyan", Result.SKIPPED: "yellow"}
@@ -54,3 +59,42 @@ class ProgressReporter(LineReporter):
 
     def close(self) -> None:
         self.progress.stop()
+
+
+class JsonReporter:
+    """``apply --format json``: one JSON line per change on stdout as it finishes,
+    and :meth:`summary` for the last line.  Nothing else goes to stdout."""
+
+    def start(self, total: int) -> None:
+        pass
+
+    def finished(self, o: Outcome) -> None:
+        click.echo(dumps(change_line(o)), nl=False)
+
+    def close(self) -> None:
+        pass
+
+    def summary(self, result: ApplyResult, stopped: str = "") -> None:
+        click.echo(dumps(summary_line(result, stopped)), nl=False)
+
+
+def change_line(o: Outcome) -> dict[str, Any]:
+    line: dict[str, Any] = {
+        "formatVersion": FORMAT_VERSION, "type": "change", "address": o.address,
+        "action": o.action, "outcome": o.status, "id": o.id, "seconds": round(o.seconds, 3),
+    }
+    if o.error:
+        line["error"] = o.error
+    if o.code:
+        line["code"] = o.code
+    return line
+
+
+def summary_line(result: ApplyResult, stopped: str = "") -> dict[str, Any]:
+    """The last line; ``stopped``: an error that ended the apply before its changes did."""
+    why = stopped or result.stopped
+    return {
+        "formatVersion": FORMAT_VERSION, "type": "summary", "counts": result.summary(),
+        "requests": result.requests, "seconds": round(result.seconds, 3),
+        "ok": result.ok and not why, "stopped": why or None,
+    }

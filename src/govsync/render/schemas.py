@@ -1,0 +1,240 @@
+"""The JSON Schema of every JSON document govsync prints or writes for scripts.
+
+One place for the shapes of contract section 3: ``govsync docs`` writes them
+to ``docs/json/*.schema.json`` and the tests validate real outputs against
+them.  Enumerations (actions, outcomes, check and entry statuses) are read
+from the enums themselves, so a new action is documented the moment it exists.
+
+Objects are open (no ``additionalProperties: false``): a reader must ignore
+keys it does not know, since additions keep ``formatVersion``'s major number
+and only a change that breaks a reader bumps it.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from enum import StrEnum
+from typing import Any
+
+from govsync.apply import Result
+from govsync.plan import Action, CheckStatus
+from govsync.render import FORMAT_VERSION
+from govsync.state.base import EntryStatus
+
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+
+Schema = dict[str, Any]
+
+
+def _values(enum: type[StrEnum]) -> list[str]:
+    return [str(member) for member in enum]
+
+
+def _object(properties: Schema, *, required: list[str] | None = None,
+            description: str = "") -> Schema:
+    schema: Schema = {"type": "object", "properties": properties,
+                      "required": list(properties) if required is None else required}
+    if description:
+        schema["description"] = description
+    return schema
+
+
+def _counts(names: list[str], description: str) -> Schema:
+    return _object({n: {"type": "integer", "minimum": 0} for n in names},
+                   description=description)
+
+
+_STR = {"type": "string"}
+_STR_OR_NULL = {"type": ["string", "null"]}
+_STRS = {"type": "array", "items": _STR}
+_COUNT = {"type": "integer", "minimum": 0}
+_SECONDS = {"type": "number", "minimum": 0}
+_VERSION: Schema = {
+    "type": "string", "pattern": rf"^{FORMAT_VERSION.split('.')[0]}\.[0-9]+$",
+    "description": "The document format's version, major.minor: additions keep the "
+                   "major, a change that breaks a reader bumps it.",
+}
+_ADDRESS: Schema = {"type": "string", "pattern": r"^[A-Za-z]+/.+$",
+                    "description": "Kind/name"}
+
+
+def _document(title: str, description: str, properties: Schema,
+              required: list[str] | None = None) -> Schema:
+    body = _object({"formatVersion": _VERSION, **properties}, required=required)
+    return {"$schema": DRAFT, "title": title, "description": description, **body}
+
+
+def _change() -> Schema:
+    return _object({
+        "address": _ADDRESS,
+        "action": {"enum": _values(Action)},
+        "kind": _STR,
+        "id": {**_STR_OR_NULL, "description": "The object's id on the server; null "
+               "before it is created."},
+        "fields": {**_STRS, "description": "Changed field paths."},
+        "reason": {**_STR, "description": "Why (blocked, orphan, uncertain...); may be empty."},
+        "diff": {"type": "array", "items": _object({
+            "field": _STR,
+            "before": {"description": "Any JSON value; secrets are \"(sensitive)\"."},
+            "after": {"description": "Any JSON value; secrets are \"(sensitive)\", ids not "
+                      "known yet \"(known after apply)\"."},
+        })},
+        "patchedBy": {"type": "object", "additionalProperties": _STR,
+                      "description": "Field path -> the Patch that set it (only when one did)."},
+    }, required=["address", "action", "kind", "id", "fields", "reason", "diff"])
+
+
+def _check() -> Schema:
+    return _object({"name": _STR, "status": {"enum": _values(CheckStatus)}, "detail": _STR})
+
+
+def _plan_properties() -> Schema:
+    return {
+        "workspace": _STR,
+        "lineage": {**_STR, "description": "The state's identity; a saved plan is for one."},
+        "serial": {**_COUNT, "description": "The state's serial the plan was made against."},
+        "changes": {"type": "array", "items": _change(),
+                    "description": "One per address, in the plan's order."},
+        "checks": {"type": "array", "items": _check(),
+                   "description": "Live checks (policy owner groups), endpoint warnings, "
+                                  "rule warnings."},
+        "summary": _counts(_values(Action), "How many changes of each action."),
+    }
+
+
+def plan_schema() -> Schema:
+    return _document(
+        "govsync plan", "`govsync plan --format json` and `govsync show FILE --format json` "
+        "(a saved plan as written; requests are not shown).", _plan_properties())
+
+
+def drift_schema() -> Schema:
+    problem = _object({"address": _ADDRESS, "field": _STR, "group": _STR, "message": _STR},
+                      required=["message"])
+    live = _object({"name": _STR, "status": {"enum": _values(CheckStatus)}, "detail": _STR,
+                    "problems": {"type": "array", "items": problem}})
+    properties = copy.deepcopy(_plan_properties())
+    properties["changes"]["description"] = "The plan's changes other than no-op."
+    return _document(
+        "govsync drift", "`govsync drift --format json`: exit 0 in sync, 2 drift.",
+        {"inSync": {"type": "boolean"}, **properties,
+         "live": {"type": "array", "items": live,
+                  "description": "Checks against the live API where it has a read operation."},
+         "unobservable": {**_STRS, "description": "Kinds the API cannot read: compared "
+                          "with the recorded state only."}})
+
+
+def validate_schema() -> Schema:
+    error = _object({
+        "file": {**_STR, "description": "Empty when the error has no place in a file."},
+        "line": {"type": "integer", "minimum": 0},
+        "column": {"type": "integer", "minimum": 0},
+        "message": _STR,
+    })
+    return _document(
+        "govsync validate", "`govsync validate --format json`: exit 0 valid, 1 invalid.",
+        {"valid": {"type": "boolean"}, "errors": {"type": "array", "items": error}})
+
+
+def apply_change_line() -> Schema:
+    return _object({
+        "formatVersion": _VERSION,
+        "type": {"const": "change"},
+        "address": _ADDRESS,
+        "action": {"enum": _values(Action)},
+        "outcome": {"enum": _values(Result)},
+        "id": {**_STR_OR_NULL, "description": "The object's id, when known."},
+        "seconds": {**_SECONDS, "description": "The call's duration, queueing excluded."},
+        "error": {**_STR, "description": "Why it did not apply (absent when it did)."},
+        "code": {**_STR, "description": "The API's error code, when it gave one."},
+    }, required=["formatVersion", "type", "address", "action", "outcome", "id", "seconds"],
+        description="One change, printed as soon as it finished.")
+
+
+def apply_summary_line() -> Schema:
+    return _object({
+        "formatVersion": _VERSION,
+        "type": {"const": "summary"},
+        "counts": _counts(_values(Result), "How many changes ended each way."),
+        "requests": {**_COUNT, "description": "API write requests sent (retries excluded)."},
+        "seconds": {**_SECONDS, "description": "From the first request to the last answer."},
+        "ok": {"type": "boolean", "description": "Every change applied (or forgotten) and "
+               "nothing stopped the apply: exit 0."},
+        "stopped": {**_STR_OR_NULL, "description": "Why apply stopped before its end (a "
+                    "rejected key, a lost lock, an error before anything was sent); null "
+                    "when it did not."},
+    }, description="The last line.")
+
+
+def apply_schema() -> Schema:
+    return {
+        "$schema": DRAFT, "title": "govsync apply line",
+        "description": "`govsync apply --format json` prints JSON lines, each one document: "
+                       "a `change` line per finished change, then one `summary` line. "
+                       "Nothing else is printed on stdout.",
+        "oneOf": [apply_change_line(), apply_summary_line()],
+    }
+
+
+def _entry() -> Schema:
+    return _object({
+        "address": _ADDRESS, "kind": _STR, "id": _STR_OR_NULL,
+        "status": {"enum": _values(EntryStatus)},
+        "spec": {"type": ["object", "null"], "description": "The spec last applied; secrets "
+                 "as fingerprints (hmac-sha256:...), never values."},
+        "response": {"type": ["object", "null"], "description": "The API's answer, secrets "
+                     "as \"(sensitive)\"."},
+        "updatedAt": _STR,
+    })
+
+
+def state_export_schema() -> Schema:
+    return _document(
+        "govsync state export", "`govsync state export`, read back by `govsync state "
+        "import-all`.",
+        {"govsyncState": {"const": 1}, "workspace": _STR, "lineage": _STR, "serial": _COUNT,
+         "fingerprintKey": {**_STR, "description": "Base64 key of the secrets' fingerprints "
+                            "(keeps them comparable after a move)."},
+         "entries": {"type": "array", "items": _entry()}})
+
+
+def state_list_schema() -> Schema:
+    entry = _object({"address": _ADDRESS, "kind": _STR, "id": _STR_OR_NULL,
+                     "status": {"enum": _values(EntryStatus)}})
+    return _document(
+        "govsync state list", "`govsync state list --format json`.",
+        {"workspace": _STR, "lineage": _STR, "serial": _COUNT,
+         "entries": {"type": "array", "items": entry}})
+
+
+def state_history_schema() -> Schema:
+    change = _object({"address": _ADDRESS, "action": _STR, "status": {"enum": _values(Result)},
+                      "id": _STR_OR_NULL, "code": _STR, "error": _STR},
+                     required=["address", "action", "status"])
+    record = _object({
+        "at": _STR, "user": _STR, "host": _STR, "command": _STR,
+        "savedPlan": {"type": "boolean"}, "serialBefore": _COUNT,
+        "summary": _counts(_values(Result), "How many changes ended each way."),
+        "ok": {"type": "boolean"}, "changes": {"type": "array", "items": change},
+    }, required=["at", "user", "host", "summary", "ok", "changes"])
+    return _document(
+        "govsync state history", "`govsync state history --format json`: past applies, "
+        "newest first.", {"workspace": _STR, "history": {"type": "array", "items": record}})
+
+
+# File name in docs/json/ -> schema.  `govsync show --format json` prints a plan.
+SCHEMAS: dict[str, Callable[[], Schema]] = {
+    "plan.schema.json": plan_schema,
+    "drift.schema.json": drift_schema,
+    "validate.schema.json": validate_schema,
+    "apply.schema.json": apply_schema,
+    "state-export.schema.json": state_export_schema,
+    "state-list.schema.json": state_list_schema,
+    "state-history.schema.json": state_history_schema,
+}
+
+
+def schemas() -> dict[str, Schema]:
+    """File name -> schema, in a fixed order."""
+    return {name: make() for name, make in SCHEMAS.items()}
