@@ -291,10 +291,13 @@ def main() -> None:
                                 print(f"  terraform apply at {n}: one try, limit {args.tf_apply_limit:.0f} s")
                                 one = t.run("apply", n, step, limit=args.tf_apply_limit)
                                 if one["rc"] is None:
+                                    with open(os.path.join(t.logs, f"{step}.log")) as fh:
+                                        done = fh.read().count("Creation complete")
                                     notes.append(
                                         f"Terraform's apply of {n:,} objects was stopped after "
                                         f"{one['wall']:.0f} s (limit {args.tf_apply_limit:.0f} s, load "
-                                        f"{one['load']:.2f}, {one['cpu']:.0f} s CPU): not timed further.")
+                                        f"{one['load']:.2f}, {one['cpu']:.0f} s CPU) with {done:,} of "
+                                        f"{n:,} resources created: not timed further.")
                                 else:
                                     notes.append(f"Terraform's apply of {n:,} objects: one run, "
                                                  f"{one['wall']:.1f} s.")
