@@ -37,13 +37,13 @@ def free_port() -> int:
 
 
 def serve(args: list[str], *, key: str, output: Path | None = None,
-          timeout: float = 30.0) -> tuple[subprocess.Popen[bytes], str]:
+          timeout: float = 30.0, port: int | None = None) -> tuple[subprocess.Popen[bytes], str]:
     """Start ``python -m govsync serve --port P ARGS`` and wait for /_govsync/health.
 
     Returns the process and its base URL; its output goes to ``output`` (or
     nowhere).  Raises RuntimeError, with the output's tail, if it does not come up.
     """
-    port = free_port()
+    port = port or free_port()
     url = f"http://127.0.0.1:{port}"
     sink = open(output, "ab") if output else subprocess.DEVNULL  # noqa: SIM115
     try:

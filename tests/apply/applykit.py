@@ -116,7 +116,8 @@ class Server:
         args = ["--db", str(self.db), "--api-key", KEY, *self.flags]
         if seed and self.seed is not None:
             args += ["--seed", str(self.seed)]
-        self.proc, url = serve_process(args, key=KEY, output=self.log)
+        # A restart keeps its address, as a real server's does (state records it).
+        self.proc, url = serve_process(args, key=KEY, output=self.log, port=self.port or None)
         self.port = int(url.rsplit(":", 1)[1])
         return self
 
