@@ -6,6 +6,7 @@ saved before it is refused afterwards.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import socket
@@ -23,7 +24,7 @@ from applykit import (
     write_docs,
 )
 
-from govsync.api.client import Client, unwrap
+from govsync.api.client import AsyncClient, unwrap
 
 
 def saved_plan(gov: Govsync, manifests: Path, path: Path) -> Path:
@@ -110,9 +111,13 @@ def test_forget_then_import(govsync: Govsync, server: Server, applied: Path,
 def test_import_an_object_made_outside_govsync(govsync: Govsync, server: Server,
                                                applied: Path, tmp_path: Path) -> None:
     space_id = govsync.entries()["Space/analytics"]["id"]
-    with Client(server.url, KEY) as client:
-        obj, connector_id = unwrap("CreateConnector", client.create_connector(
-            {"name": "made-by-hand", "spaceId": space_id, "terminationProtection": True}))
+
+    async def create() -> dict[str, Any]:
+        async with AsyncClient(server.url, KEY) as client:
+            return await client.create_connector(
+                {"name": "made-by-hand", "spaceId": space_id, "terminationProtection": True})
+
+    obj, connector_id = unwrap("CreateConnector", asyncio.run(create()))
     assert connector_id and obj["spaceId"] == space_id
     write_docs(applied / "adopted.yaml", [doc("Connector", "made-by-hand", {
         "spaceRef": "analytics", "terminationProtection": True})])

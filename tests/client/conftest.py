@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from govsync.api.client import AsyncClient, Client, SyncASGITransport
+from govsync.api.client import AsyncClient
 
 KEY = "test-key-0123"
 VIEWER = "viewer-key-4567"
@@ -84,7 +84,7 @@ def make_app(groups: int = 0, **kw: Any) -> Any:
 
 
 class Sleeps(list[float]):
-    """A fake sleep that records its delays (works for both clients)."""
+    """A fake sleep that records its delays."""
 
     def __call__(self, seconds: float) -> None:
         self.append(seconds)
@@ -155,18 +155,3 @@ def aclient_for(sleeps: Sleeps) -> Any:
 
     return build
 
-
-@pytest.fixture
-def client_for(sleeps: Sleeps) -> Any:
-    """Build a sync Client over an ASGI app through SyncASGITransport."""
-    made: list[Client] = []
-
-    def build(app: Any, key: str | None = KEY, **kw: Any) -> Client:
-        kw.setdefault("sleep", sleeps)
-        client = Client(BASE, key, transport=SyncASGITransport(app), **kw)
-        made.append(client)
-        return client
-
-    yield build
-    for client in made:
-        client.close()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import threading
+import json
 from pathlib import Path
 from typing import Any
 
@@ -12,38 +12,39 @@ import pytest
 from govsync import errors
 from govsync.api import models as m
 from govsync.api.catalog import OPERATIONS
-from govsync.api.client import (
-    AsyncClient,
-    Client,
-    SyncASGITransport,
-    connect,
-    connect_sync,
-    unwrap,
-)
+from govsync.api.client import AsyncClient, connect, unwrap
 
 pytestmark = pytest.mark.anyio
 
 
-def test_one_method_per_operation() -> None:
-    names = {
+async def test_one_method_per_operation() -> None:
+    sent: list[tuple[str, str, Any]] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append((request.method, request.url.path, json.loads(request.content)))
+        return httpx.Response(200, json={})
+
+    own = {"call", "list_all_groups", "aclose", "base_url"}
+    methods = sorted(n for n in dir(AsyncClient) if not n.startswith("_") and n not in own)
+    async with AsyncClient("http://127.0.0.1", "k",
+                           transport=httpx.MockTransport(answer)) as client:
+        for name in methods:
+            assert await getattr(client, name)({"name": name}) == {}
+    by_path = {op.path: op.name for op in OPERATIONS}
+    assert len(methods) == len(OPERATIONS) == len(by_path)
+    assert {method for method, _, _ in sent} == {"POST"}
+    assert {path for _, path, _ in sent} == set(by_path)
+    called = {by_path[path]: body["name"] for _, path, body in sent}
+    assert {op: called[op] for op in (
+        "CreateBIIntegration", "CreateIntegrationMDM", "UpdateConnectorAiProviderV2",
+        "CreateNativeUserV3", "ListGroups", "CreateSpace")} == {
         "CreateBIIntegration": "create_bi_integration",
         "CreateIntegrationMDM": "create_integration_mdm",
         "UpdateConnectorAiProviderV2": "update_connector_ai_provider_v2",
         "CreateNativeUserV3": "create_native_user_v3",
         "ListGroups": "list_groups",
+        "CreateSpace": "create_space",
     }
-    for op in OPERATIONS:
-        for cls in (Client, AsyncClient):
-            method = getattr(cls, names.get(op.name, "") or _snake(op.name))
-            assert op.path in (method.__doc__ or "")
-    for name, snake in names.items():
-        assert getattr(Client, snake).__qualname__ == f"Client.{snake}", name
-
-
-def _snake(name: str) -> str:
-    from govsync.api.client import _snake as snake
-
-    return snake(name)
 
 
 def test_unwrap_follows_the_catalog() -> None:
@@ -68,9 +69,10 @@ async def test_list_all_groups_pages_through_every_group(make_server: Any, aclie
     assert app.seen["ListGroups"] in (18, 19)  # ceil(120 / 7), maybe one empty last page
 
 
-def test_sync_list_all_groups_with_a_search(make_server: Any, client_for: Any) -> None:
-    client = client_for(make_server(groups=30))
-    groups = client.list_all_groups(m.ListGroupsRequest(search="group-001"), page_size=4)
+async def test_list_all_groups_with_a_search(make_server: Any, aclient_for: Any) -> None:
+    async with aclient_for(make_server(groups=30)) as client:
+        groups = await client.list_all_groups(m.ListGroupsRequest(search="group-001"),
+                                              page_size=4)
     assert sorted(g["id"] for g in groups) == [f"grp-{i:04d}" for i in range(10, 20)]
 
 
@@ -101,20 +103,10 @@ async def test_connect_local_runs_the_server_in_process(tmp_path: Path) -> None:
         assert (await client.list_groups({}))["groups"] == []
     assert db.exists()
     # The objects outlive the client: a second connection sees the same store.
-    with connect_sync("local", None, local_db=db) as sync_client:
-        sync_client.create_space({"name": "second"})
-        objects = sync_client._http.get("/_govsync/objects").json()
+    async with connect("local", None, local_db=db) as second:
+        await second.create_space({"name": "second"})
+        objects = (await second._http.get("/_govsync/objects")).json()
     assert [s["id"] for s in objects["Space"]][0] == created["space"]["id"]
     assert [s["name"] for s in objects["Space"]] == ["local-space", "second"]
     assert repr(client) == "AsyncClient(base_url='http://localhost')"
 
-
-def test_sync_asgi_transport_stops_its_thread_on_close(make_server: Any) -> None:
-    before = threading.active_count()
-    transport = SyncASGITransport(make_server())
-    with Client("http://127.0.0.1", "test-key-0123", transport=transport) as client:
-        client.list_groups({})
-        assert threading.active_count() == before + 1
-    assert threading.active_count() == before
-    with pytest.raises(RuntimeError, match="closed"):
-        transport.handle_request(httpx.Request("POST", "http://127.0.0.1/x"))

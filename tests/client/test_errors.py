@@ -102,15 +102,6 @@ async def test_create_permission_succeeds_with_connect_headers(
     assert body["permission"]["name"] == "read-all"
 
 
-def test_sync_client_maps_errors_too(server: Any, client_for: Any) -> None:
-    client = client_for(server)
-    with pytest.raises(errors.InvalidRequestError):
-        client.create_space({})
-    with pytest.raises(errors.NotFoundError):
-        client.update_hook(MISSING_HOOK)
-    assert client.create_space(SPACE)["space"]["name"] == "analytics"
-
-
 async def test_non_json_error_body_uses_status_defaults(aclient_for: Any) -> None:
     async def app(scope: Any, receive: Any, send: Any) -> None:
         await send({"type": "http.response.start", "status": 403, "headers": []})

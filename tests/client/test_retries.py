@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from govsync import errors
-from govsync.api.client import AsyncClient, Client, RetryEvent
+from govsync.api.client import AsyncClient, RetryEvent
 
 pytestmark = pytest.mark.anyio
 
@@ -148,22 +148,16 @@ async def test_connection_refused_is_retried_then_transport_error(sleeps: list[f
     assert isinstance(caught.value.__cause__, httpx.ConnectError)
 
 
-def test_sync_connection_refused_is_retried_then_transport_error(sleeps: list[float]) -> None:
-    url = f"http://127.0.0.1:{_closed_port()}"
-    with Client(url, "k", max_retries=1, sleep=sleeps) as client, \
-            pytest.raises(errors.TransportError):
-        client.list_groups({})
-    assert len(sleeps) == 1
-
-
-def test_sync_client_retries_and_drops(server: Any, client_for: Any, sleeps: list[float]) -> None:
-    client = client_for(server)
-    server.script("CreateSpace", (503, {"Retry-After": "2"}))
-    assert client.create_space(SPACE)["space"]["name"] == "analytics"
-    assert sleeps == [2.0] and server.seen["CreateSpace"] == 2
-    server.script("CreateSpace", "drop")
-    with pytest.raises(errors.AmbiguousError):
-        client.create_space({"name": "other"})
+async def test_a_retried_create_then_a_dropped_one(
+    server: Any, aclient_for: Any, sleeps: list[float],
+) -> None:
+    async with aclient_for(server) as client:
+        server.script("CreateSpace", (503, {"Retry-After": "2"}))
+        assert (await client.create_space(SPACE))["space"]["name"] == "analytics"
+        assert sleeps == [2.0] and server.seen["CreateSpace"] == 2
+        server.script("CreateSpace", "drop")
+        with pytest.raises(errors.AmbiguousError):
+            await client.create_space({"name": "other"})
     assert server.seen["CreateSpace"] == 3
 
 

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from govsync import errors
-from govsync.api.client import AsyncClient, Client, connect
+from govsync.api.client import AsyncClient, connect
 
 pytestmark = pytest.mark.anyio
 
@@ -54,8 +54,8 @@ async def test_key_is_in_no_log_record_repr_or_exception(
         with pytest.raises(errors.TransportError) as caught:
             await client.list_groups({})
         raised.append(caught.value)
-    with Client(f"https://{CANARY}@api.example.com", CANARY) as sync_client:
-        assert CANARY not in repr(sync_client)
+    async with AsyncClient(f"https://{CANARY}@api.example.com", CANARY) as client:
+        assert CANARY not in repr(client) and CANARY not in client.base_url
 
     assert caplog.records, "expected httpx/govsync to log at DEBUG"
     for record in caplog.records:
@@ -92,45 +92,44 @@ async def test_secret_values_are_scrubbed_from_error_messages(aclient_for: Any) 
     "http://api.example.com", "http://10.0.0.5:8080", "http://[2001:db8::1]/api",
     "http://localhost.example.com",
 ])
-def test_plain_http_to_a_remote_host_is_refused(url: str) -> None:
-    with pytest.raises(errors.ConfigError, match="--insecure-http"):
-        Client(url, "k")
+async def test_plain_http_to_a_remote_host_is_refused(url: str) -> None:
     with pytest.raises(errors.ConfigError, match="--insecure-http"):
         AsyncClient(url, "k")
     with pytest.raises(errors.ConfigError, match="--insecure-http"):
         connect(url, "k")
-    Client(url, "k", insecure_http=True).close()
+    await AsyncClient(url, "k", insecure_http=True).aclose()
+    await connect(url, "k", insecure_http=True).aclose()
 
 
 @pytest.mark.parametrize("url", [
     "http://localhost:8080", "http://127.0.0.1", "http://127.1.2.3:9", "http://[::1]:8080",
     "https://api.example.com/prefix",
 ])
-def test_loopback_http_and_https_are_allowed(url: str) -> None:
-    with Client(url, "k") as client:
-        assert repr(client) == f"Client(base_url={client.base_url!r})"
+async def test_loopback_http_and_https_are_allowed(url: str) -> None:
+    async with AsyncClient(url, "k") as client:
+        assert repr(client) == f"AsyncClient(base_url={client.base_url!r})"
 
 
 @pytest.mark.parametrize("url", ["ftp://example.com", "api.example.com", "https://"])
 def test_invalid_urls_are_config_errors(url: str) -> None:
     with pytest.raises(errors.ConfigError, match="invalid endpoint URL"):
-        Client(url, "k")
+        AsyncClient(url, "k")
 
 
 @pytest.mark.parametrize("key", ["", "line\nbreak", "caf\u00e9"])
 def test_keys_a_header_cannot_carry_are_refused_without_echo(key: str) -> None:
     with pytest.raises(errors.ConfigError) as caught:
-        Client("https://api.example.com", key)
+        AsyncClient("https://api.example.com", key)
     assert key not in str(caught.value) or not key
 
 
-def test_certificate_verification_stays_on() -> None:
-    with Client("https://api.example.com", "k") as client:
+async def test_certificate_verification_stays_on() -> None:
+    async with AsyncClient("https://api.example.com", "k") as client:
         pool = client._http._transport._pool  # type: ignore[attr-defined]
         assert pool._ssl_context.verify_mode.name == "CERT_REQUIRED"
 
 
-def test_auth_repr_hides_the_key() -> None:
-    with Client("https://api.example.com", CANARY) as client:
+async def test_auth_repr_hides_the_key() -> None:
+    async with AsyncClient("https://api.example.com", CANARY) as client:
         assert CANARY not in repr(client._http.auth)
         assert isinstance(client._http.auth, httpx.Auth)

@@ -1,4 +1,4 @@
-"""Both clients against ``govsync serve`` over real loopback TCP (uvicorn subprocess)."""
+"""The client against ``govsync serve`` over real loopback TCP (uvicorn subprocess)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pytest
 
 import testkit
 from govsync import errors
-from govsync.api.client import AsyncClient, Client
+from govsync.api.client import AsyncClient
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
 KEY = "tcp-test-key"
 
@@ -40,37 +40,33 @@ def _spaces(url: str) -> list[dict[str, Any]]:
     return list(objects.get("Space", []))
 
 
-def test_sync_client_over_tcp(serve: Callable[..., str]) -> None:
-    url = serve()
-    with Client(url, KEY) as client:
-        created = client.create_space({"name": "over-tcp"})
-        assert created["space"]["name"] == "over-tcp"
-        assert "groups" in client.list_groups({})
-        with pytest.raises(errors.InvalidRequestError):
-            client.create_space({})
-    with Client(url, "not-the-key") as client, pytest.raises(errors.UnauthorizedError):
-        client.list_groups({})
-
-
-@pytest.mark.anyio
-async def test_async_client_over_tcp(serve: Callable[..., str]) -> None:
+async def test_client_over_tcp(serve: Callable[..., str]) -> None:
     url = serve()
     async with AsyncClient(url, KEY) as client:
-        await client.create_space({"name": "over-tcp-async"})
+        created = await client.create_space({"name": "over-tcp"})
+        assert created["space"]["name"] == "over-tcp"
+        assert "groups" in await client.list_groups({})
+        with pytest.raises(errors.InvalidRequestError):
+            await client.create_space({})
         groups = await client.list_all_groups(page_size=2)
     assert groups == []
-    assert [s["name"] for s in _spaces(url)] == ["over-tcp-async"]
+    assert [s["name"] for s in _spaces(url)] == ["over-tcp"]
+    async with AsyncClient(url, "not-the-key") as client:
+        with pytest.raises(errors.UnauthorizedError):
+            await client.list_groups({})
 
 
-def test_faults_over_tcp_never_repeat_a_create_after_a_drop(serve: Callable[..., str]) -> None:
+async def test_faults_over_tcp_never_repeat_a_create_after_a_drop(
+    serve: Callable[..., str],
+) -> None:
     """With --fault-rate 1.0 every write fails: 500 (retried) or a dropped connection."""
     url = serve("--fault-rate", "1.0")
     outcomes: dict[str, type[Exception]] = {}
-    with Client(url, KEY, max_retries=4, sleep=lambda s: None) as client:
+    async with AsyncClient(url, KEY, max_retries=4, sleep=lambda s: None) as client:
         for i in range(8):
             name = f"faulty-{i}"
             with pytest.raises((errors.ServerError, errors.AmbiguousError)) as caught:
-                client.create_space({"name": name})
+                await client.create_space({"name": name})
             outcomes[name] = type(caught.value)
     stored = [s["name"] for s in _spaces(url)]
     for name, outcome in outcomes.items():

@@ -1,15 +1,14 @@
 """The client of the control API, generated from the operation catalog.
 
-    Client(base_url, api_key)       sync, over httpx.Client
-    AsyncClient(base_url, api_key)  async, over httpx.AsyncClient
+    AsyncClient(base_url, api_key)  over httpx.AsyncClient
     connect(endpoint, api_key)      an AsyncClient for a URL or for ``local``
 
-Both clients have one method per catalog operation (``create_space``,
+The client has one method per catalog operation (``create_space``,
 ``list_groups``...) beside ``call(name, body)`` and ``list_all_groups()``.
-They share one core: each call is a generator that yields what it needs
-done (send this request, sleep this long) and receives the outcome, so
-request building, error mapping and the retry policy exist once and each
-client only drives the generator with its own I/O.
+Request building, error mapping and the retry policy live in ``_Core``,
+which does no I/O: each call is a generator that yields what it needs done
+(send this request, sleep this long) and receives the outcome; the client
+drives it with its own transport and sleep.
 
 Retry policy (``max_retries`` extra attempts, full-jitter exponential
 backoff, ``Retry-After`` honoured up to ``MAX_RETRY_AFTER`` seconds):
@@ -34,7 +33,6 @@ import functools
 import logging
 import random
 import re
-import time
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -50,18 +48,13 @@ from govsync.api.catalog import BY_NAME, OPERATIONS, Operation
 from govsync.api.status import SPEC_CODES as _CODES
 from govsync.api.transport import (
     DEFAULT_LOCAL_DB,
-    SyncASGITransport,
     check_base_url,
     key_auth,
-    local_sync_transport,
     local_transport,
 )
 from govsync.values import SENSITIVE
 
-__all__ = [
-    "AsyncClient", "Client", "RetryEvent", "SyncASGITransport", "connect", "connect_sync",
-    "local_sync_transport", "local_transport", "unwrap",
-]
+__all__ = ["AsyncClient", "RetryEvent", "connect", "local_transport", "unwrap"]
 
 log = logging.getLogger(__name__)
 
@@ -322,30 +315,6 @@ def _error_fields(response: httpx.Response, scrub: Callable[[str], str]) -> tupl
     return code, message, details
 
 
-class _BaseClient:
-    _http: httpx.Client | httpx.AsyncClient
-
-    def __init__(self, base_url: str, api_key: str | None, *, insecure_http: bool,
-                 timeout: float, **policy: Any) -> None:
-        self._shown_url = check_base_url(base_url, insecure_http)
-        if api_key is not None and (not api_key or not api_key.isprintable()
-                                    or not api_key.isascii()):
-            raise errors.ConfigError("the API key is empty or has characters an HTTP header "
-                                     "cannot carry (check GOVSYNC_API_KEY)")
-        self._options: dict[str, Any] = {
-            "base_url": base_url, "auth": key_auth(api_key),
-            "timeout": timeout, "headers": _headers(), "follow_redirects": False}
-        self._core = _Core(base_url=self._shown_url, api_key=api_key, timeout=timeout,
-                           build=lambda *a, **kw: self._http.build_request(*a, **kw), **policy)
-
-    @property
-    def base_url(self) -> str:
-        return self._shown_url
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(base_url={self._shown_url!r})"
-
-
 @functools.cache
 def _tls_context() -> Any:
     """The default verifying TLS context (certifi's roots, as httpx uses), built once."""
@@ -361,66 +330,8 @@ def _headers() -> dict[str, str]:
     return {"Accept": "application/json", "User-Agent": f"govsync/{__version__}"}
 
 
-class Client(_BaseClient):
-    """Synchronous client; one method per operation, e.g. ``client.create_space({...})``."""
-
-    _http: httpx.Client
-
-    def __init__(self, base_url: str, api_key: str | None = None, *,
-                 transport: httpx.BaseTransport | None = None, timeout: float = 30.0,
-                 max_retries: int = 4, backoff: float = 0.25, max_backoff: float = 8.0,
-                 insecure_http: bool = False, on_retry: Callable[[RetryEvent], None] | None = None,
-                 rng: random.Random | None = None,
-                 sleep: Callable[[float], object] | None = None) -> None:
-        super().__init__(base_url, api_key, insecure_http=insecure_http, timeout=timeout,
-                         max_retries=max_retries, backoff=backoff, max_backoff=max_backoff,
-                         on_retry=on_retry, rng=rng)
-        self._http = httpx.Client(transport=transport, **self._options)
-        self._sleep = time.sleep if sleep is None else sleep
-
-    def call(self, operation: str | Operation, body: Body | None = None, *,
-             headers: Mapping[str, str] | None = None) -> dict[str, Any]:
-        """Send one operation; the answer's whole JSON body."""
-        return self._drive(self._core.call(operation, body, headers))
-
-    def list_all_groups(self, query: Body | None = None, *, page_size: int = 100
-                        ) -> list[dict[str, Any]]:
-        """Every group, following ``listMetadata.nextCursor`` page by page."""
-        return self._drive(self._core.all_groups(query, page_size))
-
-    def _drive(self, steps: Steps[T]) -> T:
-        outcome: Outcome = None
-        try:
-            while True:
-                effect = steps.send(outcome)
-                if isinstance(effect, httpx.Request):
-                    try:
-                        outcome = self._http.send(effect)
-                    except (httpx.HTTPError, OSError) as exc:
-                        outcome = exc
-                else:
-                    self._sleep(effect)
-                    outcome = None
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-
-    def close(self) -> None:
-        self._http.close()
-
-    def __enter__(self) -> Client:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    if TYPE_CHECKING:
-        def __getattr__(self, name: str) -> Callable[..., dict[str, Any]]: ...
-
-
-class AsyncClient(_BaseClient):
-    """Asynchronous client; ``await aclient.list_groups({...})``."""
-
-    _http: httpx.AsyncClient
+class AsyncClient:
+    """The API client; one method per operation, e.g. ``await client.list_groups({...})``."""
 
     def __init__(self, base_url: str, api_key: str | None = None, *,
                  transport: httpx.AsyncBaseTransport | None = None, timeout: float = 30.0,
@@ -429,15 +340,20 @@ class AsyncClient(_BaseClient):
                  rng: random.Random | None = None,
                  sleep: Callable[[float], Awaitable[object] | object] | None = None,
                  lanes: int = 1) -> None:
-        super().__init__(base_url, api_key, insecure_http=insecure_http, timeout=timeout,
-                         max_retries=max_retries, backoff=backoff, max_backoff=max_backoff,
-                         on_retry=on_retry, rng=rng)
+        self._shown_url = check_base_url(base_url, insecure_http)
+        if api_key is not None and (not api_key or not api_key.isprintable()
+                                    or not api_key.isascii()):
+            raise errors.ConfigError("the API key is empty or has characters an HTTP header "
+                                     "cannot carry (check GOVSYNC_API_KEY)")
+        options: dict[str, Any] = {
+            "base_url": base_url, "auth": key_auth(api_key),
+            "timeout": timeout, "headers": _headers(), "follow_redirects": False}
         # One TLS context for every connection (building one costs ~20 ms);
         # none for plain http://, which never negotiates TLS (redirects are off).
         tls: dict[str, Any] = {}
         if transport is None:
             tls["verify"] = _tls_context() if base_url.startswith("https:") else False
-        self._http = httpx.AsyncClient(transport=transport, **tls, **self._options)
+        self._http = httpx.AsyncClient(transport=transport, **tls, **options)
         self._sleep = sleep
         # Lanes: for many calls in flight over the network, N clients of one
         # connection each.  httpcore's pool walks every pooled connection (and
@@ -448,7 +364,18 @@ class AsyncClient(_BaseClient):
             limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
             self._lanes = asyncio.Queue()
             for _ in range(lanes):
-                self._lanes.put_nowait(httpx.AsyncClient(limits=limits, **tls, **self._options))
+                self._lanes.put_nowait(httpx.AsyncClient(limits=limits, **tls, **options))
+        # The key lives in the core (and the auth), never in this object's attributes.
+        self._core = _Core(base_url=self._shown_url, api_key=api_key, timeout=timeout,
+                           build=self._http.build_request, max_retries=max_retries,
+                           backoff=backoff, max_backoff=max_backoff, on_retry=on_retry, rng=rng)
+
+    @property
+    def base_url(self) -> str:
+        return self._shown_url
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(base_url={self._shown_url!r})"
 
     async def call(self, operation: str | Operation, body: Body | None = None, *,
                    headers: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -518,21 +445,16 @@ def _doc(op: Operation) -> str:
 
 def _install(op: Operation) -> None:
     name = _snake(op.name)
-    assert not hasattr(Client, name) and not hasattr(AsyncClient, name), name
+    assert not hasattr(AsyncClient, name), name
 
-    def sync_method(self: Client, body: Body | None = None, *,
-                    headers: Mapping[str, str] | None = None) -> dict[str, Any]:
-        return self.call(op, body, headers=headers)
-
-    async def async_method(self: AsyncClient, body: Body | None = None, *,
-                           headers: Mapping[str, str] | None = None) -> dict[str, Any]:
+    async def method(self: AsyncClient, body: Body | None = None, *,
+                     headers: Mapping[str, str] | None = None) -> dict[str, Any]:
         return await self.call(op, body, headers=headers)
 
-    for cls, method in ((Client, sync_method), (AsyncClient, async_method)):
-        method.__name__ = name
-        method.__qualname__ = f"{cls.__name__}.{name}"
-        method.__doc__ = _doc(op)
-        setattr(cls, name, method)
+    method.__name__ = name
+    method.__qualname__ = f"AsyncClient.{name}"
+    method.__doc__ = _doc(op)
+    setattr(AsyncClient, name, method)
 
 
 for _op in OPERATIONS:
@@ -563,11 +485,3 @@ def connect(endpoint: str | None, api_key: str | None, *, insecure_http: bool = 
         return AsyncClient(LOCAL_BASE_URL, api_key, transport=local_transport(local_db), **kw)
     return AsyncClient(endpoint, api_key, insecure_http=insecure_http, **kw)
 
-
-def connect_sync(endpoint: str | None, api_key: str | None, *, insecure_http: bool = False,
-                 local_db: str | Path = DEFAULT_LOCAL_DB, **kw: Any) -> Client:
-    """The synchronous twin of ``connect``."""
-    endpoint, api_key = check_endpoint(endpoint, api_key)
-    if endpoint == "local":
-        return Client(LOCAL_BASE_URL, api_key, transport=local_sync_transport(local_db), **kw)
-    return Client(endpoint, api_key, insecure_http=insecure_http, **kw)
