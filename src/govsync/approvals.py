@@ -104,7 +104,7 @@ def parse(value: Any, file: str, locate: Locate, report: Report, environments: S
                 if name not in environments:
                     listed = ", ".join(environments) or "none: the project has no environments"
                     report((*at, "environments", i), unknown(
-                        "environment in approvals.environments", name, tuple(environments),
+                        f"environment {name!r} in approvals.environments", name, tuple(environments),
                         otherwise=f"known: {listed}"))
                     bad = True
     if bad:

@@ -175,7 +175,7 @@ def _match(value: Any, at: tuple[Any, ...], name: str, report: Report, *,
         for j, item in enumerate(items):
             if item not in known:
                 listed = ", ".join(known) or "none: the project has no environments"
-                report((*at, key, j), unknown(f"{what} in rule {name}", item, known,
+                report((*at, key, j), unknown(f"{what} {item!r} in rule {name}", item, known,
                                               otherwise=f"known: {listed}"))
                 wrong = True
         out.append(False if wrong else tuple(items))
