@@ -416,3 +416,21 @@ def test_audit_export_matches_what_was_applied(tmp_path: Path, monkeypatch: pyte
                        "--since", "2999-01-01").stdout == ""
     bad = project.run("audit", "export", "--env", "staging", "--since", "yesterday")
     assert bad.exit_code == 1 and "--since 'yesterday'" in bad.stderr
+
+
+def test_the_example_rules_of_init_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from govsync.init import scaffold
+
+    text = scaffold(ci="none")["govsync.yaml"]
+    body = "\n".join(ln.replace("# ", "", 1) if ln.startswith(("# ", "#   ")) and (
+        ln.startswith(("# environments", "#   ", "# rules", "# approvals"))) else ln
+        for ln in text.splitlines())
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "govsync.yaml").write_text(body)
+    (tmp_path / "manifests").mkdir()
+    (tmp_path / "manifests" / "hooks.yaml").write_text(HOOK.replace(
+        "status: active", "status: active\n  allowlistedNetworkHosts: [api.other.org]").replace(
+        "{var: timeout}", "1000"))
+    result = CliRunner().invoke(cli, ["validate"])
+    assert result.exit_code == 0, result.output
+    assert "warning: rule hooks-stay-home: hooks may reach only *.example.com" in result.stderr
