@@ -262,6 +262,7 @@ def validate(paths: tuple[str, ...], selection: Selection, fmt: str) -> None:
     for each in selections:
         try:
             manifests = load(paths, each)
+            warnings = _rules(manifests, each)
         except ManifestError as exc:
             for problem in exc.problems:
                 found.setdefault(problem, []).append(each.name or "")
@@ -275,6 +276,8 @@ def validate(paths: tuple[str, ...], selection: Selection, fmt: str) -> None:
         where = f" (environment {each.name})" if each.name else ""
         out().info(f"{n} object{'s' if n != 1 else ''} in {files} file"
                    f"{'s' if files != 1 else ''}{where}: valid.")
+        for warning in warnings:
+            click.echo(str(warning), err=True)
     if found and len(selections) > 1:  # say which environment each error belongs to
         found = {Problem(p.file, p.line, p.col, f"({_environments(envs)}) {p.message}"): envs
                  for p, envs in found.items()}
@@ -287,6 +290,13 @@ def validate(paths: tuple[str, ...], selection: Selection, fmt: str) -> None:
         return
     if found:
         raise ManifestError(list(found))
+
+
+def _rules(manifests: ManifestSet, selection: Selection) -> list[Any]:
+    """The project's rules on loaded manifests: their warnings (ManifestError for errors)."""
+    from govsync.rules import check_manifests
+
+    return check_manifests(manifests, selection).warnings
 
 
 @cli.command()
@@ -875,6 +885,82 @@ def serve(
         fault_rate=fault_rate,
         verbose=verbose + out().verbose > 0,
     )
+
+
+# -- guardrails and approvals ---------------------------------------------------------
+
+
+@cli.command("approve")
+@click.argument("plan_file", metavar="PLAN", type=click.Path(dir_okay=False))
+@click.option("--key", "key_file", required=True, type=click.Path(dir_okay=False),
+              help="Your SSH private key (ed25519, ecdsa or rsa), e.g. ~/.ssh/id_ed25519.")
+@project_options
+def approve(plan_file: str, key_file: str, selection: Selection) -> None:
+    """Sign a saved plan: add your SSH signature to PLAN.sig.
+
+    The signature covers the plan file's bytes (namespace govsync-plan, as
+    `ssh-keygen -Y sign -n govsync-plan PLAN` makes it). `govsync apply PLAN`
+    in an environment with `approvals.required: N` counts the valid signatures
+    of distinct signers listed in the project's allowedSigners file. Review the
+    plan first (`govsync show PLAN` or the pull request's comment). An
+    encrypted key asks for its passphrase (or reads GOVSYNC_KEY_PASSPHRASE).
+
+    \b
+    Example:
+      govsync approve plan.json --key ~/.ssh/id_ed25519
+    """
+    from govsync.approvals import approve as sign_plan
+    from govsync.sshsig import PassphraseNeeded
+
+    allowed = selection.project.approvals if selection.project else None
+    secret = os.environ.get("GOVSYNC_KEY_PASSPHRASE")
+    passphrase = secret.encode() if secret else None
+    try:
+        who, sig_file = sign_plan(plan_file, key_file, passphrase=passphrase, approvals=allowed)
+    except PassphraseNeeded as exc:
+        if passphrase is not None or not sys.stdin.isatty():
+            raise GovsyncError(f"{key_file}: the key is encrypted and the passphrase is "
+                               f"missing or wrong ({exc}): set GOVSYNC_KEY_PASSPHRASE or run "
+                               "on a terminal") from exc
+        typed = click.prompt(f"Passphrase for {key_file}", hide_input=True, default="",
+                             show_default=False)
+        try:
+            who, sig_file = sign_plan(plan_file, key_file, passphrase=str(typed).encode(),
+                                      approvals=allowed)
+        except PassphraseNeeded as again:
+            raise GovsyncError(f"{key_file}: wrong passphrase") from again
+    click.echo(f"Approved {plan_file} as {who}: signature added to {sig_file}.")
+
+
+@cli.group()
+def audit() -> None:
+    """The apply history for access reviews.
+
+    \b
+    Example:
+      govsync audit export --since 2025-01-01 --format csv > applies.csv
+    """
+
+
+@audit.command("export")
+@global_options
+@click.option("--since", metavar="DATE", help="Only applies from DATE on (2025-01-31, or an "
+                                                "ISO time such as 2025-01-31T12:00:00Z).")
+@click.option("--format", "fmt", type=click.Choice(["json", "csv"]), default="json",
+              show_default=True, help="JSON lines (one apply a line) or CSV (one change a row).")
+def audit_export(settings: Settings, since: str | None, fmt: str) -> None:
+    """Write every apply of the workspace: when, who (user, host, CI actor), the plan's
+    hash, its approvers, the manifests' git commit, and each change with its outcome.
+    Never a secret.
+
+    \b
+    Example:
+      govsync audit export --env prod > audit.jsonl
+      govsync audit export --since 2025-01-01 --format csv
+    """
+    from govsync.audit import export
+
+    click.echo(export(settings, since=since, fmt=fmt), nl=False)
 
 
 # -- the pull-request workflow: fmt, init, docs ------------------------------------

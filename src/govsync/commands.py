@@ -63,6 +63,7 @@ def plan(manifests: ManifestSet, settings: Settings) -> Plan:
         snapshot = store.snapshot(settings.workspace, responses=False)
     result = make_plan(manifests, snapshot, environ=settings.environ,
                        targets=settings.targets)
+    check_rules(result, manifests, settings, snapshot)
     changed = endpoint_change(snapshot, settings)
     if changed:
         from govsync.plan import Check, CheckStatus
@@ -80,6 +81,14 @@ def plan(manifests: ManifestSet, settings: Settings) -> Plan:
         else:
             _skip_live(result, "no endpoint configured (offline plan)")
     return result
+
+
+def check_rules(plan: Plan, manifests: ManifestSet, settings: Settings,
+                snapshot: Snapshot) -> None:
+    """The project's rules (guardrails): ManifestError for an error; results as checks."""
+    from govsync.rules import check_plan
+
+    check_plan(plan, manifests, settings.selection, snapshot)
 
 
 def write_plan(plan: Plan, settings: Settings, path: str) -> None:
@@ -165,6 +174,7 @@ def apply(
 
     ``confirm`` is shown the plan and returns whether to go on (None: go on).
     """
+    from govsync import approvals, audit
     from govsync.planfile import SavedPlan
     from govsync.state.base import LockHolder
 
@@ -175,6 +185,8 @@ def apply(
             + (f" (it was made with --target {' '.join(saved.plan.targets)})"
                if saved.plan.targets else "")
             + "; make a targeted plan with `govsync plan --target ... --out`")
+    # Signed approvals are checked before anything else: nothing is sent without them.
+    audit_fields = audit.context(source, settings, approvals.gate(saved, settings))
     if saved is None:
         assert not isinstance(source, SavedPlan)
         check_secrets_set(source, settings)
@@ -197,7 +209,7 @@ def apply(
                 return asyncio.run(_apply(
                     source, store, snapshot, settings, confirm=confirm,
                     parallelism=parallelism, forget_orphans=forget_orphans, reporter=reporter,
-                    allow_endpoint_change=allow_endpoint_change))
+                    allow_endpoint_change=allow_endpoint_change, audit_fields=audit_fields))
             except KeyboardInterrupt:
                 raise _interrupted(store, settings) from None
         finally:
@@ -215,7 +227,9 @@ async def _apply(
     forget_orphans: bool,
     reporter: Reporter | None,
     allow_endpoint_change: bool,
+    audit_fields: Mapping[str, Any] | None = None,
 ) -> tuple[Plan, ApplyResult]:
+    from govsync import audit
     from govsync.apply import Applier, ApplyResult, Throttle
     from govsync.plan import Action, make_plan
     from govsync.planfile import SavedPlan
@@ -226,6 +240,7 @@ async def _apply(
     else:
         the_plan = make_plan(source, snapshot, environ=settings.environ, targets=settings.targets)
         manifests = source
+        check_rules(the_plan, source, settings, snapshot)
     if the_plan.blocked():
         raise BlockedPlanError(
             f"the plan has {len(the_plan.blocked())} blocked change(s) the API cannot "
@@ -263,8 +278,8 @@ async def _apply(
                           reporter=reporter)
         result = await applier.run(the_plan, work)
     try:
-        store.add_history(settings.workspace,
-                          history_record(the_plan, result, manifests is None))
+        store.add_history(settings.workspace, audit.record(
+            history_record(the_plan, result, manifests is None), the_plan, audit_fields))
     except StateError as exc:
         if not result.stopped:
             result.stopped = f"the apply's history was not recorded: {exc}"

@@ -85,6 +85,10 @@ class StalePlanError(PlanError):
     """A saved plan no longer matches the state or the secrets' values."""
 
 
+class ApprovalError(PlanError):
+    """A saved plan lacks the signed approvals its environment requires (or they are malformed)."""
+
+
 class StateError(GovsyncError):
     """The state store failed or refuses an operation."""
 

@@ -206,7 +206,7 @@ def scaffold(ci: str = "github", install: InstallSpec | None = None) -> dict[str
         if entry.name.endswith((".yaml", ".yml")):
             files[f"manifests/{entry.name}"] = entry.read_text(encoding="utf-8")
     files[SCHEMA_PATH] = rendered()[MANIFEST_SCHEMA]
-    for name in ("README.md", "local-seed.yaml"):
+    for name in ("README.md", "local-seed.yaml", "govsync.yaml"):
         files[name] = (templates / name).read_text(encoding="utf-8")
     files[GITIGNORE] = (templates / "gitignore").read_text(encoding="utf-8")
     files[REQUIREMENTS] = requirements_file(install or resolve_install_spec())

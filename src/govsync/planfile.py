@@ -111,6 +111,11 @@ def _canonical(body: Mapping[str, Any]) -> bytes:
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+def plan_digest(plan: Plan) -> str:
+    """SHA-256 of a plan's canonical content (the audit's plan hash of an unsaved plan)."""
+    return hashlib.sha256(_canonical(_body(plan))).hexdigest()
+
+
 def plan_key(workspace_key: bytes) -> bytes:
     """The key that signs saved plans, derived from the workspace's secret key."""
     return hmac.new(workspace_key, b"govsync saved plan v1", hashlib.sha256).digest()
@@ -146,11 +151,19 @@ def write(plan: Plan, path: str, workspace_key: bytes) -> None:
 class SavedPlan:
     """A plan read from a file, not yet authenticated (``verify``)."""
 
-    def __init__(self, path: str, plan: Plan, body: dict[str, Any], tag: str) -> None:
+    def __init__(self, path: str, plan: Plan, body: dict[str, Any], tag: str,
+                 raw: bytes = b"") -> None:
         self.path = path
         self.plan = plan
         self._body = body
         self._tag = tag
+        # The file's bytes as read: what approvals sign and verify.
+        self.raw = raw
+
+    @property
+    def file_digest(self) -> str:
+        """SHA-256 of the file's bytes: the plan hash of approvals and the audit."""
+        return hashlib.sha256(self.raw).hexdigest()
 
     @property
     def digest(self) -> str:
@@ -197,7 +210,7 @@ def read(path: str) -> SavedPlan:
         plan = _plan(data)
     except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
         raise PlanError(f"{path} is not a valid govsync plan file: {_first_line(exc)}") from exc
-    return SavedPlan(path, plan, data, tag)
+    return SavedPlan(path, plan, data, tag, raw)
 
 
 def _first_line(exc: BaseException) -> str:

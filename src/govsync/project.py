@@ -27,17 +27,21 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from govsync.errors import ConfigError, ManifestError, Problem
 from govsync.files import display_path
+
+if TYPE_CHECKING:
+    from govsync.approvals import Approvals
+    from govsync.rules import Rule
 
 PROJECT_FILE = "govsync.yaml"
 API_VERSION = "govsync/v1"
 ENV_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 TOP_KEYS = ("apiVersion", "kind", "paths", "workspace", "endpoint", "state", "vars",
-            "environments")
+            "environments", "rules", "approvals")
 ENV_KEYS = ("paths", "workspace", "endpoint", "state", "vars")
 # Keys a user might put a credential under: refused with the reason.
 _KEY_LIKE = re.compile(r"(?i)^(api[-_]?key|x-api-key|apikey|token|password|secret)$")
@@ -62,6 +66,9 @@ class Project:
     file: str
     top: Environment
     environments: Mapping[str, Environment]
+    # Guardrails and approvals (contract section 8).
+    rules: tuple[Rule, ...] = ()
+    approvals: Approvals | None = None
 
     def environment(self, name: str | None) -> Environment | None:
         """The environment called ``name`` (None: none selected); ConfigError if unknown."""
@@ -160,9 +167,18 @@ def _check(doc: Any, base: str) -> Project:
         env = _environment(name, body, ("environments", name), base, problem)
         environments[name] = Environment(name, env.paths, env.workspace or name, env.endpoint,
                                          env.state, env.vars)
+    from govsync import approvals, rules
+
+    def at(where: tuple[Any, ...]) -> tuple[int, int]:
+        line, col = locate(doc.root, where)
+        return int(line), int(col)
+
+    names = sorted(environments)
+    the_rules = rules.parse(value.get("rules"), doc.file, at, problem, names)
+    the_approvals = approvals.parse(value.get("approvals"), doc.file, at, problem, names, base)
     if problems:
         raise ManifestError(problems)
-    return Project(doc.file, top, environments)
+    return Project(doc.file, top, environments, the_rules, the_approvals)
 
 
 def _keys(body: dict[Any, Any], at: tuple[Any, ...], allowed: tuple[str, ...],

@@ -328,7 +328,7 @@ def test_init_writes_a_repository(repo: Path) -> None:
     files = {str(p.relative_to(repo)) for p in repo.rglob("*") if p.is_file()}
     assert files == {
         ".github/workflows/govsync.yml", ".gitignore", "README.md", "local-seed.yaml",
-        "schemas/manifest.schema.json", "requirements-govsync.txt",
+        "govsync.yaml", "schemas/manifest.schema.json", "requirements-govsync.txt",
         "manifests/spaces-and-connectors.yaml", "manifests/hooks-and-policies.yaml",
         "manifests/integrations.yaml", "manifests/keys-and-labels.yaml",
         "manifests/workflow.yaml",

@@ -33,6 +33,7 @@ import functools
 import logging
 import random
 import re
+import time
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime

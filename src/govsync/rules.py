@@ -1,0 +1,413 @@
+"""Guardrails: CEL rules from the project file, evaluated on every object.
+
+```yaml
+rules:
+  - name: prod-policies-protected
+    match: {kinds: [Policy], environments: [prod]}     # both optional
+    expression: "object.spec.terminationProtection == true"
+    message: "policies in prod must have terminationProtection"
+    severity: error                                     # error | warning
+```
+
+An expression sees three variables:
+
+* ``object``: ``{kind, name, spec}``, the spec as the plan would send it:
+  references resolved to the ids in state or ``"(known after apply)"``,
+  variables and patches applied, secrets as ``"(sensitive)"``;
+* ``change``: ``{action, fields}`` of the object's change (plan only: a rule
+  that mentions ``change`` is left to plan by ``validate``);
+* ``env``: the environment's name, or ``""`` without one.
+
+CEL is the language of Kubernetes' ValidatingAdmissionPolicy; the runtime is
+the CEL project's own (``cel-expr-python``, a wrapper of cel-cpp), which
+type-checks an expression when it is compiled, so an unknown variable or a
+result that cannot be a bool is found before any object is looked at.  It is
+imported only when a project has rules.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from govsync.errors import ManifestError, Problem
+
+if TYPE_CHECKING:
+    from govsync.manifests.model import Manifest, ManifestSet
+    from govsync.plan import Change, Check, Plan
+    from govsync.project import Selection
+    from govsync.state.base import Snapshot
+
+RULE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$")
+RULE_KEYS = ("name", "match", "expression", "message", "severity")
+MATCH_KEYS = ("kinds", "environments")
+VARIABLES = ("object", "change", "env")
+
+
+class Severity(StrEnum):
+    """What a rule's violation does: an error stops validate, plan and apply."""
+
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule of the project file, with the place of its expression there."""
+
+    name: str
+    expression: str
+    message: str
+    severity: Severity = Severity.ERROR
+    kinds: tuple[str, ...] | None = None
+    environments: tuple[str, ...] | None = None
+    file: str = ""
+    line: int = 1
+    col: int = 1
+
+    def matches(self, kind: str, environment: str | None) -> bool:
+        if self.kinds is not None and kind not in self.kinds:
+            return False
+        return self.environments is None or (environment or "") in self.environments
+
+    def problem(self, message: str) -> Problem:
+        """A problem at the rule's expression in the project file."""
+        return Problem(self.file, self.line, self.col, f"rule {self.name}: {message}")
+
+
+# -- reading the project file's `rules:` ----------------------------------------------
+
+Report = Callable[..., None]  # report(where, message, key=False)
+Locate = Callable[[tuple[Any, ...]], tuple[int, int]]
+
+
+def parse(value: Any, file: str, locate: Locate, report: Report,
+          environments: Sequence[str]) -> tuple[Rule, ...]:
+    """The ``rules:`` list of a project file; every problem goes to ``report``."""
+    from govsync.api.kinds import BY_KIND
+    from govsync.manifests.wording import unknown
+
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        report(("rules",), "rules must be a list of rules (name, match, expression, message, "
+                           "severity)")
+        return ()
+    rules: list[Rule] = []
+    seen: set[str] = set()
+    for i, body in enumerate(value):
+        at: tuple[Any, ...] = ("rules", i)
+        if not isinstance(body, dict):
+            report(at, "a rule is a mapping with name, match, expression, message and severity")
+            continue
+        bad = False
+        for key in body:
+            if key not in RULE_KEYS:
+                report((*at, key), unknown(f"field rules[{i}].{key}", str(key), RULE_KEYS,
+                                           otherwise=f"valid fields: {', '.join(RULE_KEYS)}"),
+                       key=True)
+                bad = True
+        name = body.get("name")
+        if not isinstance(name, str) or not RULE_NAME.match(name):
+            report((*at, "name") if "name" in body else at,
+                   "a rule needs a name: letters, digits, '.', '_' and '-'")
+            continue
+        if name in seen:
+            report((*at, "name"), f"rule {name} is defined twice: rule names are unique")
+            continue
+        seen.add(name)
+        expression = body.get("expression")
+        if not isinstance(expression, str) or not expression.strip():
+            report((*at, "expression") if "expression" in body else at,
+                   f"rule {name}: expression must be a CEL expression (a non-empty string)")
+            bad = True
+        message = body.get("message", f"rule {name} is not satisfied")
+        if not isinstance(message, str):
+            report((*at, "message"), f"rule {name}: message must be a string")
+            bad = True
+        severity = body.get("severity", Severity.ERROR.value)
+        if severity not in tuple(Severity):
+            report((*at, "severity"), f"rule {name}: severity must be error or warning, "
+                                      f"not {severity!r}")
+            bad = True
+        kinds, envs = _match(body.get("match"), (*at, "match"), name, report,
+                             known_kinds=tuple(sorted(BY_KIND)), known_envs=environments)
+        if bad or kinds is False or envs is False:
+            continue
+        line, col = locate((*at, "expression"))
+        assert isinstance(expression, str) and isinstance(message, str)
+        rules.append(Rule(name, expression, message, Severity(severity),
+                          kinds if isinstance(kinds, tuple) else None,
+                          envs if isinstance(envs, tuple) else None, file, line, col))
+    return tuple(rules)
+
+
+def _match(value: Any, at: tuple[Any, ...], name: str, report: Report, *,
+           known_kinds: tuple[str, ...], known_envs: Sequence[str]
+           ) -> tuple[tuple[str, ...] | None | bool, tuple[str, ...] | None | bool]:
+    """(kinds, environments): None when not given, False when wrong (reported)."""
+    from govsync.manifests.wording import unknown
+
+    if value is None:
+        return None, None
+    if not isinstance(value, dict):
+        report(at, f"rule {name}: match is a mapping with kinds and environments")
+        return False, False
+    out: list[tuple[str, ...] | None | bool] = []
+    for key in value:
+        if key not in MATCH_KEYS:
+            report((*at, key), unknown(f"field match.{key}", str(key), MATCH_KEYS,
+                                       otherwise="valid fields: kinds, environments"), key=True)
+    for key, known, what in (("kinds", known_kinds, "kind"),
+                             ("environments", tuple(known_envs), "environment")):
+        items = value.get(key)
+        if items is None:
+            out.append(None)
+            continue
+        if not isinstance(items, list) or not all(isinstance(k, str) for k in items):
+            report((*at, key), f"rule {name}: match.{key} must be a list of names")
+            out.append(False)
+            continue
+        wrong = False
+        for j, item in enumerate(items):
+            if item not in known:
+                listed = ", ".join(known) or "none: the project has no environments"
+                report((*at, key, j), unknown(f"{what} {item!r} in rule {name}", item, known,
+                                              otherwise=f"known: {listed}"))
+                wrong = True
+        out.append(False if wrong else tuple(items))
+    return out[0], out[1]
+
+
+# -- compiling ------------------------------------------------------------------------
+
+
+@dataclass
+class Compiled:
+    """A rule with its CEL program (and whether ``validate`` can run it)."""
+
+    rule: Rule
+    program: Any
+    # Compiled without ``change``: None when the rule needs a plan's change.
+    without_change: Any = None
+
+
+_UNDECLARED = re.compile(r"undeclared reference to '([^']*)'")
+_AT = re.compile(r"<input>:(\d+):(\d+): ")
+
+
+def _cel_message(exc: BaseException) -> str:
+    """The first line of a CEL error, without its internal prefixes."""
+    text = str(exc)
+    first = next((ln for ln in text.splitlines() if "ERROR: " in ln), text.splitlines()[0]
+                 if text else type(exc).__name__)
+    first = first.split("ERROR: ", 1)[-1]
+    where = _AT.search(first)
+    first = _AT.sub("", first).replace(" (in container '')", "").strip()
+    if where:
+        first += f" (line {where.group(1)}, column {where.group(2)} of the expression)"
+    return first
+
+
+def _environment(with_change: bool) -> Any:
+    from cel_expr_python import cel  # type: ignore[import-untyped]
+
+    data = cel.Type.Map(cel.Type.STRING, cel.Type.DYN)
+    variables = {"object": data, "env": cel.Type.STRING}
+    if with_change:
+        variables["change"] = data
+    return cel.NewEnv(variables=variables)
+
+
+def compile_rules(rules: Sequence[Rule]) -> list[Compiled]:
+    """Compile (and type-check) every rule; ManifestError naming each that fails."""
+    if not rules:
+        return []
+    from cel_expr_python import cel
+
+    full, partial = _environment(True), _environment(False)
+    compiled: list[Compiled] = []
+    problems: list[Problem] = []
+    for rule in rules:
+        try:
+            program = full.compile(rule.expression)
+        except (RuntimeError, ValueError) as exc:
+            message = _cel_message(exc)
+            undeclared = _UNDECLARED.search(message)
+            if undeclared:
+                name = undeclared.group(1).split(".")[0]
+                problems.append(rule.problem(
+                    f"unknown variable {name!r} in the expression: a rule can use "
+                    f"{', '.join(VARIABLES)} ({message})"))
+            else:
+                problems.append(rule.problem(f"the expression does not compile: {message}"))
+            continue
+        result = program.return_type()
+        if result != cel.Type.BOOL and result != cel.Type.DYN:
+            problems.append(rule.problem(
+                f"the expression gives {_a(result.name().lower())}, not a bool: write a "
+                "condition that is true when the object is acceptable"))
+            continue
+        try:
+            without = partial.compile(rule.expression)
+        except (RuntimeError, ValueError):
+            without = None  # it mentions `change`: plan only
+        compiled.append(Compiled(rule, program, without))
+    if problems:
+        raise ManifestError(problems)
+    return compiled
+
+
+# -- evaluating -----------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """What the rules found: errors stop the command, warnings are reported."""
+
+    errors: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+    # Per rule: how many objects it was evaluated on, and its violations.
+    evaluated: dict[str, int] = field(default_factory=dict)
+    violations: dict[str, list[tuple[str, Problem]]] = field(default_factory=dict)
+    # Rules validate left to plan (they mention `change`).
+    plan_only: list[str] = field(default_factory=list)
+
+    def checks(self, rules: Sequence[Rule]) -> list[Check]:
+        """One check per rule that passed, one per violation of a warning rule."""
+        from govsync.plan import Check, CheckStatus
+
+        out: list[Check] = []
+        for rule in rules:
+            if rule.name not in self.evaluated:
+                continue
+            found = self.violations.get(rule.name, [])
+            if not found:
+                n = self.evaluated[rule.name]
+                out.append(Check(f"rule {rule.name}", CheckStatus.PASSED,
+                                 f"{n} object{'s' if n != 1 else ''} checked" if n
+                                 else "no object of its kinds"))
+            status = CheckStatus.FAILED if rule.severity == Severity.ERROR else CheckStatus.WARNING
+            for address, problem in found:
+                out.append(Check(f"rule {rule.name}", status,
+                                 f"{address} at {problem.file}:{problem.line}:{problem.col}: "
+                                 f"{rule.message}"))
+        return out
+
+
+def object_spec(manifest: Manifest, ids: Mapping[str, str]) -> Any:
+    """The spec a rule sees: references as ids (or unknown), secrets hidden."""
+    from govsync import values
+
+    def leaf(hole: Any) -> Any:
+        if isinstance(hole, values.Ref):
+            return ids.get(hole.address, values.KNOWN_AFTER_APPLY_TEXT)
+        return values.SENSITIVE
+
+    return values.fill(manifest.template, manifest.holes, leaf)
+
+
+def evaluate(rules: Sequence[Rule], manifests: ManifestSet, environment: str | None, *,
+             changes: Mapping[str, Change] | None = None,
+             ids: Mapping[str, str] | None = None) -> Outcome:
+    """Every matching rule on every object.  ``changes`` None: validate (no plan).
+
+    ManifestError when a rule does not compile."""
+    outcome = Outcome()
+    compiled = compile_rules(rules)
+    if not compiled:
+        return outcome
+    from cel_expr_python import cel
+
+    known = ids or {}
+    for item in compiled:
+        rule = item.rule
+        program = item.program
+        if changes is None:
+            if item.without_change is None:
+                outcome.plan_only.append(rule.name)
+                continue
+            program = item.without_change
+        if rule.environments is not None and (environment or "") not in rule.environments:
+            continue  # not a rule of this environment: no check to report
+        count = 0
+        for address in sorted(manifests.objects):
+            manifest = manifests.objects[address]
+            if not rule.matches(manifest.kind.name, environment):
+                continue
+            count += 1
+            data: dict[str, Any] = {
+                "object": {"kind": manifest.kind.name, "name": manifest.name,
+                           "spec": object_spec(manifest, known)},
+                "env": environment or "",
+            }
+            if changes is not None:
+                change = changes.get(address)
+                data["change"] = ({"action": str(change.action), "fields": list(change.fields)}
+                                  if change is not None else {"action": "no-op", "fields": []})
+            where = manifest.where()
+            try:
+                value = program.eval(data=data)
+                kind = value.type()
+                result = value.value()
+            except (RuntimeError, ValueError, TypeError) as exc:
+                kind, result = cel.Type.ERROR, _cel_message(exc)
+            if kind == cel.Type.ERROR:
+                outcome.errors.append(Problem(*where, (
+                    f"rule {rule.name} ({rule.file}:{rule.line}): evaluation failed on "
+                    f"{address}: {result}; test optional fields with has(object.spec.x)")))
+                continue
+            if kind != cel.Type.BOOL:
+                outcome.errors.append(Problem(*where, (
+                    f"rule {rule.name} ({rule.file}:{rule.line}): the expression gave "
+                    f"{_a(kind.name().lower())} on {address}, not a bool")))
+                continue
+            if result is True:
+                continue
+            problem = Problem(*where, f"rule {rule.name}: {rule.message} ({address})")
+            outcome.violations.setdefault(rule.name, []).append((address, problem))
+            if rule.severity == Severity.ERROR:
+                outcome.errors.append(problem)
+            else:
+                outcome.warnings.append(
+                    Problem(problem.file, problem.line, problem.col,
+                            f"warning: {problem.message}"))
+        outcome.evaluated[rule.name] = count
+    return outcome
+
+
+def project_rules(selection: Selection | None) -> tuple[Rule, ...]:
+    return selection.project.rules if selection is not None and selection.project else ()
+
+
+def check_plan(plan: Plan, manifests: ManifestSet, selection: Selection | None,
+               snapshot: Snapshot) -> None:
+    """Evaluate the project's rules on a plan: ManifestError for errors; the
+    results (passes and warnings) become the plan's checks."""
+    from govsync.state.base import APPLIED
+
+    rules = project_rules(selection)
+    if not rules:
+        return
+    ids = {a: e.id for a, e in snapshot.entries.items() if e.status == APPLIED and e.id}
+    outcome = evaluate(rules, manifests, selection.name if selection else None,
+                       changes={c.address: c for c in plan.changes}, ids=ids)
+    if outcome.errors:
+        raise ManifestError(outcome.errors)
+    plan.checks.extend(outcome.checks(rules))
+
+
+def check_manifests(manifests: ManifestSet, selection: Selection | None) -> Outcome:
+    """``validate``: the rules without a plan; ManifestError for errors."""
+    rules = project_rules(selection)
+    outcome = evaluate(rules, manifests, selection.name if selection else None)
+    if outcome.errors:
+        raise ManifestError(outcome.errors)
+    return outcome
+
+
+def _a(noun: str) -> str:
+    return ("an " if noun[:1] in "aeiou" else "a ") + noun
