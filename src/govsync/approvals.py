@@ -546,3 +546,22 @@ def gate(saved: SavedPlan | None, settings: Settings) -> list[Approver]:
             f"plan.json --key KEY` by {n} allowed signer(s), then `govsync apply{env} "
             "plan.json`; nothing was sent")
     return check(saved.path, saved.raw, project.approvals, scope)
+
+
+def describe(saved: SavedPlan, approvals: Approvals | None) -> list[str]:
+    """Lines for ``govsync show``: the plan's signatures and, with the project's
+    allowed signers, whose count; never raises for a missing signature file."""
+    sig_path = signature_path(saved.path)
+    entries = read_signatures(sig_path)
+    if not entries:
+        return [f"Approvals: none ({sig_path} does not exist)."]
+    if approvals is None:
+        return [f"Approvals: {len(entries)} signature(s) in {sig_path}, not checked: the "
+                "project has no approvals (allowedSigners) to check them against."]
+    result = verify(saved.raw, entries, read_allowed_signers(approvals), sig_path)
+    lines = [f"Approvals: {len(result.approvers)} valid of {approvals.required} required "
+             f"(allowed signers: {approvals.allowed_signers})."]
+    lines += [f"  approved by {a.principal} ({a.key_type} {a.fingerprint})"
+              for a in result.approvers]
+    lines += [f"  not counted: {why}" for why in result.not_counted]
+    return lines

@@ -818,8 +818,14 @@ def show_command(file: str, fmt: str) -> None:
     elif fmt == "markdown":
         click.echo(render.plan_markdown(saved.plan, title="govsync saved plan"), nl=False)
     else:
+        from govsync.approvals import describe
+        from govsync.project import select
+
         click.echo(show_text(saved, color=o.color, verbose=o.verbose > 0), nl=False,
                    color=o.color)
+        project = select(None, None, []).project
+        for line in describe(saved, project.approvals if project else None):
+            click.echo(line)
 
 
 @cli.command()

@@ -9,7 +9,6 @@ API client, from the live checks to the last change.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -76,6 +75,8 @@ def plan(manifests: ManifestSet, settings: Settings) -> Plan:
             async def check() -> None:
                 async with settings.client(max_retries=1) as client:
                     await check_live(result, manifests, client, None)
+
+            import asyncio  # here, not at the top: offline commands never need it
 
             asyncio.run(check())
         else:
@@ -206,6 +207,8 @@ def apply(
                         f"{saved.plan.serial} -> {snapshot.serial}): make a new plan with "
                         "`govsync plan --out` and review it")
             try:
+                import asyncio
+
                 return asyncio.run(_apply(
                     source, store, snapshot, settings, confirm=confirm,
                     parallelism=parallelism, forget_orphans=forget_orphans, reporter=reporter,
@@ -351,6 +354,8 @@ def drift(manifests: ManifestSet, settings: Settings) -> DriftReport:
                 return await live.read(client, values)
 
         try:
+            import asyncio
+
             existing = asyncio.run(read())
         except UnauthorizedError as exc:
             raise ConfigError(

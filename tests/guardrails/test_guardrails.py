@@ -265,6 +265,10 @@ def test_a_prod_plan_needs_two_distinct_signers(project: Project, tmp_path: Path
                           input=plan.read_bytes(), capture_output=True, check=True)
     with open(sig, "ab") as fh:
         fh.write(made.stdout)
+    shown = project.run("show", str(plan))
+    assert shown.exit_code == 0, shown.output
+    assert "Approvals: 2 valid of 2 required" in shown.stdout, shown.stdout
+    assert shown.stdout.count("approved by ") == 2 and "not counted: " in shown.stdout
     applied = project.run("apply", "--env", "prod", str(plan))
     assert applied.exit_code == 0, applied.output
     assert project.objects() == ["risk"]

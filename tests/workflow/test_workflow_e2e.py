@@ -198,7 +198,8 @@ def test_pull_request_workflow(tmp_path: Path, cleanup: list[Server | Govsync]) 
     commit_all(repo, "Add the data stewards' masking; writes-need-ticket goes active")
 
     validate = ok(gov.run("validate", "manifests"))
-    match = re.search(r"(\d+) objects in (\d+) files: valid\.", validate.text)
+    match = re.search(r"(\d+) objects in (\d+) files(?: \(environment \w+\))?: valid\.",
+                      validate.text)
     assert match, validate
     total = int(match.group(1))
     assert int(match.group(2)) == len(templates) + 1

@@ -94,7 +94,8 @@ class Model(BaseModel):
     JSON Schema alike.
     """
 
-    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=_variants_schema)
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=_variants_schema,
+                              defer_build=True)
     VARIANTS: ClassVar[tuple[str, ...]] = ()
 
     @model_validator(mode="after")
@@ -107,7 +108,7 @@ class Model(BaseModel):
 class Output(BaseModel):
     """An object as the API returns it (documentation only)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
 
 def _exactly_one(model: BaseModel, keys: tuple[str, ...]) -> None:

@@ -161,7 +161,7 @@ def plan_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT, title: str = "govs
     text = "\n".join(head) + "\n"
     if plan.has_changes():
         text += _graph_part(plan, limit - len(text) - sum(len(b) + 1 for b, _ in sections),
-                            limit)
+                            limit - len(text), limit)
     kinds = sorted(by_kind)
     reserve = 0  # room kept for the note; grows until the note fits in it
     while True:
@@ -181,8 +181,10 @@ def plan_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT, title: str = "govs
     return text + "".join(kept) + note
 
 
-def _graph_part(plan: Plan, room: int, limit: int) -> str:
-    """The Mermaid graph of the changes, collapsed, if it fits in ``room``; else a note."""
+def _graph_part(plan: Plan, room: int, free: int, limit: int) -> str:
+    """The Mermaid graph of the changes, collapsed, if it fits in ``room`` (what the
+    changes leave); else a note, if the note and a note of left-out changes fit in
+    ``free`` (what the header leaves)."""
     from govsync.render.graph import change_graph, legend, mermaid
 
     graph = change_graph(plan)
@@ -191,8 +193,14 @@ def _graph_part(plan: Plan, room: int, limit: int) -> str:
              f"```mermaid\n{mermaid(graph)}```\n\n</details>\n\n")
     if len(block) <= room:
         return block
-    return (f"> The graph of the changes is left out: the comment would exceed {limit:,} "
+    note = (f"> The graph of the changes is left out: the comment would exceed {limit:,} "
             "characters. Run `govsync graph --plan` to see it.\n\n")
+    # The cap holds whatever is left out: room for the changes' own note stays.
+    return note if len(note) + _LEFT_OUT_NOTE_ROOM <= free else ""
+
+
+# Enough for the note that says which changes were left out.
+_LEFT_OUT_NOTE_ROOM = 400
 
 
 def _left_out_note(left: list[tuple[str, int]], limit: int) -> str:

@@ -140,14 +140,14 @@ def test_json_is_one_line_with_every_change_and_the_summary(mixed: Plan) -> None
     assert text.endswith("}\n") and text.count("\n") == 1
     body = json.loads(text)
     assert list(body) == ["formatVersion", "workspace", "lineage", "serial", "changes",
-                          "checks", "summary"]
+                          "checks", "summary", "targets", "leftOut"]
     assert (body["formatVersion"], body["workspace"]) == ("1.0", "default")
     assert [(c["address"], c["action"]) for c in body["changes"]] == [
         ("AIProviderIntegration/ai", "blocked"), ("Hook/hook_one", "update"),
         ("Space/fresh", "create"), ("Space/same", "no-op"), ("Space/space-one", "blocked"),
         ("Hook/unsure", "uncertain"), ("Space/gone", "orphan")]
     assert body["summary"] == {"create": 1, "update": 1, "no-op": 1, "blocked": 2,
-                               "orphan": 1, "uncertain": 1}
+                               "orphan": 1, "uncertain": 1, "move": 0, "import": 0}
     assert all("request" not in c for c in body["changes"])
 
 
