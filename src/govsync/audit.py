@@ -129,6 +129,10 @@ def parse_since(text: str) -> str:
 
 def records(settings: Settings, since: str | None = None) -> list[dict[str, Any]]:
     """The workspace's apply records, oldest first, from ``since`` on."""
+    from govsync.state.base import exists
+
+    if not exists(settings.state):
+        return []
     with settings.open_state() as store:
         found = store.history(settings.workspace, 1_000_000_000)
     out = []

@@ -322,7 +322,7 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
     """
     from govsync import commands, render
 
-    result = commands.plan(load(paths, settings.selection), settings)
+    result = commands.plan(load(paths, settings.selection), settings, saving=bool(out_file))
     o = out()
     if fmt == "json":
         click.echo(render.plan_json(result), nl=False)
@@ -590,8 +590,9 @@ def state_list(settings: Settings, fmt: str) -> None:
     Example:
       govsync state list --workspace prod
     """
-    with settings.open_state() as store:
-        snap = store.snapshot(settings.workspace, responses=False)
+    from govsync.commands import read_snapshot
+
+    snap = read_snapshot(settings)
     if fmt == "json":
         from govsync.render.documents import state_list_public
 
@@ -599,6 +600,10 @@ def state_list(settings: Settings, fmt: str) -> None:
         return
     for e in snap.entries.values():
         click.echo(f"{e.address}\t{e.id or '-'}\t{e.status}")
+    if not snap.lineage:
+        out().info(f"No state yet for workspace {snap.workspace!r} ({settings.state} does not "
+                   "exist; the first apply creates it).")
+        return
     out().info(f"{len(snap.entries)} object(s) in workspace {snap.workspace!r} "
                f"(lineage {snap.lineage}, serial {snap.serial}).")
 

@@ -50,19 +50,46 @@ def check_secrets_set(manifests: ManifestSet, settings: Settings) -> None:
         raise ManifestError(problems)
 
 
-def plan(manifests: ManifestSet, settings: Settings) -> Plan:
+def read_snapshot(settings: Settings, *, responses: bool = False) -> Snapshot:
+    """The workspace's state for a command that only reads: a state that does not
+    exist yet reads as empty and is not created."""
+    from govsync.state.base import empty_snapshot, exists
+
+    if not exists(settings.state):
+        return empty_snapshot(settings.workspace)
+    with settings.open_state() as store:
+        return store.snapshot(settings.workspace, responses=responses)
+
+
+def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False) -> Plan:
     """Diff the manifests against the workspace's state (no lock taken).
 
-    With an endpoint, policy owner groups are checked live (ListGroups)."""
+    Creates nothing, unless ``saving`` (``plan --out``): a saved plan is
+    authenticated with the workspace's key, so the state must exist.  With an
+    endpoint, policy owner groups are checked live (ListGroups)."""
     from govsync.live import wanted
     from govsync.plan import make_plan
 
     check_secrets_set(manifests, settings)
-    with settings.open_state() as store:
-        snapshot = store.snapshot(settings.workspace, responses=False)
+    from govsync.state.base import exists
+
+    running = None
+    if saving or exists(settings.state):
+        with settings.open_state() as store:
+            snapshot = store.snapshot(settings.workspace, responses=False)
+            running = store.running(settings.workspace)
+    else:
+        snapshot = read_snapshot(settings)
     result = make_plan(manifests, snapshot, environ=settings.environ,
                        targets=settings.targets)
     check_rules(result, manifests, settings, snapshot)
+    if running is not None:
+        from govsync.plan import Check, CheckStatus
+
+        result.checks.append(Check("lock", CheckStatus.WARNING, (
+            f"an apply is running on workspace {settings.workspace!r} ({running}): the creates "
+            "it has in flight show as uncertain until it ends; do not settle them with "
+            "`govsync state resolve` meanwhile (it is refused while the apply runs)")))
     changed = endpoint_change(snapshot, settings)
     if changed:
         from govsync.plan import Check, CheckStatus
@@ -98,8 +125,9 @@ def write_plan(plan: Plan, settings: Settings, path: str) -> None:
 
     with settings.open_state() as store:
         snapshot = store.snapshot(settings.workspace, responses=False)
-    if snapshot.lineage != plan.lineage:
+    if snapshot.lineage != plan.lineage or snapshot.serial != plan.serial:
         raise StateError("the state changed while the plan was made: run `govsync plan` again")
+    plan.state_digest = snapshot.content_digest()
     planfile.write(plan, path, snapshot.key)
 
 
@@ -201,7 +229,10 @@ def apply(
             snapshot = store.snapshot(settings.workspace)
             if saved is not None:
                 saved.verify(snapshot.key, snapshot.lineage)
-                if saved.plan.serial != snapshot.serial:
+                # Writes that cancelled out (an apply refused before it changed
+                # anything) bump the serial but leave the plan valid.
+                if saved.plan.serial != snapshot.serial and (
+                        saved.plan.state_digest != snapshot.content_digest()):
                     raise StalePlanError(
                         f"the state changed since the plan was made (serial "
                         f"{saved.plan.serial} -> {snapshot.serial}): make a new plan with "
@@ -341,8 +372,7 @@ def drift(manifests: ManifestSet, settings: Settings) -> DriftReport:
     from govsync.plan import make_plan
 
     check_secrets_set(manifests, settings)
-    with settings.open_state() as store:
-        snapshot = store.snapshot(settings.workspace, responses=False)
+    snapshot = read_snapshot(settings)
     the_plan = make_plan(manifests, snapshot, environ=settings.environ,
                          targets=settings.targets)
     values = live.wanted(manifests)
@@ -492,6 +522,10 @@ def state_export(settings: Settings) -> dict[str, Any]:
     """The workspace as JSON (backup, or moving between SQLite and PostgreSQL)."""
     import base64
 
+    from govsync.state.base import exists, safe_url
+
+    if not exists(settings.state):
+        raise StateError(f"there is no state at {safe_url(settings.state)} to export")
     with settings.open_state() as store:
         snap = store.snapshot(settings.workspace)
     from govsync.render import FORMAT_VERSION
@@ -553,5 +587,9 @@ def state_unlock(settings: Settings) -> tuple[Any, bool]:
 
 
 def state_history(settings: Settings, limit: int = 20) -> list[dict[str, Any]]:
+    from govsync.state.base import exists
+
+    if not exists(settings.state):
+        return []
     with settings.open_state() as store:
         return store.history(settings.workspace, limit)

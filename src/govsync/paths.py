@@ -9,6 +9,7 @@ from.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 Path = tuple[str | int, ...]
@@ -33,7 +34,7 @@ def get(data: Any, path: Path, default: Any = None) -> Any:
         if isinstance(step, int):
             if not isinstance(data, list) or not -len(data) <= step < len(data):
                 return default
-        elif not isinstance(data, dict) or step not in data:
+        elif not isinstance(data, Mapping) or step not in data:
             return default
         data = data[step]
     return data

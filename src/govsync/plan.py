@@ -144,6 +144,8 @@ class Plan:
     # --target patterns, and how many changes they left out.
     targets: list[str] = field(default_factory=list)
     left_out: int = 0
+    # What the state held when the plan was saved (Snapshot.content_digest).
+    state_digest: str = ""
 
     def summary(self) -> dict[str, int]:
         counts = dict.fromkeys(Action, 0)

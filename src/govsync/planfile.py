@@ -104,6 +104,7 @@ def _body(plan: Plan) -> dict[str, Any]:
         "summary": plan.summary(),
         "targets": plan.targets,
         "leftOut": plan.left_out,
+        "stateDigest": plan.state_digest,
     }
 
 
@@ -256,6 +257,7 @@ def _plan(data: Mapping[str, Any]) -> Plan:
         serial=serial, digest=_str(data["manifestsDigest"], "manifestsDigest"),
         changes=changes, checks=checks, version=_str(data.get("govsyncVersion", ""), "version"),
         targets=_strs(data.get("targets", []), "targets"), left_out=left_out,
+        state_digest=_str(data.get("stateDigest", ""), "stateDigest"),
     )
 
 

@@ -115,3 +115,26 @@ def test_lock_of_a_killed_apply_does_not_block(
     plan = gov.plan_json(str(manifests))
     pending = [e for e in gov.entries().values() if e["status"] != "applied"]
     assert plan["summary"]["uncertain"] == len(pending)
+
+
+def test_plan_says_an_apply_is_running_and_resolve_waits_for_it(
+        serve: Callable[..., Server], make_govsync: Callable[..., Govsync], state_url: str,
+        tmp_path: Path) -> None:
+    # Issue 11: in-flight creates looked uncertain with no word of the lock, and
+    # `state resolve --absent` then made a duplicate.
+    server = serve("--latency-ms", "400")
+    gov = make_govsync(state_url, server.url)
+    manifests = tmp_path / "m"
+    write_docs(manifests / "hooks.yaml", [
+        doc("Hook", f"busy_{i}", {"code": "def handler(e):\n    return 1\n"}) for i in range(12)])
+    running = gov.popen("apply", str(manifests), "--auto-approve", "--parallelism", "1")
+    assert running.wait_for_line(lambda line: line.startswith("Applying "))
+    plan = gov.plan_json(str(manifests))
+    (lock,) = [c for c in plan["checks"] if c["name"] == "lock"]
+    assert lock["status"] == "warning" and "an apply is running" in lock["detail"]
+    unsure = [c["address"] for c in plan["changes"] if c["action"] == "uncertain"]
+    if unsure:
+        refused = gov.run("state", "resolve", unsure[0], "--absent")
+        assert refused.code == 1 and "locked by" in refused.err, refused
+    assert running.finish() == 0, running.result()
+    assert not [c for c in gov.plan_json(str(manifests))["checks"] if c["name"] == "lock"]

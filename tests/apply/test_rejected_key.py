@@ -32,3 +32,21 @@ def test_apply_with_a_rejected_key_stops_sending(
     assert "not sent: the API rejected the key" in result.out
     assert server.objects()["Hook"] == []
     assert json.loads(gov.run("state", "list", "--format", "json").out)["entries"] == []
+
+
+def test_a_saved_plan_refused_by_the_key_stays_valid(
+        serve: Callable[..., Server], make_govsync: Callable[..., Govsync],
+        sqlite_state: str, tmp_path: Path) -> None:
+    # Issue 11: a viewer key's 403 changed nothing, yet the plan was "stale".
+    server = serve("--viewer-key", "viewer-key")
+    gov = make_govsync(sqlite_state, server.url)
+    manifests = tmp_path / "m"
+    write_docs(manifests / "hooks.yaml", [
+        doc("Hook", f"k{i}", {"code": "def handler(e):\n    return 1\n"}) for i in range(3)])
+    plan = tmp_path / "plan.json"
+    assert gov.run("plan", str(manifests), "--out", str(plan)).code == 0
+    refused = gov.run("apply", str(plan), env={"GOVSYNC_API_KEY": "viewer-key"})
+    assert refused.code == 1 and "403 forbidden" in refused.err
+    applied = gov.run("apply", str(plan))
+    assert applied.code == 0, applied
+    assert len(server.objects()["Hook"]) == 3

@@ -9,6 +9,7 @@ the file is left exactly as it was.  The same through the command line: exit
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 import uuid
@@ -361,3 +362,22 @@ def _tables(url: str, schema: str) -> set[str]:
         return {r[0] for r in conn.execute(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
             (schema,))}
+
+
+def test_postgresql_state_without_the_extra_is_one_line(tmp_path: Path) -> None:
+    # Issue 11: a raw ModuleNotFoundError traceback before.
+    import subprocess
+    import sys
+
+    blocker = tmp_path / "no_psycopg"
+    blocker.mkdir()
+    (blocker / "psycopg.py").write_text("raise ModuleNotFoundError('no psycopg', name='psycopg')\n")
+    env = {**os.environ, "PYTHONPATH": str(blocker)}
+    result = subprocess.run(
+        [sys.executable, "-m", "govsync", "state", "list", "--state",
+         "postgresql://u:secret@db.example/govsync"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "Error: postgresql://u:***@db.example/govsync needs PostgreSQL support, which is not "
+        "installed: pip install 'govsync[postgres]'"]

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import httpx
 from pydantic import BaseModel
 
-from govsync import errors
+from govsync import errors, paths
 from govsync.api.catalog import BY_NAME, OPERATIONS, Operation
 from govsync.api.status import SPEC_CODES as _CODES
 from govsync.api.transport import (
@@ -131,9 +131,7 @@ def _payload(body: Body | None) -> dict[str, Any]:
 def _secret_values(op: Operation, payload: Mapping[str, Any]) -> list[str]:
     found = []
     for path in op.secret_paths:
-        value: Any = payload
-        for part in path.split("."):
-            value = value.get(part) if isinstance(value, Mapping) else None
+        value = paths.get(payload, paths.split(path))
         if isinstance(value, str) and value:
             found.append(value)
     return found

@@ -116,6 +116,10 @@ def load(paths: Sequence[str], *, read: Reader = read_files,
     listing every problem (syntax, schema, references, duplicates, cycles)."""
     context = context or Context()
     files, problems = manifest_files(paths)
+    if not files and not problems:
+        # An empty folder would plan every recorded object as an orphan.
+        raise ManifestError([Problem(p, 1, 1, "no manifest files (*.yaml, *.yml) here: check "
+                                     "the path") for p in paths])
     results = read(files, context)
     digest = hashlib.sha256()
     for result in results:

@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from govsync import paths
 from govsync.api.catalog import Operation
 from govsync.api.kinds import BY_KIND, wrap_key
 from govsync.server.errors import ApiFailure
@@ -63,20 +64,14 @@ def dump(value: Any) -> Any:
 
 def get_path(obj: Mapping[str, Any] | None, path: str) -> Any:
     """The value at a dotted path, or None."""
-    value: Any = obj
-    for part in path.split("."):
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(part)
-    return value
+    return paths.get(obj, paths.split(path))
 
 
 def _parent(obj: JsonObject, path: str) -> tuple[JsonObject | None, str]:
-    *parents, last = path.split(".")
-    node: Any = obj
-    for part in parents:
-        node = node.get(part) if isinstance(node, dict) else None
-    return (node if isinstance(node, dict) else None), last
+    """The mapping that holds a dotted path's last key (None: there is none), and that key."""
+    keys = paths.split(path)
+    node = paths.get(obj, keys[:-1])
+    return (node if isinstance(node, dict) else None), str(keys[-1])
 
 
 class Engine:

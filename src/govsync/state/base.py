@@ -139,6 +139,16 @@ class Snapshot:
     endpoint: str | None = None
     """The API endpoint the workspace was last applied against (None: never recorded)."""
 
+    def content_digest(self) -> str:
+        """SHA-256 of what is recorded (addresses, ids, statuses, specs): equal for two
+        serials between which the writes cancelled out (an intent, then its removal)."""
+        digest = hashlib.sha256()
+        for address in sorted(self.entries):
+            e = self.entries[address]
+            digest.update(dumps([address, e.kind, e.id, str(e.status), e.spec]).encode())
+            digest.update(b"\n")
+        return digest.hexdigest()
+
     def fingerprint(self, value: str) -> str:
         """A keyed fingerprint of a secret value: comparable, never reversible."""
         digest = hmac.new(self.key, value.encode(), hashlib.sha256).hexdigest()
@@ -171,6 +181,10 @@ class LockHolder:
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+    @classmethod
+    def unknown(cls) -> LockHolder:
+        return cls("unknown", "unknown", 0, "another process", "")
 
     def __str__(self) -> str:
         return f"{self.user}@{self.host} pid {self.pid} since {self.since} ({self.command})"
@@ -247,6 +261,11 @@ class Locker(ABC):
         A lock that was lost meanwhile is not touched: its new holder keeps it."""
 
     @abstractmethod
+    def running(self, workspace: str) -> LockHolder | None:
+        """Who holds the workspace lock right now (None: nobody), without taking it.
+        A holder that left no readable record is named ``unknown``."""
+
+    @abstractmethod
     def holder(self, workspace: str) -> LockHolder | None:
         """Who holds, or last held without releasing, the workspace lock."""
 
@@ -280,8 +299,14 @@ def open_store(url: str) -> StateStore:
     scheme = SCHEME.match(url)
     name = scheme.group(1).lower() if scheme else ""
     if name in ("postgresql", "postgres"):
-        from govsync.state.postgres import PostgresStore
-
+        try:
+            from govsync.state.postgres import PostgresStore
+        except ModuleNotFoundError as exc:
+            if exc.name not in ("psycopg", "psycopg_binary", "psycopg_c"):
+                raise
+            raise StateError(
+                f"{safe_url(url)} needs PostgreSQL support, which is not installed: "
+                "pip install 'govsync[postgres]'") from None
         return PostgresStore(url)
     if name not in ("", "sqlite"):
         raise StateError(
@@ -290,7 +315,32 @@ def open_store(url: str) -> StateStore:
             "or postgresql://user@host/database")
     from govsync.state.sqlite import SqliteStore
 
-    return SqliteStore(url.removeprefix("sqlite:///").removeprefix("sqlite://"))
+    path = sqlite_path(url)
+    assert path is not None
+    return SqliteStore(path)
+
+
+def sqlite_path(url: str) -> str | None:
+    """The file of a SQLite state URL (None for another backend)."""
+    scheme = SCHEME.match(url)
+    name = scheme.group(1).lower() if scheme else ""
+    if name not in ("", "sqlite"):
+        return None
+    return url.removeprefix("sqlite:///").removeprefix("sqlite://")
+
+
+def exists(url: str) -> bool:
+    """Whether there is a state at ``url`` to read (a server backend always has one)."""
+    path = sqlite_path(url)
+    return path is None or os.path.lexists(path)
+
+
+def empty_snapshot(workspace: str) -> Snapshot:
+    """What a state that does not exist yet reads as: nothing recorded.  Its key is
+    made up and thrown away, so nothing planned from it can be saved."""
+    import secrets
+
+    return Snapshot(workspace, "", 0, {}, secrets.token_bytes(32))
 
 
 def safe_url(url: str) -> str:

@@ -530,6 +530,13 @@ class PostgresStore(StateStore):
             row = cur.fetchone()
         return _holder(row[0]) if row else None
 
+    def running(self, workspace: str) -> LockHolder | None:
+        if workspace in self._held:
+            return None  # ours
+        if self.lock_backend_pid(workspace) is None:
+            return None
+        return self.holder(workspace) or LockHolder.unknown()
+
     def lock_backend_pid(self, workspace: str) -> int | None:
         """The server process id of the session holding the workspace lock, if any."""
         key = lock_key(workspace) & 0xFFFFFFFFFFFFFFFF

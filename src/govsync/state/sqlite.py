@@ -538,6 +538,25 @@ class SqliteStore(StateStore):
             finally:
                 os.close(lock.fd)
 
+    def running(self, workspace: str) -> LockHolder | None:
+        if workspace in self._locks:
+            return None  # ours
+        try:
+            fd = os.open(self._lock_path(workspace), os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StateError(f"cannot read the lock of {workspace!r}: {exc.strerror}") from exc
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return self.holder(workspace) or LockHolder.unknown()
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return None
+        finally:
+            os.close(fd)
+
     def holder(self, workspace: str) -> LockHolder | None:
         with self._transaction(f"cannot read the lock of {workspace!r}", write=False) as db:
             return self._read_holder(db, workspace)
