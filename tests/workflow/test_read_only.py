@@ -49,3 +49,13 @@ def test_an_empty_folder_is_an_error_not_a_plan_of_orphans(here: Path) -> None:
     result = CliRunner().invoke(cli, ["state", "list", "--state", "mysql://x"])
     assert result.exit_code == 1 and "the scheme 'mysql' is not a state backend" in result.stderr
     assert not (here / "mysql:").exists()
+
+
+@pytest.mark.parametrize("extra", [[], ["--endpoint", "local", "--local-seed", "broken.yaml"]])
+def test_apply_checks_what_it_needs_before_showing_the_plan(here: Path, extra: list[str]) -> None:
+    # Issue 11: the whole plan and "Applying..." came before "no endpoint".
+    (here / "broken.yaml").write_text("groups: [unclosed\n")
+    result = CliRunner().invoke(cli, ["apply", "m", "--auto-approve", *extra])
+    assert result.exit_code == 1
+    assert "Hook/risk_score" not in result.output and "Applying" not in result.output
+    assert ("no API endpoint configured" if not extra else "cannot load seed") in result.stderr
