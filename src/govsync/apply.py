@@ -336,17 +336,24 @@ class Applier:
                 self._stop("the state store failed", f"the state store failed: {exc}")
             raise
 
-    async def _send(self, change: Change) -> Outcome:
-        kind = BY_KIND[change.kind]
+    def _resolve(self, change: Change) -> tuple[Any, Any, list[str]] | Outcome:
+        """(body, spec to record, secret values) of a change, or why it cannot be sent."""
         if change.request is None:
             return _outcome(change, Result.FAILED, "the plan holds no request for this change")
         try:
-            send, spec, secrets = self.resolver.send(change.request)
+            return self.resolver.send(change.request)
         except UnknownId as exc:
             return _outcome(change, Result.SKIPPED, f"the id of {exc.address} is not known")
         except MissingSecret as exc:
             return _outcome(change, Result.FAILED,
                             f"environment variable {exc.variable} (a secret) is not set")
+
+    async def _send(self, change: Change) -> Outcome:
+        kind = BY_KIND[change.kind]
+        resolved = self._resolve(change)
+        if isinstance(resolved, Outcome):
+            return resolved
+        send, spec, secrets = resolved
         operation, body = request_body(kind, change, send)
         intent = change.action == Action.CREATE and not kind.create.retry_safe
         if intent:
@@ -420,15 +427,12 @@ class Applier:
 
     def _adopt(self, change: Change) -> Outcome:
         """Record an imported object with the manifest's spec; nothing is sent."""
-        if change.request is None or change.id is None:
-            return _outcome(change, Result.FAILED, "the plan holds no spec for this import")
-        try:
-            _send, spec, _secrets = self.resolver.send(change.request)
-        except UnknownId as exc:
-            return _outcome(change, Result.SKIPPED, f"the id of {exc.address} is not known")
-        except MissingSecret as exc:
-            return _outcome(change, Result.FAILED,
-                            f"environment variable {exc.variable} (a secret) is not set")
+        resolved = self._resolve(change)
+        if isinstance(resolved, Outcome):
+            return resolved
+        if change.id is None:
+            return _outcome(change, Result.FAILED, "the plan holds no id for this import")
+        _send, spec, _secrets = resolved
         try:
             self._record(Entry(change.address, change.kind, change.id, APPLIED, spec, None,
                                now()))

@@ -48,7 +48,6 @@ from govsync import errors, paths
 from govsync.api.catalog import BY_NAME, OPERATIONS, Operation
 from govsync.api.status import SPEC_CODES as _CODES
 from govsync.api.transport import (
-    DEFAULT_LOCAL_DB,
     check_base_url,
     key_auth,
     local_transport,
@@ -477,10 +476,12 @@ def check_endpoint(endpoint: str | None, api_key: str | None) -> tuple[str, str 
 
 
 def connect(endpoint: str | None, api_key: str | None, *, insecure_http: bool = False,
-            local_db: str | Path = DEFAULT_LOCAL_DB, **kw: Any) -> AsyncClient:
+            local_db: str | Path | None = None, **kw: Any) -> AsyncClient:
     """An AsyncClient for ``--endpoint``: a URL, or ``local`` (in-process, no key needed)."""
     endpoint, api_key = check_endpoint(endpoint, api_key)
     if endpoint == "local":
+        if local_db is None:
+            raise errors.ConfigError("the embedded server needs its database file (local_db)")
         return AsyncClient(LOCAL_BASE_URL, api_key, transport=local_transport(local_db), **kw)
     return AsyncClient(endpoint, api_key, insecure_http=insecure_http, **kw)
 

@@ -21,9 +21,8 @@ import httpx
 
 from govsync import errors
 
-__all__ = ["DEFAULT_LOCAL_DB", "check_base_url", "key_auth", "local_transport"]
+__all__ = ["check_base_url", "key_auth", "local_transport"]
 
-DEFAULT_LOCAL_DB = ".govsync/local-api.db"
 
 
 class _ApiKeyAuth(httpx.Auth):
@@ -83,7 +82,7 @@ class _LocalTransport(httpx.ASGITransport):
             self._on_close()
 
 
-def local_transport(db_path: str | Path = DEFAULT_LOCAL_DB) -> httpx.AsyncBaseTransport:
+def local_transport(db_path: str | Path) -> httpx.AsyncBaseTransport:
     """The embedded reference server over ``db_path``, called in-process."""
     from govsync.server import Store, create_app
 

@@ -87,6 +87,17 @@ class Entry:
         }
 
 
+def checked_status(entry: Entry) -> EntryStatus:
+    """The entry's status, or StateError: a store writes no status it does not know."""
+    from govsync.errors import StateError
+
+    try:
+        return EntryStatus(entry.status)
+    except ValueError:
+        raise StateError(f"{entry.address}: unknown entry status {entry.status!r} "
+                         f"(known: {', '.join(EntryStatus)})") from None
+
+
 class Malformed(ValueError):
     """A stored value that is not what govsync writes (turned into StateDamagedError)."""
 

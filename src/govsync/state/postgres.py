@@ -55,11 +55,11 @@ from psycopg.types.json import Jsonb
 from govsync.errors import LockLostError, StateDamagedError, StateError, StateLockedError
 from govsync.state.base import (
     Entry,
-    EntryStatus,
     LockHolder,
     Malformed,
     Snapshot,
     StateStore,
+    checked_status,
     entry_from_row,
     lock_lost,
     now,
@@ -575,11 +575,7 @@ def _ensure(cur: psycopg.Cursor[Any], workspace: str) -> None:
 
 
 def _row(workspace: str, e: Entry) -> tuple[Any, ...]:
-    try:
-        status = EntryStatus(e.status)
-    except ValueError:
-        raise StateError(f"{e.address}: unknown entry status {e.status!r} "
-                         f"(known: {', '.join(EntryStatus)})") from None
+    status = checked_status(e)
     return (workspace, e.address, e.kind, e.id, status.value,
             Jsonb(e.spec) if e.spec is not None else None,
             Jsonb(e.response) if e.response is not None else None,

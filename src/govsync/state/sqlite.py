@@ -47,11 +47,11 @@ from typing import Any
 from govsync.errors import LockLostError, StateDamagedError, StateError, StateLockedError
 from govsync.state.base import (
     Entry,
-    EntryStatus,
     LockHolder,
     Malformed,
     Snapshot,
     StateStore,
+    checked_status,
     dumps,
     entry_from_row,
     lock_lost,
@@ -590,11 +590,7 @@ def _ensure(db: sqlite3.Connection, workspace: str) -> None:
 
 
 def _values(workspace: str, e: Entry) -> tuple[Any, ...]:
-    try:
-        status = EntryStatus(e.status)
-    except ValueError:
-        raise StateError(f"{e.address}: unknown entry status {e.status!r} "
-                         f"(known: {', '.join(EntryStatus)})") from None
+    status = checked_status(e)
     return (workspace, e.address, e.kind, e.id, status.value,
             dumps(e.spec) if e.spec is not None else None,
             dumps(e.response) if e.response is not None else None,
