@@ -61,7 +61,7 @@ def test_secret_canary(serve: Callable[..., Server], make_govsync: Callable[...,
         # A reader that stays open keeps the write-ahead log on disk (the last
         # connection to close would checkpoint and delete it): it is searched too.
         # govsync makes the file (a file without its tables is a damaged state).
-        assert gov.invoke("state", "list").code == 0
+        assert gov.invoke("state", "unlock").code == 0  # a writing command: it makes the file
         keeper = sqlite3.connect(state_url)
         keeper.execute("PRAGMA journal_mode=WAL")
         keeper.execute("SELECT count(*) FROM sqlite_master").fetchall()

@@ -220,11 +220,14 @@ def test_export_then_import_all_into_another_workspace(
     assert run.code == 0, run
     assert other.entries() == govsync.entries()
 
-    # import-all over a workspace bumps its serial: its saved plans are refused.
+    # import-all that changes what is recorded: saved plans made before are refused.
     (applied / "incident-response.yaml").unlink()
     plan = saved_plan(govsync, applied, tmp_path / "plan.json")
     serial = govsync.serial()
     backup = tmp_path / f"export-{other.workspace}.json"
+    exported = json.loads(backup.read_text())
+    exported["entries"] = exported["entries"][1:]
+    backup.write_text(json.dumps(exported))
     assert govsync.run("state", "import-all", str(backup)).code == 0
     assert govsync.serial() > serial
     refused(govsync, plan)

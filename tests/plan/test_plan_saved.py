@@ -91,7 +91,8 @@ def test_saved_plan_is_refused_after_the_state_changed(gov: Gov, applied: Path) 
     assert plan["serial"] == before.serial
 
     entry = before.entries["Hook/ticket_check"]
-    serial = gov.put(Entry(entry.address, entry.kind, entry.id, "applied", entry.spec))
+    serial = gov.put(Entry(entry.address, entry.kind, entry.id, "applied",
+                           {**(entry.spec or {}), "timeoutMs": 1}))
     assert serial == before.serial + 1
 
     result = gov.run("apply", "p.json", *LOCAL, "--auto-approve", code=1)
@@ -100,6 +101,20 @@ def test_saved_plan_is_refused_after_the_state_changed(gov: Gov, applied: Path) 
     after = gov.snapshot()
     assert after.serial == serial
     assert after.entries["Hook/risk_score"].spec["timeoutMs"] == 1500, "nothing was applied"
+
+
+def test_saved_plan_stays_valid_when_writes_changed_nothing(gov: Gov, applied: Path) -> None:
+    # Issue 11: an apply refused before it changed anything bumps the serial;
+    # the state's content is what the plan was made against, so it still applies.
+    edit(applied / "hooks.yaml", "timeoutMs: 1500   # policies fail closed after 1.5 s",
+         "timeoutMs: 2500")
+    gov.plan(applied, "--out", "p.json")
+    before = gov.snapshot()
+    entry = before.entries["Hook/ticket_check"]
+    gov.put(Entry(entry.address, entry.kind, entry.id, "applied", entry.spec))
+    assert gov.snapshot().serial == before.serial + 1
+    gov.run("apply", "p.json", *LOCAL, "--auto-approve")
+    assert gov.snapshot().entries["Hook/risk_score"].spec["timeoutMs"] == 2500
 
 
 def test_saved_plan_is_refused_once_applied(gov: Gov, manifests: Path) -> None:
