@@ -7,6 +7,7 @@ time, so 16 hooks hold the workspace's lock for about three seconds.
 from __future__ import annotations
 
 import getpass
+import re
 import signal
 import socket
 import time
@@ -138,3 +139,37 @@ def test_plan_says_an_apply_is_running_and_resolve_waits_for_it(
         assert refused.code == 1 and "locked by" in refused.err, refused
     assert running.finish() == 0, running.result()
     assert not [c for c in gov.plan_json(str(manifests))["checks"] if c["name"] == "lock"]
+
+
+def test_ctrl_c_says_what_is_uncertain_and_resolve_settles_several(
+        serve: Callable[..., Server], make_govsync: Callable[..., Govsync], sqlite_state: str,
+        tmp_path: Path) -> None:
+    server = serve("--latency-ms", "1500")
+    gov = make_govsync(sqlite_state, server.url)
+    manifests = tmp_path / "m"
+    write_docs(manifests / "hooks.yaml", [
+        doc("Hook", f"intr_{i}", {"code": "def handler(e):\n    return 1\n"}) for i in range(6)])
+    running = gov.popen("apply", str(manifests), "--auto-approve", "--parallelism", "3")
+    assert running.wait_for_line(lambda line: line.startswith("Applying "))
+    time.sleep(0.7)  # three creates sent, none answered
+    running.proc.send_signal(signal.SIGINT)
+    assert running.finish() == 1, running.result()
+    assert "Traceback" not in running.err
+    told = re.search(r"interrupted with (\d+) create\(s\) sent but not answered, now uncertain",
+                     running.err)
+    assert told, running.err
+    assert "govsync state resolve ADDR... --absent" in running.err
+    unsure = sorted(a for a, e in gov.entries().items() if e["status"] != "applied")
+    assert len(unsure) == int(told.group(1)) >= 1
+    on_server = {h["name"] for h in server.objects()["Hook"]}
+    absent = [a for a in unsure if a.split("/", 1)[1] not in on_server]
+    present = [a for a in unsure if a not in absent]
+    if absent:
+        assert gov.run("state", "resolve", *absent, "--absent").code == 0
+    for address in present:
+        name = address.split("/", 1)[1]
+        (hook_id,) = [h["id"] for h in server.objects()["Hook"] if h["name"] == name]
+        assert gov.run("state", "resolve", address, "--id", hook_id).code == 0
+    assert gov.run("apply", str(manifests), "--auto-approve").code == 0
+    names = [h["name"] for h in server.objects()["Hook"]]
+    assert sorted(names) == sorted(f"intr_{i}" for i in range(6))  # none twice

@@ -153,6 +153,9 @@ def test_two_environments_day_two(tmp_path: Path, servers: tuple[Server, Server]
     assert saved["targets"] == ["Hook/*"] and saved["leftOut"] == 2
     assert "--target does not apply to a saved plan" in ok(
         run("apply", "p.json", "--env", "prod", "--target", "Space/*"), code=1).err
+    shown = ok(run("show", "p.json", "--format", "json"))
+    assert json.loads(shown.out)["targets"] == ["Hook/*"]
+    assert "Hook/risk_score" in ok(run("show", "p.json")).out
     ok(run("apply", "p.json", "--env", "prod"))
     assert by_kind(prod, "Hook")[0]["timeoutMs"] == 6000
     assert by_kind(staging, "Hook")[0]["timeoutMs"] == 500
