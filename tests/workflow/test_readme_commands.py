@@ -36,7 +36,7 @@ HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parents[1]  # where README.md and pyproject.toml are
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
 # The nested run of command 2: one fast test, no .pytest_cache in the clone.
-NESTED_ADDOPTS = "-k test_examples_stay_valid -p no:cacheprovider"
+NESTED_ADDOPTS = "-n 0 -k test_examples_stay_valid -p no:cacheprovider"
 
 
 def readme_commands(readme: str, n: int = 2) -> list[str]:
