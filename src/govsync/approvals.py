@@ -558,7 +558,11 @@ def describe(saved: SavedPlan, approvals: Approvals | None) -> list[str]:
     if approvals is None:
         return [f"Approvals: {len(entries)} signature(s) in {sig_path}, not checked: the "
                 "project has no approvals (allowedSigners) to check them against."]
-    result = verify(saved.raw, entries, read_allowed_signers(approvals), sig_path)
+    try:
+        signers = read_allowed_signers(approvals)
+    except ApprovalError as exc:
+        return [f"Approvals: {len(entries)} signature(s) in {sig_path}, not checked: {exc}"]
+    result = verify(saved.raw, entries, signers, sig_path)
     lines = [f"Approvals: {len(result.approvers)} valid of {approvals.required} required "
              f"(allowed signers: {approvals.allowed_signers})."]
     lines += [f"  approved by {a.principal} ({a.key_type} {a.fingerprint})"
