@@ -94,7 +94,8 @@ def context(source: ManifestSet | SavedPlan, settings: Settings,
         "environment": settings.selection.name,
         "actor": actor,
         "approvers": [a.as_dict() for a in approvers],
-        "git": git_state(folder),
+        # A saved plan's own commit (what was reviewed); else the checkout's.
+        "git": saved.plan.git if saved is not None and saved.plan.git else git_state(folder),
     }
     if saved is not None:
         fields["planHash"] = "sha256:" + saved.file_digest

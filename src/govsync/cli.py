@@ -322,7 +322,8 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
     """
     from govsync import commands, render
 
-    result = commands.plan(load(paths, settings.selection), settings, saving=bool(out_file))
+    manifests = load(paths, settings.selection)
+    result = commands.plan(manifests, settings, saving=bool(out_file))
     o = out()
     if fmt == "json":
         click.echo(render.plan_json(result), nl=False)
@@ -334,7 +335,7 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
     why = (f"{blocked} blocked change(s): the API cannot make them, so apply will refuse "
            "this plan; revert them in the manifests and plan again.")
     if out_file:
-        commands.write_plan(result, settings, out_file)
+        commands.write_plan(result, settings, out_file, manifests)
         o.info(f"Saved the plan to {out_file}, but it cannot be applied: {why}" if blocked
                else f"Saved the plan to {out_file}: apply it with `govsync apply {out_file}`.")
     elif blocked:

@@ -119,9 +119,13 @@ def check_rules(plan: Plan, manifests: ManifestSet, settings: Settings,
     check_plan(plan, manifests, settings.selection, snapshot)
 
 
-def write_plan(plan: Plan, settings: Settings, path: str) -> None:
-    """Save ``plan`` for ``govsync apply FILE``, authenticated with the workspace's key."""
-    from govsync import planfile
+def write_plan(plan: Plan, settings: Settings, path: str,
+               manifests: ManifestSet | None = None) -> None:
+    """Save ``plan`` for ``govsync apply FILE``, authenticated with the workspace's key,
+    with the git commit of the manifests it was made from (for the audit)."""
+    from govsync import audit, planfile
+
+    plan.git = audit.git_state(audit.manifests_folder(manifests, settings))
 
     with settings.open_state() as store:
         snapshot = store.snapshot(settings.workspace, responses=False)

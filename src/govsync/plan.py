@@ -146,6 +146,8 @@ class Plan:
     left_out: int = 0
     # What the state held when the plan was saved (Snapshot.content_digest).
     state_digest: str = ""
+    # The git commit of the manifests a saved plan was made from ({commit, dirty}).
+    git: dict[str, Any] | None = None
 
     def summary(self) -> dict[str, int]:
         counts = dict.fromkeys(Action, 0)

@@ -105,6 +105,7 @@ def _body(plan: Plan) -> dict[str, Any]:
         "targets": plan.targets,
         "leftOut": plan.left_out,
         "stateDigest": plan.state_digest,
+        "git": plan.git,
     }
 
 
@@ -258,7 +259,17 @@ def _plan(data: Mapping[str, Any]) -> Plan:
         changes=changes, checks=checks, version=_str(data.get("govsyncVersion", ""), "version"),
         targets=_strs(data.get("targets", []), "targets"), left_out=left_out,
         state_digest=_str(data.get("stateDigest", ""), "stateDigest"),
+        git=_git(data.get("git")),
     )
+
+
+def _git(value: Any) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if (not isinstance(value, dict) or not isinstance(value.get("commit"), str)
+            or not isinstance(value.get("dirty"), bool)):
+        raise TypeError("git must be {commit, dirty}")
+    return {"commit": value["commit"], "dirty": value["dirty"]}
 
 
 def _change(c: Any) -> Change:

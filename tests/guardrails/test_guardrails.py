@@ -421,6 +421,20 @@ def test_audit_export_matches_what_was_applied(tmp_path: Path, monkeypatch: pyte
     bad = project.run("audit", "export", "--env", "staging", "--since", "yesterday")
     assert bad.exit_code == 1 and "--since 'yesterday'" in bad.stderr
 
+    # A saved plan records the commit it was made from: that is what the audit names,
+    # even when the checkout has moved on by the time the plan is applied.
+    (tmp_path / "manifests" / "third.yaml").write_text(HOOK.replace("name: risk",
+                                                                    "name: third"))
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "third"], check=True)
+    assert project.run("plan", "--env", "staging", "--out", "p.json").exit_code == 0
+    planned_at = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                                check=True).stdout.strip()
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "later"], check=True)
+    assert project.run("apply", "p.json", "--env", "staging").exit_code == 0
+    last = json.loads(project.run("audit", "export", "--env", "staging").stdout.splitlines()[-1])
+    assert last["git"] == {"commit": planned_at, "dirty": False}
+
 
 def test_the_example_rules_of_init_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from govsync.init import scaffold
