@@ -95,12 +95,6 @@ class ApplyResult:
     def ok(self) -> bool:
         return not self.stopped and all(o.status in DONE for o in self.outcomes)
 
-    @property
-    def changed_state(self) -> bool:
-        """Whether anything was recorded (a saved plan stays valid when not)."""
-        return any(o.status in (Result.APPLIED, Result.FORGOTTEN, Result.UNCERTAIN)
-                   for o in self.outcomes)
-
 
 class Reporter(Protocol):
     def start(self, total: int) -> None: ...

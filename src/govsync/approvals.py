@@ -67,7 +67,7 @@ def parse(value: Any, file: str, locate: Locate, report: Report, environments: S
           base: str) -> Approvals | None:
     """The ``approvals:`` mapping of a project file; every problem goes to ``report``."""
     from govsync.files import display_path
-    from govsync.manifests.wording import unknown
+    from govsync.manifests.wording import unknown, unknown_keys
 
     if value is None:
         return None
@@ -75,13 +75,7 @@ def parse(value: Any, file: str, locate: Locate, report: Report, environments: S
     if not isinstance(value, dict):
         report(at, "approvals is a mapping with required, allowedSigners and environments")
         return None
-    bad = False
-    for key in value:
-        if key not in APPROVAL_KEYS:
-            report((*at, key), unknown(f"field approvals.{key}", str(key), APPROVAL_KEYS,
-                                       otherwise=f"valid fields: {', '.join(APPROVAL_KEYS)}"),
-                   key=True)
-            bad = True
+    bad = unknown_keys(value, at, APPROVAL_KEYS, report)
     required = value.get("required")
     if not isinstance(required, int) or isinstance(required, bool) or not 1 <= required <= 100:
         report((*at, "required") if "required" in value else at,

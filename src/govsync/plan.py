@@ -55,7 +55,6 @@ class Action(StrEnum):
 
 
 # The actions apply sends a request for, or records in state.
-SENDS = frozenset({Action.CREATE, Action.UPDATE})
 WORK = frozenset({Action.CREATE, Action.UPDATE, Action.MOVE, Action.IMPORT})
 
 

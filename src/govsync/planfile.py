@@ -167,11 +167,6 @@ class SavedPlan:
         """SHA-256 of the file's bytes: the plan hash of approvals and the audit."""
         return hashlib.sha256(self.raw).hexdigest()
 
-    @property
-    def digest(self) -> str:
-        """SHA-256 of the plan's canonical content: what approvals and audit name."""
-        return hashlib.sha256(_canonical(self._body)).hexdigest()
-
     def verify(self, workspace_key: bytes, lineage: str) -> None:
         """PlanError unless the file is exactly as ``plan --out`` wrote it for this state."""
         if hmac.compare_digest(mac(self._body, workspace_key), self._tag):

@@ -183,16 +183,13 @@ def _check(doc: Any, base: str) -> Project:
 
 def _keys(body: dict[Any, Any], at: tuple[Any, ...], allowed: tuple[str, ...],
           problem: Any) -> None:
-    from govsync.manifests.wording import unknown
+    from govsync.manifests.wording import unknown_keys
 
-    for key in body:
-        if isinstance(key, str) and _KEY_LIKE.match(key):
-            problem((*at, key), f"{key}: the API key is never read from the project file (it is "
-                    "committed to git): set GOVSYNC_API_KEY in the environment instead", key=True)
-        elif key not in allowed:
-            where = ".".join(str(a) for a in (*at, key))
-            problem((*at, key), unknown(f"field {where}", str(key), allowed,
-                                        otherwise=f"valid fields: {', '.join(allowed)}"), key=True)
+    credentials = {k for k in body if isinstance(k, str) and _KEY_LIKE.match(k)}
+    for key in credentials:
+        problem((*at, key), f"{key}: the API key is never read from the project file (it is "
+                "committed to git): set GOVSYNC_API_KEY in the environment instead", key=True)
+    unknown_keys({k: v for k, v in body.items() if k not in credentials}, at, allowed, problem)
 
 
 def _environment(name: str, body: dict[str, Any], at: tuple[Any, ...], base: str,

@@ -88,7 +88,7 @@ def parse(value: Any, file: str, locate: Locate, report: Report,
           environments: Sequence[str]) -> tuple[Rule, ...]:
     """The ``rules:`` list of a project file; every problem goes to ``report``."""
     from govsync.api.kinds import BY_KIND
-    from govsync.manifests.wording import unknown
+    from govsync.manifests.wording import unknown_keys
 
     if value is None:
         return ()
@@ -103,13 +103,7 @@ def parse(value: Any, file: str, locate: Locate, report: Report,
         if not isinstance(body, dict):
             report(at, "a rule is a mapping with name, match, expression, message and severity")
             continue
-        bad = False
-        for key in body:
-            if key not in RULE_KEYS:
-                report((*at, key), unknown(f"field rules[{i}].{key}", str(key), RULE_KEYS,
-                                           otherwise=f"valid fields: {', '.join(RULE_KEYS)}"),
-                       key=True)
-                bad = True
+        bad = unknown_keys(body, at, RULE_KEYS, report)
         name = body.get("name")
         if not isinstance(name, str) or not RULE_NAME.match(name):
             report((*at, "name") if "name" in body else at,
@@ -149,7 +143,7 @@ def _match(value: Any, at: tuple[Any, ...], name: str, report: Report, *,
            known_kinds: tuple[str, ...], known_envs: Sequence[str]
            ) -> tuple[tuple[str, ...] | None | bool, tuple[str, ...] | None | bool]:
     """(kinds, environments): None when not given, False when wrong (reported)."""
-    from govsync.manifests.wording import unknown
+    from govsync.manifests.wording import unknown, unknown_keys
 
     if value is None:
         return None, None
@@ -157,10 +151,7 @@ def _match(value: Any, at: tuple[Any, ...], name: str, report: Report, *,
         report(at, f"rule {name}: match is a mapping with kinds and environments")
         return False, False
     out: list[tuple[str, ...] | None | bool] = []
-    for key in value:
-        if key not in MATCH_KEYS:
-            report((*at, key), unknown(f"field match.{key}", str(key), MATCH_KEYS,
-                                       otherwise="valid fields: kinds, environments"), key=True)
+    unknown_keys(value, at, MATCH_KEYS, report)
     for key, known, what in (("kinds", known_kinds, "kind"),
                              ("environments", tuple(known_envs), "environment")):
         items = value.get(key)

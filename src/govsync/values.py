@@ -71,7 +71,6 @@ class _KnownAfterApply:
 
 KNOWN_AFTER_APPLY: Final = _KnownAfterApply()
 
-Hole = Ref | SecretRef | PlannedSecret
 HOLE_TYPES: Final = (Ref, SecretRef, PlannedSecret)
 
 
@@ -128,18 +127,13 @@ class Resolver:
     """Fills a template's holes from what is known.
 
     ``ids``: the id of every object that exists (from state, and during apply
-    from the answers so far); ``creating``: addresses this plan creates, whose
-    ids are not known yet whatever state says; ``fingerprint``: the state's
-    keyed fingerprint of a secret value.
+    from the answers so far); ``fingerprint``: the state's keyed fingerprint of a
+    secret value; ``environ``: where secrets' values are read.
     """
 
     ids: Mapping[str, str]
     fingerprint: Callable[[str], str]
     environ: Mapping[str, str]
-    creating: Collection[str] = ()
-
-    def _known(self, address: str) -> str | None:
-        return None if address in self.creating else self.ids.get(address)
 
     def _secret_value(self, path: Path, variable: str) -> str:
         value = self.environ.get(variable)
@@ -159,7 +153,7 @@ class Resolver:
         for path in where:
             hole = paths.get(template, path)
             if isinstance(hole, Ref):
-                known = self._known(hole.address)
+                known = self.ids.get(hole.address)
                 if known is not None:
                     request = paths.replace(request, path, known)
                 compared = paths.replace(compared, path, KNOWN_AFTER_APPLY if known is None
@@ -180,7 +174,7 @@ class Resolver:
         for path in holes(request):
             hole = paths.get(request, path)
             if isinstance(hole, Ref):
-                known = self._known(hole.address)
+                known = self.ids.get(hole.address)
                 if known is None:
                     raise UnknownId(hole.address)
                 send = paths.replace(send, path, known)

@@ -81,11 +81,8 @@ def check_directive(doc: RawDocument, problems: list[Problem], source: str) -> D
         problem(("spec",) if "spec" in value else (),
                 f"a {kind} needs spec: {{{', '.join(f'{k}: ...' for k in allowed)}}}")
         return None
-    for key in spec:
-        if key not in allowed:
-            problem(("spec", key), w.unknown(f"field spec.{key}", str(key), allowed,
-                                             otherwise=f"a {kind} holds {' and '.join(allowed)}"),
-                    key=True)
+    w.unknown_keys(spec, ("spec",), allowed, problem,
+                   otherwise=f"a {kind} holds {' and '.join(allowed)}")
     for key in allowed:
         if key not in spec:
             problem(("spec",), f"missing spec.{key}: add it")

@@ -146,11 +146,8 @@ def _check_metadata(metadata: Any, problem: Report) -> tuple[str | None, list[st
     if not isinstance(metadata, dict):
         problem(("metadata",), f"metadata must be a mapping with a name, not {w.a_value(metadata)}")
         return None, []
-    for key in metadata:
-        if key not in METADATA_KEYS:
-            problem(("metadata", key), w.unknown(f"field metadata.{key}", str(key), METADATA_KEYS,
-                                                otherwise="metadata holds only name and dependsOn"),
-                    key=True)
+    w.unknown_keys(metadata, ("metadata",), METADATA_KEYS, problem,
+                   otherwise="metadata holds only name and dependsOn")
     name = metadata.get("name")
     if name is None:
         problem(("metadata",), "missing metadata.name: add `name: NAME` under metadata "

@@ -5,7 +5,7 @@ validate, plan and fmt speak alike."""
 from __future__ import annotations
 
 import difflib
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any, get_args
 
@@ -126,6 +126,19 @@ def kinds() -> str:
     return ", ".join(BY_KIND)
 
 
+
+
+def unknown_keys(body: Mapping[Any, Any], at: tuple[Any, ...], allowed: Sequence[str],
+                 report: Callable[..., None], *, otherwise: str = "") -> bool:
+    """Report each key of ``body`` that is not ``allowed``, at the key; whether any was."""
+    found = False
+    for key in body:
+        if key not in allowed:
+            report((*at, key), unknown(f"field {paths.text((*at, key))}", str(key), allowed,
+                                       otherwise=otherwise or f"valid fields: {', '.join(allowed)}"),
+                   key=True)
+            found = True
+    return found
 
 
 def unknown(what: str, word: str, candidates: Iterable[str], *, otherwise: str = "") -> str:

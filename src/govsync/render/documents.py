@@ -54,7 +54,7 @@ def show_text(saved: SavedPlan, *, color: bool = False, verbose: bool = False) -
     head = [
         f"Saved plan {saved.path}: workspace {p.workspace!r}, state serial {p.serial} "
         f"(lineage {p.lineage}){made}.",
-        f"Content sha256:{saved.digest}.",
+        f"Content sha256:{saved.file_digest}.",
         "Shown as written: its authentication code is not checked here (that needs the "
         f"workspace's state); `govsync apply {saved.path}` checks it before anything is sent.",
         "",
