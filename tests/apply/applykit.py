@@ -309,6 +309,13 @@ def write_docs(path: Path, docs: Iterable[dict[str, Any]]) -> None:
     path.write_text(yaml.safe_dump_all(list(docs), sort_keys=False), encoding="utf-8")
 
 
+def write_hooks(directory: Path, names: Iterable[str]) -> Path:
+    """``directory/hooks.yaml`` with one minimal Hook per name; returns ``directory``."""
+    write_docs(directory / "hooks.yaml", [
+        doc("Hook", name, {"code": "def handler(e):\n    return 1\n"}) for name in names])
+    return directory
+
+
 def edit_spec(path: Path, kind: str, name: str, **changes: object) -> None:
     """Change spec fields of one document of a manifest file."""
     docs = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))

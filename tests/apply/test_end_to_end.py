@@ -16,10 +16,9 @@ from applykit import (
     Wanted,
     check_consistent,
     closed_url,
-    doc,
     duplicates,
     edit_spec,
-    write_docs,
+    write_hooks,
 )
 
 from govsync.api.kinds import SEEDED_KINDS
@@ -116,11 +115,9 @@ def test_apply_reports_what_it_leaves_alone(govsync: Govsync, server: Server,
                                             tmp_path: Path) -> None:
     """Orphans and uncertain entries are reported by apply, not hidden behind "No changes"."""
     manifests = tmp_path / "m"
-    write_docs(manifests / "hooks.yaml", [
-        doc("Hook", f"keep_{i}", {"code": "def handler(e):\n    return 1\n"}) for i in range(3)])
+    write_hooks(manifests, (f"keep_{i}" for i in range(3)))
     assert govsync.run("apply", str(manifests), "--auto-approve").code == 0
-    write_docs(manifests / "hooks.yaml", [
-        doc("Hook", f"keep_{i}", {"code": "def handler(e):\n    return 1\n"}) for i in range(2)])
+    write_hooks(manifests, (f"keep_{i}" for i in range(2)))
 
     orphaned = govsync.run("apply", str(manifests), "--auto-approve")
     assert orphaned.code == 0, orphaned

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from applykit import Govsync, Server, doc, write_docs
+from applykit import Govsync, Server, write_hooks
 
 
 def lose_the_lock(gov: Govsync) -> None:
@@ -41,8 +41,7 @@ def test_an_apply_that_loses_its_lock_sends_nothing_more(
     gov = make_govsync(state_url, server.url)
     manifests = tmp_path / "m"
     names = [f"fenced_{gov.workspace.replace('-', '_')}_{i}" for i in range(8)]
-    write_docs(manifests / "hooks.yaml", [
-        doc("Hook", name, {"code": "def handler(e):\n    return 1\n"}) for name in names])
+    write_hooks(manifests, names)
     running = gov.popen("apply", str(manifests), "--auto-approve", "--parallelism", "1")
     assert running.wait_for_line(lambda line: line.startswith("Applying "))
     time.sleep(1.5)  # a few creates done, one on its way
@@ -76,8 +75,7 @@ def test_a_second_apply_racing_one_that_lost_its_lock_duplicates_nothing(
     gov = make_govsync(state_url, server.url)
     manifests = tmp_path / "m"
     names = [f"race_{gov.workspace.replace('-', '_')}_{i}" for i in range(60)]
-    write_docs(manifests / "hooks.yaml", [
-        doc("Hook", name, {"code": "def handler(e):\n    return 1\n"}) for name in names])
+    write_hooks(manifests, names)
     first = gov.popen("apply", str(manifests), "--auto-approve", "--parallelism", "8")
     assert first.wait_for_line(lambda line: line.startswith("Applying "))
     time.sleep(1.0)

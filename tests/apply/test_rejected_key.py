@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from applykit import Govsync, Server, doc, write_docs
+from applykit import Govsync, Server, write_hooks
 
 
 @pytest.mark.parametrize(("key", "status"), [("viewer-key", "403 forbidden"),
@@ -18,8 +18,7 @@ def test_apply_with_a_rejected_key_stops_sending(
     server = serve("--viewer-key", "viewer-key")
     gov = make_govsync(sqlite_state, server.url)
     manifests = tmp_path / "m"
-    write_docs(manifests / "hooks.yaml", [
-        doc("Hook", f"h{i}", {"code": "def handler(e):\n    return 1\n"}) for i in range(40)])
+    write_hooks(manifests, (f"h{i}" for i in range(40)))
 
     result = gov.run("apply", str(manifests), "--auto-approve", "--parallelism", "2",
                      env={"GOVSYNC_API_KEY": key})
@@ -41,8 +40,7 @@ def test_a_saved_plan_refused_by_the_key_stays_valid(
     server = serve("--viewer-key", "viewer-key")
     gov = make_govsync(sqlite_state, server.url)
     manifests = tmp_path / "m"
-    write_docs(manifests / "hooks.yaml", [
-        doc("Hook", f"k{i}", {"code": "def handler(e):\n    return 1\n"}) for i in range(3)])
+    write_hooks(manifests, (f"k{i}" for i in range(3)))
     plan = tmp_path / "plan.json"
     assert gov.run("plan", str(manifests), "--out", str(plan)).code == 0
     refused = gov.run("apply", str(plan), env={"GOVSYNC_API_KEY": "viewer-key"})

@@ -22,6 +22,7 @@ from applykit import (
     Server,
     doc,
     write_docs,
+    write_hooks,
 )
 
 from govsync.api.client import AsyncClient, unwrap
@@ -145,8 +146,7 @@ def two_uncertain_hooks(gov: Govsync, tmp_path: Path) -> Path:
     next apply sends it again.
     """
     manifests = tmp_path / "uncertain"
-    write_docs(manifests / "hooks.yaml", [
-        doc("Hook", name, {"code": "def handler(e):\n    return 1\n"}) for name in ("h_a", "h_b")])
+    write_hooks(manifests, ("h_a", "h_b"))
     for _ in range(10):
         run = gov.run("apply", str(manifests), "--auto-approve")
         assert run.code == 1, run
@@ -256,8 +256,7 @@ def test_unlock(serve: Callable[..., Server], make_govsync: Callable[..., Govsyn
     none = gov.run("state", "unlock")
     assert none.code == 0 and "The workspace was not locked." in none.out
     manifests = tmp_path / "m"
-    write_docs(manifests / "hooks.yaml", [
-        doc("Hook", f"lock_{i}", {"code": "def handler(e):\n    return 1\n"}) for i in range(4)])
+    write_hooks(manifests, (f"lock_{i}" for i in range(4)))
     doomed = gov.popen("apply", str(manifests), "--auto-approve", "--parallelism", "1")
     assert doomed.wait_for_line(lambda line: line.startswith("Applying "))
     time.sleep(0.2)
@@ -281,8 +280,7 @@ def test_unlock_refuses_while_the_holder_runs(
     server = serve("--latency-ms", "500")
     gov = make_govsync(state_url, server.url)
     manifests = tmp_path / "m"
-    write_docs(manifests / "hooks.yaml", [
-        doc("Hook", f"busy_{i}", {"code": "def handler(e):\n    return 1\n"}) for i in range(4)])
+    write_hooks(manifests, (f"busy_{i}" for i in range(4)))
     running = gov.popen("apply", str(manifests), "--auto-approve", "--parallelism", "1")
     try:
         assert running.wait_for_line(lambda line: line.startswith("Applying "))
