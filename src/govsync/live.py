@@ -7,9 +7,9 @@ the missing into errors at the field's place, drift into a failed live check.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from govsync.api.kinds import LiveRef
 from govsync.manifests.model import Manifest, ManifestSet
@@ -49,9 +49,13 @@ def missing(values: Iterable[LiveValue], existing: Mapping[str, set[str]]) -> li
 
 async def read(client: AsyncClient, values: Iterable[LiveValue]) -> dict[str, set[str]]:
     """Names of every object the read operations of ``values`` list (every page)."""
-    operations = {v.ref.read_operation for v in values}
     out: dict[str, set[str]] = {}
-    for operation in sorted(operations):
-        if operation == "ListGroups":
-            out[operation] = {g["name"] for g in await client.list_all_groups()}
+    for operation in sorted({v.ref.read_operation for v in values}):
+        out[operation] = {item["name"] for item in await READERS[operation](client)}
     return out
+
+
+# How to read every page of each read operation a LiveRef may name.
+READERS: dict[str, Callable[[AsyncClient], Awaitable[list[dict[str, Any]]]]] = {
+    "ListGroups": lambda client: client.list_all_groups(),
+}

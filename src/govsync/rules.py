@@ -313,6 +313,8 @@ def evaluate(rules: Sequence[Rule], manifests: ManifestSet, environment: str | N
         return outcome
     from cel_expr_python import cel
 
+    from govsync.plan import Action
+
     known = ids or {}
     for item in compiled:
         rule = item.rule
@@ -337,8 +339,9 @@ def evaluate(rules: Sequence[Rule], manifests: ManifestSet, environment: str | N
             }
             if changes is not None:
                 change = changes.get(address)
-                data["change"] = ({"action": str(change.action), "fields": list(change.fields)}
-                                  if change is not None else {"action": "no-op", "fields": []})
+                data["change"] = (
+                    {"action": str(change.action), "fields": list(change.fields)}
+                    if change is not None else {"action": str(Action.NOOP), "fields": []})
             where = manifest.where()
             try:
                 value = program.eval(data=data)

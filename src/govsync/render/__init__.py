@@ -25,6 +25,10 @@ SYMBOLS: dict[Action, tuple[str, str | None]] = {
     Action.NOOP: (" ", None),
 }
 ORDER = tuple(SYMBOLS)
+# The summary table's columns, and the actions shown only when a plan has some.
+TABLE_ORDER = (Action.CREATE, Action.UPDATE, Action.MOVE, Action.IMPORT, Action.BLOCKED,
+               Action.ORPHAN, Action.UNCERTAIN, Action.NOOP)
+OCCASIONAL = (Action.MOVE, Action.IMPORT)
 
 
 def fmt_value(value: Any) -> str:
@@ -35,7 +39,7 @@ def fmt_value(value: Any) -> str:
 
 def summary_line(plan: Plan) -> str:
     s = plan.summary()
-    extra = "".join(f", {s[a]} to {a}" for a in ("move", "import") if s[a])
+    extra = "".join(f", {s[a]} to {a}" for a in OCCASIONAL if s[a])
     left = f" Left out by --target: {plan.left_out}." if plan.targets else ""
     return (
         f"Plan: {s['create']} to create, {s['update']} to update{extra}, {s['blocked']} blocked, "
@@ -107,9 +111,8 @@ def plan_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT, title: str = "govs
     collapsible sections; never longer than ``limit`` characters."""
     s = plan.summary()
     # Moves and imports get a column only when there are some.
-    columns = [a for a in ("create", "update", "move", "import", "blocked", "orphan",
-                           "uncertain", "no-op") if s[a] or a not in ("move", "import")]
-    headings = ["unchanged" if a == "no-op" else a for a in columns]
+    columns = [a for a in TABLE_ORDER if s[a] or a not in OCCASIONAL]
+    headings = ["unchanged" if a == Action.NOOP else str(a) for a in columns]
     head = [
         f"### {title}: workspace `{plan.workspace}`",
         "",
