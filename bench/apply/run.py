@@ -28,7 +28,9 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "bench", "plan"))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
 
+from bytecode import compile_package  # noqa: E402
 from generate import write  # noqa: E402
 
 KEY = "bench-key"
@@ -92,6 +94,7 @@ def depth_of(manifests: str) -> int:
 
 
 def main() -> None:
+    compile_package()
     parser = argparse.ArgumentParser()
     parser.add_argument("--objects", type=int, default=1000)
     parser.add_argument("--latency-ms", type=int, default=50)

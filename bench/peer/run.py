@@ -48,8 +48,10 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import graph  # noqa: E402
+from bytecode import compile_package  # noqa: E402
 
 KEY = "bench-key"
 SEED = os.path.join(ROOT, "examples", "server-seed.yaml")
@@ -241,6 +243,7 @@ def machine() -> dict[str, str]:
 
 
 def main() -> None:
+    compile_package()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000,10000")
     parser.add_argument("--repeat", type=int, default=3)

@@ -32,7 +32,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "bench", "plan"))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
 
+from bytecode import compile_package  # noqa: E402
 from generate import write  # noqa: E402
 
 EXAMPLES = os.path.join(ROOT, "examples", "manifests")
@@ -126,6 +128,7 @@ def ratio(xs: list[float], floor: list[float]) -> str:
 
 
 def main() -> None:
+    compile_package()
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--importtime-runs", type=int, default=5)

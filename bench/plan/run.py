@@ -26,7 +26,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "bench"))
 
+from bytecode import compile_package  # noqa: E402
 from generate import write  # noqa: E402
 
 FLOOR = """
@@ -80,6 +82,7 @@ def matching_state(manifest_dir: str, workdir: str) -> None:
 
 
 def main() -> None:
+    compile_package()
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--sizes", default="100,1000,10000")

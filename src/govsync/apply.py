@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
-from govsync.api.kinds import BY_KIND, Kind, wrap_key
+from govsync.api.kinds import BY_KIND, Kind
 from govsync.errors import (
     AmbiguousError,
     ApiError,
@@ -207,7 +207,7 @@ def request_body(kind: Kind, change: Change, send: dict[str, Any]) -> tuple[str,
         op = kind.update
         fields = send if kind.replace_all else {k: send[k] for k in kind.updatable if k in send}
         obj = {"id": change.id, **fields} if kind.update_with_id else fields
-    wrap = wrap_key(op.request)
+    wrap = op.wrap
     return op.name, ({wrap: obj} if wrap else obj)
 
 

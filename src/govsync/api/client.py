@@ -39,10 +39,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, Union
 
 import httpx
-from pydantic import BaseModel
 
 from govsync import errors, paths
 from govsync.api.catalog import BY_NAME, OPERATIONS, Operation
@@ -54,11 +53,14 @@ from govsync.api.transport import (
 )
 from govsync.values import SENSITIVE
 
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
 __all__ = ["AsyncClient", "RetryEvent", "connect", "local_transport", "unwrap"]
 
 log = logging.getLogger(__name__)
 
-Body = Mapping[str, Any] | BaseModel
+Body = Union[Mapping[str, Any], "BaseModel"]
 T = TypeVar("T")
 # What a call asks its driver to do: send a request, or sleep some seconds.
 Effect = httpx.Request | float
@@ -122,9 +124,9 @@ def _snake(name: str) -> str:
 def _payload(body: Body | None) -> dict[str, Any]:
     if body is None:
         return {}
-    if isinstance(body, BaseModel):
-        return body.model_dump(mode="json", exclude_none=True)
-    return dict(body)
+    if isinstance(body, Mapping):
+        return dict(body)
+    return body.model_dump(mode="json", exclude_none=True)
 
 
 def _secret_values(op: Operation, payload: Mapping[str, Any]) -> list[str]:

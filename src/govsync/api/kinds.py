@@ -5,7 +5,8 @@ which operation updates it and which fields that update covers, how its
 request is wrapped.  Everything else is derived from the operation catalog
 and the request models: a kind's spec model, whether its API object has a
 ``name`` (taken from ``metadata.name``), its reference fields and its secret
-fields.  The loader, graph, planner, applier, reference server and JSON
+fields.  The models' facts are read from their compiled form
+(``govsync.api.checks``), so that planning never imports pydantic.  The loader, graph, planner, applier, reference server and JSON
 Schema all read this table; none of them branches on a kind's name.
 """
 
@@ -13,11 +14,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-from pydantic import BaseModel
-
-from govsync.api import models as m
+from govsync.api import checks
 from govsync.api.catalog import BY_NAME, Operation
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 
 @dataclass(frozen=True)
@@ -37,18 +40,6 @@ REFERENCES: tuple[Reference, ...] = (
     Reference("nativeUserId", "nativeUserRef", "NativeUser"),
     Reference("linkedDbUserId", "linkedDbUserRef", "NativeUser"),
 )
-
-
-def wrap_key(request: type[BaseModel]) -> str | None:
-    """The key a request wraps its object under (``{"hook": {...}}``), if any."""
-    fields = request.model_fields
-    if len(fields) != 1:
-        return None
-    (key, info), = fields.items()
-    annotation = info.annotation
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return key
-    return None
 
 
 @dataclass(frozen=True)
@@ -73,8 +64,9 @@ class Kind:
     replace_all: bool = False
     # The update request carries the object's id beside the fields.
     update_with_id: bool = True
-    # The manifest spec model, when it is not the create request itself.
-    spec_override: type[BaseModel] | None = None
+    # The manifest spec model (by name in govsync.api.models), when it is not
+    # the create request itself.
+    spec_override: str | None = None
     # Fields that name objects govsync does not manage but can read live.
     # Checked by plan and drift.
     live_refs: tuple[LiveRef, ...] = ()
@@ -91,24 +83,34 @@ class Kind:
     @cached_property
     def request_model(self) -> type[BaseModel]:
         """The model that validates a resolved spec (names and ids filled in)."""
+        from pydantic import BaseModel
+
+        from govsync.api import models
+
         if self.spec_override is not None:
-            return self.spec_override
-        wrap = wrap_key(self.create.request)
+            model: type[BaseModel] = getattr(models, self.spec_override)
+            return model
+        request = self.create.request
+        wrap = models.wrap_key(request)  # not Operation.wrap: checkgen reads this
         if wrap is None:
-            return self.create.request
-        annotation = self.create.request.model_fields[wrap].annotation
+            return request
+        annotation = request.model_fields[wrap].annotation
         assert isinstance(annotation, type) and issubclass(annotation, BaseModel)
         return annotation
 
     @cached_property
+    def fields(self) -> tuple[str, ...]:
+        """The spec model's fields, in order (from the compiled models)."""
+        return checks.FIELDS[checks.KIND_MODELS[self.name]]
+
+    @cached_property
     def named(self) -> bool:
         """The API object has a ``name``: it is the manifest's ``metadata.name``."""
-        return "name" in self.request_model.model_fields
+        return "name" in self.fields
 
     @cached_property
     def references(self) -> tuple[Reference, ...]:
-        fields = self.request_model.model_fields
-        return tuple(r for r in REFERENCES if r.id_field in fields)
+        return tuple(r for r in REFERENCES if r.id_field in self.fields)
 
     @cached_property
     def secrets(self) -> tuple[str, ...]:
@@ -159,7 +161,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("AIProviderIntegration", "CreateIntegrationAIProvider", summary="An AI provider account."),
     Kind("ConnectorAIProvider", "UpdateConnectorAiProviderV2", "UpdateConnectorAiProviderV2",
          replace_all=True, update_with_id=False,
-         spec_override=m.ConnectorAiProviderSpec,
+         spec_override="ConnectorAiProviderSpec",
          summary="A connector's AI provider configuration; replaced whole on change."),
     Kind("SigningKey", "CreateSigningKey", "UpdateSigningKey", frozenset({"terminationProtection"}),
          summary="A public key that signs change authorizations."),

@@ -123,6 +123,18 @@ def _exactly_one(model: BaseModel, keys: tuple[str, ...]) -> None:
         )
 
 
+def wrap_key(request: type[BaseModel]) -> str | None:
+    """The key a request wraps its object under (``{"hook": {...}}``), if any."""
+    fields = request.model_fields
+    if len(fields) != 1:
+        return None
+    (key, info), = fields.items()
+    annotation = info.annotation
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return key
+    return None
+
+
 class Empty(Model):
     """A variant without fields."""
 

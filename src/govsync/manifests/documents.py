@@ -15,11 +15,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
 from yaml.nodes import Node
 
 from govsync import paths
 from govsync.api.catalog import MAX_REQUEST_BYTES
+from govsync.api.checks import CHECKS, Unsure
 from govsync.api.kinds import BY_KIND, Kind
 from govsync.errors import Problem
 from govsync.manifests import wording as w
@@ -337,8 +337,16 @@ def _validate(kind: Kind, request: dict[str, Any], used_refs: dict[str, str],
               problem: Report, uses: dict[Path, str], context: Context) -> dict[str, Any] | None:
     """The request through the API's model (defaults filled in), or None with its errors.
 
-    Inputs are shown only by kind (or short, for enums and patterns); secrets
-    were replaced by stand-ins before."""
+    The model's compiled check answers first; only what it cannot vouch for
+    (every invalid spec among them) goes to the pydantic model, which words
+    the errors.  Inputs are shown only by kind (or short, for enums and
+    patterns); secrets were replaced by stand-ins before."""
+    try:
+        return CHECKS[kind.name](request)
+    except Unsure:
+        pass
+    from pydantic import ValidationError
+
     try:
         model = kind.request_model.model_validate(request)
     except ValidationError as exc:

@@ -7,13 +7,14 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from functools import cache
-from typing import Any, get_args
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any, get_args
 
 from govsync import paths
 from govsync.api.kinds import BY_KIND, Kind
 from govsync.manifests.yamlio import BOOL, FLOAT, INT, core_tag
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 
 def explain(kind: Kind, err: Any, used_refs: dict[str, str]) -> tuple[tuple[Any, ...], str, bool]:
@@ -175,6 +176,8 @@ def fields_at(kind: Kind, loc: tuple[Any, ...]) -> tuple[str, ...]:
 
 
 def models_in(annotation: Any) -> list[type[BaseModel]]:
+    from pydantic import BaseModel
+
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return [annotation]
     return [m for arg in get_args(annotation) for m in models_in(arg)]

@@ -28,7 +28,7 @@ from pydantic import BaseModel
 
 from govsync import paths
 from govsync.api.catalog import Operation
-from govsync.api.kinds import BY_KIND, wrap_key
+from govsync.api.kinds import BY_KIND
 from govsync.server.errors import ApiFailure
 from govsync.server.groups import list_groups
 from govsync.server.shapes import Shape, shape_of
@@ -92,7 +92,7 @@ class Engine:
         if op.kind is None:
             return READS[op.name](self.store, request)
         kind, shape = op.kind, shape_of(op.kind)
-        wrap = wrap_key(op.request)
+        wrap = op.wrap
         given = getattr(request, wrap) if wrap else request
         fields: JsonObject = dump(given)
         for name in shape.keep_null:
