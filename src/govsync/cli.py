@@ -19,7 +19,7 @@ import click
 from govsync import __version__
 from govsync.errors import GovsyncError, ManifestError
 from govsync.project import Selection
-from govsync.settings import DEFAULT_STATE, Settings
+from govsync.settings import DEFAULT_STATE, LOG_ENV, Settings
 
 if TYPE_CHECKING:
     from govsync.manifests.model import ManifestSet
@@ -230,9 +230,12 @@ def cli(ctx: click.Context, verbose: int, quiet: bool, no_color: bool) -> None:
     Logs: GOVSYNC_LOG=debug|info|warning writes them to stderr (every API
     call: operation, status, duration, retries; never a secret or the key).
     """
-    from govsync import logs
+    if os.environ.get(LOG_ENV) or "govsync.logs" in sys.modules:
+        # Without GOVSYNC_LOG, logging is configured only to undo an earlier
+        # invocation's set-up in this process (logging costs start-up).
+        from govsync import logs
 
-    logs.configure(os.environ.get(logs.ENV), hidden=[os.environ.get("GOVSYNC_API_KEY", "")])
+        logs.configure(os.environ.get(logs.ENV), hidden=[os.environ.get("GOVSYNC_API_KEY", "")])
     ctx.obj = Output(verbose, quiet, no_color)
 
 

@@ -22,9 +22,10 @@ import sys
 from collections.abc import Iterable
 
 from govsync.errors import ConfigError
+from govsync.settings import LOG_ENV
 from govsync.values import SENSITIVE
 
-ENV = "GOVSYNC_LOG"
+ENV = LOG_ENV
 LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING}
 ROOT = "govsync"
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"

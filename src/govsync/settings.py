@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 DEFAULT_STATE = os.path.join(".govsync", "state.db")
 # Where ``--endpoint local`` keeps the embedded server's objects.
 LOCAL_DB = os.path.join(".govsync", "local-api.db")
+# The environment variable that turns logs on (govsync/logs.py).
+LOG_ENV = "GOVSYNC_LOG"
 WORKSPACE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 
 

@@ -8,7 +8,6 @@ reads in the calling process.
 from __future__ import annotations
 
 import os
-import pickle
 
 from govsync.manifests.loader import FileResult, read_file, read_files
 from govsync.manifests.model import Context
@@ -38,6 +37,8 @@ def forked_reader(files: list[tuple[str, str]], context: Context) -> list[FileRe
         if acc >= total / 2:
             half = min(i + 1, len(files) - 1)
             break
+
+    import pickle
 
     read_fd, write_fd = os.pipe()
     pid = os.fork()

@@ -4,7 +4,6 @@ validate, plan and fmt speak alike."""
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any, get_args
@@ -150,6 +149,8 @@ def unknown(what: str, word: str, candidates: Iterable[str], *, otherwise: str =
 
 
 def closest(word: str, candidates: Iterable[str]) -> str | None:
+    import difflib
+
     close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
     return close[0] if close else None
 
@@ -185,6 +186,8 @@ def models_in(annotation: Any) -> list[type[BaseModel]]:
 def did_you_mean(address: str, objects: Collection[str]) -> str:
     kind = address.split("/", 1)[0]
     same_kind = [a for a in objects if a.startswith(kind + "/")]
+    import difflib
+
     close = difflib.get_close_matches(address, same_kind, n=1, cutoff=0.8)
     if close:
         return f": did you mean {close[0]}?"

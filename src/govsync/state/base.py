@@ -34,7 +34,6 @@ import hmac
 import json
 import os
 import re
-import socket
 import sys
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -181,6 +180,8 @@ class LockHolder:
         except Exception:  # no user name in some containers
             user = str(os.getuid()) if hasattr(os, "getuid") else "unknown"
         command = " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv))
+        import socket
+
         return cls(user, socket.gethostname(), os.getpid(), command[:200], now())
 
     @classmethod
