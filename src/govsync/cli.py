@@ -1076,6 +1076,11 @@ def main() -> None:
     """The console script.  Exits without tearing the interpreter down: after a
     large plan, freeing a million objects one by one takes a tenth of a second
     and achieves nothing.  Everything is flushed and closed before."""
+    # httpx imports its own command line (rich, pygments: about 60 ms) whenever
+    # those are installed, as they are beside govsync; govsync never runs it
+    # (fixed upstream in pydantic/httpx2#947).  Without it, httpx falls back to
+    # a stub.
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
     try:
         cli(prog_name="govsync")
         code = 0
