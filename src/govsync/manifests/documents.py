@@ -222,36 +222,51 @@ def _take_variables(kind: Kind, spec: dict[str, Any], context: Context,
     """Replace each ``{var: NAME}`` by the variable's value; {path: NAME} of each use.
     The paths of uses that fail are appended to ``failed``."""
     uses: dict[Path, str] = {}
-    secrets = [paths.split(s) for s in kind.secrets]
-
-    def walk(value: Any, at: Path) -> Any:
-        if isinstance(value, dict):
-            if len(value) == 1 and "var" in value:
-                name = value["var"]
-                if any(paths.under(at, s) for s in secrets):
-                    problem(("spec", *at), f"spec.{paths.text(at)} is a secret: variables are "
-                            "not secrets (they are in git); write {fromEnv: VARIABLE}")
-                elif not isinstance(name, str):
-                    problem(("spec", *at, "var"), f"{{var: NAME}} names a variable, not "
-                            f"{w.a_value(name)}")
-                elif name not in context.variables:
-                    known = ", ".join(sorted(context.variables)) or "none"
-                    problem(("spec", *at, "var"), f"variable {name!r} is not defined in "
-                            f"{context.where} (defined: {known}): add it to vars in govsync.yaml "
-                            f"or pass --var {name}=VALUE")
-                else:
-                    uses[at] = name
-                    return context.variables[name]
-                failed.append(at)
-                return value
-            return {k: walk(v, (*at, k)) for k, v in value.items()}
-        if isinstance(value, list):
-            return [walk(v, (*at, i)) for i, v in enumerate(value)]
-        return value
-
     if not _mentions_var(spec):
         return spec, uses
-    return walk(spec, ()), uses
+    filling = _Filling(context, problem, failed, uses, [paths.split(s) for s in kind.secrets])
+    return filling.walk(spec, ()), uses
+
+
+@dataclass
+class _Filling:
+    """One spec's ``{var: NAME}`` being filled in.  (A method, not a closure that
+    calls itself: such a closure is a reference cycle, and would keep the
+    document's node tree alive while the loader pauses the collector.)"""
+
+    context: Context
+    problem: Report
+    failed: list[Path]
+    uses: dict[Path, str]
+    secrets: list[Path]
+
+    def walk(self, value: Any, at: Path) -> Any:
+        if isinstance(value, dict):
+            if len(value) == 1 and "var" in value:
+                return self.variable(value, at)
+            return {k: self.walk(v, (*at, k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.walk(v, (*at, i)) for i, v in enumerate(value)]
+        return value
+
+    def variable(self, value: dict[str, Any], at: Path) -> Any:
+        name, context, problem = value["var"], self.context, self.problem
+        if any(paths.under(at, s) for s in self.secrets):
+            problem(("spec", *at), f"spec.{paths.text(at)} is a secret: variables are "
+                    "not secrets (they are in git); write {fromEnv: VARIABLE}")
+        elif not isinstance(name, str):
+            problem(("spec", *at, "var"), f"{{var: NAME}} names a variable, not "
+                    f"{w.a_value(name)}")
+        elif name not in context.variables:
+            known = ", ".join(sorted(context.variables)) or "none"
+            problem(("spec", *at, "var"), f"variable {name!r} is not defined in "
+                    f"{context.where} (defined: {known}): add it to vars in govsync.yaml "
+                    f"or pass --var {name}=VALUE")
+        else:
+            self.uses[at] = name
+            return context.variables[name]
+        self.failed.append(at)
+        return value
 
 
 def _mentions_var(value: Any) -> bool:
