@@ -75,7 +75,7 @@ class FieldChange:
         return {"field": self.path, "before": self.before, "after": self.after}
 
 
-@dataclass
+@dataclass(slots=True)
 class Change:
     address: str
     action: Action
@@ -345,7 +345,8 @@ def _import(manifest: Manifest, directive: Directive, request: dict[str, Any]) -
 def _change(manifest: Manifest, entry: Any, request: dict[str, Any],
             resolved: dict[str, Any]) -> Change:
     change = _action(manifest, entry, request, resolved)
-    change.patched = dict(manifest.patched)
+    if manifest.patched:
+        change.patched = dict(manifest.patched)
     return change
 
 

@@ -151,6 +151,18 @@ def test_json_is_one_line_with_every_change_and_the_summary(mixed: Plan) -> None
     assert all("request" not in c for c in body["changes"])
 
 
+@pytest.mark.parametrize("copies", [0, 1, 1000, 2501])
+def test_json_written_in_chunks_is_the_whole_document(mixed: Plan, copies: int) -> None:
+    """Large plans are written a thousand changes at a time: the same bytes as one dump."""
+    import dataclasses
+
+    plan = dataclasses.replace(mixed, changes=(mixed.changes * copies)[:copies])
+    whole = json.dumps(render.plan_public(plan), ensure_ascii=False, separators=(",", ":"))
+    chunks = list(render.plan_json_chunks(plan))
+    assert "".join(chunks) == whole + "\n"
+    assert len(chunks) == 2 + -(-copies // 1000)
+
+
 def _sections(markdown: str) -> list[str]:
     return re.findall(r"<details><summary><b>(\w+)</b>: ([^<]*)</summary>", markdown)
 

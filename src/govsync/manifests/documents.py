@@ -91,13 +91,12 @@ def check_document(doc: RawDocument, problems: list[Problem], *, source: str = "
         # are reported with the name's; no manifest is made.
         check_spec(kind, _NAME_STAND_IN, spec, [], problem)
         return None
-    manifest = Manifest(kind, name, doc.file, doc.line, doc.col, {}, source=source or doc.file,
-                        index=doc.index)
-    manifest.depends_on.extend(depends)
-    built = check_spec(kind, name, spec, manifest.refs, problem, context)
+    refs: list[tuple[str, str]] = []
+    built = check_spec(kind, name, spec, refs, problem, context)
     if len(problems) > start or built is None:
         return None
-    manifest.template, manifest.holes = built
+    manifest = Manifest(kind, name, doc.file, doc.line, doc.col, built[0], built[1],
+                        tuple(refs), tuple(depends), source=source or doc.file, index=doc.index)
     if doc.chars > _SIZE_CHECK_CHARS:
         size = request_size(manifest.template)
         if size > MAX_REQUEST_BYTES:

@@ -7,6 +7,7 @@ import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from govsync import paths
@@ -16,6 +17,7 @@ from govsync.manifests.yamlio import RawDocument, iter_documents, locate, read_t
 from govsync.paths import Path
 
 Position = tuple[int, int]
+NOTHING_PATCHED: Mapping[str, str] = MappingProxyType({})
 
 
 @dataclass(frozen=True)
@@ -45,16 +47,18 @@ class Manifest:
     template: dict[str, Any]
     holes: tuple[Path, ...] = ()
     # (field, target address) for every reference written by name.
-    refs: list[tuple[str, str]] = field(default_factory=list)
-    depends_on: list[str] = field(default_factory=list)
+    # (Tuples, and a dict only once a position is asked for: at 100,000
+    # manifests each empty list or dict would cost 6 MB.)
+    refs: tuple[tuple[str, str], ...] = ()
+    depends_on: tuple[str, ...] = ()
     # Where the document is on disk, to find a node's line and column when an
     # error needs it (positions are not kept: 10,000 documents' worth would
     # cost a sixth of planning them).
     source: str = ""
     index: int = 0
-    positions: dict[str, Position] = field(default_factory=dict)
+    positions: dict[str, Position] | None = None
     # Spec fields (dotted) a Patch set or removed -> the patch, e.g. "Patch/prod (f.yaml:3)".
-    patched: dict[str, str] = field(default_factory=dict)
+    patched: Mapping[str, str] = field(default_factory=lambda: NOTHING_PATCHED)
 
     @property
     def address(self) -> str:
@@ -67,11 +71,15 @@ class Manifest:
 
     def where(self, what: str = "") -> tuple[str, int, int]:
         """(file, line, col) of a dotted path such as ``spec.logStoreB.apiKey``."""
-        if what and what not in self.positions:
+        if not what:
+            return self.file, self.line, self.col
+        if self.positions is None:
+            self.positions = {}
+        if what not in self.positions:
             root = document_root(self.source, self.file, self.index)
             self.positions[what] = (locate(root, paths.split(what)) if root is not None
                                     else (self.line, self.col))
-        line, col = self.positions.get(what, (self.line, self.col))
+        line, col = self.positions[what]
         return self.file, line, col
 
 
