@@ -40,9 +40,14 @@ def _spaces(url: str) -> list[dict[str, Any]]:
     return list(objects.get("Space", []))
 
 
-async def test_client_over_tcp(serve: Callable[..., str]) -> None:
+# lanes > 1 is how apply sends (a bare transport per connection): the same answers.
+LANES = pytest.mark.parametrize("lanes", [1, 4])
+
+
+@LANES
+async def test_client_over_tcp(serve: Callable[..., str], lanes: int) -> None:
     url = serve()
-    async with AsyncClient(url, KEY) as client:
+    async with AsyncClient(url, KEY, lanes=lanes) as client:
         created = await client.create_space({"name": "over-tcp"})
         assert created["space"]["name"] == "over-tcp"
         assert "groups" in await client.list_groups({})
@@ -51,18 +56,35 @@ async def test_client_over_tcp(serve: Callable[..., str]) -> None:
         groups = await client.list_all_groups(page_size=2)
     assert groups == []
     assert [s["name"] for s in _spaces(url)] == ["over-tcp"]
-    async with AsyncClient(url, "not-the-key") as client:
+    async with AsyncClient(url, "not-the-key", lanes=lanes) as client:
+        with pytest.raises(errors.UnauthorizedError):
+            await client.list_groups({})
+    async with AsyncClient(url, None, lanes=lanes) as client:
         with pytest.raises(errors.UnauthorizedError):
             await client.list_groups({})
 
 
+@LANES
+async def test_many_calls_in_flight_over_tcp(serve: Callable[..., str], lanes: int) -> None:
+    """More calls than lanes at once: each is sent once and answered."""
+    import asyncio
+
+    url = serve("--latency-ms", "20")
+    async with AsyncClient(url, KEY, lanes=lanes) as client:
+        made = await asyncio.gather(*(client.create_space({"name": f"s{i}"}) for i in range(12)))
+    assert sorted(m["space"]["name"] for m in made) == sorted(f"s{i}" for i in range(12))
+    assert sorted(s["name"] for s in _spaces(url)) == sorted(f"s{i}" for i in range(12))
+
+
+@LANES
 async def test_faults_over_tcp_never_repeat_a_create_after_a_drop(
-    serve: Callable[..., str],
+    serve: Callable[..., str], lanes: int,
 ) -> None:
     """With --fault-rate 1.0 every write fails: 500 (retried) or a dropped connection."""
     url = serve("--fault-rate", "1.0")
     outcomes: dict[str, type[Exception]] = {}
-    async with AsyncClient(url, KEY, max_retries=4, sleep=lambda s: None) as client:
+    async with AsyncClient(url, KEY, max_retries=4, sleep=lambda s: None,
+                           lanes=lanes) as client:
         for i in range(8):
             name = f"faulty-{i}"
             with pytest.raises((errors.ServerError, errors.AmbiguousError)) as caught:

@@ -300,8 +300,8 @@ class SqliteStore(StateStore):
         self._backup()
         with self._transaction(f"state write failed for workspace {workspace!r}",
                                write=True) as db:
-            self._fence(db, workspace)
-            _ensure(db, workspace)
+            if not self._fence(db, workspace):
+                _ensure(db, workspace)
             body(db)
             if bump:
                 db.execute("UPDATE workspaces SET serial = serial + 1 WHERE name = ?",
@@ -310,11 +310,12 @@ class SqliteStore(StateStore):
                              (workspace,)).fetchone()
             return int(row[0])
 
-    def _fence(self, db: sqlite3.Connection, workspace: str) -> None:
-        """Inside a write transaction: refuse if this store lost a lock it held."""
+    def _fence(self, db: sqlite3.Connection, workspace: str) -> bool:
+        """Inside a write transaction: refuse if this store lost a lock it held.
+        True when it holds the lock (and so the workspace's row exists)."""
         lock = self._locks.get(workspace)
         if lock is None:
-            return
+            return False
         row = db.execute("SELECT lock_epoch FROM workspaces WHERE name = ?",
                          (workspace,)).fetchone()
         if row is None or row[0] != lock.epoch:
@@ -329,6 +330,7 @@ class SqliteStore(StateStore):
         if there is None or (there.st_ino, there.st_dev) != (mine.st_ino, mine.st_dev):
             raise LockLostError(lock_lost(
                 workspace, f"the lock file {self._lock_path(workspace)} was removed"))
+        return True
 
     # -- read --------------------------------------------------------------------
     def snapshot(self, workspace: str, *, responses: bool = True) -> Snapshot:
