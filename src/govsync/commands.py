@@ -114,6 +114,8 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False) ->
 def check_rules(plan: Plan, manifests: ManifestSet, settings: Settings,
                 snapshot: Snapshot) -> None:
     """The project's rules (guardrails): ManifestError for an error; results as checks."""
+    if not settings.selection.rules:
+        return  # (without importing the rules engine)
     from govsync.rules import check_plan
 
     check_plan(plan, manifests, settings.selection, snapshot)

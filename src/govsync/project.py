@@ -254,6 +254,11 @@ class Selection:
     def name(self) -> str | None:
         return self.environment.name if self.environment else None
 
+    @property
+    def rules(self) -> tuple[Rule, ...]:
+        """The project's guardrail rules (none without a project)."""
+        return self.project.rules if self.project is not None else ()
+
     def variables(self) -> dict[str, Any]:
         if self.project is None:
             return dict(self.overrides)

@@ -374,7 +374,7 @@ def evaluate(rules: Sequence[Rule], manifests: ManifestSet, environment: str | N
 
 
 def project_rules(selection: Selection | None) -> tuple[Rule, ...]:
-    return selection.project.rules if selection is not None and selection.project else ()
+    return selection.rules if selection is not None else ()
 
 
 def check_plan(plan: Plan, manifests: ManifestSet, selection: Selection | None,
