@@ -6,7 +6,8 @@ graph depth 4) are applied at parallelism 16, then sequentially
 (parallelism 1), each on a fresh server and state.  The bound of a perfect
 scheduler is the longest of depth x latency and ceil(objects / parallelism)
 x latency.  Finally a second apply of the same manifests (nothing to do) is
-timed as a whole process; it must send no request.
+timed as a whole process; it must send no request; and then `govsync drift`
+(which must find nothing).
 
     python bench/apply/run.py [--objects 1000] [--latency-ms 50] [--parallelism 16]
 """
@@ -85,6 +86,20 @@ def apply(manifests: str, tmp: str, url: str, parallelism: int) -> tuple[float, 
     return elapsed, out.stdout.strip().splitlines()[-1]
 
 
+def drift(manifests: str, tmp: str, url: str) -> tuple[float, str]:
+    """`govsync drift` after the apply: it must find nothing (exit 0)."""
+    env = {**os.environ, "GOVSYNC_ENDPOINT": url, "GOVSYNC_API_KEY": KEY,
+           "GOVSYNC_STATE": os.path.join(tmp, "state.db")}
+    start = time.perf_counter()
+    out = subprocess.run([sys.executable, "-m", "govsync", "drift", manifests],
+                         env=env, cwd=tmp, capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if out.returncode != 0:
+        raise SystemExit(f"drift failed ({out.returncode}):\n{out.stdout[-2000:]}\n"
+                         f"{out.stderr[-2000:]}")
+    return elapsed, (out.stdout.strip().splitlines() or [""])[0]
+
+
 def depth_of(manifests: str) -> int:
     sys.path.insert(0, os.path.join(ROOT, "src"))
     from govsync.graph import depth
@@ -134,6 +149,8 @@ def main() -> None:
                     after = count_objects(url)
                     print(f"second apply: {again:.2f} s whole process [{summary2}; "
                           f"objects on the server {objects} -> {after}]")
+                    took, first_line = drift(manifests, tmp, url)
+                    print(f"drift: {took:.2f} s whole process [{first_line}]")
             finally:
                 server.terminate()
                 server.wait()

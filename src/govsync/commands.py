@@ -318,7 +318,18 @@ async def _apply(
             store.set_endpoint(settings.workspace, normal_endpoint(settings.endpoint))
         applier = Applier(store, snapshot, client, environ=settings.environ, throttle=throttle,
                           reporter=reporter)
+        # The audit's hash of the plan (which no longer changes) is computed on a
+        # worker thread while the requests are in flight, not after them.
+        hashing = None
+        if not (audit_fields and "planHash" in audit_fields):
+            import asyncio
+
+            from govsync.planfile import plan_digest
+
+            hashing = asyncio.get_running_loop().run_in_executor(None, plan_digest, the_plan)
         result = await applier.run(the_plan, work)
+        if hashing is not None:
+            audit_fields = {**(audit_fields or {}), "planHash": "sha256:" + await hashing}
     try:
         store.add_history(settings.workspace, audit.record(
             history_record(the_plan, result, manifests is None), the_plan, audit_fields))

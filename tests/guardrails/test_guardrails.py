@@ -452,3 +452,26 @@ def test_the_example_rules_of_init_work(tmp_path: Path, monkeypatch: pytest.Monk
     result = CliRunner().invoke(cli, ["validate"])
     assert result.exit_code == 0, result.output
     assert "warning: rule hooks-stay-home: hooks may reach only *.example.com" in result.stderr
+
+
+def test_an_unsaved_apply_records_the_hash_of_the_plan_it_applied(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The audit's planHash of an apply without a saved plan is the plan's canonical
+    digest (computed on a worker thread while the requests are in flight)."""
+    monkeypatch.chdir(tmp_path)  # the embedded server's database is under .govsync/
+    from govsync import commands, planfile
+    from govsync.manifests import load
+    from govsync.settings import Settings
+    from govsync.state.base import open_store
+
+    (tmp_path / "m.yaml").write_text(
+        "apiVersion: govsync/v1\nkind: Space\nmetadata: {name: audited}\n---\n"
+        "apiVersion: govsync/v1\nkind: Connector\nmetadata: {name: c-audited}\n"
+        "spec: {spaceRef: audited}\n")
+    settings = Settings(endpoint="local", state=str(tmp_path / "state.db"),
+                        local_seed=None, environ={})
+    plan, result = commands.apply(load([str(tmp_path / "m.yaml")]), settings)
+    assert not result.stopped and len(result.outcomes) == 2
+    with open_store(settings.state) as store:
+        (record,) = store.history("default")
+    assert record["planHash"] == "sha256:" + planfile.plan_digest(plan)
