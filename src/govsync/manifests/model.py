@@ -7,7 +7,6 @@ import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
 from govsync import paths
@@ -17,7 +16,6 @@ from govsync.manifests.yamlio import RawDocument, iter_documents, locate, read_t
 from govsync.paths import Path
 
 Position = tuple[int, int]
-NOTHING_PATCHED: Mapping[str, str] = MappingProxyType({})
 
 
 @dataclass(frozen=True)
@@ -58,7 +56,7 @@ class Manifest:
     index: int = 0
     positions: dict[str, Position] | None = None
     # Spec fields (dotted) a Patch set or removed -> the patch, e.g. "Patch/prod (f.yaml:3)".
-    patched: Mapping[str, str] = field(default_factory=lambda: NOTHING_PATCHED)
+    patched: dict[str, str] | None = None
 
     @property
     def address(self) -> str:

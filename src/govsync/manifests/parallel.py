@@ -59,9 +59,13 @@ def forked_reader(files: list[tuple[str, str]], context: Context) -> list[FileRe
     _, status = os.waitpid(pid, 0)
     try:
         if status != 0:
-            raise ValueError("the reading process failed")
+            raise ValueError(f"the reading process failed (status {status})")
         second: list[FileResult] = pickle.loads(data)
-    except Exception:
+    except Exception as exc:
+        import logging
+
+        logging.getLogger(__name__).warning(
+            "reading in two processes failed (%s): reading the rest here", exc)
         second = [read_file(p, d, context) for p, d in files[half:]]
     return first + second
 
