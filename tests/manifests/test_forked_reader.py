@@ -42,7 +42,7 @@ def _big_set(folder: Path) -> None:
         file += 1
     (folder / "zz-patch.yaml").write_text(
         "apiVersion: govsync/v1\nkind: Patch\nmetadata: {name: p}\n"
-        "spec: {target: Space/s%d, merge: {description: patched}}\n" % (n - 1))
+        f"spec: {{target: Space/s{n - 1}, merge: {{description: patched}}}}\n")
 
 
 def test_the_forked_reader_returns_what_one_process_reads(
