@@ -46,7 +46,10 @@ def forked_reader(files: list[tuple[str, str]], context: Context) -> list[FileRe
         code = 0
         try:
             os.close(read_fd)
-            data = pickle.dumps([read_file(p, d, context) for p, d in files[half:]], protocol=5)
+            results = [read_file(p, d, context) for p, d in files[half:]]
+            # One pickle per file: unpickling a single one of 50,000 manifests
+            # would hold a memo of every object at once (40 MB at 100,000).
+            data = b"".join(pickle.dumps(r, protocol=5) for r in results)
             with os.fdopen(write_fd, "wb") as out:
                 out.write(data)
         except BaseException:
@@ -54,18 +57,25 @@ def forked_reader(files: list[tuple[str, str]], context: Context) -> list[FileRe
         os._exit(code)
     os.close(write_fd)
     first = [read_file(p, d, context) for p, d in files[:half]]
-    with os.fdopen(read_fd, "rb") as pipe:
-        data = pipe.read()
-    _, status = os.waitpid(pid, 0)
+    second: list[FileResult] = []
     try:
-        if status != 0:
-            raise ValueError(f"the reading process failed (status {status})")
-        second: list[FileResult] = pickle.loads(data)
+        with os.fdopen(read_fd, "rb") as pipe:
+            for _ in files[half:]:
+                second.append(pickle.load(pipe))
+            if pipe.read(1):
+                raise ValueError("the reading process sent more than it read")
     except Exception as exc:
+        failure: Exception | None = exc
+    else:
+        failure = None
+    _, status = os.waitpid(pid, 0)
+    if failure is None and status != 0:
+        failure = ValueError(f"the reading process failed (status {status})")
+    if failure is not None:
         import logging
 
         logging.getLogger(__name__).warning(
-            "reading in two processes failed (%s): reading the rest here", exc)
+            "reading in two processes failed (%s): reading the rest here", failure)
         second = [read_file(p, d, context) for p, d in files[half:]]
     return first + second
 
