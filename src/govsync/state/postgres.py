@@ -324,21 +324,31 @@ class PostgresStore(StateStore):
         """One fenced transaction that bumps the serial (unless not ``bump``);
         yields the cursor and [serial]."""
         with self._transaction(f"state write failed for workspace {workspace!r}") as cur:
-            _ensure(cur, workspace)
+            lock = self._held.get(workspace)
+            if lock is None:
+                _ensure(cur, workspace)
             # Either statement takes the workspace row lock first (see above).
-            cur.execute(
-                "UPDATE govsync_workspaces SET serial = serial + 1 WHERE name = %s"
-                " RETURNING serial, lock_epoch" if bump else
-                "SELECT serial, lock_epoch FROM govsync_workspaces WHERE name = %s FOR UPDATE",
-                (workspace,),
-            )
+            # Holding the lock, the same round trip asks whether the advisory
+            # lock's session still holds it (the fence; one round trip, not three).
+            alive = "true" if lock is None else _ALIVE
+            pids = () if lock is None else _alive_params(workspace, lock.session_pid)
+            if bump:
+                cur.execute("UPDATE govsync_workspaces SET serial = serial + 1 WHERE name = %s"
+                            f" RETURNING serial, lock_epoch, {alive}", (workspace, *pids))
+            else:
+                cur.execute(f"SELECT serial, lock_epoch, {alive} FROM govsync_workspaces"
+                            " WHERE name = %s FOR UPDATE", (*pids, workspace))
             row = cur.fetchone()
-            assert row is not None
-            self._fence(cur, workspace, int(row[1]))
+            if row is None:  # the row is made before the lock is taken: someone removed it
+                raise LockLostError(lock_lost(
+                    workspace, "its workspace record was removed from the state"))
+            self._fence(cur, workspace, int(row[1]), bool(row[2]))
             yield cur, [int(row[0])]
 
-    def _fence(self, cur: psycopg.Cursor[Any], workspace: str, epoch: int) -> None:
-        """Inside a write transaction: refuse if this store lost a lock it held."""
+    def _fence(self, cur: psycopg.Cursor[Any], workspace: str, epoch: int,
+               alive: bool) -> None:
+        """Inside a write transaction: refuse if this store lost a lock it held
+        (``epoch`` and ``alive`` as the workspace row and pg_locks say now)."""
         lock = self._held.get(workspace)
         if lock is None:
             return
@@ -348,26 +358,15 @@ class PostgresStore(StateStore):
             current = _holder(row[0]) if row else None
             raise LockLostError(lock_lost(
                 workspace, f"taken by {current}" if current else "another process took it"))
-        key = lock_key(workspace) & 0xFFFFFFFFFFFFFFFF
-        cur.execute(
-            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted"
-            " AND pid = %s AND classid::bigint = %s AND objid::bigint = %s AND objsubid = 1"
-            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))",
-            (lock.session_pid, key >> 32, key & 0xFFFFFFFF),
-        )
-        alive = cur.fetchone()
-        if not (alive and alive[0]):
+        if not alive:
             raise LockLostError(lock_lost(
                 workspace, f"the PostgreSQL session holding it (pid {lock.session_pid}) ended"))
 
     def put(self, workspace: str, entry: Entry) -> int:
         row = _row(workspace, entry)
         with self._write(workspace) as (cur, serial):
-            cur.execute("SELECT 1 FROM govsync_objects WHERE workspace = %s AND address = %s",
-                        (workspace, entry.address))
-            if cur.fetchone() is None:
-                cur.execute("UPDATE govsync_workspaces SET entry_count = entry_count + 1"
-                            " WHERE name = %s", (workspace,))
+            # xmax is 0 only on a row this statement inserted (not one it
+            # updated): the one round trip also says whether the entry is new.
             cur.execute(
                 "INSERT INTO govsync_objects"
                 " (workspace, address, kind, object_id, status, spec, response, updated_at)"
@@ -375,9 +374,14 @@ class PostgresStore(StateStore):
                 " ON CONFLICT (workspace, address) DO UPDATE SET kind = EXCLUDED.kind,"
                 " object_id = EXCLUDED.object_id, status = EXCLUDED.status,"
                 " spec = EXCLUDED.spec, response = EXCLUDED.response,"
-                " updated_at = EXCLUDED.updated_at",
+                " updated_at = EXCLUDED.updated_at"
+                " RETURNING (xmax = 0)",
                 row,
             )
+            inserted = cur.fetchone()
+            if inserted is not None and inserted[0]:
+                cur.execute("UPDATE govsync_workspaces SET entry_count = entry_count + 1"
+                            " WHERE name = %s", (workspace,))
         return serial[0]
 
     def remove(self, workspace: str, address: str) -> int:
@@ -564,6 +568,18 @@ class PostgresStore(StateStore):
             if self._lock_db is not None:
                 self._lock_db.close()
             self.db.close()
+
+
+# Whether this store's lock session still holds the workspace's advisory lock.
+_ALIVE = (
+    "EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted"
+    " AND pid = %s AND classid::bigint = %s AND objid::bigint = %s AND objsubid = 1"
+    " AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))")
+
+
+def _alive_params(workspace: str, session_pid: int) -> tuple[int, int, int]:
+    key = lock_key(workspace) & 0xFFFFFFFFFFFFFFFF
+    return (session_pid, key >> 32, key & 0xFFFFFFFF)
 
 
 def _ensure(cur: psycopg.Cursor[Any], workspace: str) -> None:
