@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 GROUP = "data-platform"  # exists in examples/server-seed.yaml
 
@@ -85,6 +86,35 @@ def documents(n: int) -> list[str]:
                 docs.append(meta + body.format(i=i, group=GROUP))
         i += 1
     return docs
+
+
+# The time an applied entry and its made-up answer carry.
+STAMP = "2026-11-22T10:00:00.000000000Z"
+
+
+def applied_entries(manifest_dir: str, snapshot: Any, *, responses: bool = False) -> list[Any]:
+    """Every object of the manifests as an apply records it, with made-up ids: plan
+    against ``snapshot`` and resolve each request with the ids so far.  With
+    ``responses``, each entry also carries an answer of the API's shape for most
+    kinds (the spec with id and timestamps)."""
+    from govsync.manifests import load
+    from govsync.plan import make_plan
+    from govsync.state.base import APPLIED, Entry
+    from govsync.values import Resolver
+
+    manifests = load([manifest_dir])
+    plan = make_plan(manifests, snapshot, environ={})
+    ids: dict[str, str] = {}
+    entries = []
+    for change in plan.changes:
+        kind = manifests.objects[change.address].kind
+        _send, spec, _ = Resolver(ids, snapshot.fingerprint, {}).send(change.request or {})
+        ids[change.address] = object_id = f"id-{len(ids)}"
+        response = ({"id": object_id, **spec, "createdAt": STAMP, "updatedAt": STAMP}
+                    if responses else None)
+        entries.append(Entry(change.address, kind.name, object_id, APPLIED, spec, response,
+                             STAMP if responses else ""))
+    return entries
 
 
 def write(n: int, directory: str, per_file: int = 100) -> None:

@@ -29,7 +29,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 from bytecode import compile_package  # noqa: E402
-from generate import write  # noqa: E402
+from generate import applied_entries, write  # noqa: E402
 
 FLOOR = """
 import glob, sys, yaml
@@ -60,23 +60,10 @@ def timed(cmd: list[str], cwd: str, runs: int) -> tuple[float, int]:
 def matching_state(manifest_dir: str, workdir: str) -> None:
     """Record every object as applied with made-up ids (what an apply would leave)."""
     sys.path.insert(0, os.path.join(ROOT, "src"))
-    from govsync.manifests import load
-    from govsync.plan import make_plan
-    from govsync.state.base import APPLIED, Entry
     from govsync.state.sqlite import SqliteStore
-    from govsync.values import Resolver
 
-    manifests = load([manifest_dir])
     store = SqliteStore(os.path.join(workdir, ".govsync", "state.db"))
-    snapshot = store.snapshot("default")
-    plan = make_plan(manifests, snapshot, environ={})
-    ids: dict[str, str] = {}
-    entries = []
-    for change in plan.changes:
-        kind = manifests.objects[change.address].kind
-        _send, spec, _ = Resolver(ids, snapshot.fingerprint, {}).send(change.request or {})
-        ids[change.address] = f"id-{len(ids)}"
-        entries.append(Entry(change.address, kind.name, ids[change.address], APPLIED, spec))
+    entries = applied_entries(manifest_dir, store.snapshot("default"))
     store.replace_all("default", entries, None, None)
     store.close()
 

@@ -93,11 +93,10 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "bench", "plan"))
 sys.path.insert(0, os.path.join(ROOT, "src"))
 
-from generate import write  # noqa: E402
+from generate import STAMP, applied_entries, write  # noqa: E402
 
 KEY = "bench-key"
 SEED = os.path.join(ROOT, "examples", "server-seed.yaml")
-STAMP = "2026-11-22T10:00:00.000000000Z"
 
 
 # -- machine -----------------------------------------------------------------------
@@ -150,28 +149,8 @@ def pct(values: list[float], q: float) -> float:
 # -- the entries of a no-op state ----------------------------------------------------
 
 def matching_entries(manifest_dir: str, snapshot: Any) -> list[Any]:
-    """Every object of the manifests as apply records it (made-up ids), with a response.
-
-    As bench/plan/run.py's matching_state: plan against the snapshot, resolve
-    each request with the ids so far; the response is the spec with id and
-    timestamps, the shape of the API's answer for most kinds."""
-    from govsync.manifests import load
-    from govsync.plan import make_plan
-    from govsync.state.base import APPLIED, Entry
-    from govsync.values import Resolver
-
-    manifests = load([manifest_dir])
-    plan = make_plan(manifests, snapshot, environ={})
-    ids: dict[str, str] = {}
-    entries = []
-    for change in plan.changes:
-        kind = manifests.objects[change.address].kind
-        _send, spec, _ = Resolver(ids, snapshot.fingerprint, {}).send(change.request or {})
-        ids[change.address] = f"id-{len(ids)}"
-        response = {"id": ids[change.address], **spec, "createdAt": STAMP, "updatedAt": STAMP}
-        entries.append(Entry(change.address, kind.name, ids[change.address], APPLIED, spec,
-                             response, STAMP))
-    return entries
+    """Every object of the manifests as apply records it (made-up ids), with a response."""
+    return applied_entries(manifest_dir, snapshot, responses=True)
 
 
 # -- part 1: state backends --------------------------------------------------------------
