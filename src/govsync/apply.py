@@ -28,6 +28,7 @@ import graphlib
 import heapq
 import time
 from collections.abc import AsyncIterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
@@ -249,6 +250,7 @@ class Applier:
         self._done: dict[str, asyncio.Event] = {}
         self._status: dict[str, Result] = {}
         self._chain: dict[str, int] = {}
+        self._writer: ThreadPoolExecutor | None = None
 
     async def run(self, plan: Plan, work: list[Change]) -> ApplyResult:
         """Apply ``work`` (from ``plan.work()``): sends in dependency order, then orphans."""
@@ -258,6 +260,8 @@ class Applier:
         self.unsure |= {c.address for c in plan.changes if c.action == Action.UNCERTAIN}
         self._done = {c.address: asyncio.Event() for c in sends}
         self.reporter.start(len(sends) + len(orphans))
+        if self.store.writes_wait:
+            self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="govsync-state")
         try:
             if sends:
                 began = time.monotonic()
@@ -268,6 +272,9 @@ class Applier:
             for change in orphans:
                 self._finish(self._forget(change))
         finally:
+            if self._writer is not None:
+                self._writer.shutdown(wait=True)  # every write asked for is made
+                self._writer = None
             self.reporter.close()
         order = {c.address: i for i, c in enumerate(plan.changes)}
         self.result.outcomes.sort(key=lambda o: order.get(o.address, 0))
@@ -313,16 +320,23 @@ class Applier:
                 if outcome.status == Result.APPLIED and change.operation:
                     outcome = await self._send(change)
             elif change.action == Action.IMPORT and not change.operation:
-                outcome = self._adopt(change)
+                outcome = await self._adopt(change)
             else:
                 outcome = await self._send(change)
             outcome.seconds = time.monotonic() - started  # the call, not the queueing
             return outcome
 
-    def _record(self, entry: Entry) -> None:
-        """One state write; a failing store (or a lost lock) stops all sending."""
+    async def _record(self, entry: Entry) -> None:
+        """One state write; a failing store (or a lost lock) stops all sending.
+
+        A store whose writes wait on the network writes on the applier's one
+        worker thread (in the order asked), so other calls go on meanwhile."""
         try:
-            self.store.put(self.workspace, entry)
+            if self._writer is None:
+                self.store.put(self.workspace, entry)
+            else:
+                await asyncio.get_running_loop().run_in_executor(
+                    self._writer, self.store.put, self.workspace, entry)
         except StateError as exc:
             if isinstance(exc, LockLostError):
                 self._stop("the workspace lock was lost", str(exc))
@@ -352,7 +366,8 @@ class Applier:
         intent = change.action == Action.CREATE and not kind.create.retry_safe
         if intent:
             try:
-                self._record(Entry(change.address, kind.name, None, PENDING, spec, None, now()))
+                await self._record(Entry(change.address, kind.name, None, PENDING, spec, None,
+                                         now()))
             except StateError as exc:
                 return _outcome(change, Result.FAILED, f"not sent: {exc}")
         self.result.requests += 1
@@ -360,7 +375,7 @@ class Applier:
             answer = await self.client.call(operation, body)
         except AmbiguousError as exc:
             if intent:
-                return self._uncertain(change, spec, exc.message)
+                return await self._uncertain(change, spec, exc.message)
             return _outcome(change, Result.FAILED, exc.message)
         except ApiError as exc:
             if intent:
@@ -383,11 +398,11 @@ class Applier:
             # The server said yes but its answer cannot be read: the object
             # may exist, under an id we do not know.
             if intent:
-                return self._uncertain(change, spec, exc.message)
+                return await self._uncertain(change, spec, exc.message)
             return _outcome(change, Result.FAILED, exc.message)
         object_id = object_id or change.id
         try:
-            self._record(Entry(change.address, kind.name, object_id, APPLIED, spec,
+            await self._record(Entry(change.address, kind.name, object_id, APPLIED, spec,
                                scrub(obj, secrets), now()))
         except StateError as exc:
             return _outcome(change, Result.UNCERTAIN,
@@ -398,9 +413,10 @@ class Applier:
             self.ids[change.address] = object_id
         return _outcome(change, Result.APPLIED, object_id=object_id)
 
-    def _uncertain(self, change: Change, spec: dict[str, Any], why: str) -> Outcome:
+    async def _uncertain(self, change: Change, spec: dict[str, Any], why: str) -> Outcome:
         with contextlib.suppress(StateError):  # pending already says the same
-            self._record(Entry(change.address, change.kind, None, UNCERTAIN, spec, None, now()))
+            await self._record(Entry(change.address, change.kind, None, UNCERTAIN, spec, None,
+                                     now()))
         return _outcome(change, Result.UNCERTAIN,
                         f"{why}: the object may or may not exist; settle it with "
                         f"`govsync state resolve {change.address} --id ID | --absent`",
@@ -419,7 +435,7 @@ class Applier:
             self.ids[change.address] = change.id
         return _outcome(change, Result.APPLIED)
 
-    def _adopt(self, change: Change) -> Outcome:
+    async def _adopt(self, change: Change) -> Outcome:
         """Record an imported object with the manifest's spec; nothing is sent."""
         resolved = self._resolve(change)
         if isinstance(resolved, Outcome):
@@ -428,7 +444,7 @@ class Applier:
             return _outcome(change, Result.FAILED, "the plan holds no id for this import")
         _send, spec, _secrets = resolved
         try:
-            self._record(Entry(change.address, change.kind, change.id, APPLIED, spec, None,
+            await self._record(Entry(change.address, change.kind, change.id, APPLIED, spec, None,
                                now()))
         except StateError as exc:
             return _outcome(change, Result.FAILED, f"not recorded: {exc}")

@@ -209,6 +209,10 @@ class Storage(ABC):
     workspace lock are fenced (see the module docstring)."""
 
     url: str
+    # A write waits on the network (PostgreSQL), so an apply makes its writes
+    # on a worker thread and keeps sending meanwhile; an embedded store's
+    # writes (SQLite: about 50 µs) are made in place.
+    writes_wait: bool = False
 
     # -- read ---------------------------------------------------------------
     @abstractmethod

@@ -156,6 +156,8 @@ class PostgresStore(StateStore):
     ``self.url`` keeps it with the password hidden, for messages.
     """
 
+    writes_wait = True
+
     def __init__(self, url: str) -> None:
         self.url = _display_url(url)
         self._conninfo = url
