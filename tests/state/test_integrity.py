@@ -71,6 +71,16 @@ CORRUPTIONS: dict[str, tuple[Callable[[Path], object], str]] = {
     "spec-a-list": (lambda p: sql(p, "UPDATE objects SET spec = '[1, 2]'"
                                      " WHERE address = 'Space/s007'"),
                     "entry 'Space/s007': its spec is a JSON list, not an object"),
+    # Specs are parsed in one batch; two entries whose texts would merge or
+    # split in it are still each found and named.
+    "spec-two-objects": (lambda p: sql(p, "UPDATE objects SET spec = '{\"a\": 1},{\"b\": 2}'"
+                                          " WHERE address = 'Space/s007'"),
+                         "entry 'Space/s007': its spec is not JSON"),
+    "specs-that-merge": (lambda p: sql(p, "UPDATE objects SET spec = '{\"a\": \"'"
+                                          " WHERE address = 'Space/s007'",
+                                       "UPDATE objects SET spec = '\"}'"
+                                       " WHERE address = 'Space/s008'"),
+                         "entry 'Space/s007': its spec is not JSON"),
     "response-not-json": (lambda p: sql(p, "UPDATE objects SET response = 'nope'"
                                            " WHERE address = 'Space/s001'"),
                           "entry 'Space/s001': its response is not JSON"),

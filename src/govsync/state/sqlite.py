@@ -53,7 +53,7 @@ from govsync.state.base import (
     StateStore,
     checked_status,
     dumps,
-    entry_from_row,
+    entries_from_json_rows,
     lock_lost,
     now,
 )
@@ -367,7 +367,7 @@ class SqliteStore(StateStore):
             if count != len(rows):
                 raise Malformed(f"it records {count} entries but the objects table holds "
                                 f"{len(rows)}")
-            entries = {r[0]: entry_from_row(r, json_text=True) for r in rows}
+            entries = entries_from_json_rows(rows)
         except Malformed as exc:
             raise self._damaged(f"workspace {workspace!r}: {exc}") from None
         return Snapshot(workspace, lineage, serial, entries, key, endpoint)
