@@ -93,7 +93,8 @@ class _Writer:
     def __init__(self) -> None:
         self.constants: list[str] = []
         self.functions: dict[str, str] = {}
-        self.helpers: dict[str, str] = {}  # element checks of lists, by their code
+        self.helpers: list[str] = []  # element checks of lists
+        self._helpers: dict[str, str] = {}  # their names, by their code
         self._const: dict[str, str] = {}
 
     def const(self, code: str) -> str:
@@ -229,12 +230,13 @@ class _Writer:
         return [f"if {' or '.join(tests)}:", "    raise Unsure"]
 
     def _helper(self, check: list[str]) -> str:
+        """The name of a function that checks one item of a list with ``check``."""
         code = "\n".join(check)
-        if code not in self.helpers:
-            name = f"_item{len(self.helpers)}"
+        if code not in self._helpers:
+            name = self._helpers[code] = f"_item{len(self._helpers)}"
             body = "".join(f"    {line}\n" for line in [*check, "return v"])
-            self.helpers[code] = f"def {name}(v: Any) -> Any:\n{body}"
-        return self.helpers[code].split("(", 1)[0][4:]
+            self.helpers.append(f"def {name}(v: Any) -> Any:\n{body}")
+        return self._helpers[code]
 
 
 def _indent(lines: list[str]) -> list[str]:
@@ -270,7 +272,7 @@ def generate() -> str:
     parts = [
         HEADER.format(int_min=INT_MIN, int_max=INT_MAX),
         "\n".join(writer.constants) + "\n",
-        *writer.helpers.values(),
+        *writer.helpers,
         *(writer.functions[name] for name in sorted(writer.functions)),
         "# Each kind's spec model, by kind.\n"
         f"KIND_MODELS: dict[str, str] = {_dict(kind_models)}\n",
