@@ -19,55 +19,22 @@ import json
 import math
 import os
 import platform
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "bench", "plan"))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-from bytecode import compile_package  # noqa: E402
+from common import KEY, compile_package, get, start_server  # noqa: E402
 from generate import write  # noqa: E402
-
-KEY = "bench-key"
-SEED = os.path.join(ROOT, "examples", "server-seed.yaml")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_server(tmp: str, latency_ms: int, extra: list[str] | None = None
-                 ) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "govsync", "serve", "--port", str(port), "--db",
-         os.path.join(tmp, "api.db"), "--api-key", KEY, "--seed", SEED,
-         "--latency-ms", str(latency_ms), *(extra or [])],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(200):
-        try:
-            req = urllib.request.Request(url + "/_govsync/health", headers={"X-API-KEY": KEY})
-            urllib.request.urlopen(req, timeout=1).read()
-            return proc, url
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    raise SystemExit("server did not start")
 
 
 def count_objects(url: str) -> int:
-    req = urllib.request.Request(url + "/_govsync/objects", headers={"X-API-KEY": KEY})
-    data = json.load(urllib.request.urlopen(req, timeout=10))
+    data = json.loads(get(url, "/_govsync/objects"))
     return sum(len(v) for k, v in data.items() if k not in ("Resource", "Group", "User"))
 
 
@@ -136,7 +103,7 @@ def main() -> None:
             runs.append((1, "sequential"))
         for parallelism, label in runs:
             tmp = tempfile.mkdtemp(dir=root)
-            server, url = start_server(tmp, args.latency_ms)
+            server, url = start_server(os.path.join(tmp, "api.db"), latency_ms=args.latency_ms)
             try:
                 elapsed, summary = apply(manifests, tmp, url, parallelism)
                 objects = count_objects(url)
@@ -167,7 +134,7 @@ def sweep(args: argparse.Namespace) -> None:
         print(f"{'parallelism':>11} {'bound s':>8} {'whole s':>8} {'phase s':>8} {'req/s':>7}")
         for p in (int(x) for x in args.sweep.split(",")):
             tmp = tempfile.mkdtemp(dir=root)
-            server, url = start_server(tmp, args.latency_ms)
+            server, url = start_server(os.path.join(tmp, "api.db"), latency_ms=args.latency_ms)
             try:
                 elapsed, summary = apply(manifests, tmp, url, p)
             finally:

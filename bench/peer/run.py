@@ -51,23 +51,12 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import graph  # noqa: E402
-from bytecode import compile_package  # noqa: E402
-
-KEY = "bench-key"
-SEED = os.path.join(ROOT, "examples", "server-seed.yaml")
+from common import KEY, compile_package, start_server  # noqa: E402
 
 OPS = ["plan", "apply", "no-op plan"]
 # Issue 12, goal 1: govsync's time as a fraction of Terraform's at 1,000 objects.
 GOALS = {"plan": 0.25, "apply": 0.15, "no-op plan": 0.25}
 GOAL_SIZE = 1000
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def loadavg() -> float:
@@ -115,25 +104,8 @@ class Govsync:
         self.stop()
         self.dir = os.path.join(self.root, f"govsync-{tag}")
         os.makedirs(self.dir)
-        port = free_port()
-        self.server = subprocess.Popen(
-            [sys.executable, "-m", "govsync", "serve", "--port", str(port), "--db",
-             os.path.join(self.dir, "api.db"), "--api-key", KEY, "--seed", SEED,
-             "--latency-ms", str(self.latency_ms)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        url = f"http://127.0.0.1:{port}"
-        import urllib.request
-
-        for _ in range(400):
-            try:
-                req = urllib.request.Request(url + "/_govsync/health", headers={"X-API-KEY": KEY})
-                urllib.request.urlopen(req, timeout=1).read()
-                break
-            except OSError:
-                time.sleep(0.05)
-        else:
-            raise SystemExit("server did not start")
+        self.server, url = start_server(os.path.join(self.dir, "api.db"),
+                                        latency_ms=self.latency_ms)
         self.env = {**os.environ, "GOVSYNC_ENDPOINT": url, "GOVSYNC_API_KEY": KEY}
         self.env.pop("GOVSYNC_STATE", None)
         self.state = os.path.join(self.dir, "state.db")

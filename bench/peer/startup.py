@@ -34,7 +34,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "bench", "plan"))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-from bytecode import compile_package  # noqa: E402
+from common import compile_package  # noqa: E402
 from generate import write  # noqa: E402
 
 EXAMPLES = os.path.join(ROOT, "examples", "manifests")

@@ -28,7 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-from bytecode import compile_package  # noqa: E402
+from common import compile_package  # noqa: E402
 from generate import applied_entries, write  # noqa: E402
 
 FLOOR = """

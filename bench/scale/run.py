@@ -77,14 +77,12 @@ import json
 import os
 import platform
 import shutil
-import socket
 import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -92,12 +90,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "bench", "plan"))
 sys.path.insert(0, os.path.join(ROOT, "src"))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
 
+from common import KEY, cpu_seconds, get  # noqa: E402
+from common import start_server as serve  # noqa: E402
 from generate import STAMP, applied_entries, write  # noqa: E402
-
-KEY = "bench-key"
-SEED = os.path.join(ROOT, "examples", "server-seed.yaml")
-
 
 # -- machine -----------------------------------------------------------------------
 
@@ -369,17 +366,6 @@ def part_plan(args: argparse.Namespace, tmp: str, entries_by_size: dict[int, lis
 
 # -- part 3: the reference server -----------------------------------------------------------
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def memory_mb(pid: int) -> tuple[float, float]:
     """(VmRSS, VmHWM) of a process in MB."""
     found = {}
@@ -389,33 +375,11 @@ def memory_mb(pid: int) -> tuple[float, float]:
     return found.get("VmRSS", 0.0), found.get("VmHWM", 0.0)
 
 
-def get(url: str, path: str) -> bytes:
-    req = urllib.request.Request(url + path, headers={"X-API-KEY": KEY})
-    with urllib.request.urlopen(req, timeout=120) as response:
-        return bytes(response.read())
-
-
 def start_server(db: str) -> tuple[subprocess.Popen[bytes], str, float]:
     """The server, its URL, and seconds from start until it answers."""
-    port = free_port()
     start = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "govsync", "serve", "--port", str(port), "--db", db,
-         "--api-key", KEY, "--seed", SEED],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        try:
-            get(url, "/_govsync/health")
-            return proc, url, time.perf_counter() - start
-        except OSError:
-            if proc.poll() is not None:
-                raise SystemExit(f"server exited with {proc.returncode}") from None
-            time.sleep(0.02)
-    proc.kill()
-    raise SystemExit("server did not start")
+    proc, url = serve(db)
+    return proc, url, time.perf_counter() - start
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:

@@ -15,8 +15,6 @@ import asyncio
 import json
 import os
 import platform
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,41 +24,11 @@ from typing import Any
 
 import httpx
 
-KEY = "bench-key"
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from common import KEY, cpu_seconds, start_server  # noqa: E402
+
 HEADERS = {"X-API-KEY": KEY}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def cpu_seconds(pid: int) -> float | None:
-    """User + system CPU time of a process (Linux /proc), or None."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def start_server(db: Path, port: int) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "govsync", "serve", "--port", str(port), "--db", str(db),
-         "--api-key", KEY],
-        stdout=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/_govsync/health", headers=HEADERS).is_success:
-                return proc
-        except httpx.TransportError:
-            time.sleep(0.05)
-    proc.kill()
-    raise SystemExit("server did not start")
 
 
 async def run_writes(clients: list[httpx.AsyncClient], path: str,
@@ -92,7 +60,7 @@ async def run_writes(clients: list[httpx.AsyncClient], path: str,
     await asyncio.gather(*(worker(c) for c in clients))
     result = {"wall": n / (time.perf_counter() - started)}
     cpu_after = cpu_seconds(server_pid)
-    if cpu_before is not None and cpu_after is not None and cpu_after > cpu_before:
+    if cpu_after > cpu_before:
         result["server_cpu"] = n / (cpu_after - cpu_before)
     return result
 
@@ -146,10 +114,9 @@ def main() -> None:
     args = parser.parse_args()
     load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
     with tempfile.TemporaryDirectory() as tmp:
-        port = free_port()
-        proc = start_server(Path(tmp) / "bench.db", port)
+        proc, url = start_server(str(Path(tmp) / "bench.db"), seed=False, wait=30)
         try:
-            results = asyncio.run(bench(f"http://127.0.0.1:{port}", args.n, args.concurrency,
+            results = asyncio.run(bench(url, args.n, args.concurrency,
                                         args.shared_client, proc.pid))
         finally:
             proc.terminate()

@@ -29,15 +29,14 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections import Counter
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "bench", "apply"))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-from run import KEY, start_server  # noqa: E402
+from common import KEY, get, start_server  # noqa: E402
 
 
 def hooks(directory: str, n: int, prefix: str) -> list[str]:
@@ -51,8 +50,7 @@ def hooks(directory: str, n: int, prefix: str) -> list[str]:
 
 
 def objects(url: str) -> dict[str, list[dict[str, Any]]]:
-    req = urllib.request.Request(url + "/_govsync/objects", headers={"X-API-KEY": KEY})
-    data: dict[str, list[dict[str, Any]]] = json.loads(urllib.request.urlopen(req, timeout=30).read())
+    data: dict[str, list[dict[str, Any]]] = json.loads(get(url, "/_govsync/objects"))
     return data
 
 
@@ -90,7 +88,8 @@ def main() -> None:
     args = parser.parse_args()
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory() as tmp:
-        server, url = start_server(tmp, args.latency_ms, ["--fault-rate", str(args.fault_rate)])
+        server, url = start_server(os.path.join(tmp, "api.db"), latency_ms=args.latency_ms,
+                                   extra=["--fault-rate", str(args.fault_rate)])
         try:
             names = hooks(os.path.join(tmp, "m"), args.objects, f"soak{args.seed}")
             state = os.path.join(tmp, "state.db") if args.state == "sqlite" else args.state
