@@ -27,7 +27,6 @@ from govsync.errors import ConfigError
 if TYPE_CHECKING:
     from govsync.approvals import Approver
     from govsync.manifests.model import ManifestSet
-    from govsync.plan import Plan
     from govsync.planfile import SavedPlan
     from govsync.settings import Settings
 
@@ -103,13 +102,12 @@ def context(source: ManifestSet | SavedPlan, settings: Settings,
     return fields
 
 
-def record(history: dict[str, Any], plan: Plan, fields: Mapping[str, Any] | None) -> dict[str, Any]:
-    """An apply's history record with the audit fields (and nothing secret)."""
-    from govsync import planfile
+def record(history: dict[str, Any], fields: Mapping[str, Any]) -> dict[str, Any]:
+    """An apply's history record with the audit fields (and nothing secret).
 
-    out = {**history, **(fields or {})}
-    out.setdefault("planHash", "sha256:" + planfile.plan_digest(plan))
-    return dict(scrub(out))
+    ``fields`` hold the plan's hash: a saved plan's file hash (``context``), or
+    the applied plan's digest, which apply computes while its requests run."""
+    return dict(scrub({**history, **fields}))
 
 
 # -- export ---------------------------------------------------------------------------

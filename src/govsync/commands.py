@@ -269,7 +269,7 @@ async def _apply(
     forget_orphans: bool,
     reporter: Reporter | None,
     allow_endpoint_change: bool,
-    audit_fields: Mapping[str, Any] | None = None,
+    audit_fields: Mapping[str, Any],
 ) -> tuple[Plan, ApplyResult]:
     from govsync import audit
     from govsync.apply import Applier, ApplyResult, Throttle
@@ -318,10 +318,10 @@ async def _apply(
             store.set_endpoint(settings.workspace, normal_endpoint(settings.endpoint))
         applier = Applier(store, snapshot, client, environ=settings.environ, throttle=throttle,
                           reporter=reporter)
-        # The audit's hash of the plan (which no longer changes) is computed on a
-        # worker thread while the requests are in flight, not after them.
+        # The audit's hash of an unsaved plan (which no longer changes) is
+        # computed on a worker thread while the requests are in flight.
         hashing = None
-        if not (audit_fields and "planHash" in audit_fields):
+        if "planHash" not in audit_fields:
             import asyncio
 
             from govsync.planfile import plan_digest
@@ -329,10 +329,10 @@ async def _apply(
             hashing = asyncio.get_running_loop().run_in_executor(None, plan_digest, the_plan)
         result = await applier.run(the_plan, work)
         if hashing is not None:
-            audit_fields = {**(audit_fields or {}), "planHash": "sha256:" + await hashing}
+            audit_fields = {**audit_fields, "planHash": "sha256:" + await hashing}
     try:
         store.add_history(settings.workspace, audit.record(
-            history_record(the_plan, result, manifests is None), the_plan, audit_fields))
+            history_record(the_plan, result, manifests is None), audit_fields))
     except StateError as exc:
         if not result.stopped:
             result.stopped = f"the apply's history was not recorded: {exc}"
