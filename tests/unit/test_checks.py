@@ -26,6 +26,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
 from govsync.api import checkgen, checks
+from govsync.api.catalog import INT_MAX, INT_MIN
 from govsync.api.kinds import KINDS, Kind
 
 JUNK = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(allow_nan=True),
@@ -76,7 +77,7 @@ def value_of(annotation: Any, metadata: list[Any], depth: int, valid: bool) -> s
     elif annotation is int:
         lo = next((m.ge for m in metadata if isinstance(m, at.Ge)), -(2**70))
         hi = next((m.le for m in metadata if isinstance(m, at.Le)), 2**70)
-        options.append(st.integers(max(lo, -(2**63)), min(hi, 2**63 - 1)) if valid else st.one_of(
+        options.append(st.integers(max(lo, INT_MIN), min(hi, INT_MAX)) if valid else st.one_of(
             st.integers(lo, hi), st.sampled_from([lo - 1, lo, hi, hi + 1, 2**64]),
             st.just(float(lo))))
     elif get_origin(annotation) is Literal:
@@ -90,7 +91,7 @@ def value_of(annotation: Any, metadata: list[Any], depth: int, valid: bool) -> s
     elif get_origin(annotation) is dict:
         json_value = st.recursive(
             st.one_of(st.none(), st.booleans(), st.text(max_size=3),
-                      st.integers(-(2**63), 2**63 - 1) if valid else st.integers(-(2**65), 2**65),
+                      st.integers(INT_MIN, INT_MAX) if valid else st.integers(-(2**65), 2**65),
                       st.floats(allow_nan=False, allow_infinity=False) if valid else st.floats()),
             lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=2), inner,
                                                                         max_size=2),
@@ -132,7 +133,7 @@ def _exotic(value: Any) -> bool:
     if isinstance(value, bool):
         return False
     if isinstance(value, int):
-        return not -(2**63) <= value < 2**63
+        return not INT_MIN <= value <= INT_MAX
     if isinstance(value, float):
         return not math.isfinite(value)
     if isinstance(value, list):

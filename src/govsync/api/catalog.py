@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 
 # The largest request body the API accepts (api-spec: "a body over 1 MiB").
 MAX_REQUEST_BYTES = 1024 * 1024
+# The API's integers are 64-bit (signed or unsigned).
+INT_MIN, INT_MAX = -(2**63), 2**64 - 1
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ def _plain(v: Any) -> Any:
     if t is str or t is bool or v is None:
         return v
     if t is int:
-        if not -9223372036854775808 <= v <= 9223372036854775807:
+        if not -9223372036854775808 <= v <= 18446744073709551615:
             raise Unsure
         return v
     if t is float:
@@ -818,7 +818,7 @@ def CreatePolicySuspensionRequest(d: Any) -> dict[str, Any]:
     if 'expirationMinutes' not in d:
         raise Unsure
     v = d['expirationMinutes']
-    if type(v) is not int or not 1 <= v <= 9223372036854775807:
+    if type(v) is not int or not 1 <= v <= 18446744073709551615:
         raise Unsure
     o['expirationMinutes'] = v
     if 'inputCondition' in d:
@@ -1205,7 +1205,7 @@ def LogQueryBody(d: Any) -> dict[str, Any]:
         o['filters'] = []
     v = d.get('relativeTime')
     if v is not None:
-        if type(v) is not int or not -9223372036854775808 <= v <= 9223372036854775807:
+        if type(v) is not int or not -9223372036854775808 <= v <= 18446744073709551615:
             raise Unsure
         o['relativeTime'] = v
     if 'histogramGroupByFields' in d:

@@ -27,6 +27,7 @@ import yaml
 from yaml.events import CollectionEndEvent, CollectionStartEvent, DocumentStartEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from govsync.api.catalog import INT_MAX, INT_MIN
 from govsync.errors import Problem
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
@@ -61,8 +62,6 @@ _CORE = (
     (FLOAT, re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
                        r"|[-+]?\.(?:inf|Inf|INF)|\.nan|\.NaN|\.NAN)$")),
 )
-# The API's integers are 64-bit.
-INT_MIN, INT_MAX = -(2**63), 2**64 - 1
 
 
 def core_tag(value: str) -> str:
