@@ -50,3 +50,21 @@ def store(backend: Backend) -> StateStore:
 @pytest.fixture
 def ws(backend: Backend) -> str:
     return backend.workspace()
+
+
+@pytest.fixture
+def pg_schema(postgres_url: str) -> Iterator[tuple[str, str]]:
+    """(a state URL whose tables live in a PostgreSQL schema of their own, the schema);
+    the schema is dropped afterwards."""
+    import uuid
+
+    import psycopg
+
+    schema = f"govsync_test_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+        try:
+            yield (postgres_url + ("&" if "?" in postgres_url else "?")
+                   + f"options=-csearch_path%3D{schema}", schema)
+        finally:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -324,45 +323,33 @@ def test_a_damaged_postgres_workspace_is_an_error(pg: Backend, damage: str,
         pg.close()
 
 
-def with_search_path(url: str, schema: str) -> str:
-    return url + ("&" if "?" in url else "?") + f"options=-csearch_path%3D{schema}"
+@pytest.mark.postgres
+def test_a_postgres_table_missing_while_the_others_exist(
+        postgres_url: str, pg_schema: tuple[str, str]) -> None:
+    url, schema = pg_schema
+    with open_store(url) as store:
+        store.put("prod", Entry("Space/a", "Space", "1", APPLIED, {}))
+    pg_sql(postgres_url, f"DROP TABLE {schema}.govsync_objects")
+    with pytest.raises(StateDamagedError, match="govsync_objects is missing"):
+        open_store(url)
+    tables = _tables(postgres_url, schema)
+    assert "govsync_objects" not in tables  # not re-created empty
 
 
 @pytest.mark.postgres
-def test_a_postgres_table_missing_while_the_others_exist(postgres_url: str) -> None:
-    schema = f"govsync_test_{uuid.uuid4().hex[:10]}"
-    pg_sql(postgres_url, f"CREATE SCHEMA {schema}")
-    try:
-        url = with_search_path(postgres_url, schema)
-        with open_store(url) as store:
-            store.put("prod", Entry("Space/a", "Space", "1", APPLIED, {}))
-        pg_sql(postgres_url, f"DROP TABLE {schema}.govsync_objects")
-        with pytest.raises(StateDamagedError, match="govsync_objects is missing"):
-            open_store(url)
-        tables = _tables(postgres_url, schema)
-        assert "govsync_objects" not in tables  # not re-created empty
-    finally:
-        pg_sql(postgres_url, f"DROP SCHEMA {schema} CASCADE")
-
-
-@pytest.mark.postgres
-def test_older_postgres_tables_are_migrated(postgres_url: str) -> None:
-    schema = f"govsync_test_{uuid.uuid4().hex[:10]}"
-    pg_sql(postgres_url, f"CREATE SCHEMA {schema}")
-    try:
-        url = with_search_path(postgres_url, schema)
-        with open_store(url) as store:
-            for name in "ab":
-                store.put("prod", Entry(f"Space/{name}", "Space", name, APPLIED, {}))
-        pg_sql(postgres_url, *(f"ALTER TABLE {schema}.govsync_workspaces DROP COLUMN {c}"
-                               for c in ("lock_epoch", "entry_count", "endpoint")))
-        with open_store(url) as store:
-            snap = store.snapshot("prod")
-            assert (len(snap.entries), snap.serial, snap.endpoint) == (2, 2, None)
-            store.set_endpoint("prod", "https://x.example")
-            assert store.snapshot("prod").endpoint == "https://x.example"
-    finally:
-        pg_sql(postgres_url, f"DROP SCHEMA {schema} CASCADE")
+def test_older_postgres_tables_are_migrated(postgres_url: str,
+                                            pg_schema: tuple[str, str]) -> None:
+    url, schema = pg_schema
+    with open_store(url) as store:
+        for name in "ab":
+            store.put("prod", Entry(f"Space/{name}", "Space", name, APPLIED, {}))
+    pg_sql(postgres_url, *(f"ALTER TABLE {schema}.govsync_workspaces DROP COLUMN {c}"
+                           for c in ("lock_epoch", "entry_count", "endpoint")))
+    with open_store(url) as store:
+        snap = store.snapshot("prod")
+        assert (len(snap.entries), snap.serial, snap.endpoint) == (2, 2, None)
+        store.set_endpoint("prod", "https://x.example")
+        assert store.snapshot("prod").endpoint == "https://x.example"
 
 
 def _tables(url: str, schema: str) -> set[str]:

@@ -331,10 +331,6 @@ def with_password(url: str, password: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
-def with_search_path(url: str, schema: str) -> str:
-    return url + ("&" if "?" in url else "?") + f"options=-csearch_path%3D{schema}"
-
-
 @pytest.mark.postgres
 def test_postgres_store_url_and_errors_hide_the_password(postgres_url: str) -> None:
     from govsync.state.postgres import PostgresStore
@@ -405,30 +401,26 @@ print("ok", flush=True)
 
 
 @pytest.mark.postgres
-def test_postgres_creates_its_tables_concurrently(postgres_url: str) -> None:
+def test_postgres_creates_its_tables_concurrently(postgres_url: str,
+                                                  pg_schema: tuple[str, str]) -> None:
     import psycopg
 
-    schema = f"govsync_test_{uuid.uuid4().hex[:10]}"
+    url, schema = pg_schema
+    start = str(time.time() + 2.0)
+    children = [subprocess.Popen([sys.executable, "-c", CREATE_TABLES, url, start],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True) for _ in range(6)]
+    results = [child.communicate(timeout=60) for child in children]
+    for child, (out, err) in zip(children, results, strict=True):
+        assert child.returncode == 0 and out.strip() == "ok", err
     with psycopg.connect(postgres_url, autocommit=True) as admin:
-        admin.execute(f"CREATE SCHEMA {schema}")
-        try:
-            url = with_search_path(postgres_url, schema)
-            start = str(time.time() + 2.0)
-            children = [subprocess.Popen([sys.executable, "-c", CREATE_TABLES, url, start],
-                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                         text=True) for _ in range(6)]
-            results = [child.communicate(timeout=60) for child in children]
-            for child, (out, err) in zip(children, results, strict=True):
-                assert child.returncode == 0 and out.strip() == "ok", err
-            tables = {r[0] for r in admin.execute(
-                "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
-                (schema,))}
-            assert tables == {"govsync_workspaces", "govsync_objects", "govsync_locks",
-                              "govsync_history"}
-            serial = admin.execute(f"SELECT serial FROM {schema}.govsync_workspaces").fetchall()
-            assert serial == [(6,)]
-        finally:
-            admin.execute(f"DROP SCHEMA {schema} CASCADE")
+        tables = {r[0] for r in admin.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
+            (schema,))}
+        assert tables == {"govsync_workspaces", "govsync_objects", "govsync_locks",
+                          "govsync_history"}
+        serial = admin.execute(f"SELECT serial FROM {schema}.govsync_workspaces").fetchall()
+    assert serial == [(6,)]
 
 
 @pytest.mark.postgres
