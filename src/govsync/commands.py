@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from govsync.api.client import AsyncClient
     from govsync.apply import ApplyResult, Reporter
     from govsync.drift import DriftReport
+    from govsync.live import LiveValue
     from govsync.manifests.model import ManifestSet
     from govsync.plan import Plan
     from govsync.planfile import SavedPlan
@@ -107,7 +108,7 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False) ->
 
             asyncio.run(check())
         else:
-            _skip_live(result, "no endpoint configured (offline plan)")
+            _skip_live(result, values, "no endpoint configured (offline plan)")
     return result
 
 
@@ -153,11 +154,12 @@ def endpoint_change(snapshot: Snapshot, settings: Settings) -> str:
             f", not {safe_url(normal_endpoint(settings.endpoint))}: its ids may not exist there")
 
 
-def _skip_live(plan: Plan, why: str) -> None:
+def _skip_live(plan: Plan, values: list[LiveValue], why: str) -> None:
+    from govsync import live
     from govsync.plan import Check, CheckStatus
 
-    plan.checks.append(Check("groups", CheckStatus.SKIPPED,
-                             f"policy owner groups not checked: {why}"))
+    for ref in live.refs(values):
+        plan.checks.append(Check(ref.check, CheckStatus.SKIPPED, f"{ref.noun}s not checked: {why}"))
 
 
 async def check_live(plan: Plan, manifests: ManifestSet, client: AsyncClient,
@@ -178,20 +180,22 @@ async def check_live(plan: Plan, manifests: ManifestSet, client: AsyncClient,
             "the API rejected the key (401): check GOVSYNC_API_KEY for this endpoint"
         ) from exc
     except TransportError as exc:
-        _skip_live(plan, f"endpoint unreachable ({exc.message})")
+        _skip_live(plan, values, f"endpoint unreachable ({exc.message})")
         return
     except ApiError as exc:
-        _skip_live(plan, f"ListGroups failed ({exc})")
+        reads = " and ".join(sorted({v.ref.read_operation for v in values}))
+        _skip_live(plan, values, f"{reads} failed ({exc})")
         return
     missing = live.missing(values, existing)
     if missing:
         raise ManifestError([
             Problem(*v.manifest.where(f"spec.{v.ref.field}"),
-                    f"{v.message}; create the group or fix the name")
+                    f"{v.message}; create the {v.ref.target.lower()} or fix the name")
             for v in missing
         ])
-    plan.checks.append(Check("groups", CheckStatus.PASSED,
-                             f"{len(values)} policy owner group(s) exist"))
+    for ref in live.refs(values):
+        count = sum(v.ref == ref for v in values)
+        plan.checks.append(Check(ref.check, CheckStatus.PASSED, f"{count} {ref.noun}(s) exist"))
 
 
 def apply(
@@ -415,7 +419,7 @@ def drift(manifests: ManifestSet, settings: Settings) -> DriftReport:
                            ) from exc
         except ApiError as exc:
             raise ApiError(f"cannot run the live checks: ListGroups failed ({exc})") from exc
-    live_checks = [d.group_check(values, existing, skipped)]
+    live_checks = d.live_checks(values, existing, skipped)
     return d.DriftReport(the_plan, live_checks, d.unobservable(manifests))
 
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from govsync.api.catalog import readable_kinds
+from govsync.api.kinds import KINDS, Kind, LiveRef
 from govsync.live import LiveValue, missing
 from govsync.manifests.model import ManifestSet
 from govsync.plan import Action, Change, CheckStatus, Plan
@@ -49,20 +50,29 @@ def unobservable(manifests: ManifestSet) -> list[str]:
     return sorted(kinds - readable_kinds())
 
 
-def group_check(values: list[LiveValue], existing: Mapping[str, set[str]] | None,
-                skipped: str) -> LiveCheck:
-    """Every group a policy owner names must exist on the server."""
+def live_checks(values: list[LiveValue], existing: Mapping[str, set[str]] | None,
+                skipped: str) -> list[LiveCheck]:
+    """One check per live reference of the table of kinds: every object a
+    manifest names there (a policy's owner group) must exist on the server."""
+    return [_live_check(kind, ref, [v for v in values if v.ref == ref], existing, skipped)
+            for kind in KINDS for ref in kind.live_refs]
+
+
+def _live_check(kind: Kind, ref: LiveRef, values: list[LiveValue],
+                existing: Mapping[str, set[str]] | None, skipped: str) -> LiveCheck:
+    target = ref.target.lower()
     if not values:
-        return LiveCheck("groups", CheckStatus.PASSED, "no policy names a group")
+        return LiveCheck(ref.check, CheckStatus.PASSED,
+                         f"no {kind.name.lower()} names a {target}")
     if existing is None:
-        return LiveCheck("groups", CheckStatus.SKIPPED, f"not checked: {skipped}")
+        return LiveCheck(ref.check, CheckStatus.SKIPPED, f"not checked: {skipped}")
     absent = [
-        {"address": v.manifest.address, "field": v.ref.field, "group": v.value,
-         "message": f"{v.manifest.address}: group {v.value!r} ({v.ref.field}) does not exist "
-                    "on the server"}
+        {"address": v.manifest.address, "field": v.ref.field, target: v.value,
+         "message": f"{v.manifest.address}: {target} {v.value!r} ({v.ref.field}) does not "
+                    "exist on the server"}
         for v in missing(values, existing)
     ]
     if absent:
-        return LiveCheck("groups", CheckStatus.FAILED,
-                         f"{len(absent)} of {len(values)} owner group(s) missing", absent)
-    return LiveCheck("groups", CheckStatus.PASSED, f"all {len(values)} owner group(s) exist")
+        return LiveCheck(ref.check, CheckStatus.FAILED,
+                         f"{len(absent)} of {len(values)} {ref.noun}(s) missing", absent)
+    return LiveCheck(ref.check, CheckStatus.PASSED, f"all {len(values)} {ref.noun}(s) exist")

@@ -42,6 +42,11 @@ def wanted(manifests: ManifestSet, addresses: Iterable[str] | None = None) -> li
     ]
 
 
+def refs(values: Iterable[LiveValue]) -> list[LiveRef]:
+    """The distinct live references of ``values``, in order."""
+    return list(dict.fromkeys(v.ref for v in values))
+
+
 def missing(values: Iterable[LiveValue], existing: Mapping[str, set[str]]) -> list[LiveValue]:
     """The values whose object is not among ``existing`` (names by read operation)."""
     return [v for v in values if v.value not in existing.get(v.ref.read_operation, set())]

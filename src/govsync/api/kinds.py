@@ -49,6 +49,8 @@ class LiveRef:
     field: str
     target: str            # the kind named (Group)
     read_operation: str    # the operation that lists them (ListGroups)
+    check: str             # the name of its plan and drift check (groups)
+    noun: str              # what each value is, in messages (policy owner group)
 
 
 @dataclass(frozen=True)
@@ -148,7 +150,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("NativeUser", "CreateNativeUserV3", summary="Credentials for an existing resource."),
     Kind("DataDiscoveryConfiguration", "CreateDataDiscoveryConfiguration",
          summary="A data discovery schedule for a resource and native user."),
-    Kind("Policy", "CreatePolicy", live_refs=(LiveRef("groupName", "Group", "ListGroups"),), summary="A policy owned by a group or a user."),
+    Kind("Policy", "CreatePolicy", live_refs=(LiveRef("groupName", "Group", "ListGroups", "groups", "policy owner group"),), summary="A policy owned by a group or a user."),
     Kind("PolicySuspension", "CreatePolicySuspension", summary="A suspension of a policy for an identity."),
     Kind("PolicyReport", "CreatePolicyReport", summary="A report over a policy's evaluations."),
     Kind("PolicyDataLoader", "CreatePolicyDataLoader", summary="A scheduled worker that loads policy data."),

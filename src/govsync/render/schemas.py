@@ -17,6 +17,7 @@ from collections.abc import Callable
 from enum import StrEnum
 from typing import Any
 
+from govsync.api.kinds import KINDS
 from govsync.apply import Result
 from govsync.plan import Action, CheckStatus
 from govsync.render import FORMAT_VERSION
@@ -110,7 +111,9 @@ def plan_schema() -> Schema:
 
 
 def drift_schema() -> Schema:
-    problem = _object({"address": _ADDRESS, "field": _STR, "group": _STR, "message": _STR},
+    # A missing object is named under its kind's name (a policy's owner "group").
+    named = {ref.target.lower(): _STR for kind in KINDS for ref in kind.live_refs}
+    problem = _object({"address": _ADDRESS, "field": _STR, **named, "message": _STR},
                       required=["message"])
     live = _object({"name": _STR, "status": {"enum": _values(CheckStatus)}, "detail": _STR,
                     "problems": {"type": "array", "items": problem}})
