@@ -301,22 +301,22 @@ def _change(c: Any) -> Change:
         raise TypeError(f"{address}: diff must be a list")
     return Change(
         address=address, action=action, kind=kind, id=object_id,
-        fields=_strs(c.get("fields", []), f"{address}: fields"),
+        fields=tuple(_strs(c.get("fields", []), f"{address}: fields")),
         reason=_str(c.get("reason", ""), f"{address}: reason"),
-        diff=[FieldChange(_str(d["field"], "a diff's field"), d["before"], d["after"])
-              for d in diff],
+        diff=tuple(FieldChange(_str(d["field"], "a diff's field"), d["before"], d["after"])
+                   for d in diff),
         request=decode(request) if request is not None else None,
-        operation=operation, after=_strs(c.get("after", []), f"{address}: after"),
+        operation=operation, after=tuple(_strs(c.get("after", []), f"{address}: after")),
         patched=_patches(c.get("patchedBy", {}), address),
         moved_from=moved_from if action in (Action.MOVE, Action.BLOCKED) else None,
     )
 
 
-def _patches(value: Any, address: str) -> dict[str, str]:
+def _patches(value: Any, address: str) -> dict[str, str] | None:
     if not isinstance(value, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
         raise TypeError(f"{address}: patchedBy must map fields to patches")
-    return dict(value)
+    return dict(value) or None
 
 
 def is_plan_file(paths: list[str]) -> bool:

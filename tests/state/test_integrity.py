@@ -119,6 +119,26 @@ def test_a_damaged_sqlite_state_is_an_error_and_left_alone(state: Path, case: st
     assert not list(state.parent.glob("*.new-*"))
 
 
+def test_a_state_larger_than_one_read_batch(tmp_path: Path) -> None:
+    """SQLite specs are parsed a few thousand at a time: every entry of a state of
+    several batches is read whole, and damage in a later batch is still named."""
+    path = tmp_path / "state.db"
+    n = 12_345
+    entries = [Entry(f"Space/s{i:05}", "Space", f"id-{i}", APPLIED,
+                     {"name": f"s{i}", "tags": [i, {"n": i}]}, {"id": f"id-{i}"}, "t")
+               for i in range(n)]
+    with open_store(str(path)) as store:
+        store.replace_all(WS, entries, None, None)
+    with open_store(str(path)) as store:
+        read = store.snapshot(WS).entries
+    assert list(read) == [e.address for e in entries]
+    assert list(read.values()) == entries
+    assert read["Space/s12344"].spec == {"name": "s12344", "tags": [12344, {"n": 12344}]}
+    sql(path, "UPDATE objects SET spec = '{\"name\": ' WHERE address = 'Space/s11000'")
+    with pytest.raises(StateDamagedError, match="entry 'Space/s11000': its spec is not JSON"):
+        open_and_read(path)
+
+
 @pytest.mark.parametrize("case", ["empty", "truncated", "not-sqlite", "no-objects-table",
                                   "rows-missing", "spec-not-json", "unknown-status"])
 @pytest.mark.parametrize("command", [("state", "list"), ("plan", str(EXAMPLES))])

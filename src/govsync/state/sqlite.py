@@ -348,28 +348,29 @@ class SqliteStore(StateStore):
                 " FROM workspaces WHERE name = ?", (workspace,)).fetchone()
             if head is None:
                 return None
-            rows = db.execute(
-                "SELECT address, kind, object_id, status, spec,"
-                f" {'response' if responses else 'NULL'}, updated_at"
-                " FROM objects WHERE workspace = ? ORDER BY address",
-                (workspace,),
-            ).fetchall()
-        lineage, serial, key, count, endpoint = head
-        try:
-            if not isinstance(lineage, str) or not lineage:
-                raise Malformed(f"its lineage is {lineage!r}")
-            if not isinstance(serial, int):
-                raise Malformed(f"its serial is {serial!r}, not a number")
-            if not isinstance(key, bytes) or not key:
-                raise Malformed("its fingerprint key is not bytes")
-            if endpoint is not None and not isinstance(endpoint, str):
-                raise Malformed(f"its endpoint is {endpoint!r}")
-            if count != len(rows):
-                raise Malformed(f"it records {count} entries but the objects table holds "
-                                f"{len(rows)}")
-            entries = entries_from_json_rows(rows)
-        except Malformed as exc:
-            raise self._damaged(f"workspace {workspace!r}: {exc}") from None
+            lineage, serial, key, count, endpoint = head
+            try:
+                if not isinstance(lineage, str) or not lineage:
+                    raise Malformed(f"its lineage is {lineage!r}")
+                if not isinstance(serial, int):
+                    raise Malformed(f"its serial is {serial!r}, not a number")
+                if not isinstance(key, bytes) or not key:
+                    raise Malformed("its fingerprint key is not bytes")
+                if endpoint is not None and not isinstance(endpoint, str):
+                    raise Malformed(f"its endpoint is {endpoint!r}")
+                # Parsed batch by batch as the cursor yields them, inside the
+                # read transaction: never every row's text at once.
+                entries = entries_from_json_rows(db.execute(
+                    "SELECT address, kind, object_id, status, spec,"
+                    f" {'response' if responses else 'NULL'}, updated_at"
+                    " FROM objects WHERE workspace = ? ORDER BY address",
+                    (workspace,),
+                ))
+                if count != len(entries):
+                    raise Malformed(f"it records {count} entries but the objects table holds "
+                                    f"{len(entries)}")
+            except Malformed as exc:
+                raise self._damaged(f"workspace {workspace!r}: {exc}") from None
         return Snapshot(workspace, lineage, serial, entries, key, endpoint)
 
     def history(self, workspace: str, limit: int = 50) -> list[dict[str, Any]]:
