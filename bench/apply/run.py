@@ -29,7 +29,9 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "bench", "plan"))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-from common import KEY, compile_package, get, start_server  # noqa: E402
+import resource  # noqa: E402
+
+from common import KEY, compile_package, cpu_seconds, get, start_server  # noqa: E402
 from generate import write  # noqa: E402
 
 
@@ -105,11 +107,18 @@ def main() -> None:
             tmp = tempfile.mkdtemp(dir=root)
             server, url = start_server(os.path.join(tmp, "api.db"), latency_ms=args.latency_ms)
             try:
+                server_cpu = cpu_seconds(server.pid)
+                ru = resource.getrusage(resource.RUSAGE_CHILDREN)
                 elapsed, summary = apply(manifests, tmp, url, parallelism)
+                ru2 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                client_cpu = ru2.ru_utime + ru2.ru_stime - ru.ru_utime - ru.ru_stime
+                server_cpu = cpu_seconds(server.pid) - server_cpu
                 objects = count_objects(url)
                 phase = float(summary.rsplit(" in ", 1)[1].split(" s)")[0])
+                # CPU of both processes: near 2 x the wall time, two cores are the limit.
                 print(f"{label:>10} apply: {elapsed:.2f} s whole process ({elapsed / bound:.2f}x bound); "
-                      f"requests phase {phase:.2f} s ({phase / bound:.2f}x bound)\n"
+                      f"requests phase {phase:.2f} s ({phase / bound:.2f}x bound); CPU: "
+                      f"govsync {client_cpu:.2f} s, server {server_cpu:.2f} s\n"
                       f"{'':>12}[{summary}; {objects} objects on the server]")
                 if parallelism == args.parallelism:
                     again, summary2 = apply(manifests, tmp, url, parallelism)

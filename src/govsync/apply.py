@@ -67,6 +67,8 @@ DONE = frozenset({Result.APPLIED, Result.FORGOTTEN})
 
 @dataclass
 class Outcome:
+    """What became of one change of the plan during apply."""
+
     address: str
     action: Action
     status: Result
@@ -78,6 +80,9 @@ class Outcome:
 
 @dataclass
 class ApplyResult:
+    """Every outcome of an apply, how many requests it sent and why it stopped early, if it
+    did."""
+
     outcomes: list[Outcome] = field(default_factory=list)
     requests: int = 0
     seconds: float = 0.0  # from the first request to the last answer

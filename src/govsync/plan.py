@@ -67,6 +67,9 @@ class CheckStatus(StrEnum):
 
 @dataclass
 class FieldChange:
+    """One field that a change alters: its dotted path, its value before and after (secrets
+    masked)."""
+
     path: str
     before: Any
     after: Any
@@ -77,6 +80,8 @@ class FieldChange:
 
 @dataclass(slots=True)
 class Change:
+    """What the plan does to one address: its action, why, and what apply sends."""
+
     address: str
     action: Action
     kind: str
@@ -124,6 +129,8 @@ class Change:
 
 @dataclass
 class Check:
+    """A check made while planning (live groups, the lock, guardrail rules) and its outcome."""
+
     name: str
     status: CheckStatus
     detail: str = ""
@@ -134,6 +141,9 @@ class Check:
 
 @dataclass
 class Plan:
+    """The changes that bring a workspace from its recorded state (lineage and serial) to
+    the manifests (digest)."""
+
     workspace: str
     lineage: str
     serial: int

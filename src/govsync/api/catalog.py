@@ -22,6 +22,9 @@ INT_MIN, INT_MAX = -(2**63), 2**64 - 1
 
 @dataclass(frozen=True)
 class Operation:
+    """One operation of the API (api-spec.md): its path, its models and how its answer wraps
+    the object."""
+
     service: str
     name: str
     # The pydantic models, by name in govsync.api.models: imported on first use,

@@ -55,6 +55,9 @@ class LiveRef:
 
 @dataclass(frozen=True)
 class Kind:
+    """One kind of object a manifest can declare: its operations, fields, references and
+    secrets (the table below drives plan, apply and drift)."""
+
     name: str
     # Operation that makes the object exist (for objects that already exist on
     # the server, such as links, the update operation that adopts them).

@@ -31,6 +31,8 @@ class ErrorCode(StrEnum):
 
 @dataclass(frozen=True)
 class ErrorStatus:
+    """An HTTP status the API answers with, its error code and what it means."""
+
     status: int
     code: ErrorCode
     meaning: str

@@ -68,6 +68,9 @@ def dumps(value: Any) -> str:
 
 @dataclass(slots=True)
 class Entry:
+    """What the state records of one address: its id, status, the spec last applied and the
+    answer."""
+
     address: str
     kind: str
     id: str | None
@@ -209,6 +212,8 @@ class Snapshot:
 
 @dataclass
 class LockHolder:
+    """Who holds a workspace lock: user, host, process, command and since when."""
+
     user: str
     host: str
     pid: int
