@@ -47,6 +47,43 @@ async def test_one_method_per_operation() -> None:
     }
 
 
+@pytest.mark.parametrize("base", ["https://api.test", "https://api.test/prefix/"])
+async def test_what_every_request_carries(base: str) -> None:
+    """URL under the base's path, the client's headers, the call's own, the key,
+    the JSON body and the client's timeouts: the same for each call of an
+    operation (its URL is merged once, the rest each time)."""
+    from govsync import __version__
+
+    sent: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(200, json={"space": {"id": f"s-{len(sent)}"}})
+
+    async with AsyncClient(base, "key-1", timeout=7.5,
+                           transport=httpx.MockTransport(answer)) as client:
+        await client.create_space({"name": "a"})
+        await client.call("CreateSpace", {"name": "b"}, headers={"X-Trace": "t-2"})
+        await client.list_groups({})
+    prefix = base.rstrip("/")
+    assert [str(r.url) for r in sent] == [
+        f"{prefix}/core.v1.SpaceService/CreateSpace",
+        f"{prefix}/core.v1.SpaceService/CreateSpace",
+        f"{prefix}/core.v1.GroupService/ListGroups",
+    ]
+    for request, body in zip(sent, ({"name": "a"}, {"name": "b"}, {}), strict=True):
+        assert request.method == "POST"
+        assert json.loads(request.content) == body
+        assert request.headers["x-api-key"] == "key-1"
+        assert request.headers["accept"] == "application/json"
+        assert request.headers["user-agent"] == f"govsync/{__version__}"
+        assert request.headers["content-type"] == "application/json"
+        assert request.headers["content-length"] == str(len(request.content))
+        assert request.extensions["timeout"] == {
+            "connect": 7.5, "read": 7.5, "write": 7.5, "pool": 7.5}
+    assert "x-trace" not in sent[0].headers and sent[1].headers["x-trace"] == "t-2"
+
+
 def test_unwrap_follows_the_catalog() -> None:
     assert unwrap("CreateSpace", {"space": {"id": "s-1", "name": "a"}}) == (
         {"id": "s-1", "name": "a"}, "s-1")
