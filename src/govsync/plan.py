@@ -19,7 +19,7 @@ never a secret value.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -180,6 +180,33 @@ class Plan:
 Environ = Mapping[str, str]
 
 
+class _Ids(Mapping[str, str]):
+    """The id of every object that exists, by address: each applied entry's, read
+    from the entries in place (a copy for a state of 100,000 is 5 MB more at
+    the plan's peak), and those of the plan's moves and imports."""
+
+    def __init__(self, entries: Mapping[str, Entry], more: Mapping[str, str]) -> None:
+        self._entries = entries
+        self._more = more
+
+    def __getitem__(self, address: str) -> str:
+        found = self._more.get(address)
+        if found is not None:
+            return found
+        entry = self._entries.get(address)
+        if entry is None or entry.status != APPLIED or not entry.id:
+            raise KeyError(address)
+        return entry.id
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._more
+        yield from (a for a, e in self._entries.items()
+                    if a not in self._more and e.status == APPLIED and e.id)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
 def make_plan(
     manifests: ManifestSet,
     snapshot: Snapshot,
@@ -194,13 +221,13 @@ def make_plan(
     entries = snapshot.entries
     problems: list[Problem] = []
     moved, imported = _directives(manifests, entries, problems)
-    ids = {a: e.id for a, e in entries.items() if e.status == APPLIED and e.id}
+    more: dict[str, str] = {}
     for new, old in moved.items():
         if entries[old].id:
-            ids[new] = entries[old].id  # type: ignore[assignment]
+            more[new] = entries[old].id  # type: ignore[assignment]
     for new, directive in imported.items():
-        ids[new] = directive.spec["id"]
-    resolver = Resolver(ids=ids, fingerprint=snapshot.fingerprint, environ=env)
+        more[new] = directive.spec["id"]
+    resolver = Resolver(ids=_Ids(entries, more), fingerprint=snapshot.fingerprint, environ=env)
     changes: list[Change] = []
     if len(manifests.order) != len(manifests.objects):
         from govsync.graph import order
@@ -373,7 +400,7 @@ def _action(manifest: Manifest, entry: Any, request: dict[str, Any],
         return Change(address, Action.UNCERTAIN, kind.name, id=entry.id, reason=(
             "a create was sent but its outcome is unknown; run `govsync state resolve "
             f"{address} --id ID` if it exists on the server, or `--absent` if not"))
-    before = entry.spec or {}
+    before = entry.read_spec() or {}  # parsed for this comparison only
     if before == resolved:
         return Change(address, Action.NOOP, kind.name, id=entry.id)
     diff = field_diff(kind, before, resolved)

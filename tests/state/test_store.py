@@ -91,6 +91,30 @@ def test_entries_round_trip(store: StateStore, ws: str) -> None:
     assert list(entries) == sorted(entries)
 
 
+def test_a_read_for_planning_leaves_out_answers_and_times(store: StateStore, ws: str) -> None:
+    """``responses=False``: the same entries without the API's answers and the write
+    times; specs, ids and statuses whole.  An entry read either way, written back,
+    keeps its spec."""
+    spec = {"name": "risk", "tags": ["é", {"n": 1}], "weight": 0.25, "none": None}
+    store.put(ws, Entry("Hook/risk", "Hook", "hook-1", APPLIED, spec, {"id": "hook-1"},
+                        "2024-05-01T10:00:00Z"))
+    store.put(ws, Entry("Space/s", "Space", None, PENDING, None, None, "2024-05-01T10:00:02Z"))
+    planning = store.snapshot(ws, responses=False).entries
+    assert planning == {
+        "Hook/risk": Entry("Hook/risk", "Hook", "hook-1", APPLIED, spec, None, ""),
+        "Space/s": Entry("Space/s", "Space", None, PENDING, None, None, ""),
+    }
+    hook = planning["Hook/risk"]
+    assert hook.read_spec() == spec
+    assert hook.spec == spec and hook.spec is hook.spec  # kept once read as .spec
+    full = store.snapshot(ws).entries["Hook/risk"]
+    full.status = APPLIED
+    store.put(ws, full)
+    again = store.snapshot(ws).entries["Hook/risk"]
+    assert (again.spec, again.response, again.updated_at) == (
+        spec, {"id": "hook-1"}, "2024-05-01T10:00:00Z")
+
+
 def test_a_written_entry_without_a_time_gets_one(store: StateStore, ws: str) -> None:
     store.put(ws, Entry("Space/a", "Space", "s-1", APPLIED, {}, None))
     assert store.snapshot(ws).entries["Space/a"].updated_at.startswith("20")

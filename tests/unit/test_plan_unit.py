@@ -60,7 +60,7 @@ def test_actions_against_state(manifests: Callable[[str], ManifestSet], store: S
     assert actions == {"Hook/hook_one": Action.UPDATE, "Space/space-one": Action.BLOCKED,
                        "Space/gone": Action.ORPHAN, "Hook/unsure": Action.UNCERTAIN}
     hook = next(c for c in plan.changes if c.address == "Hook/hook_one")
-    assert hook.fields == ["timeoutMs"] and hook.operation == "UpdateHook"
+    assert hook.fields == ("timeoutMs",) and hook.operation == "UpdateHook"
     space = next(c for c in plan.changes if c.address == "Space/space-one")
     assert "the API has no operation that updates a Space" in space.reason
     assert plan.summary() == {"create": 0, "update": 1, "no-op": 0, "blocked": 1, "orphan": 1,

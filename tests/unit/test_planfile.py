@@ -154,10 +154,10 @@ def test_not_a_plan(tmp_path: Path, text: str) -> None:
 def test_changes_that_wait_on_each_other_are_refused(saved: tuple[Path, Plan]) -> None:
     _path, plan = saved
     sends = [c for c in plan.changes if c.action == Action.CREATE]
-    sends[0].after.append(sends[-1].address)
-    sends[-1].after.append(sends[0].address)
+    sends[0].after += (sends[-1].address,)
+    sends[-1].after += (sends[0].address,)
     with pytest.raises(PlanError, match="wait on each other"):
         run_order(sends)
-    sends[0].after = [sends[0].address]
+    sends[0].after = (sends[0].address,)
     with pytest.raises(PlanError, match="wait on each other"):
         run_order(sends)

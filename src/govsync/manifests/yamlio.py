@@ -76,7 +76,9 @@ class _Loader(_Base):  # type: ignore[misc]
     """libyaml's parser with YAML 1.2 core-schema tags, memoised.
 
     The composer asks Python for each scalar's tag; manifests repeat the same
-    keys and values thousands of times, so the answer is cached by value.
+    keys and values thousands of times, so the answer is cached by value, for
+    the first 10,000 values seen (those that repeat come early; beyond, names
+    and descriptions would fill it: 5 MB kept alive at 100,000 objects).
     Path resolvers are not used, so descending and ascending is skipped.
     """
 
@@ -95,7 +97,7 @@ class _Loader(_Base):  # type: ignore[misc]
             tag = self._cache.get(value)
             if tag is None:
                 tag = core_tag(value)
-                if len(self._cache) < 100_000:
+                if len(self._cache) < 10_000:
                     self._cache[value] = tag
             return tag
         return SEQ if kind is SequenceNode else MAP

@@ -54,6 +54,8 @@ from psycopg.types.json import Jsonb
 
 from govsync.errors import LockLostError, StateDamagedError, StateError, StateLockedError
 from govsync.state.base import (
+    ANSWER_COLUMNS,
+    NO_ANSWER_COLUMNS,
     Entry,
     LockHolder,
     Malformed,
@@ -295,7 +297,7 @@ class PostgresStore(StateStore):
                 return None
             cur.execute(
                 "SELECT address, kind, object_id, status, spec,"
-                f" {'response' if responses else 'NULL'}, updated_at"
+                f" {ANSWER_COLUMNS if responses else NO_ANSWER_COLUMNS}"
                 f" FROM govsync_objects WHERE workspace = %s ORDER BY address {C}",
                 (workspace,),
             )

@@ -46,6 +46,8 @@ from typing import Any
 
 from govsync.errors import LockLostError, StateDamagedError, StateError, StateLockedError
 from govsync.state.base import (
+    ANSWER_COLUMNS,
+    NO_ANSWER_COLUMNS,
     Entry,
     LockHolder,
     Malformed,
@@ -362,7 +364,7 @@ class SqliteStore(StateStore):
                 # read transaction: never every row's text at once.
                 entries = entries_from_json_rows(db.execute(
                     "SELECT address, kind, object_id, status, spec,"
-                    f" {'response' if responses else 'NULL'}, updated_at"
+                    f" {ANSWER_COLUMNS if responses else NO_ANSWER_COLUMNS}"
                     " FROM objects WHERE workspace = ? ORDER BY address",
                     (workspace,),
                 ))
@@ -595,6 +597,6 @@ def _ensure(db: sqlite3.Connection, workspace: str) -> None:
 def _values(workspace: str, e: Entry) -> tuple[Any, ...]:
     status = checked_status(e)
     return (workspace, e.address, e.kind, e.id, status.value,
-            dumps(e.spec) if e.spec is not None else None,
+            e.spec_text(),
             dumps(e.response) if e.response is not None else None,
             e.updated_at or now())
