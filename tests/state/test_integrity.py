@@ -398,3 +398,27 @@ def test_postgresql_state_without_the_extra_is_one_line(tmp_path: Path) -> None:
     assert result.stderr.strip().splitlines() == [
         "Error: postgresql://u:***@db.example/govsync needs PostgreSQL support, which is not "
         "installed: pip install 'govsync[postgres]'"]
+
+
+@pytest.mark.postgres
+def test_a_postgres_state_larger_than_one_read_batch(pg: Backend) -> None:
+    """As for SQLite: read a batch at a time, every entry whole, damage in a later
+    batch named."""
+    try:
+        store, ws = pg.open(), pg.workspace()
+        entries = [Entry(f"Space/s{i:05}", "Space", f"id-{i}", APPLIED,
+                         {"name": f"s{i}", "tags": [i, {"n": "é"}]}, {"id": f"id-{i}"}, "t")
+                   for i in range(12_345)]
+        store.replace_all(ws, entries, None, None)
+        read = pg.open().snapshot(ws).entries
+        assert list(read) == [e.address for e in entries]
+        assert list(read.values()) == entries
+        planning = pg.open().snapshot(ws, responses=False).entries
+        assert planning["Space/s12344"].read_spec() == {"name": "s12344",
+                                                       "tags": [12344, {"n": "é"}]}
+        pg_sql(pg.url, f"UPDATE govsync_objects SET spec = '\"x\"' WHERE workspace = '{ws}'"
+                       " AND address = 'Space/s11000'")
+        with pytest.raises(StateDamagedError, match="entry 'Space/s11000': its spec is a JSON str"):
+            pg.open().snapshot(ws)
+    finally:
+        pg.close()

@@ -153,9 +153,8 @@ class Malformed(ValueError):
     """A stored value that is not what govsync writes (turned into StateDamagedError)."""
 
 
-# The last two columns of a snapshot's rows: with the API's answers and the
-# times of the writes, or (a read for planning) without them.
-ANSWER_COLUMNS = "response, updated_at"
+# What a read for planning selects in place of the last two columns of a
+# snapshot's rows (the API's answer and the time of the write).
 NO_ANSWER_COLUMNS = "NULL, ''"
 
 
@@ -204,8 +203,8 @@ def entry_from_row(row: tuple[Any, ...], *, json_text: bool,
                    spec_json: str | None = None) -> Entry:
     """An Entry from a stored row (address, kind, id, status, spec, response, updated_at).
 
-    ``json_text``: spec and response are JSON text (SQLite), not parsed values
-    (PostgreSQL JSONB).  ``spec_json``: the text the row's parsed spec came
+    ``json_text``: spec and response are JSON text still to parse, not parsed
+    values.  ``spec_json``: the text the row's parsed spec came
     from, kept instead of it once it is checked.  Raises Malformed naming the
     entry and the problem."""
     address, kind, object_id, status, spec, response, updated_at = row

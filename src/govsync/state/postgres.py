@@ -54,7 +54,6 @@ from psycopg.types.json import Jsonb
 
 from govsync.errors import LockLostError, StateDamagedError, StateError, StateLockedError
 from govsync.state.base import (
-    ANSWER_COLUMNS,
     NO_ANSWER_COLUMNS,
     Entry,
     LockHolder,
@@ -62,7 +61,7 @@ from govsync.state.base import (
     Snapshot,
     StateStore,
     checked_status,
-    entry_from_row,
+    entries_from_json_rows,
     lock_lost,
     now,
     safe_url,
@@ -295,21 +294,23 @@ class PostgresStore(StateStore):
             head = cur.fetchone()
             if head is None:
                 return None
+            # The JSONB columns as text, parsed a batch at a time as SQLite's are
+            # (one json.loads per batch, not one per value), the specs then kept
+            # as text.
             cur.execute(
-                "SELECT address, kind, object_id, status, spec,"
-                f" {ANSWER_COLUMNS if responses else NO_ANSWER_COLUMNS}"
+                "SELECT address, kind, object_id, status, spec::text,"
+                f" {'response::text, updated_at' if responses else NO_ANSWER_COLUMNS}"
                 f" FROM govsync_objects WHERE workspace = %s ORDER BY address {C}",
                 (workspace,),
             )
-            rows = cur.fetchall()
-        lineage, serial, key, count, endpoint = head
-        try:
-            if count != len(rows):
-                raise Malformed(f"it records {count} entries but govsync_objects holds "
-                                f"{len(rows)}")
-            entries = {r[0]: entry_from_row(r, json_text=False) for r in rows}
-        except Malformed as exc:
-            raise self._damaged(f"workspace {workspace!r}: {exc}") from None
+            lineage, serial, key, count, endpoint = head
+            try:
+                entries = entries_from_json_rows(cur)
+                if count != len(entries):
+                    raise Malformed(f"it records {count} entries but govsync_objects holds "
+                                    f"{len(entries)}")
+            except Malformed as exc:
+                raise self._damaged(f"workspace {workspace!r}: {exc}") from None
         return Snapshot(workspace, lineage, int(serial), entries, bytes(key), endpoint)
 
     def history(self, workspace: str, limit: int = 50) -> list[dict[str, Any]]:

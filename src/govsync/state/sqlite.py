@@ -46,7 +46,6 @@ from typing import Any
 
 from govsync.errors import LockLostError, StateDamagedError, StateError, StateLockedError
 from govsync.state.base import (
-    ANSWER_COLUMNS,
     NO_ANSWER_COLUMNS,
     Entry,
     LockHolder,
@@ -364,7 +363,7 @@ class SqliteStore(StateStore):
                 # read transaction: never every row's text at once.
                 entries = entries_from_json_rows(db.execute(
                     "SELECT address, kind, object_id, status, spec,"
-                    f" {ANSWER_COLUMNS if responses else NO_ANSWER_COLUMNS}"
+                    f" {'response, updated_at' if responses else NO_ANSWER_COLUMNS}"
                     " FROM objects WHERE workspace = ? ORDER BY address",
                     (workspace,),
                 ))
