@@ -51,14 +51,16 @@ async def test_one_method_per_operation() -> None:
 async def test_what_every_request_carries(base: str) -> None:
     """URL under the base's path, the client's headers, the call's own, the key,
     the JSON body and the client's timeouts: the same for each call of an
-    operation (its URL is merged once, the rest each time)."""
+    operation (its URL is merged once, the rest each time); no cookie sent
+    back."""
     from govsync import __version__
 
     sent: list[httpx.Request] = []
 
     def answer(request: httpx.Request) -> httpx.Response:
         sent.append(request)
-        return httpx.Response(200, json={"space": {"id": f"s-{len(sent)}"}})
+        return httpx.Response(200, json={"space": {"id": f"s-{len(sent)}"}},
+                              headers={"set-cookie": "AWSALB=sticky; Path=/"})
 
     async with AsyncClient(base, "key-1", timeout=7.5,
                            transport=httpx.MockTransport(answer)) as client:
@@ -82,6 +84,7 @@ async def test_what_every_request_carries(base: str) -> None:
         assert request.extensions["timeout"] == {
             "connect": 7.5, "read": 7.5, "write": 7.5, "pool": 7.5}
     assert "x-trace" not in sent[0].headers and sent[1].headers["x-trace"] == "t-2"
+    assert not any("cookie" in r.headers for r in sent)  # the key authenticates, nothing else
 
 
 def test_unwrap_follows_the_catalog() -> None:

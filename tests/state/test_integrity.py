@@ -70,8 +70,8 @@ CORRUPTIONS: dict[str, tuple[Callable[[Path], object], str]] = {
     "spec-a-list": (lambda p: sql(p, "UPDATE objects SET spec = '[1, 2]'"
                                      " WHERE address = 'Space/s007'"),
                     "entry 'Space/s007': its spec is a JSON list, not an object"),
-    # Specs are parsed in one batch; two entries whose texts would merge or
-    # split in it are still each found and named.
+    # Two entries whose texts would merge or split if parsed together are
+    # still each found and named.
     "spec-two-objects": (lambda p: sql(p, "UPDATE objects SET spec = '{\"a\": 1},{\"b\": 2}'"
                                           " WHERE address = 'Space/s007'"),
                          "entry 'Space/s007': its spec is not JSON"),
@@ -80,6 +80,15 @@ CORRUPTIONS: dict[str, tuple[Callable[[Path], object], str]] = {
                                        "UPDATE objects SET spec = '\"}'"
                                        " WHERE address = 'Space/s008'"),
                          "entry 'Space/s007': its spec is not JSON"),
+    # Two damaged texts that would read as two objects if joined with a comma.
+    "specs-that-pair-up": (lambda p: sql(p, "UPDATE objects SET spec = '{\"a\": 1},{\"b\": [{}'"
+                                            " WHERE address = 'Space/s007'",
+                                         "UPDATE objects SET spec = '{}]}'"
+                                         " WHERE address = 'Space/s008'"),
+                           "entry 'Space/s007': its spec is not JSON"),
+    "spec-then-more": (lambda p: sql(p, "UPDATE objects SET spec = '{\"a\": 1} x'"
+                                        " WHERE address = 'Space/s007'"),
+                       "entry 'Space/s007': its spec is not JSON"),
     "response-not-json": (lambda p: sql(p, "UPDATE objects SET response = 'nope'"
                                            " WHERE address = 'Space/s001'"),
                           "entry 'Space/s001': its response is not JSON"),
@@ -119,9 +128,9 @@ def test_a_damaged_sqlite_state_is_an_error_and_left_alone(state: Path, case: st
     assert not list(state.parent.glob("*.new-*"))
 
 
-def test_a_state_larger_than_one_read_batch(tmp_path: Path) -> None:
-    """SQLite specs are parsed a few thousand at a time: every entry of a state of
-    several batches is read whole, and damage in a later batch is still named."""
+def test_a_large_state_is_read_whole_as_the_cursor_yields_it(tmp_path: Path) -> None:
+    """A state of 12,345 entries is read whole (its rows are taken as SQLite
+    yields them), and damage near its end is named."""
     path = tmp_path / "state.db"
     n = 12_345
     entries = [Entry(f"Space/s{i:05}", "Space", f"id-{i}", APPLIED,
@@ -401,9 +410,8 @@ def test_postgresql_state_without_the_extra_is_one_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.postgres
-def test_a_postgres_state_larger_than_one_read_batch(pg: Backend) -> None:
-    """As for SQLite: read a batch at a time, every entry whole, damage in a later
-    batch named."""
+def test_a_large_postgres_state_is_read_whole(pg: Backend) -> None:
+    """As for SQLite: every entry whole, damage near the end named."""
     try:
         store, ws = pg.open(), pg.workspace()
         entries = [Entry(f"Space/s{i:05}", "Space", f"id-{i}", APPLIED,

@@ -337,7 +337,9 @@ def _poster(http: httpx.AsyncClient) -> Callable[..., httpx.Request]:
     httpx merges the base URL and the client's headers again on every call (two
     URL parses, a sixth of apply's CPU per request); here each operation's URL
     is merged once, by httpx, and the client's headers and timeouts are read
-    once."""
+    once.  No cookies: the API is authenticated by its key, and a server's
+    cookie (a load balancer's stickiness) is never sent back, on one lane or
+    many."""
     urls: dict[str, httpx.URL] = {}
     timeout = http.timeout.as_dict()
 

@@ -40,7 +40,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from itertools import islice
 from typing import Any
 
 from govsync.errors import StateError
@@ -159,54 +158,45 @@ NO_ANSWER_COLUMNS = "NULL, ''"
 
 
 def entries_from_json_rows(rows: Iterable[tuple[Any, ...]]) -> dict[str, Entry]:
-    """``entry_from_row`` over many rows whose spec and response are JSON text.
-
-    The rows are taken in batches of ``JSON_BATCH``, and the texts of each
-    column of a batch are parsed in one ``json.loads`` of them all: one call
-    instead of one per entry, and the decoder shares the keys that every
-    entry repeats (at 100,000 entries: half the time, and 27 MB less), while
-    only one batch's texts are held at a time (the whole column at once is
-    another 60 MB at the peak).  Anything unexpected (a text that is not one
-    JSON object) falls back to the batch's rows one by one, whose errors name
-    the entry."""
+    """``entry_from_row`` over rows whose spec and response are JSON text, taken as
+    a cursor yields them (every row's text at once is 60 MB more at the peak
+    of a read of 100,000 entries); each spec is kept as its text once it is
+    checked to be one JSON object, and parsed again when a plan compares it."""
     entries: dict[str, Entry] = {}
-    it = iter(rows)
-    while batch := list(islice(it, JSON_BATCH)):
-        entries.update(_json_batch(batch))
+    for row in rows:
+        entry = entry_from_row(row, json_text=True, keep_spec_text=True)
+        entries[entry.address] = entry
     return entries
 
 
-JSON_BATCH = 5000
+_DECODE = json.JSONDecoder().raw_decode
 
 
-def _json_batch(rows: list[tuple[Any, ...]]) -> dict[str, Entry]:
-    columns: list[list[Any]] = []
-    try:
-        for column in (4, 5):
-            texts = [r[column] for r in rows if r[column] is not None]
-            if not all(isinstance(t, str) for t in texts):
-                raise Malformed("not text")
-            values = json.loads("[" + ",".join(texts) + "]") if texts else []
-            if len(values) != len(texts) or not all(isinstance(v, dict) for v in values):
-                raise Malformed("not one object per entry")
-            it = iter(values)
-            columns.append([None if r[column] is None else next(it) for r in rows])
-    except ValueError:  # Malformed, or text that is not JSON: find which entry
-        return {r[0]: entry_from_row(r, json_text=True) for r in rows}
-    # Each spec checked, then kept as its text (parsed again when a plan compares it).
-    return {r[0]: entry_from_row((*r[:4], spec, response, r[6]), json_text=False,
-                                 spec_json=r[4])
-            for r, spec, response in zip(rows, columns[0], columns[1], strict=True)}
+def _json_value(text: str | bytes) -> Any:
+    """The one JSON value that ``text`` is; ValueError if it is not exactly one.
+
+    ``raw_decode`` on the text as stored (compact, no surrounding space) skips
+    the two whitespace scans of ``json.loads``; anything else is left to
+    ``json.loads``, which allows the space and refuses what follows a value."""
+    if isinstance(text, str):
+        try:
+            value, end = _DECODE(text)
+        except ValueError:
+            pass
+        else:
+            if end == len(text):
+                return value
+    return json.loads(text)
 
 
 def entry_from_row(row: tuple[Any, ...], *, json_text: bool,
-                   spec_json: str | None = None) -> Entry:
+                   keep_spec_text: bool = False) -> Entry:
     """An Entry from a stored row (address, kind, id, status, spec, response, updated_at).
 
     ``json_text``: spec and response are JSON text still to parse, not parsed
-    values.  ``spec_json``: the text the row's parsed spec came
-    from, kept instead of it once it is checked.  Raises Malformed naming the
-    entry and the problem."""
+    values.  ``keep_spec_text``: the entry keeps the spec's text, once it is
+    checked, rather than the parsed spec.  Raises Malformed naming the entry
+    and the problem."""
     address, kind, object_id, status, spec, response, updated_at = row
     if not isinstance(address, str) or not address:
         raise Malformed(f"an entry has the address {address!r}")
@@ -227,7 +217,7 @@ def entry_from_row(row: tuple[Any, ...], *, json_text: bool,
             if not isinstance(value, str | bytes):
                 raise Malformed(f"{where}: its {name} is not JSON text")
             try:
-                value = json.loads(value)
+                value = _json_value(value)
             except ValueError:
                 raise Malformed(f"{where}: its {name} is not JSON") from None
         if value is not None and not isinstance(value, dict):
@@ -236,9 +226,9 @@ def entry_from_row(row: tuple[Any, ...], *, json_text: bool,
         values.append(value)
     if not isinstance(updated_at, str):
         raise Malformed(f"{where} has the time {updated_at!r}, not a string")
-    if spec_json is not None and values[0] is not None:
+    if keep_spec_text and isinstance(spec, str) and values[0] is not None:
         return Entry(address, kind, object_id, status, None, values[1], updated_at,
-                     spec_json=spec_json)
+                     spec_json=spec)
     return Entry(address, kind, object_id, status, values[0], values[1], updated_at)
 
 
