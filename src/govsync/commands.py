@@ -52,14 +52,14 @@ def check_secrets_set(manifests: ManifestSet, settings: Settings) -> None:
 
 
 def read_snapshot(settings: Settings, *, responses: bool = False) -> Snapshot:
-    """The workspace's state for a command that only reads: a state that does not
-    exist yet reads as empty and is not created."""
+    """The workspace's state for a command that only reads: a state, or a workspace,
+    that does not exist yet reads as empty and is not created."""
     from govsync.state.base import empty_snapshot, exists
 
     if not exists(settings.state):
         return empty_snapshot(settings.workspace)
     with settings.open_state() as store:
-        return store.snapshot(settings.workspace, responses=responses)
+        return store.snapshot(settings.workspace, responses=responses, create=False)
 
 
 def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False) -> Plan:
@@ -77,7 +77,9 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False) ->
     running = None
     if saving or exists(settings.state):
         with settings.open_state() as store:
-            snapshot = store.snapshot(settings.workspace, responses=False)
+            # A saved plan is authenticated with the workspace's key: only then
+            # is a workspace never written made; a plan alone writes nothing.
+            snapshot = store.snapshot(settings.workspace, responses=False, create=saving)
             running = store.running(settings.workspace)
     else:
         snapshot = read_snapshot(settings)

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import yaml
-from plan_helpers import EXAMPLES, LOCAL, Gov, edit, summary
+from plan_helpers import EXAMPLES, LOCAL, STATE_DB, Gov, edit, summary
 
 GOLDEN = Path(__file__).parent / "golden" / "examples-empty.json"
 
@@ -49,6 +49,32 @@ def test_plan_examples_against_empty_state(gov: Gov) -> None:
     assert {c["action"] for c in plan["changes"]} == {"create"}
     assert plan["workspace"] == "default"
     assert plan["serial"] == 0
+
+
+def test_a_plan_for_a_new_workspace_writes_nothing(gov: Gov) -> None:
+    """A state file that exists, and a workspace it has never held: plan (and drift,
+    state list) read it as empty and write nothing; only a saved plan makes it."""
+    import sqlite3
+
+    gov.apply_local(EXAMPLES)  # the state file now holds workspace "default"
+    state = gov.cwd / STATE_DB
+
+    def workspaces() -> list[str]:
+        db = sqlite3.connect(state)
+        try:
+            return [r[0] for r in db.execute("SELECT name FROM workspaces ORDER BY name")]
+        finally:
+            db.close()
+
+    before = state.read_bytes()
+    plan = gov.plan(EXAMPLES, "--workspace", "staging")
+    assert plan["summary"] == summary(create=59) and plan["lineage"] == ""
+    gov.run("state", "list", "--workspace", "staging")
+    assert workspaces() == ["default"]
+    assert state.read_bytes() == before
+    gov.run("plan", EXAMPLES, "--workspace", "staging", "--out", gov.cwd / "staging.plan")
+    assert workspaces() == ["default", "staging"]
+    assert before != state.read_bytes()
 
 
 def test_plan_examples_detailed_exitcode_is_2(gov: Gov) -> None:

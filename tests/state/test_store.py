@@ -48,6 +48,16 @@ def test_snapshot_creates_an_empty_workspace(store: StateStore, ws: str) -> None
     assert len(snap.key) == 32
 
 
+def test_a_read_that_may_not_create_makes_no_workspace(backend: Backend, ws: str) -> None:
+    store = backend.open()
+    empty = store.snapshot(ws, create=False)
+    assert (empty.lineage, empty.serial, empty.entries) == ("", 0, {})
+    assert backend.open().snapshot(ws, create=False).lineage == ""  # still not made
+    made = store.snapshot(ws)
+    assert made.lineage and made.key
+    assert backend.open().snapshot(ws, create=False).lineage == made.lineage
+
+
 def test_lineage_and_key_are_stable_across_calls_and_reopening(
         backend: Backend, store: StateStore, ws: str) -> None:
     first = store.snapshot(ws)

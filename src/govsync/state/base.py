@@ -313,8 +313,13 @@ class Storage(ABC):
 
     # -- read ---------------------------------------------------------------
     @abstractmethod
-    def snapshot(self, workspace: str, *, responses: bool = True) -> Snapshot:
+    def snapshot(self, workspace: str, *, responses: bool = True,
+                 create: bool = True) -> Snapshot:
         """Read a workspace (created empty, with lineage and key, on first use).
+
+        ``create=False`` is a read that writes nothing: a workspace never
+        written reads as empty (``empty_snapshot``) and is not made, as a
+        state file that does not exist reads for a command that only reads.
 
         ``responses=False`` is a read for planning: it leaves the API's answers
         out (None) and the times of the writes ("").  A plan needs neither;

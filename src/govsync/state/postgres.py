@@ -61,6 +61,7 @@ from govsync.state.base import (
     Snapshot,
     StateStore,
     checked_status,
+    empty_snapshot,
     entries_from_json_rows,
     lock_lost,
     now,
@@ -273,9 +274,12 @@ class PostgresStore(StateStore):
         return self._lock_db
 
     # -- read -------------------------------------------------------------------
-    def snapshot(self, workspace: str, *, responses: bool = True) -> Snapshot:
+    def snapshot(self, workspace: str, *, responses: bool = True,
+                 create: bool = True) -> Snapshot:
         found = self._read(workspace, responses)
         if found is None:
+            if not create:
+                return empty_snapshot(workspace)
             with self._transaction(f"cannot create workspace {workspace!r}") as cur:
                 _ensure(cur, workspace)
             found = self._read(workspace, responses)

@@ -54,6 +54,7 @@ from govsync.state.base import (
     StateStore,
     checked_status,
     dumps,
+    empty_snapshot,
     entries_from_json_rows,
     lock_lost,
     now,
@@ -334,9 +335,12 @@ class SqliteStore(StateStore):
         return True
 
     # -- read --------------------------------------------------------------------
-    def snapshot(self, workspace: str, *, responses: bool = True) -> Snapshot:
+    def snapshot(self, workspace: str, *, responses: bool = True,
+                 create: bool = True) -> Snapshot:
         found = self._read(workspace, responses)
         if found is None:
+            if not create:
+                return empty_snapshot(workspace)
             self._write(workspace, lambda db: None, bump=False)
             found = self._read(workspace, responses)
         assert found is not None
