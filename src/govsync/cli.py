@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from govsync import __version__
-from govsync.errors import GovsyncError, ManifestError
+from govsync.errors import ConfigError, GovsyncError, ManifestError
 from govsync.project import Selection
 from govsync.settings import DEFAULT_STATE, LOG_ENV, Settings
 
@@ -331,6 +331,9 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
     """
     from govsync import commands, render
 
+    if out_file and not os.path.isdir(os.path.dirname(os.path.abspath(out_file))):
+        # Before the plan, which may make the workspace for the file: nothing is left.
+        raise ConfigError(f"cannot write the plan to {out_file}: its folder does not exist")
     manifests = load(paths, settings.selection, short=True)
     result = commands.plan(manifests, settings, saving=bool(out_file))
     o = out()

@@ -65,9 +65,10 @@ def read_snapshot(settings: Settings, *, responses: bool = False) -> Snapshot:
 def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False) -> Plan:
     """Diff the manifests against the workspace's state (no lock taken).
 
-    Creates nothing, unless ``saving`` (``plan --out``): a saved plan is
-    authenticated with the workspace's key, so the state must exist.  With an
-    endpoint, policy owner groups are checked live (ListGroups)."""
+    Writes nothing, unless ``saving`` (``plan --out``) a workspace never written:
+    a saved plan is authenticated with the workspace's key, so the workspace is
+    made once the plan has passed every check (see ``_in_new_workspace``).
+    With an endpoint, policy owner groups are checked live (ListGroups)."""
     from govsync.live import wanted
     from govsync.plan import make_plan
 
@@ -75,11 +76,9 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False) ->
     from govsync.state.base import exists
 
     running = None
-    if saving or exists(settings.state):
+    if exists(settings.state):
         with settings.open_state() as store:
-            # A saved plan is authenticated with the workspace's key: only then
-            # is a workspace never written made; a plan alone writes nothing.
-            snapshot = store.snapshot(settings.workspace, responses=False, create=saving)
+            snapshot = store.snapshot(settings.workspace, responses=False, create=False)
             running = store.running(settings.workspace)
     else:
         snapshot = read_snapshot(settings)
@@ -111,7 +110,25 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False) ->
             asyncio.run(check())
         else:
             _skip_live(result, values, "no endpoint configured (offline plan)")
+    if saving and not snapshot.lineage:
+        result = _in_new_workspace(result, manifests, settings)
     return result
+
+
+def _in_new_workspace(planned: Plan, manifests: ManifestSet, settings: Settings) -> Plan:
+    """``plan --out`` of a workspace never written: the workspace (and the state file)
+    made now that the plan has passed every check, so a plan that fails leaves no
+    state behind; then planned again, since the fingerprints of the secrets a
+    saved plan carries are made with the workspace's key."""
+    from govsync.plan import make_plan
+
+    with settings.open_state() as store:
+        snapshot = store.snapshot(settings.workspace, responses=False)
+    if snapshot.serial or snapshot.entries:
+        raise StateError("the state changed while the plan was made: run `govsync plan` again")
+    again = make_plan(manifests, snapshot, environ=settings.environ, targets=settings.targets)
+    again.checks = planned.checks
+    return again
 
 
 def check_rules(plan: Plan, manifests: ManifestSet, settings: Settings,

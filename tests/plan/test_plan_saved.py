@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from plan_helpers import LOCAL, Gov, edit, summary
+from plan_helpers import LOCAL, STATE_DB, Gov, edit, summary
 
 from govsync.state.base import Entry
 
@@ -177,6 +177,21 @@ def test_plan_out_into_a_missing_directory_is_an_error_not_a_crash(
     result = gov.run("plan", manifests, "--out", "missing/p.json", code=1)
     assert result.stderr.startswith("Error: ")
     assert "missing/p.json" in result.stderr
+    assert not (gov.cwd / ".govsync").exists()  # no state made for a plan not saved
+
+
+@pytest.mark.parametrize("failing", ["target", "owner group"])
+def test_a_plan_out_that_fails_leaves_no_state(gov: Gov, manifests: Path, failing: str) -> None:
+    """``plan --out`` makes the workspace (and the state file) only once the plan
+    has passed every check, the live ones too: a plan that fails leaves no state."""
+    if failing == "target":  # a target that matches nothing
+        args: tuple[str, ...] = ("--target", "Hook/nothing-by-this-name")
+    else:  # a policy owner group the server lacks (ListGroups)
+        edit(manifests / "policies.yaml", "groupName: analysts", "groupName: analytics-team")
+        args = LOCAL
+    gov.run("plan", manifests, "--out", "p.json", *args, code=1)
+    assert not (gov.cwd / STATE_DB).exists()
+    assert not (gov.cwd / "p.json").exists()
 
 
 def local_objects(gov: Gov) -> int:
