@@ -45,6 +45,7 @@ from govsync.errors import (
     UnauthorizedError,
 )
 from govsync.plan import WORK, Action, Change, Plan
+from govsync.settings import API_KEY_ENV
 from govsync.state.base import APPLIED, PENDING, UNCERTAIN, Entry, Snapshot, StateStore, now
 from govsync.values import SENSITIVE, MissingSecret, Resolver, UnknownId
 
@@ -391,7 +392,7 @@ class Applier:
                 self._stop(
                     "the API rejected the key",
                     f"the API answered {exc.status} {exc.code} for {operation}: check that "
-                    "GOVSYNC_API_KEY holds a key for this endpoint with write permission "
+                    f"{API_KEY_ENV} holds a key for this endpoint with write permission "
                     "(a viewer key may only call ListGroups)")
             code = exc.code if isinstance(exc, ApiStatusError) else ""
             return _outcome(change, Result.FAILED, exc.message, code)

@@ -19,7 +19,7 @@ import click
 from govsync import __version__
 from govsync.errors import ConfigError, GovsyncError, ManifestError
 from govsync.project import Selection
-from govsync.settings import DEFAULT_STATE, LOG_ENV, Settings
+from govsync.settings import API_KEY_ENV, DEFAULT_STATE, LOG_ENV, Settings
 
 if TYPE_CHECKING:
     from govsync.manifests.model import ManifestSet
@@ -141,7 +141,7 @@ def global_options(func: F) -> F:
 
         settings = Settings(
             endpoint=chosen("endpoint", endpoint, "endpoint") or None,
-            api_key=os.environ.get("GOVSYNC_API_KEY") or None,
+            api_key=os.environ.get(API_KEY_ENV) or None,
             state=chosen("state_url", state_url, "state"),
             workspace=chosen("workspace", workspace, "workspace"),
             insecure_http=insecure_http,
@@ -239,7 +239,7 @@ def cli(ctx: click.Context, verbose: int, quiet: bool, no_color: bool) -> None:
         # invocation's set-up in this process (logging costs start-up).
         from govsync import logs
 
-        logs.configure(os.environ.get(logs.ENV), hidden=[os.environ.get("GOVSYNC_API_KEY", "")])
+        logs.configure(os.environ.get(LOG_ENV), hidden=[os.environ.get(API_KEY_ENV, "")])
     ctx.obj = Output(verbose, quiet, no_color)
 
 

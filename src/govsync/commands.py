@@ -27,7 +27,7 @@ from govsync.errors import (
     TransportError,
     UnauthorizedError,
 )
-from govsync.settings import Settings
+from govsync.settings import API_KEY_ENV, Settings
 
 if TYPE_CHECKING:
     from govsync.api.client import AsyncClient
@@ -173,6 +173,12 @@ def endpoint_change(snapshot: Snapshot, settings: Settings) -> str:
             f", not {safe_url(normal_endpoint(settings.endpoint))}: its ids may not exist there")
 
 
+def _key_rejected(exc: UnauthorizedError) -> ConfigError:
+    """A live read refused for the key: the key, not the check, is what to fix."""
+    return ConfigError(f"the API rejected the key ({exc.status}): check {API_KEY_ENV} for "
+                       "this endpoint")
+
+
 def _skip_live(plan: Plan, values: list[LiveValue], why: str) -> None:
     from govsync import live
     from govsync.plan import Check, CheckStatus
@@ -195,21 +201,18 @@ async def check_live(plan: Plan, manifests: ManifestSet, client: AsyncClient,
     try:
         existing = await live.read(client, values)
     except UnauthorizedError as exc:
-        raise ConfigError(
-            "the API rejected the key (401): check GOVSYNC_API_KEY for this endpoint"
-        ) from exc
+        raise _key_rejected(exc) from exc
     except TransportError as exc:
         _skip_live(plan, values, f"endpoint unreachable ({exc.message})")
         return
     except ApiError as exc:
-        reads = " and ".join(sorted({v.ref.read_operation for v in values}))
-        _skip_live(plan, values, f"{reads} failed ({exc})")
+        _skip_live(plan, values, f"{' and '.join(live.operations(values))} failed ({exc})")
         return
     missing = live.missing(values, existing)
     if missing:
         raise ManifestError([
             Problem(*v.manifest.where(f"spec.{v.ref.field}"),
-                    f"{v.message}; create the {v.ref.target.lower()} or fix the name")
+                    f"{v.message}; create the {v.ref.word} or fix the name")
             for v in missing
         ])
     for ref in live.refs(values):
@@ -430,14 +433,13 @@ def drift(manifests: ManifestSet, settings: Settings) -> DriftReport:
 
             existing = asyncio.run(read())
         except UnauthorizedError as exc:
-            raise ConfigError(
-                "the API rejected the key (401): check GOVSYNC_API_KEY for this endpoint"
-            ) from exc
+            raise _key_rejected(exc) from exc
         except TransportError as exc:
             raise ApiError(f"cannot run the live checks: endpoint unreachable ({exc.message})"
                            ) from exc
         except ApiError as exc:
-            raise ApiError(f"cannot run the live checks: ListGroups failed ({exc})") from exc
+            raise ApiError(f"cannot run the live checks: {' and '.join(live.operations(values))}"
+                           f" failed ({exc})") from exc
     live_checks = d.live_checks(values, existing, skipped)
     return d.DriftReport(the_plan, live_checks, d.unobservable(manifests))
 

@@ -60,7 +60,7 @@ def live_checks(values: list[LiveValue], existing: Mapping[str, set[str]] | None
 
 def _live_check(kind: Kind, ref: LiveRef, values: list[LiveValue],
                 existing: Mapping[str, set[str]] | None, skipped: str) -> LiveCheck:
-    target = ref.target.lower()
+    target = ref.word
     if not values:
         return LiveCheck(ref.check, CheckStatus.PASSED,
                          f"no {kind.name.lower()} names a {target}")

@@ -26,7 +26,7 @@ class LiveValue:
 
     @property
     def message(self) -> str:
-        return (f"{self.manifest.address}: spec.{self.ref.field} names {self.ref.target.lower()} "
+        return (f"{self.manifest.address}: spec.{self.ref.field} names {self.ref.word} "
                 f"{self.value!r}, which does not exist on the server ({self.ref.read_operation})")
 
 
@@ -47,6 +47,11 @@ def refs(values: Iterable[LiveValue]) -> list[LiveRef]:
     return list(dict.fromkeys(v.ref for v in values))
 
 
+def operations(values: Iterable[LiveValue]) -> list[str]:
+    """The read operations that ``values`` need, sorted (ListGroups)."""
+    return sorted({v.ref.read_operation for v in values})
+
+
 def missing(values: Iterable[LiveValue], existing: Mapping[str, set[str]]) -> list[LiveValue]:
     """The values whose object is not among ``existing`` (names by read operation)."""
     return [v for v in values if v.value not in existing.get(v.ref.read_operation, set())]
@@ -55,7 +60,7 @@ def missing(values: Iterable[LiveValue], existing: Mapping[str, set[str]]) -> li
 async def read(client: AsyncClient, values: Iterable[LiveValue]) -> dict[str, set[str]]:
     """Names of every object the read operations of ``values`` list (every page)."""
     out: dict[str, set[str]] = {}
-    for operation in sorted({v.ref.read_operation for v in values}):
+    for operation in operations(values):
         out[operation] = {item["name"] for item in await READERS[operation](client)}
     return out
 

@@ -25,7 +25,6 @@ from govsync.errors import ConfigError
 from govsync.settings import LOG_ENV
 from govsync.values import SENSITIVE
 
-ENV = LOG_ENV
 LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING}
 ROOT = "govsync"
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -60,7 +59,7 @@ def level(value: str | None) -> int | None:
     try:
         return LEVELS[name]
     except KeyError:
-        raise ConfigError(f"{ENV}={value!r}: use one of {', '.join(LEVELS)} "
+        raise ConfigError(f"{LOG_ENV}={value!r}: use one of {', '.join(LEVELS)} "
                           "(or leave it unset for no logs)") from None
 
 

@@ -351,7 +351,7 @@ def _move(manifest: Manifest, old: str, entry: Entry, request: dict[str, Any],
                           f"API name ({old_name!r} -> {manifest.name!r}), and the API cannot "
                           "rename: keep the old address, or create a new object under the "
                           "new name"))
-    change = _change(manifest, entry, request, resolved)
+    change = _change(manifest, entry, request, resolved, manifest.address)
     change.moved_from = old
     if change.action == Action.NOOP:
         change.action = Action.MOVE
@@ -376,15 +376,15 @@ def _import(manifest: Manifest, directive: Directive, request: dict[str, Any]) -
         operation = None
     return Change(manifest.address, Action.IMPORT, kind.name, id=directive.spec["id"],
                   fields=tuple(sorted(request)), request=request, operation=operation,
-                  after=tuple(manifest.dependencies),
+                  after=manifest.dependencies,
                   reason=f"adopted by {directive.label}: {verify}{what}")
 
 
 def _change(manifest: Manifest, entry: Any, request: dict[str, Any],
-            resolved: dict[str, Any], address: str | None = None) -> Change:
+            resolved: dict[str, Any], address: str) -> Change:
     """``address``: the manifest's, given as the string the manifest set keys it by
     (``Manifest.address`` makes a new one: 7 MB more for a plan of 100,000)."""
-    change = _action(manifest, entry, request, resolved, address or manifest.address)
+    change = _action(manifest, entry, request, resolved, address)
     if manifest.patched:
         change.patched = dict(manifest.patched)
     return change
@@ -395,7 +395,7 @@ def _action(manifest: Manifest, entry: Any, request: dict[str, Any],
     kind = manifest.kind
     if entry is None:
         return Change(address, Action.CREATE, kind.name, fields=tuple(sorted(request)),
-                      request=request, operation=kind.create_op, after=tuple(manifest.dependencies))
+                      request=request, operation=kind.create_op, after=manifest.dependencies)
     if entry.status in (PENDING, UNCERTAIN):
         return Change(address, Action.UNCERTAIN, kind.name, id=entry.id, reason=(
             "a create was sent but its outcome is unknown; run `govsync state resolve "
@@ -409,7 +409,7 @@ def _action(manifest: Manifest, entry: Any, request: dict[str, Any],
     fields = tuple(d.path for d in diff)
     if not cannot:
         return Change(address, Action.UPDATE, kind.name, id=entry.id, fields=fields, diff=diff,
-                      request=request, operation=kind.update_op, after=tuple(manifest.dependencies))
+                      request=request, operation=kind.update_op, after=manifest.dependencies)
     rotated = _rotated_secrets(manifest, before, resolved)
     reason = (rotation_reason(kind, rotated, [f for f in cannot if f not in {
         str(p[0]) for p, _ in rotated}]) if rotated else blocked_reason(kind, cannot))

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from govsync.errors import ConfigError, ManifestError, Problem
 from govsync.files import display_path
+from govsync.settings import API_KEY_ENV
 
 if TYPE_CHECKING:
     from govsync.approvals import Approvals
@@ -188,7 +189,7 @@ def _keys(body: dict[Any, Any], at: tuple[Any, ...], allowed: tuple[str, ...],
     credentials = {k for k in body if isinstance(k, str) and _KEY_LIKE.match(k)}
     for key in credentials:
         problem((*at, key), f"{key}: the API key is never read from the project file (it is "
-                "committed to git): set GOVSYNC_API_KEY in the environment instead", key=True)
+                f"committed to git): set {API_KEY_ENV} in the environment instead", key=True)
     unknown_keys({k: v for k, v in body.items() if k not in credentials}, at, allowed, problem)
 
 

@@ -21,6 +21,8 @@ DEFAULT_STATE = os.path.join(".govsync", "state.db")
 LOCAL_DB = os.path.join(".govsync", "local-api.db")
 # The environment variable that turns logs on (govsync/logs.py).
 LOG_ENV = "GOVSYNC_LOG"
+# The environment variable the API key is read from (and only from).
+API_KEY_ENV = "GOVSYNC_API_KEY"
 WORKSPACE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 
 

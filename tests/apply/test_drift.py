@@ -120,3 +120,16 @@ def test_unreachable_endpoint_is_an_error(govsync: Govsync, applied: Path) -> No
         assert run.code == 1, run
         assert "Error: cannot run the live checks" in run.err and "unreachable" in run.err
         assert "In sync" not in run.out
+
+
+def test_a_rejected_key_names_the_key_for_plan_and_drift(govsync: Govsync,
+                                                          applied: Path) -> None:
+    """The live checks' read refused for the key (401): an error that names the
+    variable to fix, from plan and drift alike, and the state is left as it was."""
+    state = Path(govsync.state)
+    before = state.read_bytes()
+    for command in ("plan", "drift"):
+        run = govsync.invoke(command, str(applied), env={"GOVSYNC_API_KEY": "not-the-key"})
+        assert run.code == 1, run
+        assert "the API rejected the key (401): check GOVSYNC_API_KEY" in run.err, run
+    assert state.read_bytes() == before

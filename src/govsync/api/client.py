@@ -51,6 +51,7 @@ from govsync.api.transport import (
     key_auth,
     local_transport,
 )
+from govsync.settings import API_KEY_ENV
 from govsync.values import SENSITIVE
 
 if TYPE_CHECKING:
@@ -374,7 +375,7 @@ class AsyncClient:
         if api_key is not None and (not api_key or not api_key.isprintable()
                                     or not api_key.isascii()):
             raise errors.ConfigError("the API key is empty or has characters an HTTP header "
-                                     "cannot carry (check GOVSYNC_API_KEY)")
+                                     f"cannot carry (check {API_KEY_ENV})")
         options: dict[str, Any] = {
             "base_url": base_url, "auth": key_auth(api_key),
             "timeout": timeout, "headers": _headers(), "follow_redirects": False}
@@ -520,7 +521,7 @@ def check_endpoint(endpoint: str | None, api_key: str | None) -> tuple[str, str 
     if endpoint == "local":
         return endpoint, api_key or LOCAL_API_KEY
     if not api_key:
-        raise errors.ConfigError("no API key: set GOVSYNC_API_KEY")
+        raise errors.ConfigError(f"no API key: set {API_KEY_ENV}")
     return endpoint, api_key
 
 

@@ -6,8 +6,9 @@ request is wrapped.  Everything else is derived from the operation catalog
 and the request models: a kind's spec model, whether its API object has a
 ``name`` (taken from ``metadata.name``), its reference fields and its secret
 fields.  The models' facts are read from their compiled form
-(``govsync.api.checks``), so that planning never imports pydantic.  The loader, graph, planner, applier, reference server and JSON
-Schema all read this table; none of them branches on a kind's name.
+(``govsync.api.checks``), so that planning never imports pydantic.  The
+loader, graph, planner, applier, reference server and JSON Schema all read
+this table; none of them branches on a kind's name.
 """
 
 from __future__ import annotations
@@ -51,6 +52,11 @@ class LiveRef:
     read_operation: str    # the operation that lists them (ListGroups)
     check: str             # the name of its plan and drift check (groups)
     noun: str              # what each value is, in messages (policy owner group)
+
+    @property
+    def word(self) -> str:
+        """The target kind in messages and in drift's problems ("group")."""
+        return self.target.lower()
 
 
 @dataclass(frozen=True)

@@ -63,9 +63,9 @@ class Manifest:
         return f"{self.kind.name}/{self.name}"
 
     @property
-    def dependencies(self) -> list[str]:
+    def dependencies(self) -> tuple[str, ...]:
         """Addresses this object waits for: its references and dependsOn, sorted."""
-        return sorted({a for _, a in self.refs} | set(self.depends_on))
+        return tuple(sorted({a for _, a in self.refs} | set(self.depends_on)))
 
     def where(self, what: str = "") -> tuple[str, int, int]:
         """(file, line, col) of a dotted path such as ``spec.logStoreB.apiKey``."""

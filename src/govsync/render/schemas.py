@@ -112,7 +112,7 @@ def plan_schema() -> Schema:
 
 def drift_schema() -> Schema:
     # A missing object is named under its kind's name (a policy's owner "group").
-    named = {ref.target.lower(): _STR for kind in KINDS for ref in kind.live_refs}
+    named = {ref.word: _STR for kind in KINDS for ref in kind.live_refs}
     problem = _object({"address": _ADDRESS, "field": _STR, **named, "message": _STR},
                       required=["message"])
     live = _object({"name": _STR, "status": {"enum": _values(CheckStatus)}, "detail": _STR,

@@ -164,7 +164,7 @@ def entries_from_json_rows(rows: Iterable[tuple[Any, ...]]) -> dict[str, Entry]:
     checked to be one JSON object, and parsed again when a plan compares it."""
     entries: dict[str, Entry] = {}
     for row in rows:
-        entry = entry_from_row(row, json_text=True, keep_spec_text=True)
+        entry = entry_from_row(row)
         entries[entry.address] = entry
     return entries
 
@@ -189,14 +189,11 @@ def _json_value(text: str | bytes) -> Any:
     return json.loads(text)
 
 
-def entry_from_row(row: tuple[Any, ...], *, json_text: bool,
-                   keep_spec_text: bool = False) -> Entry:
-    """An Entry from a stored row (address, kind, id, status, spec, response, updated_at).
-
-    ``json_text``: spec and response are JSON text still to parse, not parsed
-    values.  ``keep_spec_text``: the entry keeps the spec's text, once it is
-    checked, rather than the parsed spec.  Raises Malformed naming the entry
-    and the problem."""
+def entry_from_row(row: tuple[Any, ...]) -> Entry:
+    """An Entry from a stored row (address, kind, id, status, spec, response,
+    updated_at) whose spec and response are JSON text.  The entry keeps the
+    spec's text once it is checked, not the parsed spec.  Raises Malformed
+    naming the entry and the problem."""
     address, kind, object_id, status, spec, response, updated_at = row
     if not isinstance(address, str) or not address:
         raise Malformed(f"an entry has the address {address!r}")
@@ -213,7 +210,7 @@ def entry_from_row(row: tuple[Any, ...], *, json_text: bool,
                         f"(known: {', '.join(EntryStatus)})") from None
     values: list[dict[str, Any] | None] = []
     for name, value in (("spec", spec), ("response", response)):
-        if value is not None and json_text:
+        if value is not None:
             if not isinstance(value, str | bytes):
                 raise Malformed(f"{where}: its {name} is not JSON text")
             try:
@@ -226,7 +223,7 @@ def entry_from_row(row: tuple[Any, ...], *, json_text: bool,
         values.append(value)
     if not isinstance(updated_at, str):
         raise Malformed(f"{where} has the time {updated_at!r}, not a string")
-    if keep_spec_text and isinstance(spec, str) and values[0] is not None:
+    if isinstance(spec, str) and values[0] is not None:
         return Entry(address, kind, object_id, status, None, values[1], updated_at,
                      spec_json=spec)
     return Entry(address, kind, object_id, status, values[0], values[1], updated_at)
@@ -312,7 +309,6 @@ class Storage(ABC):
     writes_wait: bool = False
 
     # -- read ---------------------------------------------------------------
-    @abstractmethod
     def snapshot(self, workspace: str, *, responses: bool = True,
                  create: bool = True) -> Snapshot:
         """Read a workspace (created empty, with lineage and key, on first use).
@@ -326,6 +322,22 @@ class Storage(ABC):
         parsing the answers is most of reading a large state, and the times
         are 7 MB at 100,000 entries.  Its entries are never written back.
         A damaged state is a StateError naming the problem."""
+        found = self._read(workspace, responses)
+        if found is None:
+            if not create:
+                return empty_snapshot(workspace)
+            self._create(workspace)
+            found = self._read(workspace, responses)
+        assert found is not None
+        return found
+
+    @abstractmethod
+    def _read(self, workspace: str, responses: bool) -> Snapshot | None:
+        """The workspace and its entries from one consistent read (None if new)."""
+
+    @abstractmethod
+    def _create(self, workspace: str) -> None:
+        """Make an empty workspace, with its lineage and key (nothing if it exists)."""
 
     @abstractmethod
     def history(self, workspace: str, limit: int = 50) -> list[dict[str, Any]]:

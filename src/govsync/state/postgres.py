@@ -61,7 +61,6 @@ from govsync.state.base import (
     Snapshot,
     StateStore,
     checked_status,
-    empty_snapshot,
     entries_from_json_rows,
     lock_lost,
     now,
@@ -274,19 +273,11 @@ class PostgresStore(StateStore):
         return self._lock_db
 
     # -- read -------------------------------------------------------------------
-    def snapshot(self, workspace: str, *, responses: bool = True,
-                 create: bool = True) -> Snapshot:
-        found = self._read(workspace, responses)
-        if found is None:
-            if not create:
-                return empty_snapshot(workspace)
-            with self._transaction(f"cannot create workspace {workspace!r}") as cur:
-                _ensure(cur, workspace)
-            found = self._read(workspace, responses)
-        assert found is not None
-        return found
+    def _create(self, workspace: str) -> None:
+        with self._transaction(f"cannot create workspace {workspace!r}") as cur:
+            _ensure(cur, workspace)
 
-    def _read(self, workspace: str, responses: bool = True) -> Snapshot | None:
+    def _read(self, workspace: str, responses: bool) -> Snapshot | None:
         """The workspace and its entries from one database snapshot (None if new)."""
         with self._transaction(f"cannot read workspace {workspace!r}") as cur:
             cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
@@ -298,9 +289,8 @@ class PostgresStore(StateStore):
             head = cur.fetchone()
             if head is None:
                 return None
-            # The JSONB columns as text, parsed a batch at a time as SQLite's are
-            # (one json.loads per batch, not one per value), the specs then kept
-            # as text.
+            # The JSONB columns as text, parsed as SQLite's are (faster than
+            # psycopg's loader), the specs then kept as text.
             cur.execute(
                 "SELECT address, kind, object_id, status, spec::text,"
                 f" {'response::text, updated_at' if responses else NO_ANSWER_COLUMNS}"

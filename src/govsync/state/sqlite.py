@@ -54,7 +54,6 @@ from govsync.state.base import (
     StateStore,
     checked_status,
     dumps,
-    empty_snapshot,
     entries_from_json_rows,
     lock_lost,
     now,
@@ -335,16 +334,8 @@ class SqliteStore(StateStore):
         return True
 
     # -- read --------------------------------------------------------------------
-    def snapshot(self, workspace: str, *, responses: bool = True,
-                 create: bool = True) -> Snapshot:
-        found = self._read(workspace, responses)
-        if found is None:
-            if not create:
-                return empty_snapshot(workspace)
-            self._write(workspace, lambda db: None, bump=False)
-            found = self._read(workspace, responses)
-        assert found is not None
-        return found
+    def _create(self, workspace: str) -> None:
+        self._write(workspace, lambda db: None, bump=False)
 
     def _read(self, workspace: str, responses: bool) -> Snapshot | None:
         with self._transaction(f"cannot read state {self.path}", write=False) as db:
@@ -363,8 +354,8 @@ class SqliteStore(StateStore):
                     raise Malformed("its fingerprint key is not bytes")
                 if endpoint is not None and not isinstance(endpoint, str):
                     raise Malformed(f"its endpoint is {endpoint!r}")
-                # Parsed batch by batch as the cursor yields them, inside the
-                # read transaction: never every row's text at once.
+                # Parsed row by row as the cursor yields them, inside the read
+                # transaction: never every row's text at once.
                 entries = entries_from_json_rows(db.execute(
                     "SELECT address, kind, object_id, status, spec,"
                     f" {'response, updated_at' if responses else NO_ANSWER_COLUMNS}"
