@@ -79,7 +79,7 @@ class Outcome:
     seconds: float = 0.0
 
 
-@dataclass
+@dataclass(repr=False)
 class ApplyResult:
     """Every outcome of an apply, how many requests it sent and why it stopped early, if it
     did."""
@@ -91,6 +91,12 @@ class ApplyResult:
     stopped: str = ""
     # The same in a few words, for the changes it kept from being sent.
     stopped_short: str = ""
+
+    def __repr__(self) -> str:
+        # Counts, not every outcome (see Plan.__repr__).
+        counts = ", ".join(f"{n} {r}" for r, n in self.summary().items() if n)
+        return (f"ApplyResult({len(self.outcomes)} outcomes{': ' + counts if counts else ''}, "
+                f"requests={self.requests}{f', stopped={self.stopped!r}' if self.stopped else ''})")
 
     def summary(self) -> dict[str, int]:
         counts = dict.fromkeys(Result, 0)

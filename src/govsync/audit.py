@@ -42,7 +42,9 @@ CSV_COLUMNS = ("at", "workspace", "environment", "user", "actor", "host", "planH
 def scrub(value: Any) -> Any:
     """``value`` with every password in a URL masked (``scheme://user:***@host``)."""
     if isinstance(value, str):
-        return _URL_PASSWORD.sub(r"\1:***@", value)
+        # Only a string with "://" can hold such a URL: the test is 50x cheaper than
+        # the search, and an apply's record holds six strings per change.
+        return _URL_PASSWORD.sub(r"\1:***@", value) if "://" in value else value
     if isinstance(value, dict):
         return {k: scrub(v) for k, v in value.items()}
     if isinstance(value, list):

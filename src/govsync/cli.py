@@ -47,6 +47,7 @@ def out(ctx: click.Context | None = None) -> Output:
 
 
 _GLOBAL_FLAGS = re.compile(r"^(-v+|--verbose|-q|--quiet|--no-color)$")
+_LONG = {"v": "--verbose", "q": "--quiet"}
 
 
 class GovsyncGroup(click.Group):
@@ -63,7 +64,14 @@ class GovsyncGroup(click.Group):
                 if arg == "--":
                     rest.extend(args[i:])
                     break
-                (head if _GLOBAL_FLAGS.match(arg) else rest).append(arg)
+                if not _GLOBAL_FLAGS.match(arg):
+                    rest.append(arg)
+                elif arg.startswith("--"):
+                    head.append(arg)
+                else:
+                    # Spelled long: click tries every short flag as a long one
+                    # first, and its failure imports difflib to suggest one.
+                    head.extend(_LONG[arg[1]] for _ in arg[1:])
             args = head + rest
         return super().parse_args(ctx, args)
 

@@ -331,6 +331,15 @@ async def _apply(
         raise ConfigError(f"{changed}: nothing was sent; pass --allow-endpoint-change "
                           "if this state's objects really live at the new endpoint")
     throttle = Throttle(parallelism)
+    # The audit's hash of an unsaved plan (which no longer changes) is computed
+    # on a worker thread while the live checks wait for their answer.
+    hashing = None
+    if "planHash" not in audit_fields:
+        import asyncio
+
+        from govsync.planfile import plan_digest
+
+        hashing = asyncio.get_running_loop().run_in_executor(None, plan_digest, the_plan)
     # The client is made before anything is shown: no endpoint is an error now.
     async with settings.client(on_retry=throttle.on_retry, lanes=parallelism) as client:
         if manifests is not None:
@@ -344,15 +353,6 @@ async def _apply(
             store.set_endpoint(settings.workspace, normal_endpoint(settings.endpoint))
         applier = Applier(store, snapshot, client, environ=settings.environ, throttle=throttle,
                           reporter=reporter)
-        # The audit's hash of an unsaved plan (which no longer changes) is
-        # computed on a worker thread while the requests are in flight.
-        hashing = None
-        if "planHash" not in audit_fields:
-            import asyncio
-
-            from govsync.planfile import plan_digest
-
-            hashing = asyncio.get_running_loop().run_in_executor(None, plan_digest, the_plan)
         result = await applier.run(the_plan, work)
         if hashing is not None:
             audit_fields = {**audit_fields, "planHash": "sha256:" + await hashing}

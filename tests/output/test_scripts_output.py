@@ -267,3 +267,17 @@ def test_apply_json_reports_a_failed_change(repo: Path) -> None:
     assert failed["address"] == "Connector/prod-eu" and failed["error"] and failed["id"] is None
     assert summary["ok"] is False and summary["counts"]["failed"] == 1
     assert summary["counts"]["applied"] == 2 and summary["stopped"] is None
+
+
+def test_the_group_flags_read_the_same_anywhere_and_in_either_spelling(repo: Path) -> None:
+    assert gov("apply", "m", "--auto-approve").exit_code == 0
+    verbose = [gov(*args) for args in (("-v", "plan", "m"), ("plan", "m", "-v"),
+                                       ("plan", "m", "--verbose"), ("plan", "-vv", "m"))]
+    assert all(run.exit_code == 0 and run.stdout == verbose[0].stdout for run in verbose)
+    assert "Space/analytics  (no-op)" in verbose[0].stdout
+    assert "(no-op)" not in gov("plan", "m").stdout
+    quiet = [gov(*args) for args in (("-q", "plan", "m"), ("plan", "m", "-q"),
+                                     ("plan", "m", "--quiet"), ("-q", "-v", "plan", "m"))]
+    assert all(run.exit_code == 0 for run in quiet)
+    assert quiet[0].stdout == quiet[1].stdout == quiet[2].stdout
+    assert "(no-op)" in quiet[3].stdout  # -v still counts beside -q

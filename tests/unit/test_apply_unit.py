@@ -144,6 +144,7 @@ def test_one_bad_answer_stops_only_what_depends_on_it(
     assert entries["Hook/good_one"].status == entries["Hook/good_two"].status == APPLIED
     assert "Policy/pol-one" not in entries
     assert not result.ok and result.requests == 3
+    assert repr(result) == "ApplyResult(4 outcomes: 2 applied, 1 skipped, 1 uncertain, requests=3)"
 
 
 def test_a_defect_in_one_change_is_its_outcome(

@@ -110,3 +110,12 @@ def test_user_data_that_looks_like_a_marker_is_shown_and_sent_as_written(
     assert ai.request is not None
     assert ai.request["config"]["providerB"] == {"secretish": {"$secret": "x"},
                                                  "refish": {"$ref": "x"}}
+
+
+def test_a_plan_s_repr_counts_its_changes(manifests: Callable[[str], ManifestSet],
+                                          store: SqliteStore) -> None:
+    # asyncio.run formats its task's result (apply's plan) when it restores the
+    # SIGINT handler: a repr of every change cost 13 ms per 1,000 changes.
+    plan = make_plan(manifests(HOOK % 100 + SPACE % "a"), store.snapshot("default"), environ={})
+    assert repr(plan) == "Plan(workspace='default', serial=0, 2 changes: 2 create)"
+    assert "hook_one" not in repr(plan)
