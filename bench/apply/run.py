@@ -5,7 +5,10 @@ uvicorn worker, a --db file); 1,000 generated objects (bench/plan/generate.py,
 graph depth 4) are applied at parallelism 16, then sequentially
 (parallelism 1), each on a fresh server and state.  The bound of a perfect
 scheduler is the longest of depth x latency and ceil(objects / parallelism)
-x latency.  Finally a second apply of the same manifests (nothing to do) is
+x latency.  The server's own work (one Python process, on the same cores)
+keeps any client above it: bench/apply/bare.py, a bare HTTP/1.1 client,
+sends as many creates at the same parallelism to a fresh server, and its
+time is printed as the floor of the requests phase.  Finally a second apply of the same manifests (nothing to do) is
 timed as a whole process; it must send no request; and then `govsync drift`
 (which must find nothing).
 
@@ -28,9 +31,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "bench", "plan"))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
+sys.path.insert(0, HERE)
 
 import resource  # noqa: E402
 
+from bare import requests_phase  # noqa: E402
 from common import KEY, compile_package, cpu_seconds, get, start_server  # noqa: E402
 from generate import write  # noqa: E402
 
@@ -130,6 +135,22 @@ def main() -> None:
             finally:
                 server.terminate()
                 server.wait()
+            if parallelism == args.parallelism:
+                floor(root, args, bound)
+
+
+def floor(root: str, args: argparse.Namespace, bound: float) -> None:
+    """What the server allows: a bare client's requests phase on a fresh server."""
+    tmp = tempfile.mkdtemp(dir=root)
+    server, url = start_server(os.path.join(tmp, "api.db"), latency_ms=args.latency_ms)
+    try:
+        took = requests_phase(url, KEY, args.objects, args.parallelism)
+    finally:
+        server.terminate()
+        server.wait()
+    print(f"bare HTTP/1.1 client (bench/apply/bare.py), {args.objects} creates at parallelism "
+          f"{args.parallelism} on a fresh server: {took:.2f} s ({took / bound:.2f}x bound), "
+          "the floor this server sets for the requests phase")
 
 
 def sweep(args: argparse.Namespace) -> None:
