@@ -303,9 +303,12 @@ def main() -> None:
                 obj.stop()
     table = report(results, shapes, args, info, started_load, notes)
     print("\n" + table)
-    with open(args.out, "w") as fh:
+    # The file keeps every run: a new one is appended as a section of its own.
+    if os.path.exists(args.out):
+        table = "\n## A later run\n" + table.split("\n", 1)[1]
+    with open(args.out, "a") as fh:
         fh.write(table)
-    print(f"\nwritten: {args.out}; files: {root}")
+    print(f"\nappended to: {args.out}; files: {root}")
 
 
 def check_synthetic(real_states: dict[int, str], root: str) -> None:
