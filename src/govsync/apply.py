@@ -28,7 +28,6 @@ import graphlib
 import heapq
 import time
 from collections.abc import AsyncIterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
@@ -46,7 +45,16 @@ from govsync.errors import (
 )
 from govsync.plan import WORK, Action, Change, Plan
 from govsync.settings import API_KEY_ENV
-from govsync.state.base import APPLIED, PENDING, UNCERTAIN, Entry, Snapshot, StateStore, now
+from govsync.state.base import (
+    APPLIED,
+    PENDING,
+    UNCERTAIN,
+    Entry,
+    GroupWriter,
+    Snapshot,
+    StateStore,
+    now,
+)
 from govsync.values import SENSITIVE, MissingSecret, Resolver, UnknownId
 
 if TYPE_CHECKING:
@@ -262,7 +270,7 @@ class Applier:
         self._done: dict[str, asyncio.Event] = {}
         self._status: dict[str, Result] = {}
         self._chain: dict[str, int] = {}
-        self._writer: ThreadPoolExecutor | None = None
+        self._writer: GroupWriter | None = None
 
     async def run(self, plan: Plan, work: list[Change]) -> ApplyResult:
         """Apply ``work`` (from ``plan.work()``): sends in dependency order, then orphans."""
@@ -273,7 +281,7 @@ class Applier:
         self._done = {c.address: asyncio.Event() for c in sends}
         self.reporter.start(len(sends) + len(orphans))
         if self.store.writes_wait:
-            self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="govsync-state")
+            self._writer = GroupWriter(self.store, self.workspace)
         try:
             if sends:
                 began = time.monotonic()
@@ -285,7 +293,7 @@ class Applier:
                 self._finish(self._forget(change))
         finally:
             if self._writer is not None:
-                self._writer.shutdown(wait=True)  # every write asked for is made
+                self._writer.close()  # every write asked for is made
                 self._writer = None
             self.reporter.close()
         order = {c.address: i for i, c in enumerate(plan.changes)}
@@ -327,28 +335,34 @@ class Applier:
                 return _outcome(change, Result.SKIPPED,
                                 f"not sent: {self.result.stopped_short}")
             started = time.monotonic()
+            answer: Outcome | Entry
             if change.action == Action.MOVE:
-                outcome = self._move(change)
-                if outcome.status == Result.APPLIED and change.operation:
-                    outcome = await self._send(change)
+                answer = self._move(change)
+                if answer.status == Result.APPLIED and change.operation:
+                    answer = await self._send(change)
             elif change.action == Action.IMPORT and not change.operation:
-                outcome = await self._adopt(change)
+                answer = await self._adopt(change)
             else:
-                outcome = await self._send(change)
-            outcome.seconds = time.monotonic() - started  # the call, not the queueing
-            return outcome
+                answer = await self._send(change)
+        # An answer is recorded once the slot is given back: the next call goes
+        # out while this write commits.  What waits on this change still waits
+        # for the write.
+        outcome = await self._recorded(change, answer) if isinstance(answer, Entry) else answer
+        outcome.seconds = time.monotonic() - started  # the call and its record, not the queueing
+        return outcome
 
     async def _record(self, entry: Entry) -> None:
         """One state write; a failing store (or a lost lock) stops all sending.
 
-        A store whose writes wait on the network writes on the applier's one
-        worker thread (in the order asked), so other calls go on meanwhile."""
+        A store whose writes wait on the network writes on the applier's
+        worker thread (``GroupWriter``: the writes asked for meanwhile are
+        committed together), so other calls go on meanwhile; the change waits
+        for its own entry's commit."""
         try:
             if self._writer is None:
                 self.store.put(self.workspace, entry)
             else:
-                await asyncio.get_running_loop().run_in_executor(
-                    self._writer, self.store.put, self.workspace, entry)
+                await asyncio.wrap_future(self._writer.put(entry))
         except StateError as exc:
             if isinstance(exc, LockLostError):
                 self._stop("the workspace lock was lost", str(exc))
@@ -368,7 +382,8 @@ class Applier:
             return _outcome(change, Result.FAILED,
                             f"environment variable {exc.variable} (a secret) is not set")
 
-    async def _send(self, change: Change) -> Outcome:
+    async def _send(self, change: Change) -> Outcome | Entry:
+        """Send one change: its outcome, or the entry that records the API's yes."""
         kind = BY_KIND[change.kind]
         resolved = self._resolve(change)
         if isinstance(resolved, Outcome):
@@ -412,18 +427,21 @@ class Applier:
             if intent:
                 return await self._uncertain(change, spec, exc.message)
             return _outcome(change, Result.FAILED, exc.message)
-        object_id = object_id or change.id
+        return Entry(change.address, kind.name, object_id or change.id, APPLIED, spec,
+                     scrub(obj, secrets), now())
+
+    async def _recorded(self, change: Change, entry: Entry) -> Outcome:
+        """Record the API's yes; until that is done, the change is not applied."""
         try:
-            await self._record(Entry(change.address, kind.name, object_id, APPLIED, spec,
-                               scrub(obj, secrets), now()))
+            await self._record(entry)
         except StateError as exc:
             return _outcome(change, Result.UNCERTAIN,
-                            f"sent and answered (id {object_id}), but not recorded: {exc}; "
+                            f"sent and answered (id {entry.id}), but not recorded: {exc}; "
                             f"settle it with `govsync state resolve {change.address} "
-                            f"--id {object_id}`", object_id=object_id)
-        if object_id:
-            self.ids[change.address] = object_id
-        return _outcome(change, Result.APPLIED, object_id=object_id)
+                            f"--id {entry.id}`", object_id=entry.id)
+        if entry.id:
+            self.ids[change.address] = entry.id
+        return _outcome(change, Result.APPLIED, object_id=entry.id)
 
     async def _uncertain(self, change: Change, spec: dict[str, Any], why: str) -> Outcome:
         with contextlib.suppress(StateError):  # pending already says the same

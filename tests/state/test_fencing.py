@@ -30,6 +30,7 @@ def entry(address: str) -> Entry:
 
 WRITES: dict[str, Callable[[StateStore, str], object]] = {
     "put": lambda s, ws: s.put(ws, entry("Space/late")),
+    "put_many": lambda s, ws: s.put_many(ws, [entry("Space/late"), entry("Space/kept")]),
     "remove": lambda s, ws: s.remove(ws, "Space/kept"),
     "replace_all": lambda s, ws: s.replace_all(ws, [entry("Space/late")], None, None),
     "add_history": lambda s, ws: s.add_history(ws, {"late": True}),

@@ -78,6 +78,17 @@ def test_put_and_remove_bump_the_serial_by_exactly_one(store: StateStore, ws: st
     assert list(snap.entries) == ["Space/a"]
 
 
+def test_put_many_is_one_write_and_the_last_entry_of_an_address_holds(
+        store: StateStore, ws: str) -> None:
+    assert store.put(ws, entry("Space/a")) == 1
+    assert store.put_many(ws, [entry("Space/a", UNCERTAIN), entry("Space/b"), entry("Space/c"),
+                               entry("Space/b", PENDING)]) == 2
+    snap = store.snapshot(ws)  # its integrity check counts the entries as well
+    assert snap.serial == 2 and list(snap.entries) == ["Space/a", "Space/b", "Space/c"]
+    assert (snap.entries["Space/a"].status, snap.entries["Space/b"].status) == (UNCERTAIN, PENDING)
+    assert store.put_many(ws, []) == 3 and len(store.snapshot(ws).entries) == 3
+
+
 def test_writes_create_the_workspace_too(store: StateStore, ws: str) -> None:
     assert store.put(ws, entry("Space/a")) == 1
     assert store.snapshot(ws).serial == 1

@@ -42,7 +42,7 @@ import secrets
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -50,6 +50,7 @@ from urllib.parse import unquote, urlsplit
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.pq import TransactionStatus
 from psycopg.types.json import Jsonb
 
 from govsync.errors import LockLostError, StateDamagedError, StateError, StateLockedError
@@ -204,9 +205,28 @@ class PostgresStore(StateStore):
             raise StateError(f"{action} ({self.url}): {reason}") from exc
 
     @contextmanager
-    def _transaction(self, action: str) -> Iterator[psycopg.Cursor[Any]]:
-        with self._mutex, self._errors(action), self.db.transaction(), self.db.cursor() as cur:
-            yield cur
+    def _transaction(self, action: str, *,
+                     pipelined: bool = False) -> Iterator[psycopg.Cursor[Any]]:
+        """One transaction.  ``pipelined``: its statements go out without waiting
+        for each answer (psycopg's pipeline mode), so it waits only where it
+        reads a result; its BEGIN travels with the first statement and its
+        COMMIT with the last.  (psycopg's ``transaction()`` in pipeline mode
+        still waits for BEGIN, and for the statements before COMMIT.)"""
+        with self._mutex, self._errors(action):
+            if not pipelined:
+                with self.db.transaction(), self.db.cursor() as cur:
+                    yield cur
+                return
+            try:
+                with self.db.pipeline(), self.db.cursor() as cur:
+                    cur.execute("BEGIN")
+                    yield cur
+                    cur.execute("COMMIT")
+            except BaseException:
+                if self.db.info.transaction_status != TransactionStatus.IDLE:
+                    with contextlib.suppress(psycopg.Error):
+                        self.db.execute("ROLLBACK")
+                raise
 
     def _create_tables(self) -> None:
         # Once the tables exist, a role with only SELECT/INSERT/UPDATE/DELETE
@@ -318,11 +338,12 @@ class PostgresStore(StateStore):
 
     # -- write ------------------------------------------------------------------
     @contextmanager
-    def _write(self, workspace: str, *,
-               bump: bool = True) -> Iterator[tuple[psycopg.Cursor[Any], list[int]]]:
+    def _write(self, workspace: str, *, bump: bool = True, pipelined: bool = False
+               ) -> Iterator[tuple[psycopg.Cursor[Any], list[int]]]:
         """One fenced transaction that bumps the serial (unless not ``bump``);
         yields the cursor and [serial]."""
-        with self._transaction(f"state write failed for workspace {workspace!r}") as cur:
+        with self._transaction(f"state write failed for workspace {workspace!r}",
+                               pipelined=pipelined) as cur:
             lock = self._held.get(workspace)
             if lock is None:
                 _ensure(cur, workspace)
@@ -361,26 +382,16 @@ class PostgresStore(StateStore):
             raise LockLostError(lock_lost(
                 workspace, f"the PostgreSQL session holding it (pid {lock.session_pid}) ended"))
 
-    def put(self, workspace: str, entry: Entry) -> int:
-        row = _row(workspace, entry)
-        with self._write(workspace) as (cur, serial):
-            # xmax is 0 only on a row this statement inserted (not one it
-            # updated): the one round trip also says whether the entry is new.
-            cur.execute(
-                "INSERT INTO govsync_objects"
-                " (workspace, address, kind, object_id, status, spec, response, updated_at)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
-                " ON CONFLICT (workspace, address) DO UPDATE SET kind = EXCLUDED.kind,"
-                " object_id = EXCLUDED.object_id, status = EXCLUDED.status,"
-                " spec = EXCLUDED.spec, response = EXCLUDED.response,"
-                " updated_at = EXCLUDED.updated_at"
-                " RETURNING (xmax = 0)",
-                row,
-            )
-            inserted = cur.fetchone()
-            if inserted is not None and inserted[0]:
-                cur.execute("UPDATE govsync_workspaces SET entry_count = entry_count + 1"
-                            " WHERE name = %s", (workspace,))
+    def put_many(self, workspace: str, entries: Sequence[Entry]) -> int:
+        # The last entry of an address holds (one statement cannot upsert a row twice).
+        rows = list({e.address: _row(workspace, e) for e in entries}.values())
+        columns = [[row[i] for row in rows] for i in range(1, 8)]  # all but the workspace
+        # Two round trips whatever the number of entries: BEGIN with the serial
+        # and the fence, then every row, the entry count and COMMIT.  A write
+        # costs its round trips, not its rows: at 2 ms to the database this is
+        # 4 ms where a statement at a time was 18 ms.
+        with self._write(workspace, pipelined=True) as (cur, serial):
+            cur.execute(_PUT_MANY, (workspace, *columns, workspace))
         return serial[0]
 
     def remove(self, workspace: str, address: str) -> int:
@@ -587,6 +598,22 @@ def _ensure(cur: psycopg.Cursor[Any], workspace: str) -> None:
         " VALUES (%s, %s, 0, %s, %s) ON CONFLICT (name) DO NOTHING",
         (workspace, str(uuid.uuid4()), secrets.token_bytes(32), now()),
     )
+
+
+# Upsert rows given as one array per column; xmax is 0 only on a row the
+# statement inserted (not one it updated), which the entry count adds up.
+_PUT_MANY = (
+    "WITH written AS (INSERT INTO govsync_objects"
+    " (workspace, address, kind, object_id, status, spec, response, updated_at)"
+    " SELECT %s, * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[],"
+    " %s::jsonb[], %s::jsonb[], %s::text[])"
+    " ON CONFLICT (workspace, address) DO UPDATE SET kind = EXCLUDED.kind,"
+    " object_id = EXCLUDED.object_id, status = EXCLUDED.status,"
+    " spec = EXCLUDED.spec, response = EXCLUDED.response,"
+    " updated_at = EXCLUDED.updated_at"
+    " RETURNING (xmax = 0) AS inserted)"
+    " UPDATE govsync_workspaces SET entry_count = entry_count"
+    " + (SELECT count(*) FROM written WHERE inserted) WHERE name = %s")
 
 
 def _row(workspace: str, e: Entry) -> tuple[Any, ...]:

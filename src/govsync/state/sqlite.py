@@ -39,7 +39,7 @@ import stat
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -382,19 +382,21 @@ class SqliteStore(StateStore):
                                 "JSON") from None
 
     # -- write -------------------------------------------------------------------
-    def put(self, workspace: str, entry: Entry) -> int:
-        values = _values(workspace, entry)
+    def put_many(self, workspace: str, entries: Sequence[Entry]) -> int:
+        rows = [_values(workspace, entry) for entry in entries]
 
         def body(db: sqlite3.Connection) -> None:
-            new = db.execute("SELECT 1 FROM objects WHERE workspace = ? AND address = ?",
-                             (workspace, entry.address)).fetchone() is None
-            db.execute(
-                "INSERT OR REPLACE INTO objects"
-                " (workspace, address, kind, object_id, status, spec, response, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", values)
+            new = 0
+            for values in rows:
+                new += db.execute("SELECT 1 FROM objects WHERE workspace = ? AND address = ?",
+                                  (workspace, values[1])).fetchone() is None
+                db.execute(
+                    "INSERT OR REPLACE INTO objects"
+                    " (workspace, address, kind, object_id, status, spec, response, updated_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", values)
             if new:
-                db.execute("UPDATE workspaces SET entry_count = entry_count + 1"
-                           " WHERE name = ?", (workspace,))
+                db.execute("UPDATE workspaces SET entry_count = entry_count + ?"
+                           " WHERE name = ?", (new, workspace))
 
         return self._write(workspace, body)
 
