@@ -8,11 +8,14 @@ scheduler is the longest of depth x latency and ceil(objects / parallelism)
 x latency.  The server's own work (one Python process, on the same cores)
 keeps any client above it: bench/apply/bare.py, a bare HTTP/1.1 client,
 sends as many creates at the same parallelism to a fresh server, and its
-time is printed as the floor of the requests phase.  Finally a second apply of the same manifests (nothing to do) is
+time is printed as the floor of the requests phase.  With --postgres URL the
+state goes to PostgreSQL (a schema per run), and --state-delay-ms puts
+bench/delay.py in front of it, as a database across a network.  Finally a second apply of the same manifests (nothing to do) is
 timed as a whole process; it must send no request; and then `govsync drift`
 (which must find nothing).
 
     python bench/apply/run.py [--objects 1000] [--latency-ms 50] [--parallelism 16]
+        [--no-sequential] [--sweep 4,8,16] [--postgres URL [--state-delay-ms 1]]
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import resource  # noqa: E402
 
 from bare import requests_phase  # noqa: E402
 from common import KEY, compile_package, cpu_seconds, get, start_server  # noqa: E402
+from delay import start_delay_proxy  # noqa: E402
 from generate import write  # noqa: E402
 
 
@@ -45,9 +49,47 @@ def count_objects(url: str) -> int:
     return sum(len(v) for k, v in data.items() if k not in ("Resource", "Group", "User"))
 
 
-def apply(manifests: str, tmp: str, url: str, parallelism: int) -> tuple[float, str]:
+def state_url(tmp: str, args: argparse.Namespace) -> str:
+    """Where a run's state goes: a SQLite file in ``tmp``, or with --postgres a schema
+    of its own in that database, reached through bench/delay.py with --state-delay-ms."""
+    if not args.postgres:
+        return os.path.join(tmp, "state.db")
+    import uuid
+    from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
+
+    schema = f"bench_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(args.postgres, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    SCHEMAS.append(schema)
+    parts = urlsplit(args.postgres)
+    netloc = parts.netloc
+    if args.state_delay_ms:
+        port = start_delay_proxy(parts.hostname or "127.0.0.1", parts.port or 5432,
+                                 args.state_delay_ms)
+        netloc = netloc.rsplit("@", 1)[0] + "@" if "@" in netloc else ""
+        netloc += f"127.0.0.1:{port}"
+    query = "&".join(q for q in (parts.query, f"options=-csearch_path%3D{schema}") if q)
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+SCHEMAS: list[str] = []
+
+
+def drop_schemas(args: argparse.Namespace) -> None:
+    if SCHEMAS:
+        import psycopg
+
+        with psycopg.connect(args.postgres, autocommit=True) as conn:
+            for schema in SCHEMAS:
+                conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def apply(manifests: str, tmp: str, url: str, parallelism: int,
+          state: str) -> tuple[float, str]:
     env = {**os.environ, "GOVSYNC_ENDPOINT": url, "GOVSYNC_API_KEY": KEY,
-           "GOVSYNC_STATE": os.path.join(tmp, "state.db")}
+           "GOVSYNC_STATE": state}
     start = time.perf_counter()
     out = subprocess.run(
         [sys.executable, "-m", "govsync", "-q", "apply", manifests, "--auto-approve",
@@ -60,10 +102,10 @@ def apply(manifests: str, tmp: str, url: str, parallelism: int) -> tuple[float, 
     return elapsed, out.stdout.strip().splitlines()[-1]
 
 
-def drift(manifests: str, tmp: str, url: str) -> tuple[float, str]:
+def drift(manifests: str, tmp: str, url: str, state: str) -> tuple[float, str]:
     """`govsync drift` after the apply: it must find nothing (exit 0)."""
     env = {**os.environ, "GOVSYNC_ENDPOINT": url, "GOVSYNC_API_KEY": KEY,
-           "GOVSYNC_STATE": os.path.join(tmp, "state.db")}
+           "GOVSYNC_STATE": state}
     start = time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "govsync", "drift", manifests],
                          env=env, cwd=tmp, capture_output=True, text=True)
@@ -91,10 +133,23 @@ def main() -> None:
     parser.add_argument("--no-sequential", action="store_true")
     parser.add_argument("--sweep", default="",
                         help="comma-separated parallelism values to compare (e.g. 4,8,16,32,64)")
+    parser.add_argument("--postgres", default="",
+                        help="keep the state in this PostgreSQL database (a schema of its own "
+                             "per run, dropped at the end) instead of a SQLite file")
+    parser.add_argument("--state-delay-ms", type=float, default=0.0,
+                        help="with --postgres: delay every packet to and from it by this many "
+                             "ms each way (bench/delay.py), as a database across a network")
     args = parser.parse_args()
-    if args.sweep:
-        sweep(args)
-        return
+    try:
+        if args.sweep:
+            sweep(args)
+        else:
+            run(args)
+    finally:
+        drop_schemas(args)
+
+
+def run(args: argparse.Namespace) -> None:
     lat = args.latency_ms / 1000
     with tempfile.TemporaryDirectory() as root:
         manifests = os.path.join(root, "manifests")
@@ -105,16 +160,19 @@ def main() -> None:
         print(f"{args.objects} objects, graph depth {depth}, latency {args.latency_ms} ms, "
               f"parallelism {args.parallelism}")
         print(f"perfect-scheduler bound: {bound:.2f} s")
+        if args.postgres:
+            print(f"state: PostgreSQL, {2 * args.state_delay_ms:g} ms added to each round trip")
         runs = [(args.parallelism, "parallel")]
         if not args.no_sequential:
             runs.append((1, "sequential"))
         for parallelism, label in runs:
             tmp = tempfile.mkdtemp(dir=root)
+            state = state_url(tmp, args)
             server, url = start_server(os.path.join(tmp, "api.db"), latency_ms=args.latency_ms)
             try:
                 server_cpu = cpu_seconds(server.pid)
                 ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-                elapsed, summary = apply(manifests, tmp, url, parallelism)
+                elapsed, summary = apply(manifests, tmp, url, parallelism, state)
                 ru2 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 client_cpu = ru2.ru_utime + ru2.ru_stime - ru.ru_utime - ru.ru_stime
                 server_cpu = cpu_seconds(server.pid) - server_cpu
@@ -126,11 +184,11 @@ def main() -> None:
                       f"govsync {client_cpu:.2f} s, server {server_cpu:.2f} s\n"
                       f"{'':>12}[{summary}; {objects} objects on the server]")
                 if parallelism == args.parallelism:
-                    again, summary2 = apply(manifests, tmp, url, parallelism)
+                    again, summary2 = apply(manifests, tmp, url, parallelism, state)
                     after = count_objects(url)
                     print(f"second apply: {again:.2f} s whole process [{summary2}; "
                           f"objects on the server {objects} -> {after}]")
-                    took, first_line = drift(manifests, tmp, url)
+                    took, first_line = drift(manifests, tmp, url, state)
                     print(f"drift: {took:.2f} s whole process [{first_line}]")
             finally:
                 server.terminate()
@@ -166,7 +224,7 @@ def sweep(args: argparse.Namespace) -> None:
             tmp = tempfile.mkdtemp(dir=root)
             server, url = start_server(os.path.join(tmp, "api.db"), latency_ms=args.latency_ms)
             try:
-                elapsed, summary = apply(manifests, tmp, url, p)
+                elapsed, summary = apply(manifests, tmp, url, p, state_url(tmp, args))
             finally:
                 server.terminate()
                 server.wait()
