@@ -116,3 +116,17 @@ def test_close_returns_once_every_queued_write_is_made(path: str) -> None:
     closing.join(10)
     assert not closing.is_alive() and all(f.done() for f in done)
     assert len(store.snapshot(WS).entries) == 3
+
+
+def test_a_write_cancelled_before_it_is_taken_is_not_made(path: str) -> None:
+    # An apply interrupted while an intent waits to be written never sends it,
+    # so the intent must not be written either.
+    store = HeldStore(path)
+    writer = GroupWriter(store, WS)
+    done = queue_behind_the_first(store, writer, "Space/a", "Space/b", "Space/c")
+    assert done[1].cancel()
+    store.go.set()
+    writer.close()
+    assert done[2].result(10) == 2
+    assert store.groups == [["Space/a"], ["Space/c"]]
+    assert list(store.snapshot(WS).entries) == ["Space/a", "Space/c"]

@@ -436,7 +436,8 @@ class GroupWriter:
     of 4.  When a group fails, its entries are written again one by one, so
     one entry's fault is its own.  A lost lock fails them all, and each caller
     acts on it as on its own write.  ``close`` returns once every queued write
-    has been made."""
+    has been made, except those whose future was cancelled before the thread
+    took them (as an executor skips a cancelled task)."""
 
     def __init__(self, store: Storage, workspace: str) -> None:
         import queue
@@ -468,10 +469,13 @@ class GroupWriter:
             with contextlib.suppress(queue.Empty):
                 while True:
                     group.append(self._queue.get_nowait())
-            writes = [item for item in group if item is not None]
+            # A write whose caller gave up (its future cancelled) before it was
+            # taken is not made: an intent is written only just before its send.
+            writes = [item for item in group
+                      if item is not None and item[1].set_running_or_notify_cancel()]
             if writes:
                 self._commit(writes)
-            if len(writes) < len(group):
+            if None in group:
                 return
 
     def _commit(self, writes: list[tuple[Entry, Future[int]]]) -> None:
