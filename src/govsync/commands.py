@@ -331,15 +331,7 @@ async def _apply(
         raise ConfigError(f"{changed}: nothing was sent; pass --allow-endpoint-change "
                           "if this state's objects really live at the new endpoint")
     throttle = Throttle(parallelism)
-    # The audit's hash of an unsaved plan (which no longer changes) is computed
-    # on a worker thread while the live checks wait for their answer.
     hashing = None
-    if "planHash" not in audit_fields:
-        import asyncio
-
-        from govsync.planfile import plan_digest
-
-        hashing = asyncio.get_running_loop().run_in_executor(None, plan_digest, the_plan)
     # The client is made before anything is shown: no endpoint is an error now.
     async with settings.client(on_retry=throttle.on_retry, lanes=parallelism) as client:
         if manifests is not None:
@@ -347,6 +339,14 @@ async def _apply(
             # change after create), so an apply with nothing to do sends nothing.
             creates = [c.address for c in the_plan.changes if c.action == Action.CREATE]
             await check_live(the_plan, manifests, client, creates)
+        # The audit's hash of an unsaved plan, whose checks are now all in, is
+        # computed on a worker thread while the plan is shown and applied.
+        if "planHash" not in audit_fields:
+            import asyncio
+
+            from govsync.planfile import plan_digest
+
+            hashing = asyncio.get_running_loop().run_in_executor(None, plan_digest, the_plan)
         if confirm is not None and not confirm(the_plan):
             raise PlanError("apply cancelled; nothing was changed")
         if settings.endpoint and snapshot.endpoint != normal_endpoint(settings.endpoint):

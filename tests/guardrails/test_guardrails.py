@@ -22,6 +22,8 @@ from govsync.cli import cli
 needs_ssh_keygen = pytest.mark.skipif(shutil.which("ssh-keygen") is None,
                                       reason="ssh-keygen is not installed")
 
+ROOT = Path(__file__).resolve().parents[2]
+
 HOOK = """\
 apiVersion: govsync/v1
 kind: Hook
@@ -457,7 +459,8 @@ def test_the_example_rules_of_init_work(tmp_path: Path, monkeypatch: pytest.Monk
 def test_an_unsaved_apply_records_the_hash_of_the_plan_it_applied(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The audit's planHash of an apply without a saved plan is the plan's canonical
-    digest (computed on a worker thread while the requests are in flight)."""
+    digest (computed on a worker thread while the requests are in flight), the
+    live checks included: the policy's owner group is checked first."""
     monkeypatch.chdir(tmp_path)  # the embedded server's database is under .govsync/
     from govsync import commands, planfile
     from govsync.manifests import load
@@ -467,11 +470,14 @@ def test_an_unsaved_apply_records_the_hash_of_the_plan_it_applied(
     (tmp_path / "m.yaml").write_text(
         "apiVersion: govsync/v1\nkind: Space\nmetadata: {name: audited}\n---\n"
         "apiVersion: govsync/v1\nkind: Connector\nmetadata: {name: c-audited}\n"
-        "spec: {spaceRef: audited}\n")
+        "spec: {spaceRef: audited}\n---\n"
+        "apiVersion: govsync/v1\nkind: Policy\nmetadata: {name: p-audited}\n"
+        "spec: {code: \"package p\\nallow := true\", groupName: data-platform}\n")
     settings = Settings(endpoint="local", state=str(tmp_path / "state.db"),
-                        local_seed=None, environ={})
+                        local_seed=str(ROOT / "examples" / "server-seed.yaml"), environ={})
     plan, result = commands.apply(load([str(tmp_path / "m.yaml")]), settings)
-    assert not result.stopped and len(result.outcomes) == 2
+    assert not result.stopped and len(result.outcomes) == 3
+    assert [c.name for c in plan.checks] == ["groups"]
     with open_store(settings.state) as store:
         (record,) = store.history("default")
     assert record["planHash"] == "sha256:" + planfile.plan_digest(plan)

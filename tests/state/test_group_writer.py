@@ -28,14 +28,17 @@ def entry(address: str) -> Entry:
 
 class HeldStore(SqliteStore):
     """The SQLite store; its first commit waits for ``go``; ``fail`` names an address
-    whose writes fail; ``lose_lock`` makes the second commit find the lock lost."""
+    whose writes fail, ``defect`` one whose writes hit a defect (not a StateError);
+    ``lose_lock`` makes the second commit find the lock lost."""
 
-    def __init__(self, path: str, *, fail: str = "", lose_lock: bool = False) -> None:
+    def __init__(self, path: str, *, fail: str = "", defect: str = "",
+                 lose_lock: bool = False) -> None:
         super().__init__(path)
         self.groups: list[list[str]] = []
         self.committing = threading.Event()
         self.go = threading.Event()
         self.fail = fail
+        self.defect = defect
         self.lose_lock = lose_lock
 
     def put_many(self, workspace: str, entries: Sequence[Entry]) -> int:
@@ -47,6 +50,8 @@ class HeldStore(SqliteStore):
             raise LockLostError(f"the lock on workspace {workspace!r} was lost (test)")
         if self.fail in self.groups[-1]:
             raise StateError(f"cannot write {self.fail} (test)")
+        if self.defect in self.groups[-1]:
+            raise TypeError(f"{self.defect} cannot be written as JSON (test)")
         return super().put_many(workspace, entries)
 
 
@@ -118,15 +123,39 @@ def test_close_returns_once_every_queued_write_is_made(path: str) -> None:
     assert len(store.snapshot(WS).entries) == 3
 
 
-def test_a_write_cancelled_before_it_is_taken_is_not_made(path: str) -> None:
+def test_a_cancelled_intent_is_not_written_a_cancelled_answer_is(path: str) -> None:
     # An apply interrupted while an intent waits to be written never sends it,
-    # so the intent must not be written either.
+    # so the intent must not be written either; an answer the API already
+    # gave is recorded, whether or not anyone still waits for it.
     store = HeldStore(path)
     writer = GroupWriter(store, WS)
-    done = queue_behind_the_first(store, writer, "Space/a", "Space/b", "Space/c")
-    assert done[1].cancel()
+    first = writer.put(entry("Space/a"))
+    assert store.committing.wait(10)
+    intent = writer.put(Entry("Space/b", "Space", None, PENDING, {"name": "b"}))
+    answer = writer.put(entry("Space/c"))
+    kept = writer.put(entry("Space/d"))
+    assert intent.cancel() and answer.cancel()
     store.go.set()
     writer.close()
-    assert done[2].result(10) == 2
-    assert store.groups == [["Space/a"], ["Space/c"]]
+    assert first.result(10) == 1 and kept.result(10) == 2
+    assert store.groups == [["Space/a"], ["Space/c", "Space/d"]]
+    assert list(store.snapshot(WS).entries) == ["Space/a", "Space/c", "Space/d"]
+
+
+def test_a_defect_in_one_entry_fails_only_that_entry(path: str) -> None:
+    store = HeldStore(path, defect="Space/b")
+    writer = GroupWriter(store, WS)
+    done = queue_behind_the_first(store, writer, "Space/a", "Space/b", "Space/c")
+    store.go.set()
+    writer.close()
+    with pytest.raises(TypeError, match="Space/b"):
+        done[1].result(10)
+    assert done[0].result(10) == 1 and done[2].result(10) == 2
     assert list(store.snapshot(WS).entries) == ["Space/a", "Space/c"]
+
+
+def test_a_write_after_close_is_refused(path: str) -> None:
+    writer = GroupWriter(SqliteStore(path), WS)
+    writer.close()
+    with pytest.raises(StateError, match="closed"):
+        writer.put(entry("Space/late"))

@@ -148,7 +148,7 @@ def apply_change_line() -> Schema:
         "action": {"enum": _values(Action)},
         "outcome": {"enum": _values(Result)},
         "id": {**_STR_OR_NULL, "description": "The object's id, when known."},
-        "seconds": {**_SECONDS, "description": "The call's duration, queueing excluded."},
+        "seconds": {**_SECONDS, "description": "The call's duration with its state writes, waiting for a slot excluded."},
         "error": {**_STR, "description": "Why it did not apply (absent when it did)."},
         "code": {**_STR, "description": "The API's error code, when it gave one."},
     }, required=["formatVersion", "type", "address", "action", "outcome", "id", "seconds"],
