@@ -13,6 +13,15 @@ from collections.abc import Mapping, Sequence
 from govsync.errors import Problem
 
 
+def yaml_loader() -> type:
+    """PyYAML's safe loader: the C one (libyaml) when the install has it, about
+    twenty times faster than the pure-Python one, which is the fallback."""
+    import yaml
+
+    loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return loader
+
+
 def manifest_files(paths: Sequence[str]) -> tuple[list[tuple[str, str]], list[Problem]]:
     """(path on disk, path to show) of every manifest file under ``paths``, sorted.
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from govsync.errors import ManifestError, Problem
-from govsync.files import manifest_files
+from govsync.files import manifest_files, yaml_loader
 
 TOP_ORDER = ("apiVersion", "kind", "metadata", "spec")
 METADATA_ORDER = ("name", "dependsOn")
@@ -302,7 +302,7 @@ def _line_kinds(lines: list[str]) -> list[str]:
 
     kinds = [BLANK if not line.strip() else COMMENT if line.lstrip().startswith("#") else CONTENT
              for line in lines]
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader = yaml_loader()
     try:
         for token in yaml.scan("\n".join(lines) + "\n", Loader=loader):
             if isinstance(token, yaml.ScalarToken) and token.end_mark.line > token.start_mark.line:
@@ -372,7 +372,7 @@ def _reorder_keys(lines: list[str], kinds: list[str]) -> list[str]:
     """Put top-level and metadata keys of a block-mapping document in order."""
     import yaml
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader = yaml_loader()
     try:
         root = yaml.compose("\n".join(lines) + "\n", Loader=loader)
     except yaml.YAMLError:
@@ -469,7 +469,7 @@ def _load(text: str) -> list[Any] | None:
     """The documents of ``text`` as govsync's loader reads them (PyYAML), None if it cannot."""
     import yaml
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader = yaml_loader()
     try:
         return [d for d in yaml.load_all(text, Loader=loader) if d is not None]
     except yaml.YAMLError:

@@ -29,6 +29,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from govsync.api.catalog import INT_MAX, INT_MIN
 from govsync.errors import Problem
+from govsync.files import yaml_loader
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 # Nodes one document may expand to through aliases.  A manifest has tens.
@@ -47,7 +48,7 @@ _T = "tag:yaml.org,2002:"
 STR, INT, FLOAT, BOOL, NULL = _T + "str", _T + "int", _T + "float", _T + "bool", _T + "null"
 MAP, SEQ, MERGE = _T + "map", _T + "seq", _T + "merge"
 
-_Base: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_Base: type = yaml_loader()
 
 
 # YAML 1.2's core schema (spec 1.2.2, section 10.3.2): the only plain

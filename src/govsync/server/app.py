@@ -48,7 +48,6 @@ from starlette.types import Receive, Scope, Send
 from govsync.api.catalog import BY_PATH, Operation
 from govsync.api.kinds import KINDS, SEEDED_KINDS
 from govsync.api.models import CONNECT_PROTOCOL_VERSION, CONNECT_TIMEOUT_PATTERN
-from govsync.server.droppable import connection_of
 from govsync.server.errors import ApiFailure, error_response, invalid, json_response, violations
 from govsync.server.operations import Engine
 from govsync.server.store import Store
@@ -106,6 +105,10 @@ class ReferenceServer:
         except ApiFailure as failure:
             response = error_response(failure, connect=connect)
         except _Dropped:
+            # Imported here: it brings uvicorn, which the in-process server
+            # (the `local` endpoint) never needs (15 ms of its start-up).
+            from govsync.server.droppable import connection_of
+
             connection = connection_of(scope)
             if connection is None:
                 raise ConnectionResetError("connection dropped by fault injection") from None

@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 from govsync.api.kinds import SEEDED_KINDS
+from govsync.files import yaml_loader
 
 JsonObject = dict[str, Any]
 
@@ -184,7 +185,7 @@ class Store:
             data: Any = source
         else:
             try:
-                data = yaml.safe_load(Path(source).read_text(encoding="utf-8"))
+                data = yaml.load(Path(source).read_text(encoding="utf-8"), Loader=yaml_loader())
             except (OSError, yaml.YAMLError) as exc:
                 raise SeedError(f"cannot read seed {source}: {exc}") from exc
         if data is None:
