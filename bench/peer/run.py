@@ -380,7 +380,7 @@ def report(results: dict[int, Any], shapes: dict[int, Any], args: argparse.Names
             gc = [x["cpu"] for x in res[op]["govsync"]]
             tc = [x["cpu"] for x in res[op]["terraform"]]
             lines.append(f"| {n:,} | {op} | {statistics.median(gc):.2f} | "
-                         f"{statistics.median(tc) if tc else float('nan'):.2f} |")
+                         f"{f'{statistics.median(tc):.2f}' if tc else 'not timed'} |")
     lines += ["", "Graphs: " + "; ".join(
         f"{n:,} objects, {s['edges']:,} edges, depth {s['depth']}" for n, s in shapes.items()) + "."]
     if notes:
