@@ -95,12 +95,13 @@ class GovsyncGroup(click.Group):
 def project_options(func: F) -> F:
     """--project, --env, --var collapsed into one ``selection`` argument."""
 
-    @click.option("--project", "project_file", envvar="GOVSYNC_PROJECT", metavar="FILE",
-                  help="The project file [env: GOVSYNC_PROJECT; default: govsync.yaml here "
-                       "or in the nearest parent folder that has one].")
-    @click.option("--env", "env_name", envvar="GOVSYNC_ENV", metavar="NAME",
+    @click.option("--project", "project_file", envvar="GOVSYNC_PROJECT", show_envvar=True,
+                  metavar="FILE",
+                  help="The project file (default: govsync.yaml here or in the nearest "
+                       "parent folder that has one).")
+    @click.option("--env", "env_name", envvar="GOVSYNC_ENV", show_envvar=True, metavar="NAME",
                   help="The project's environment: its paths, workspace, endpoint, state and "
-                       "variables [env: GOVSYNC_ENV].")
+                       "variables.")
     @click.option("--var", "variables", multiple=True, metavar="NAME=VALUE",
                   help="Set a variable (VALUE read as a YAML scalar); overrides the project's.")
     @functools.wraps(func)
@@ -119,17 +120,18 @@ def global_options(func: F) -> F:
     one ``settings`` argument.  Precedence, highest first: the option, its environment
     variable, the environment's entry in govsync.yaml, its top level, the default."""
 
-    @click.option("--endpoint", envvar="GOVSYNC_ENDPOINT", metavar="URL",
-                  help="API base URL, or `local` for the embedded reference server "
-                       "[env: GOVSYNC_ENDPOINT]. The key comes from GOVSYNC_API_KEY.")
+    @click.option("--endpoint", envvar="GOVSYNC_ENDPOINT", show_envvar=True, metavar="URL",
+                  help="API base URL, or `local` for the embedded reference server. The key "
+                       f"comes from {API_KEY_ENV}.")
     @click.option("--state", "state_url", envvar="GOVSYNC_STATE", default=DEFAULT_STATE,
-                  show_default=True, metavar="URL",
-                  help="State store: a SQLite file or postgresql://... [env: GOVSYNC_STATE]")
+                  show_default=True, show_envvar=True, metavar="URL",
+                  help="State store: a SQLite file or postgresql://...")
     @click.option("--workspace", envvar="GOVSYNC_WORKSPACE", default="default", show_default=True,
-                  help="Workspace within the state store [env: GOVSYNC_WORKSPACE]")
-    @click.option("--insecure-http", is_flag=True, envvar="GOVSYNC_INSECURE_HTTP",
+                  show_envvar=True, help="Workspace within the state store")
+    @click.option("--insecure-http", is_flag=True, envvar="GOVSYNC_INSECURE_HTTP", show_envvar=True,
                   help="Allow a plain http:// endpoint on a non-loopback host.")
-    @click.option("--local-seed", envvar="GOVSYNC_LOCAL_SEED", metavar="FILE",
+    @click.option("--local-seed", envvar="GOVSYNC_LOCAL_SEED", show_envvar=True,
+                  metavar="FILE",
                   type=click.Path(exists=True, dir_okay=False),
                   help="With --endpoint local: preload the embedded server with this seed.")
     @project_options
@@ -1040,9 +1042,9 @@ def fmt_command(paths: tuple[str, ...], check: bool) -> None:
 @click.option("--force", is_flag=True, help="Overwrite files that already exist.")
 @click.option("--ci", type=click.Choice(["github", "gitlab", "none"]), default="github",
               show_default=True, help="CI pipeline to add: GitHub Actions, GitLab CI, or none.")
-@click.option("--install-spec", envvar="GOVSYNC_INSTALL_SPEC", metavar="SPEC",
-              help="The pip requirement CI installs govsync with (requirements-govsync.txt) "
-                   "[env: GOVSYNC_INSTALL_SPEC]; default: how this govsync was installed.")
+@click.option("--install-spec", envvar="GOVSYNC_INSTALL_SPEC", show_envvar=True, metavar="SPEC",
+              help="The pip requirement CI installs govsync with (requirements-govsync.txt); "
+                   "default: how this govsync was installed.")
 def init_command(directory: str, force: bool, ci: str, install_spec: str | None) -> None:
     """Scaffold a repository of manifests in DIRECTORY (default: here).
 
