@@ -179,8 +179,11 @@ def run(args: argparse.Namespace) -> None:
                 objects = count_objects(url)
                 phase = float(summary.rsplit(" in ", 1)[1].split(" s)")[0])
                 # CPU of both processes: near 2 x the wall time, two cores are the limit.
-                print(f"{label:>10} apply: {elapsed:.2f} s whole process ({elapsed / bound:.2f}x bound); "
-                      f"requests phase {phase:.2f} s ({phase / bound:.2f}x bound); CPU: "
+                # The bound of this run's parallelism (sequential: every call in turn).
+                own = max(depth * lat, math.ceil(args.objects / parallelism) * lat)
+                print(f"{label:>10} apply: {elapsed:.2f} s whole process ({elapsed / own:.2f}x "
+                      f"its bound {own:.2f} s); requests phase {phase:.2f} s "
+                      f"({phase / own:.2f}x); CPU: "
                       f"govsync {client_cpu:.2f} s, server {server_cpu:.2f} s\n"
                       f"{'':>12}[{summary}; {objects} objects on the server]")
                 if parallelism == args.parallelism:
