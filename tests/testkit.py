@@ -78,3 +78,22 @@ def stop(proc: subprocess.Popen[bytes], *, kill: bool = False) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def drop_pg_workspaces(url: str, workspaces: list[str]) -> None:
+    """Delete these workspaces' rows from every govsync_ table of a PostgreSQL
+    state database (tests share one database, so each cleans up after itself)."""
+    if not workspaces:
+        return
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
+        tables = conn.execute(
+            "SELECT table_name, column_name FROM information_schema.columns"
+            " WHERE table_schema = current_schema() AND table_name LIKE 'govsync%%'"
+            " AND column_name IN ('workspace', 'name')").fetchall()
+        for table, column in tables:
+            if column == "name" and "workspace" not in table:
+                continue
+            conn.execute(f'DELETE FROM "{table}" WHERE "{column}" = ANY(%s)',  # noqa: S608
+                         (workspaces,))

@@ -63,7 +63,7 @@ Run (the default took 110 s on 2 quiet cores; the 100,000-object parts dominate)
         [--puts 500] [--plan-runs 3] [--concurrency 16] [--client raw|httpx] [--keep DIR]
 
 The PostgreSQL database should be one of its own: the script writes the
-workspaces ``scale-<size>-<pid>`` into it and empties them afterwards, but
+workspaces ``scale-<size>-<pid>`` into it and deletes them afterwards, but
 leaves the tables.  The Markdown tables are printed at the end, with the
 machine and the load average before each part.
 """
@@ -217,8 +217,12 @@ def bench_size(name: str, url: str, ws: str, subset: list[Any], puts: int,
     if name == "SQLite":
         row["size_mb"] = os.path.getsize(url) / 2**20
     else:
-        with open_store(url) as store:  # leave nothing behind in a shared database
-            store.replace_all(ws, [], None, None)
+        import psycopg  # leave nothing behind in a shared database
+
+        with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
+            for table, column in (("govsync_objects", "workspace"), ("govsync_history", "workspace"),
+                                  ("govsync_locks", "workspace"), ("govsync_workspaces", "name")):
+                conn.execute(f"DELETE FROM {table} WHERE {column} = %s", (ws,))  # noqa: S608
     print(f"  {name} {n:,}: fill {row['fill']:.2f} s, snapshot {row['snap']:.3f} s "
           f"(with responses {row['snap_resp']:.3f} s), put new median "
           f"{ms(row['put_new'][0])} ms", file=sys.stderr, flush=True)

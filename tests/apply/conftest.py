@@ -28,6 +28,8 @@ from applykit import (  # noqa: E402
     unique_workspace,
 )
 
+from testkit import drop_pg_workspaces  # noqa: E402
+
 POSTGRES_ENV = "GOVSYNC_TEST_POSTGRES"
 
 
@@ -74,34 +76,21 @@ def sqlite_state(tmp_path: Path) -> str:
 def pg_state() -> Iterator[str]:
     url = postgres_url()
     yield url
-    _drop_workspaces(url, _PG_WORKSPACES)
+    drop_pg_workspaces(url, _PG_WORKSPACES)
     _PG_WORKSPACES.clear()
 
 
 _PG_WORKSPACES: list[str] = []
 
 
-def _drop_workspaces(url: str, workspaces: list[str]) -> None:
-    """Best effort: delete the rows of these workspaces from every govsync_ table."""
-    if not workspaces:
-        return
-    try:
-        import psycopg
-    except ImportError:
-        return
-    try:
-        with psycopg.connect(url, autocommit=True) as conn:
-            tables = conn.execute(
-                "SELECT table_name, column_name FROM information_schema.columns"
-                " WHERE table_schema = current_schema() AND table_name LIKE 'govsync%%'"
-                " AND column_name IN ('workspace', 'name')").fetchall()
-            for table, column in tables:
-                if column == "name" and "workspace" not in table:
-                    continue
-                conn.execute(f'DELETE FROM "{table}" WHERE "{column}" = ANY(%s)',  # noqa: S608
-                             (workspaces,))
-    except psycopg.Error:
-        pass
+@pytest.fixture
+def made_workspaces(state_url: str) -> Callable[..., None]:
+    """Register workspaces a test makes by name (a project's environments), so that
+    on PostgreSQL their rows are dropped afterwards."""
+    def made(*names: str) -> None:
+        if state_url.startswith("postgres"):
+            _PG_WORKSPACES.extend(names)
+    return made
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

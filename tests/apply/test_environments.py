@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -101,9 +101,10 @@ def ok(run: Run, code: int = 0) -> Run:
 
 
 def test_two_environments_day_two(tmp_path: Path, servers: tuple[Server, Server],
-                                  state_url: str) -> None:
+                                  state_url: str, made_workspaces: Callable[..., None]) -> None:
     staging, prod = servers
     prefix = unique_workspace()
+    made_workspaces(f"{prefix}-staging", f"{prefix}-prod")
     root = tmp_path / "repo"
     repository(root, staging, prod, state_url, prefix)
     gov = Govsync(root, state_url, "unused", None, {LOGSTORE: "first-key"})

@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from govsync.cli import cli
+from testkit import drop_pg_workspaces
 
 needs_ssh_keygen = pytest.mark.skipif(shutil.which("ssh-keygen") is None,
                                       reason="ssh-keygen is not installed")
@@ -70,6 +71,7 @@ class Project:
         (root / "manifests").mkdir(parents=True)
         (root / "manifests" / "hooks.yaml").write_text(HOOK)
         suffix = uuid.uuid4().hex[:8]
+        self.workspaces = [f"staging-{suffix}", f"prod-{suffix}"] if state else []
         settings = (f"{{state: '{state}', workspace: %s-{suffix}}}" if state else "{}")
         text = PROJECT.replace("staging: {STATE}", "staging: " + (settings % "staging"
                                                                if state else "{}"))
@@ -376,7 +378,8 @@ def test_other_key_types_interoperate(tmp_path: Path, kind: str) -> None:
 @pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres",
                                                             marks=pytest.mark.postgres)])
 def test_audit_export_matches_what_was_applied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                               backend: str) -> None:
+                                               backend: str, request: pytest.FixtureRequest
+                                               ) -> None:
     state = None
     if backend == "postgres":
         state = os.environ.get("GOVSYNC_TEST_POSTGRES")
@@ -385,6 +388,8 @@ def test_audit_export_matches_what_was_applied(tmp_path: Path, monkeypatch: pyte
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("GOVSYNC_ACTOR", "ci-bot")
     project = Project(tmp_path, state)
+    if state:  # the shared database keeps nothing of this test
+        request.addfinalizer(lambda: drop_pg_workspaces(state, project.workspaces))
     project.set_timeout(1000)
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t.invalid"]
     subprocess.run([*git, "init", "-q"], check=True)

@@ -1,4 +1,5 @@
-"""Helpers of the state store tests: a backend to open stores on, and cleanup.
+"""Helpers of the state store tests: a backend to open stores on, and cleanup
+(``drop_workspaces``, testkit's, is re-exported for the tests).
 
 On PostgreSQL, tests share one database (``GOVSYNC_TEST_POSTGRES``), so every
 workspace a test uses has a unique name and its rows are dropped afterwards.
@@ -10,8 +11,10 @@ import uuid
 from dataclasses import dataclass, field
 
 from govsync.state.base import StateStore, open_store
+from testkit import drop_pg_workspaces
 
 POSTGRES_ENV = "GOVSYNC_TEST_POSTGRES"
+drop_workspaces = drop_pg_workspaces
 
 
 def unique_workspace() -> str:
@@ -41,17 +44,4 @@ class Backend:
         for store in self.stores:
             store.close()
         if self.name == "postgres" and self.made:
-            drop_workspaces(self.url, self.made)
-
-
-def drop_workspaces(url: str, names: list[str]) -> None:
-    """Delete every row of these workspaces from a PostgreSQL state database."""
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        if conn.execute("SELECT to_regclass('govsync_workspaces')").fetchone() == (None,):
-            return
-        with conn.transaction():
-            for table, column in (("govsync_history", "workspace"), ("govsync_locks", "workspace"),
-                                  ("govsync_objects", "workspace"), ("govsync_workspaces", "name")):
-                conn.execute(f"DELETE FROM {table} WHERE {column} = ANY(%s)", (names,))
+            drop_pg_workspaces(self.url, self.made)
