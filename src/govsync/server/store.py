@@ -29,6 +29,25 @@ from govsync.api.kinds import SEEDED_KINDS
 from govsync.files import yaml_loader
 
 JsonObject = dict[str, Any]
+# Nesting levels a seed may have (its objects have a handful).
+MAX_SEED_DEPTH = 100
+
+
+def _read_seed(raw: bytes) -> Any:
+    """A seed file's data.  Bytes go to the loader, so text that is not UTF-8 is a
+    YAMLError like any other.  libyaml composes recursively in C, and a few
+    tens of thousands of levels overflow the stack (a crash): the nesting is
+    measured on the parser's events first, which it keeps on the heap."""
+    loader = yaml_loader()
+    depth = 0
+    for event in yaml.parse(raw, Loader=loader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_SEED_DEPTH:
+                raise yaml.YAMLError(f"nested deeper than {MAX_SEED_DEPTH} levels")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+    return yaml.load(raw, Loader=loader)
 
 
 def seed_key(kind: str) -> str:
@@ -185,8 +204,8 @@ class Store:
             data: Any = source
         else:
             try:
-                data = yaml.load(Path(source).read_text(encoding="utf-8"), Loader=yaml_loader())
-            except (OSError, yaml.YAMLError) as exc:
+                data = _read_seed(Path(source).read_bytes())
+            except (OSError, yaml.YAMLError, RecursionError) as exc:
                 raise SeedError(f"cannot read seed {source}: {exc}") from exc
         if data is None:
             return 0
