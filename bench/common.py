@@ -7,8 +7,9 @@ in which case every run compiles govsync's ~60 modules from source again
 (~30 ms).  The benchmarks time govsync as a user runs it, so they compile the
 package once first.
 
-``start_server``: ``govsync serve`` on a free loopback port with its own
-``--db``, waited for until it answers.
+``start_server``: ``govsync serve`` on a loopback port of its own (the
+server binds port 0 and reports it) with its own ``--db``, waited for until
+it answers.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from __future__ import annotations
 import compileall
 import importlib.util
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -34,12 +34,6 @@ def compile_package() -> None:
     compileall.compile_dir(os.path.dirname(spec.origin), quiet=1)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def get(url: str, path: str, timeout: float = 120) -> bytes:
     """GET a path of the server with the benchmarks' key."""
     req = urllib.request.Request(url + path, headers={"X-API-KEY": KEY})
@@ -50,15 +44,38 @@ def get(url: str, path: str, timeout: float = 120) -> bytes:
 def start_server(db: str, *, latency_ms: int = 0, seed: bool = True,
                  extra: list[str] | None = None,
                  wait: float = 300) -> tuple[subprocess.Popen[bytes], str]:
-    """``govsync serve --db DB`` on a free loopback port: the process and its URL."""
-    port = free_port()
+    """``govsync serve --db DB`` on a loopback port of its own: the process and its URL.
+
+    The server binds port 0 and says which port it got (its "listening on"
+    line): a port chosen here and bound there could be taken in between, by
+    another benchmark's server with the same key."""
+    import threading
+
     proc = subprocess.Popen(
-        [sys.executable, "-m", "govsync", "serve", "--port", str(port), "--db", db,
+        [sys.executable, "-m", "govsync", "serve", "--port", "0", "--db", db,
          "--api-key", KEY, *(["--seed", SEED] if seed else []),
          *(["--latency-ms", str(latency_ms)] if latency_ms else []), *(extra or [])],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
-    url = f"http://127.0.0.1:{port}"
+    assert proc.stderr is not None
+    found: list[str] = []
+    said = threading.Event()
+
+    def read() -> None:  # the first "listening on" line; the rest is drained
+        assert proc.stderr is not None
+        for raw in proc.stderr:
+            line = raw.decode(errors="replace")
+            if not found and " listening on " in line:
+                found.append(line.split(" listening on ", 1)[1].split()[0])
+                said.set()
+        said.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    if not said.wait(wait) or not found:
+        proc.kill()
+        raise SystemExit(f"server did not start (exit code {proc.poll()})")
+    url = found[0]
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
         try:

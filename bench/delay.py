@@ -47,6 +47,11 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, dela
         writer.close()
 
 
+# Connections forwarded so far, by the proxy's port: a benchmark prints it, to
+# show that its database traffic went through the proxy at all.
+FORWARDED: dict[int, int] = {}
+
+
 def start_delay_proxy(host: str, port: int, one_way_ms: float) -> int:
     """Start the proxy to ``host:port`` on a free loopback port (returned); it runs
     until the process ends."""
@@ -63,6 +68,7 @@ def start_delay_proxy(host: str, port: int, one_way_ms: float) -> int:
             except OSError:
                 writer.close()
                 return
+            FORWARDED[mine] = FORWARDED.get(mine, 0) + 1
             await asyncio.gather(_pipe(reader, up_writer, delay), _pipe(up_reader, writer, delay))
 
         server = await asyncio.start_server(handle, sock=listener)
@@ -70,7 +76,8 @@ def start_delay_proxy(host: str, port: int, one_way_ms: float) -> int:
         async with server:
             await server.serve_forever()
 
+    mine = int(listener.getsockname()[1])
     threading.Thread(target=lambda: asyncio.run(serve()), daemon=True,
                      name="delay-proxy").start()
     ready.wait(10)
-    return int(listener.getsockname()[1])
+    return mine

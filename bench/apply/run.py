@@ -40,7 +40,7 @@ import resource  # noqa: E402
 
 from bare import requests_phase  # noqa: E402
 from common import KEY, compile_package, cpu_seconds, get, start_server  # noqa: E402
-from delay import start_delay_proxy  # noqa: E402
+from delay import FORWARDED, start_delay_proxy  # noqa: E402
 from generate import write  # noqa: E402
 
 
@@ -55,23 +55,35 @@ def state_url(tmp: str, args: argparse.Namespace) -> str:
     if not args.postgres:
         return os.path.join(tmp, "state.db")
     import uuid
-    from urllib.parse import urlsplit, urlunsplit
+    from urllib.parse import quote, urlencode
 
     import psycopg
+    from psycopg.conninfo import conninfo_to_dict
 
+    params = {k: str(v) for k, v in conninfo_to_dict(args.postgres).items()}
+    host = params.get("host", "")
+    if args.state_delay_ms and (not host or host.startswith("/") or "," in host):
+        raise SystemExit("--state-delay-ms needs --postgres with one TCP host "
+                         f"(not {host or 'the default Unix socket'})")
     schema = f"bench_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(args.postgres, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {schema}")
     SCHEMAS.append(schema)
-    parts = urlsplit(args.postgres)
-    netloc = parts.netloc
+    params["options"] = f"{params.get('options', '')} -csearch_path={schema}".strip()
     if args.state_delay_ms:
-        port = start_delay_proxy(parts.hostname or "127.0.0.1", parts.port or 5432,
-                                 args.state_delay_ms)
-        netloc = netloc.rsplit("@", 1)[0] + "@" if "@" in netloc else ""
-        netloc += f"127.0.0.1:{port}"
-    query = "&".join(q for q in (parts.query, f"options=-csearch_path%3D{schema}") if q)
-    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+        params["port"] = str(start_delay_proxy(host, int(params.get("port") or 5432),
+                                               args.state_delay_ms))
+        params["host"] = "127.0.0.1"
+        params.pop("hostaddr", None)
+    # govsync takes a postgresql:// URL: the parsed parameters written back as one.
+    user = quote(params.pop("user", ""), safe="")
+    password = params.pop("password", "")
+    auth = f"{user}{':' + quote(password, safe='') if password else ''}@" if user else ""
+    host = params.pop("host", "")
+    port = params.pop("port", "")
+    where = f"{host}:{port}" if host and port else host
+    dbname = quote(params.pop("dbname", ""), safe="")
+    return f"postgresql://{auth}{where}/{dbname}?{urlencode(params, quote_via=quote)}"
 
 
 SCHEMAS: list[str] = []
@@ -83,7 +95,8 @@ def drop_schemas(args: argparse.Namespace) -> None:
 
         with psycopg.connect(args.postgres, autocommit=True) as conn:
             for schema in SCHEMAS:
-                conn.execute(f"DROP SCHEMA {schema} CASCADE")
+                conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        SCHEMAS.clear()
 
 
 def apply(manifests: str, tmp: str, url: str, parallelism: int,
@@ -150,6 +163,8 @@ def main() -> None:
 
 
 def run(args: argparse.Namespace) -> None:
+    if args.latency_ms <= 0:
+        raise SystemExit("--latency-ms must be positive: the bound is a multiple of it")
     lat = args.latency_ms / 1000
     with tempfile.TemporaryDirectory() as root:
         manifests = os.path.join(root, "manifests")
@@ -163,7 +178,7 @@ def run(args: argparse.Namespace) -> None:
         if args.postgres:
             print(f"state: PostgreSQL, {2 * args.state_delay_ms:g} ms added to each round trip")
         runs = [(args.parallelism, "parallel")]
-        if not args.no_sequential:
+        if not args.no_sequential and args.parallelism != 1:
             runs.append((1, "sequential"))
         for parallelism, label in runs:
             tmp = tempfile.mkdtemp(dir=root)
@@ -198,6 +213,8 @@ def run(args: argparse.Namespace) -> None:
                 server.wait()
             if parallelism == args.parallelism:
                 floor(root, args, bound)
+        if args.state_delay_ms:
+            print(f"delay proxy: {sum(FORWARDED.values())} connections to PostgreSQL forwarded")
 
 
 def floor(root: str, args: argparse.Namespace, bound: float) -> None:

@@ -160,7 +160,25 @@ def spread(entries: list[Any], n: int) -> list[Any]:
 
 def bench_size(name: str, url: str, ws: str, subset: list[Any], puts: int,
                snapshot_runs: int) -> dict[str, Any]:
-    """The figures of one backend at one size (a workspace of its own)."""
+    """The figures of one backend at one size (a workspace of its own, which is
+    deleted afterwards from a PostgreSQL database, whatever happened)."""
+    try:
+        return _measure(name, url, ws, subset, puts, snapshot_runs)
+    finally:
+        if name != "SQLite":
+            import psycopg  # leave nothing behind in a shared database
+
+            with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
+                for table, column in (("govsync_objects", "workspace"),
+                                      ("govsync_history", "workspace"),
+                                      ("govsync_locks", "workspace"),
+                                      ("govsync_workspaces", "name")):
+                    conn.execute(f"DELETE FROM {table} WHERE {column} = %s",  # noqa: S608
+                                 (ws,))
+
+
+def _measure(name: str, url: str, ws: str, subset: list[Any], puts: int,
+             snapshot_runs: int) -> dict[str, Any]:
     from govsync.state.base import APPLIED, Entry, LockHolder, open_store
 
     n = len(subset)
@@ -216,13 +234,6 @@ def bench_size(name: str, url: str, ws: str, subset: list[Any], puts: int,
         store.close()
     if name == "SQLite":
         row["size_mb"] = os.path.getsize(url) / 2**20
-    else:
-        import psycopg  # leave nothing behind in a shared database
-
-        with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
-            for table, column in (("govsync_objects", "workspace"), ("govsync_history", "workspace"),
-                                  ("govsync_locks", "workspace"), ("govsync_workspaces", "name")):
-                conn.execute(f"DELETE FROM {table} WHERE {column} = %s", (ws,))  # noqa: S608
     print(f"  {name} {n:,}: fill {row['fill']:.2f} s, snapshot {row['snap']:.3f} s "
           f"(with responses {row['snap_resp']:.3f} s), put new median "
           f"{ms(row['put_new'][0])} ms", file=sys.stderr, flush=True)

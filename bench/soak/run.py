@@ -111,7 +111,11 @@ def main() -> None:
                     ids = [h["id"] for h in objects(url)["Hook"] if h["name"] == name]
                     settle = ["--id", ids[0]] if name in on_server else ["--absent"]
                     govsync(["state", "resolve", address, *settle], env)
-                if govsync(apply_args, env) == 0 or reruns >= 50:
+                if govsync(apply_args, env) == 0:
+                    settled = True
+                    break
+                if reruns >= 50:
+                    settled = False
                     break
             seconds = time.monotonic() - started
             counts = Counter(h["name"] for h in objects(url).get("Hook", []))
@@ -130,6 +134,9 @@ def main() -> None:
         finally:
             server.kill()
             server.wait()
+    # Exit 1 when the soak found what it looks for, or never settled.
+    if duplicates or losses or missing or not settled:
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

@@ -125,9 +125,9 @@ def global_options(func: F) -> F:
                        f"comes from {API_KEY_ENV}.")
     @click.option("--state", "state_url", envvar="GOVSYNC_STATE", default=DEFAULT_STATE,
                   show_default=True, show_envvar=True, metavar="URL",
-                  help="State store: a SQLite file or postgresql://...")
+                  help="State store: a SQLite file, or a postgresql:// URL.")
     @click.option("--workspace", envvar="GOVSYNC_WORKSPACE", default="default", show_default=True,
-                  show_envvar=True, help="Workspace within the state store")
+                  show_envvar=True, help="Workspace within the state store.")
     @click.option("--insecure-http", is_flag=True, envvar="GOVSYNC_INSECURE_HTTP", show_envvar=True,
                   help="Allow a plain http:// endpoint on a non-loopback host.")
     @click.option("--local-seed", envvar="GOVSYNC_LOCAL_SEED", show_envvar=True,
