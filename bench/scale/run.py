@@ -168,11 +168,11 @@ def bench_size(name: str, url: str, ws: str, subset: list[Any], puts: int,
         if name != "SQLite":
             import psycopg  # leave nothing behind in a shared database
 
+            from govsync.state.postgres import TABLES
+
             with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
-                for table, column in (("govsync_objects", "workspace"),
-                                      ("govsync_history", "workspace"),
-                                      ("govsync_locks", "workspace"),
-                                      ("govsync_workspaces", "name")):
+                for table in TABLES:  # the workspaces table names it "name"
+                    column = "name" if table == "govsync_workspaces" else "workspace"
                     conn.execute(f"DELETE FROM {table} WHERE {column} = %s",  # noqa: S608
                                  (ws,))
 

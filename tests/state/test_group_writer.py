@@ -80,13 +80,18 @@ def test_writes_queued_during_a_commit_are_committed_together(path: str) -> None
     assert snap.serial == 2 and list(snap.entries) == ["Space/a", "Space/b", "Space/c"]
 
 
-def test_an_entry_that_fails_fails_alone(path: str) -> None:
-    store = HeldStore(path, fail="Space/b")
+@pytest.mark.parametrize(("fault", "error", "message"), [
+    ("fail", StateError, "cannot write Space/b"),                # the store refuses it
+    ("defect", TypeError, "Space/b cannot be written as JSON"),  # a defect, not a StateError
+])
+def test_an_entry_that_fails_fails_alone(path: str, fault: str, error: type[Exception],
+                                         message: str) -> None:
+    store = HeldStore(path, **{fault: "Space/b"})
     writer = GroupWriter(store, WS)
     done = queue_behind_the_first(store, writer, "Space/a", "Space/b", "Space/c")
     store.go.set()
     writer.close()
-    with pytest.raises(StateError, match="cannot write Space/b"):
+    with pytest.raises(error, match=message):
         done[1].result(10)
     assert done[0].result(10) == 1 and done[2].result(10) == 2
     # The group failed, then each of its entries was written on its own.
@@ -140,18 +145,6 @@ def test_a_cancelled_intent_is_not_written_a_cancelled_answer_is(path: str) -> N
     assert first.result(10) == 1 and kept.result(10) == 2
     assert store.groups == [["Space/a"], ["Space/c", "Space/d"]]
     assert list(store.snapshot(WS).entries) == ["Space/a", "Space/c", "Space/d"]
-
-
-def test_a_defect_in_one_entry_fails_only_that_entry(path: str) -> None:
-    store = HeldStore(path, defect="Space/b")
-    writer = GroupWriter(store, WS)
-    done = queue_behind_the_first(store, writer, "Space/a", "Space/b", "Space/c")
-    store.go.set()
-    writer.close()
-    with pytest.raises(TypeError, match="Space/b"):
-        done[1].result(10)
-    assert done[0].result(10) == 1 and done[2].result(10) == 2
-    assert list(store.snapshot(WS).entries) == ["Space/a", "Space/c"]
 
 
 def test_a_write_after_close_is_refused(path: str) -> None:

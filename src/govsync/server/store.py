@@ -44,7 +44,9 @@ def _read_seed(raw: bytes) -> Any:
         if isinstance(event, yaml.CollectionStartEvent):
             depth += 1
             if depth > MAX_SEED_DEPTH:
-                raise yaml.YAMLError(f"nested deeper than {MAX_SEED_DEPTH} levels")
+                mark = event.start_mark
+                where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+                raise yaml.YAMLError(f"{where}nested deeper than {MAX_SEED_DEPTH} levels")
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
     return yaml.load(raw, Loader=loader)
