@@ -206,7 +206,7 @@ async def check_live(plan: Plan, manifests: ManifestSet, client: AsyncClient,
         _skip_live(plan, values, f"endpoint unreachable ({exc.message})")
         return
     except ApiError as exc:
-        _skip_live(plan, values, f"{' and '.join(live.operations(values))} failed ({exc})")
+        _skip_live(plan, values, live.failed(values, exc))
         return
     missing = live.missing(values, existing)
     if missing:
@@ -438,8 +438,7 @@ def drift(manifests: ManifestSet, settings: Settings) -> DriftReport:
             raise ApiError(f"cannot run the live checks: endpoint unreachable ({exc.message})"
                            ) from exc
         except ApiError as exc:
-            raise ApiError(f"cannot run the live checks: {' and '.join(live.operations(values))}"
-                           f" failed ({exc})") from exc
+            raise ApiError(f"cannot run the live checks: {live.failed(values, exc)}") from exc
     live_checks = d.live_checks(values, existing, skipped)
     return d.DriftReport(the_plan, live_checks, d.unobservable(manifests))
 

@@ -52,6 +52,11 @@ def operations(values: Iterable[LiveValue]) -> list[str]:
     return sorted({v.ref.read_operation for v in values})
 
 
+def failed(values: Iterable[LiveValue], error: object) -> str:
+    """Why the live checks of ``values`` could not be made: which reads failed, and how."""
+    return f"{' and '.join(operations(values))} failed ({error})"
+
+
 def missing(values: Iterable[LiveValue], existing: Mapping[str, set[str]]) -> list[LiveValue]:
     """The values whose object is not among ``existing`` (names by read operation)."""
     return [v for v in values if v.value not in existing.get(v.ref.read_operation, set())]
