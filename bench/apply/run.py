@@ -12,9 +12,11 @@ time is printed as the floor of the requests phase.  With --postgres URL the
 state goes to PostgreSQL (a schema per run), and --state-delay-ms puts
 bench/delay.py in front of it, as a database across a network.  Finally a second apply of the same manifests (nothing to do) is
 timed as a whole process; it must send no request; and then `govsync drift`
-(which must find nothing).
+(which must find nothing).  With --h11-lanes, a last apply on a fresh server
+runs govsync with its lanes on h11 (bench/apply/h11_lanes.py): how much of
+the requests phase is the client's HTTP stack.
 
-    python bench/apply/run.py [--objects 1000] [--latency-ms 50] [--parallelism 16]
+    python bench/apply/run.py [--objects 1000] [--latency-ms 50] [--parallelism 16] [--h11-lanes]
         [--no-sequential] [--sweep 4,8,16] [--postgres URL [--state-delay-ms 1]]
 """
 
@@ -100,12 +102,12 @@ def drop_schemas(args: argparse.Namespace) -> None:
 
 
 def apply(manifests: str, tmp: str, url: str, parallelism: int,
-          state: str) -> tuple[float, str]:
+          state: str, program: tuple[str, ...] = ("-m", "govsync")) -> tuple[float, str]:
     env = {**os.environ, "GOVSYNC_ENDPOINT": url, "GOVSYNC_API_KEY": KEY,
            "GOVSYNC_STATE": state}
     start = time.perf_counter()
     out = subprocess.run(
-        [sys.executable, "-m", "govsync", "-q", "apply", manifests, "--auto-approve",
+        [sys.executable, *program, "-q", "apply", manifests, "--auto-approve",
          "--parallelism", str(parallelism)],
         env=env, cwd=tmp, capture_output=True, text=True,
     )
@@ -144,6 +146,9 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=int, default=50)
     parser.add_argument("--parallelism", type=int, default=16)
     parser.add_argument("--no-sequential", action="store_true")
+    parser.add_argument("--h11-lanes", action="store_true",
+                        help="also apply with the client's lanes on h11 (bench/apply/h11_lanes.py): "
+                             "what a lighter HTTP stack would gain")
     parser.add_argument("--sweep", default="",
                         help="comma-separated parallelism values to compare (e.g. 4,8,16,32,64)")
     parser.add_argument("--postgres", default="",
@@ -213,6 +218,8 @@ def run(args: argparse.Namespace) -> None:
                 server.wait()
             if parallelism == args.parallelism:
                 floor(root, args, bound)
+                if args.h11_lanes:
+                    what_if(manifests, root, args, bound)
         if args.state_delay_ms:
             print(f"delay proxy: {sum(FORWARDED.values())} connections to PostgreSQL forwarded")
 
@@ -229,6 +236,22 @@ def floor(root: str, args: argparse.Namespace, bound: float) -> None:
     print(f"bare HTTP/1.1 client (bench/apply/bare.py), {args.objects} creates at parallelism "
           f"{args.parallelism} on a fresh server: {took:.2f} s ({took / bound:.2f}x bound), "
           "the floor this server sets for the requests phase")
+
+
+def what_if(manifests: str, root: str, args: argparse.Namespace, bound: float) -> None:
+    """The same apply, on a fresh server and state, with the lanes on h11."""
+    tmp = tempfile.mkdtemp(dir=root)
+    server, url = start_server(os.path.join(tmp, "api.db"), latency_ms=args.latency_ms)
+    try:
+        elapsed, summary = apply(manifests, tmp, url, args.parallelism, state_url(tmp, args),
+                                 program=(os.path.join(HERE, "h11_lanes.py"),))
+    finally:
+        server.terminate()
+        server.wait()
+    phase = float(summary.rsplit(" in ", 1)[1].split(" s)")[0])
+    print(f"what-if, govsync with h11 lanes (bench/apply/h11_lanes.py): {elapsed:.2f} s whole "
+          f"process ({elapsed / bound:.2f}x bound); requests phase {phase:.2f} s "
+          f"({phase / bound:.2f}x) [{summary}]")
 
 
 def sweep(args: argparse.Namespace) -> None:

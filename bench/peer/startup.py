@@ -5,6 +5,8 @@ Issue 12, goal 2 (measurement only).  For examples/manifests (59 objects) and
 interleaved and in rotating order, N times each:
 
 * ``python -c 'import yaml'``: the interpreter plus PyYAML;
+* ``python -c 'import yaml, click'``: the least any command line built on
+  click and PyYAML can cost, before it reads a file (the stack's floor);
 * floor: one script that imports yaml and loads every file of the set with
   ``yaml.load_all(..., Loader=yaml.CSafeLoader)``;
 * ``govsync validate DIR``;
@@ -69,13 +71,13 @@ def run_once(cmd: list[str], cwd: str) -> float:
 
 def measure(directory: str, tmp: str, repeat: int) -> dict[str, list[float]]:
     py = sys.executable
-    names = ["import yaml", "floor", "validate", "plan"]
+    names = ["import yaml", "import yaml, click", "floor", "validate", "plan"]
     times: dict[str, list[float]] = {k: [] for k in names}
     for r in range(repeat):
         order = names[r % len(names):] + names[:r % len(names)]
         for name in order:
-            if name == "import yaml":
-                cmd = [py, "-c", "import yaml"]
+            if name.startswith("import "):
+                cmd = [py, "-c", name]
             elif name == "floor":
                 cmd = [py, "-c", FLOOR, directory]
             elif name == "validate":
@@ -139,8 +141,9 @@ def main() -> None:
     lines = [f"Load average at start: {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}; "
              f"whole processes, {args.repeat} runs each, interleaved; median (min–max) s; "
              "ratio = run-by-run to the floor run next to it, median (min–max).", "",
-             "| set | `import yaml` s | floor s | validate s | validate / floor | plan s | plan / floor |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+             "| set | `import yaml` s | `import yaml, click` s | its ratio to the floor | floor s "
+             "| validate s | validate / floor | plan s | plan / floor |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     with tempfile.TemporaryDirectory() as tmp:
         generated = os.path.join(tmp, "m1k")
         write(args.objects, generated)
@@ -148,7 +151,9 @@ def main() -> None:
                                  (f"{args.objects:,} generated objects", generated)):
             t = measure(directory, tmp, args.repeat)
 
-            lines.append(f"| {label} | {spread(t['import yaml'])} | {spread(t['floor'])} | "
+            lines.append(f"| {label} | {spread(t['import yaml'])} | "
+                         f"{spread(t['import yaml, click'])} | "
+                         f"{ratio(t['import yaml, click'], t['floor'])} | {spread(t['floor'])} | "
                          f"{spread(t['validate'])} | {ratio(t['validate'], t['floor'])} | "
                          f"{spread(t['plan'])} | {ratio(t['plan'], t['floor'])} |")
             print(lines[-1], flush=True)

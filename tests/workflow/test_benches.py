@@ -52,10 +52,13 @@ def bench_schemas() -> list[str]:
 
 def test_bench_apply_prints_the_apply_the_second_apply_drift_and_the_floor(tmp_path: Path) -> None:
     out = bench(str(ROOT / "bench/apply/run.py"), "--objects", "40", "--latency-ms", "5",
-                "--no-sequential", cwd=tmp_path)
+                "--no-sequential", "--h11-lanes", cwd=tmp_path)
     assert "parallel apply:" in out and "40 applied, 0 failed" in out
     assert "second apply:" in out and "No changes. Nothing to apply." in out
     assert "drift:" in out and "bare HTTP/1.1 client" in out
+    # The what-if apply (govsync on h11 lanes) ran to the end on its own server.
+    what_if = out.split("what-if, govsync with h11 lanes", 1)[1]
+    assert "40 applied, 0 failed" in what_if, out
 
 
 @pytest.mark.postgres
@@ -80,7 +83,8 @@ def test_bench_plan_and_startup(tmp_path: Path) -> None:
     startup = tmp_path / "startup.md"
     bench(str(ROOT / "bench/peer/startup.py"), "--repeat", "1", "--importtime-runs", "1",
           "--objects", "50", "--out", str(startup), cwd=tmp_path)
-    assert "validate / floor" in startup.read_text()
+    text = startup.read_text()
+    assert "validate / floor" in text and "`import yaml, click` s" in text
 
 
 def test_bench_scale_and_soak(tmp_path: Path) -> None:
