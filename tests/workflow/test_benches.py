@@ -77,6 +77,18 @@ def test_bench_apply_with_a_postgres_state_behind_the_delay_proxy(tmp_path: Path
     assert set(bench_schemas()) <= set(before)
 
 
+@pytest.mark.postgres
+def test_bench_roundtrips_of_the_commands_that_read_a_postgres_state(tmp_path: Path) -> None:
+    if not POSTGRES:
+        pytest.skip("GOVSYNC_TEST_POSTGRES is not set")
+    before = bench_schemas()
+    out = bench(str(ROOT / "bench/roundtrips.py"), "--postgres", POSTGRES, "--one-way-ms", "1",
+                "--runs", "1", cwd=tmp_path)
+    for command in ("plan", "drift (offline)", "state list"):
+        assert re.search(rf"^{re.escape(command)}: .* round trips$", out, re.M), out
+    assert set(bench_schemas()) <= set(before)
+
+
 def test_bench_plan_and_startup(tmp_path: Path) -> None:
     out = bench(str(ROOT / "bench/plan/run.py"), "--runs", "1", "--sizes", "50", cwd=tmp_path)
     assert "govsync plan examples/manifests" in out

@@ -230,9 +230,10 @@ class PostgresStore(StateStore):
 
     def _create_tables(self) -> None:
         # Once the tables exist, a role with only SELECT/INSERT/UPDATE/DELETE
-        # grants can use them: no DDL is attempted.
-        found = self._tables_found()
-        if all(found) and not self._missing_columns():
+        # grants can use them: no DDL is attempted.  Opening a state that is
+        # up to date costs one round trip: the tables and the columns in one query.
+        found, columns = self._schema_found()
+        if all(found) and not columns:
             return
         if any(found) and not all(found):
             missing = [t for t, there in zip(TABLES, found, strict=True) if not there]
@@ -240,31 +241,29 @@ class PostgresStore(StateStore):
                                 f"{', '.join(missing)} is missing while the others exist")
         with self.db.transaction(), self.db.cursor() as cur:
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-            if not any(self._tables_found()):
+            found, _ = self._schema_found()
+            if not any(found):
                 for statement in SCHEMA:
                     cur.execute(statement)
-            columns = self._missing_columns()
+            _, columns = self._schema_found()
             for name, declaration, fill in ADDED_COLUMNS:
                 if name in columns:
                     cur.execute(f"ALTER TABLE govsync_workspaces ADD COLUMN {name} {declaration}")
                     if fill:
                         cur.execute(fill)
 
-    def _tables_found(self) -> list[bool]:
+    def _schema_found(self) -> tuple[list[bool], set[str]]:
+        """Which of TABLES exist, and which of ADDED_COLUMNS govsync_workspaces lacks."""
         row = self.db.execute(
-            "SELECT " + ", ".join(f"to_regclass('{t}') IS NOT NULL" for t in TABLES)
-        ).fetchone()
-        assert row is not None
-        return [bool(v) for v in row]
-
-    def _missing_columns(self) -> set[str]:
-        rows = self.db.execute(
-            "SELECT column_name FROM information_schema.columns"
+            "SELECT " + ", ".join(f"to_regclass('{t}') IS NOT NULL" for t in TABLES) +
+            ", ARRAY(SELECT column_name::text FROM information_schema.columns"
             " WHERE table_name = 'govsync_workspaces'"
             " AND table_schema = (SELECT n.nspname FROM pg_class c JOIN pg_namespace n"
-            " ON n.oid = c.relnamespace WHERE c.oid = to_regclass('govsync_workspaces'))"
-        ).fetchall()
-        return {name for name, _, _ in ADDED_COLUMNS} - {r[0] for r in rows}
+            " ON n.oid = c.relnamespace WHERE c.oid = to_regclass('govsync_workspaces')))"
+        ).fetchone()
+        assert row is not None
+        return ([bool(v) for v in row[:-1]],
+                {name for name, _, _ in ADDED_COLUMNS} - set(row[-1]))
 
     def _damaged(self, problem: str) -> StateDamagedError:
         return StateDamagedError(
@@ -298,28 +297,34 @@ class PostgresStore(StateStore):
             _ensure(cur, workspace)
 
     def _read(self, workspace: str, responses: bool) -> Snapshot | None:
-        """The workspace and its entries from one database snapshot (None if new)."""
-        with self._transaction(f"cannot read workspace {workspace!r}") as cur:
-            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            cur.execute(
-                "SELECT lineage, serial, fingerprint_key, entry_count, endpoint"
-                " FROM govsync_workspaces WHERE name = %s",
-                (workspace,),
-            )
-            head = cur.fetchone()
+        """The workspace and its entries from one database snapshot (None if new).
+
+        One round trip: BEGIN, both SELECTs and COMMIT go out together (pipeline
+        mode) and the answers are read once they are all in."""
+        action = f"cannot read workspace {workspace!r}"
+        with self._mutex, self._errors(action), self.db.cursor() as head_cur, \
+                self.db.cursor() as rows:
+            with self._transaction(action, pipelined=True) as cur:
+                cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                head_cur.execute(
+                    "SELECT lineage, serial, fingerprint_key, entry_count, endpoint"
+                    " FROM govsync_workspaces WHERE name = %s",
+                    (workspace,),
+                )
+                # The JSONB columns as text, parsed as SQLite's are (faster than
+                # psycopg's loader), the specs then kept as text.
+                rows.execute(
+                    "SELECT address, kind, object_id, status, spec::text,"
+                    f" {'response::text, updated_at' if responses else NO_ANSWER_COLUMNS}"
+                    f" FROM govsync_objects WHERE workspace = %s ORDER BY address {C}",
+                    (workspace,),
+                )
+            head = head_cur.fetchone()
             if head is None:
                 return None
-            # The JSONB columns as text, parsed as SQLite's are (faster than
-            # psycopg's loader), the specs then kept as text.
-            cur.execute(
-                "SELECT address, kind, object_id, status, spec::text,"
-                f" {'response::text, updated_at' if responses else NO_ANSWER_COLUMNS}"
-                f" FROM govsync_objects WHERE workspace = %s ORDER BY address {C}",
-                (workspace,),
-            )
             lineage, serial, key, count, endpoint = head
             try:
-                entries = entries_from_json_rows(cur)
+                entries = entries_from_json_rows(rows)
                 if count != len(entries):
                     raise Malformed(f"it records {count} entries but govsync_objects holds "
                                     f"{len(entries)}")
@@ -539,10 +544,15 @@ class PostgresStore(StateStore):
             conn.execute("SELECT pg_advisory_unlock(%s)", (lock_key(workspace),))
 
     def holder(self, workspace: str) -> LockHolder | None:
-        with self._transaction(f"cannot read the lock of {workspace!r}") as cur:
-            cur.execute("SELECT holder FROM govsync_locks WHERE workspace = %s", (workspace,))
-            row = cur.fetchone()
+        row = self._read_one(f"cannot read the lock of {workspace!r}",
+                             "SELECT holder FROM govsync_locks WHERE workspace = %s", (workspace,))
         return _holder(row[0]) if row else None
+
+    def _read_one(self, action: str, query: str, params: tuple[Any, ...]) -> Any:
+        """One row of a single read: one statement in autocommit, one round trip
+        (a transaction around it would add a BEGIN and a COMMIT)."""
+        with self._mutex, self._errors(action):
+            return self.db.execute(query, params).fetchone()
 
     def running(self, workspace: str) -> LockHolder | None:
         if workspace in self._held:
@@ -554,16 +564,15 @@ class PostgresStore(StateStore):
     def lock_backend_pid(self, workspace: str) -> int | None:
         """The server process id of the session holding the workspace lock, if any."""
         key = lock_key(workspace) & 0xFFFFFFFFFFFFFFFF
-        with self._transaction(f"cannot read the lock of {workspace!r}") as cur:
-            # A bigint advisory key shows in pg_locks as classid (high 32
-            # bits) and objid (low 32 bits) with objsubid 1.
-            cur.execute(
-                "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted"
-                " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
-                " AND classid::bigint = %s AND objid::bigint = %s AND objsubid = 1",
-                (key >> 32, key & 0xFFFFFFFF),
-            )
-            row = cur.fetchone()
+        # A bigint advisory key shows in pg_locks as classid (high 32 bits)
+        # and objid (low 32 bits) with objsubid 1.
+        row = self._read_one(
+            f"cannot read the lock of {workspace!r}",
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted"
+            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+            " AND classid::bigint = %s AND objid::bigint = %s AND objsubid = 1",
+            (key >> 32, key & 0xFFFFFFFF),
+        )
         return int(row[0]) if row else None
 
     def close(self) -> None:
