@@ -22,6 +22,19 @@ def yaml_loader() -> type:
     return loader
 
 
+def nesting_refused(exc: BaseException) -> bool:
+    """Whether a YAML error is libyaml refusing to nest past its own limit.
+
+    The libyaml that PyYAML 6.0.4 and later bundle stops at 1,000 levels.  Its
+    scanner reads up to 1,024 characters ahead, so on ``[[[[...`` it can refuse
+    before govsync's count of the parser's events reaches govsync's own, lower,
+    limit.  It is the same refusal, and callers word it as theirs."""
+    import yaml
+
+    return (isinstance(exc, yaml.MarkedYAMLError)
+            and exc.problem == "exceeded maximum nesting depth")
+
+
 def manifest_files(paths: Sequence[str]) -> tuple[list[tuple[str, str]], list[Problem]]:
     """(path on disk, path to show) of every manifest file under ``paths``, sorted.
 

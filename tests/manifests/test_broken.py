@@ -382,6 +382,31 @@ def test_nesting_just_under_the_limit_is_fine(tmp_path: Path, monkeypatch: pytes
     assert result.exit_code == 0, result.output
 
 
+LABEL = ("apiVersion: govsync/v1\nkind: DataLabel\nmetadata:\n  name: ok\nspec:\n"
+         "  classifierType: regex\n  classifierData: '[0-9]{4}'\n")
+
+
+@pytest.mark.parametrize(("text", "line"), [
+    # Short enough to be composed without the events counted first: libyaml
+    # (its own limit, 1,000 levels, in PyYAML 6.0.4 and later) or govsync's
+    # builder refuses it, worded the same either way.
+    ("input: " + "[" * 1_500 + "1" + "]" * 1_500 + "\n", 1),
+    # Long enough to be counted first; the deep document is the second, and the
+    # refusal is its own: the first document is read and valid.
+    (LABEL + "---\ninput: " + "[" * 20_000 + "1" + "]" * 20_000 + "\n", 9),
+], ids=["composed", "counted-second-document"])
+def test_nesting_is_refused_in_the_document_that_nests(
+        text: str, line: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(tmp_path / "deep.yaml", text)
+    monkeypatch.chdir(tmp_path)
+    result = validate(Path("deep.yaml"))
+    assert result.exit_code == 1, result.output
+    problems = [ln for ln in result.output.splitlines() if ln.startswith("deep.yaml:")]
+    assert len(problems) == 1, result.output
+    assert re.match(rf"deep\.yaml:{line}:\d+: document is nested more than 100 levels deep",
+                    problems[0]), result.output
+
+
 @pytest.mark.parametrize("opener", ["[", "{a: ", "- "], ids=["flow-list", "flow-map", "block-list"])
 def test_nesting_that_would_overflow_the_c_stack_is_refused(opener: str, tmp_path: Path) -> None:
     """libyaml's composer recurses in C: ~30,000 levels crashed the process.

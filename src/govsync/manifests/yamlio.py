@@ -24,12 +24,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
-from yaml.events import CollectionEndEvent, CollectionStartEvent, DocumentStartEvent
+from yaml.events import (
+    CollectionEndEvent,
+    CollectionStartEvent,
+    DocumentEndEvent,
+    DocumentStartEvent,
+)
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from govsync.api.catalog import INT_MAX, INT_MIN
 from govsync.errors import Problem
-from govsync.files import yaml_loader
+from govsync.files import nesting_refused, yaml_loader
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 # Nodes one document may expand to through aliases.  A manifest has tens.
@@ -236,7 +241,7 @@ def _find_too_deep(text: str, display: str) -> tuple[int, Problem] | None:
     which stops at them before reaching a depth this pass did not check.
     """
     loader = _Loader(text)
-    index, depth = -1, 0
+    index, depth, inside = -1, 0, False
     try:
         while loader.check_event():
             event = loader.get_event()
@@ -249,8 +254,16 @@ def _find_too_deep(text: str, display: str) -> tuple[int, Problem] | None:
             elif isinstance(event, CollectionEndEvent):
                 depth -= 1
             elif isinstance(event, DocumentStartEvent):
-                index += 1
-    except yaml.YAMLError:
+                index, inside = index + 1, True
+            elif isinstance(event, DocumentEndEvent):
+                inside = False
+    except yaml.YAMLError as exc:
+        if nesting_refused(exc):  # libyaml's own limit, met scanning ahead
+            assert isinstance(exc, yaml.MarkedYAMLError)
+            mark = exc.problem_mark
+            line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+            return (index if inside else index + 1), Problem(display, line, col,
+                                                             _too_deep_message())
         return None
     finally:
         loader.dispose()
@@ -267,6 +280,8 @@ def _too_deep_message() -> str:
 def _syntax_problem(display: str, exc: yaml.MarkedYAMLError, text: str) -> Problem:
     mark = exc.problem_mark or exc.context_mark
     line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    if nesting_refused(exc):
+        return Problem(display, line, col, _too_deep_message())
     what = exc.problem or "invalid YAML"
     if exc.context:
         what = f"{exc.context}, {what}"

@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 from govsync.api.kinds import SEEDED_KINDS
-from govsync.files import yaml_loader
+from govsync.files import nesting_refused, yaml_loader
 
 JsonObject = dict[str, Any]
 # Nesting levels a seed may have (its objects have a handful).
@@ -40,16 +40,24 @@ def _read_seed(raw: bytes) -> Any:
     measured on the parser's events first, which it keeps on the heap."""
     loader = yaml_loader()
     depth = 0
-    for event in yaml.parse(raw, Loader=loader):
-        if isinstance(event, yaml.CollectionStartEvent):
-            depth += 1
-            if depth > MAX_SEED_DEPTH:
-                mark = event.start_mark
-                where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-                raise yaml.YAMLError(f"{where}nested deeper than {MAX_SEED_DEPTH} levels")
-        elif isinstance(event, yaml.CollectionEndEvent):
-            depth -= 1
+    try:
+        for event in yaml.parse(raw, Loader=loader):
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_SEED_DEPTH:
+                    raise _too_deep(event.start_mark)
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.MarkedYAMLError as exc:
+        if nesting_refused(exc):  # libyaml's own limit, met scanning ahead
+            raise _too_deep(exc.problem_mark) from None
+        raise
     return yaml.load(raw, Loader=loader)
+
+
+def _too_deep(mark: Any) -> yaml.YAMLError:
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+    return yaml.YAMLError(f"{where}nested deeper than {MAX_SEED_DEPTH} levels")
 
 
 def seed_key(kind: str) -> str:
