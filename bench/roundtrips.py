@@ -2,7 +2,8 @@
 
 A team's state database is across a network, where every round trip costs
 its latency.  This times the commands that read the state (`plan`, `drift`
-offline, `state list`), as whole processes, with the state in a schema of
+offline, `state list`) and an apply with nothing to do (it locks the
+workspace and reads it), as whole processes, with the state in a schema of
 its own: straight to the server, then behind bench/delay.py adding
 ``--one-way-ms`` each way.  The extra time divided by the added round-trip
 time is the number of round trips the command makes (connecting included).
@@ -35,7 +36,9 @@ SECRETS = ("GOVSYNC_EXAMPLE_LOGSTORE_API_KEY", "GOVSYNC_EXAMPLE_BI_API_KEY",
            "GOVSYNC_EXAMPLE_BI_API_SECRET", "GOVSYNC_EXAMPLE_MDM_API_KEY",
            "GOVSYNC_EXAMPLE_AI_PROVIDER_API_KEY")
 COMMANDS = {"plan": ["plan", EXAMPLES], "drift (offline)": ["drift", EXAMPLES],
-            "state list": ["state", "list"]}
+            "state list": ["state", "list"],
+            # Nothing to send, so no endpoint: the lock taken and given back.
+            "apply (nothing to do)": ["apply", EXAMPLES, "--auto-approve"]}
 
 
 def main() -> None:

@@ -283,8 +283,9 @@ class PostgresStore(StateStore):
                         # A server-wide idle timeout must not end the session
                         # (and the lock) in the middle of a long apply.
                         settings["idle_session_timeout"] = "0"
-                    for name, value in settings.items():
-                        conn.execute("SELECT set_config(%s, %s, false)", (name, value))
+                    # One statement: one round trip for all of them.
+                    conn.execute("SELECT " + ", ".join(["set_config(%s, %s, false)"] * len(settings)),
+                                 [part for item in settings.items() for part in item])
             except BaseException:
                 conn.close()
                 raise
@@ -464,19 +465,23 @@ class PostgresStore(StateStore):
             if time.monotonic() >= deadline:
                 self._refuse(workspace)
             time.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+        action = f"cannot record the lock of {workspace!r}"
         try:
-            # Replaces the row of a holder whose session has ended.
-            with self._transaction(f"cannot record the lock of {workspace!r}") as cur:
-                _ensure(cur, workspace)
-                cur.execute("UPDATE govsync_workspaces SET lock_epoch = lock_epoch + 1"
-                            " WHERE name = %s RETURNING lock_epoch", (workspace,))
-                row = cur.fetchone()
+            # Replaces the row of a holder whose session has ended.  One round
+            # trip: the transaction goes out whole, and the new epoch is read
+            # once it has committed.
+            with self._mutex, self._errors(action), self.db.cursor() as epoch:
+                with self._transaction(action, pipelined=True) as cur:
+                    _ensure(cur, workspace)
+                    epoch.execute("UPDATE govsync_workspaces SET lock_epoch = lock_epoch + 1"
+                                  " WHERE name = %s RETURNING lock_epoch", (workspace,))
+                    cur.execute(
+                        "INSERT INTO govsync_locks (workspace, holder) VALUES (%s, %s)"
+                        " ON CONFLICT (workspace) DO UPDATE SET holder = EXCLUDED.holder",
+                        (workspace, Jsonb(holder.as_dict())),
+                    )
+                row = epoch.fetchone()
                 assert row is not None
-                cur.execute(
-                    "INSERT INTO govsync_locks (workspace, holder) VALUES (%s, %s)"
-                    " ON CONFLICT (workspace) DO UPDATE SET holder = EXCLUDED.holder",
-                    (workspace, Jsonb(holder.as_dict())),
-                )
                 self._held[workspace] = _Lock(int(row[0]), session_pid)
         except BaseException:
             self._held.pop(workspace, None)
@@ -526,9 +531,10 @@ class PostgresStore(StateStore):
             if lock is None:
                 return
             try:
-                with self._transaction(f"cannot clear the lock of {workspace!r}") as cur:
-                    # Only our own record: a lock lost meanwhile is someone else's now.
-                    cur.execute(
+                # Only our own record: a lock lost meanwhile is someone else's now.
+                # One statement, in autocommit: one round trip.
+                with self._errors(f"cannot clear the lock of {workspace!r}"):
+                    self.db.execute(
                         "DELETE FROM govsync_locks WHERE workspace = %s AND (SELECT lock_epoch"
                         " FROM govsync_workspaces WHERE name = %s) = %s",
                         (workspace, workspace, lock.epoch))
