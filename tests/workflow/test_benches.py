@@ -99,6 +99,21 @@ def test_bench_plan_and_startup(tmp_path: Path) -> None:
     assert "validate / floor" in text and "`import yaml, click` s" in text
 
 
+def test_bench_paired_prints_each_pair_and_the_median_and_stops_on_a_failure(
+        tmp_path: Path) -> None:
+    py = sys.executable
+    out = bench(str(ROOT / "bench/paired.py"), "-n", "2", "--vs", f"{py} -c pass", "--",
+                py, "-c", "'import json'", cwd=tmp_path)
+    assert len(re.findall(r"^pair \d: baseline [\d.]+ s, command [\d.]+ s, ratio [\d.]+$",
+                          out, re.M)) == 2, out
+    assert re.search(r"^ratio: median [\d.]+ \(min [\d.]+, max [\d.]+, 2 pairs\)$", out, re.M)
+    failed = subprocess.run([py, str(ROOT / "bench/paired.py"), "-n", "2", "--vs",
+                             f"{py} -c pass", "--", "exit 3"],
+                            cwd=tmp_path, capture_output=True, text=True)
+    assert failed.returncode == 1 and "exit 3: exit 3" in failed.stderr
+    assert "ratio: median" not in failed.stdout
+
+
 def test_bench_scale_and_soak(tmp_path: Path) -> None:
     out = bench(str(ROOT / "bench/scale/run.py"), "--state-sizes", "100", "--plan-sizes", "100",
                 "--puts", "10", "--snapshot-runs", "1", "--plan-runs", "1",
