@@ -6,11 +6,15 @@
      ├── GraphError                dependency cycle (carries every Problem)
      ├── PlanError                 a plan cannot be made or applied as asked
      │    ├── BlockedPlanError     the plan holds blocked changes
-     │    └── StalePlanError       a saved plan no longer matches state or secrets
+     │    ├── StalePlanError       a saved plan no longer matches state or secrets
+     │    ├── ApprovalError        a saved plan lacks the signed approvals required
+     │    └── GovernanceError      a run contradicts what its workspace records (environment,
+     │                             approvals, rules), or a reviewed plan differs
      ├── StateError                the state store failed or refuses
      │    ├── StateLockedError     another process holds the workspace lock
      │    ├── LockLostError        this process's workspace lock was lost: it writes nothing more
-     │    └── StateDamagedError    the state exists but is empty, truncated or malformed
+     │    ├── StateDamagedError    the state exists but is empty, truncated or malformed
+     │    └── PlanKeyUnavailable   these credentials may not read the key of saved plans
      └── ApiError                  talking to the control API failed
           ├── TransportError       no request reached the server (safe to retry)
           ├── AmbiguousError       sent, no answer: the outcome is unknown
@@ -89,6 +93,11 @@ class ApprovalError(PlanError):
     """A saved plan lacks the signed approvals its environment requires (or they are malformed)."""
 
 
+class GovernanceError(PlanError):
+    """A run contradicts its workspace's recorded governance, or differs from what was
+    reviewed."""
+
+
 class StateError(GovsyncError):
     """The state store failed or refuses an operation."""
 
@@ -107,6 +116,11 @@ class LockLostError(StateError):
 
 class StateDamagedError(StateError):
     """The state exists but is empty, truncated, missing tables or malformed."""
+
+
+class PlanKeyUnavailable(StateError):
+    """The store's credentials may not read the key that authenticates saved plans (a
+    read-only role): plans it saves are evidence for review, not applicable as they are."""
 
 
 class ApiError(GovsyncError):

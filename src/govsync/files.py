@@ -109,6 +109,38 @@ def _what(mode: int) -> str:
     return "not a regular file"
 
 
+class Unreadable(Exception):
+    """A file that must not or cannot be read; the message says why (no path in it)."""
+
+
+def read_regular(path: str, limit: int) -> bytes:
+    """The bytes of the regular file at ``path`` (a symbolic link to one is followed).
+
+    Opened without blocking and checked after opening, so a FIFO, a socket
+    or a device put in its place can never hang the reader: each is refused
+    by name.  ``Unreadable`` when it is not a regular file, cannot be read,
+    or is larger than ``limit`` bytes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise Unreadable(f"cannot read it: {exc.strerror}") from exc
+    with os.fdopen(fd, "rb") as fh:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise Unreadable(f"it is {_what(mode)}, not a regular file: refusing to read it")
+        try:
+            data = fh.read(limit + 1)
+        except OSError as exc:
+            raise Unreadable(f"cannot read it: {exc.strerror}") from exc
+    if len(data) > limit:
+        raise Unreadable(f"it is larger than {_size(limit)}")
+    return data
+
+
+def _size(limit: int) -> str:
+    return f"{limit // (1024 * 1024)} MiB" if limit >= 1024 * 1024 else f"{limit // 1024} KiB"
+
+
 def display_path(path: str) -> str:
     """``path`` relative to the current directory when it is below it."""
     try:

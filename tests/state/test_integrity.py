@@ -223,21 +223,41 @@ def test_an_unknown_status_is_never_written(backend: Backend) -> None:
 
 # -- the backup -----------------------------------------------------------------------
 
-def test_the_first_write_of_a_session_keeps_a_backup(state: Path) -> None:
+def test_the_backup_is_kept_in_step_with_every_write(state: Path) -> None:
     backup = Path(f"{state}.backup")
-    assert not backup.exists()
+    before = backup.stat().st_mtime_ns
     with open_store(str(state)) as store:
         store.snapshot(WS)
-        assert not backup.exists()  # reading writes nothing
+        assert backup.stat().st_mtime_ns == before  # reading writes nothing
         store.put(WS, Entry("Space/new", "Space", "n", APPLIED, {}))
-        store.put(WS, Entry("Space/newer", "Space", "n", APPLIED, {}))
+        with open_store(str(backup)) as kept:  # in step before the session ends
+            assert kept.snapshot(WS).entries["Space/new"].id == "n"
+        store.put(WS, Entry("Space/newer", "Space", "n2", APPLIED, {}))
+        store.remove(WS, "Space/s000")
+        serial = store.snapshot(WS).serial
     with open_store(str(backup)) as kept:
         snap = kept.snapshot(WS)
-    assert len(snap.entries) == 40 and "Space/new" not in snap.entries  # before the session
-    with open_store(str(state)) as store:
-        store.remove(WS, "Space/new")
-    with open_store(str(backup)) as kept:
-        assert "Space/newer" in kept.snapshot(WS).entries  # the next session's copy
+    assert {"Space/new", "Space/newer"} <= snap.entries.keys()
+    assert "Space/s000" not in snap.entries and len(snap.entries) == 41
+    assert snap.serial == serial
+    assert oct(backup.stat().st_mode & 0o777) == oct(0o600)
+    assert oct(state.stat().st_mode & 0o777) == oct(0o600)
+
+
+def test_a_backup_another_store_makes_anew_is_followed(state: Path) -> None:
+    """Two processes writing two workspaces of one file: each one's first write makes
+    the backup anew, and neither loses the other's writes in it."""
+    first, second = open_store(str(state)), open_store(str(state))
+    try:
+        first.put(WS, Entry("Space/a", "Space", "a", APPLIED, {}))
+        second.put("staging", Entry("Space/b", "Space", "b", APPLIED, {}))  # copies anew
+        first.put(WS, Entry("Space/c", "Space", "c", APPLIED, {}))
+    finally:
+        first.close()
+        second.close()
+    with open_store(str(state) + ".backup") as kept:
+        assert {"Space/a", "Space/c"} <= kept.snapshot(WS).entries.keys()
+        assert "Space/b" in kept.snapshot("staging").entries
 
 
 def test_the_damage_message_points_to_the_backup(state: Path) -> None:
@@ -246,9 +266,18 @@ def test_the_damage_message_points_to_the_backup(state: Path) -> None:
     truncate_half(state)
     with pytest.raises(StateDamagedError, match=f"Restore it from {state}.backup"):
         open_and_read(state)
-    shutil.copy(f"{state}.backup", state)  # the advice works
+    shutil.copy(f"{state}.backup", state)  # the advice works, and loses nothing
     with open_store(str(state)) as store:
-        assert len(store.snapshot(WS).entries) == 40
+        assert store.snapshot(WS).entries["Space/new"].id == "n"
+        assert len(store.snapshot(WS).entries) == 41
+
+
+def test_leftover_copies_of_a_killed_process_are_removed(state: Path) -> None:
+    leftover = Path(f"{state}.backup.tmp-999999999-abcd")  # no such process
+    leftover.write_bytes(state.read_bytes())
+    with open_store(str(state)) as store:
+        store.put(WS, Entry("Space/new", "Space", "n", APPLIED, {}))
+    assert not leftover.exists()
 
 
 # -- an older state file ----------------------------------------------------------------
@@ -268,8 +297,8 @@ def test_an_older_state_file_is_migrated_after_a_backup(tmp_path: Path) -> None:
         assert (len(snap.entries), snap.serial, snap.endpoint) == (3, 3, None)
         assert store.acquire(WS, LockHolder("alice", "ci", 1, "govsync apply", "")) == 1
         store.put(WS, Entry("Space/d", "Space", "4", APPLIED, {}))
-    assert Path(f"{path}.backup").exists()
-    with sqlite3.connect(f"{path}.backup") as old:
+    assert Path(f"{path}.before-upgrade").exists()
+    with sqlite3.connect(f"{path}.before-upgrade") as old:
         columns = {r[1] for r in old.execute("PRAGMA table_info(workspaces)")}
     assert "entry_count" not in columns  # the copy is of the file as it was
 

@@ -16,9 +16,7 @@ after each document, so memory stays proportional to the values.
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +32,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from govsync.api.catalog import INT_MAX, INT_MIN
 from govsync.errors import Problem
-from govsync.files import nesting_refused, yaml_loader
+from govsync.files import Unreadable, nesting_refused, read_regular, yaml_loader
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 # Nodes one document may expand to through aliases.  A manifest has tens.
@@ -144,22 +142,15 @@ def position(node: Node | None) -> tuple[int, int]:
 
 
 def read_text(path: str, display: str) -> tuple[str | None, Problem | None]:
-    """Read a file as UTF-8, refusing large and non-UTF-8 files and anything not regular.
-
-    Opened without blocking and checked after opening: a FIFO put in the
-    file's place after it was listed cannot hang the reader."""
+    """Read a file as UTF-8, refusing large and non-UTF-8 files and anything not regular
+    (``files.read_regular``: a FIFO put in the file's place cannot hang the reader)."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(fd, "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return None, Problem(display, 1, 1, "is not a regular file: refusing to read it")
-            data = fh.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        return None, Problem(display, 1, 1, f"cannot read file: {exc.strerror}")
-    if len(data) > MAX_FILE_BYTES:
-        return None, Problem(
-            display, 1, 1, "file is larger than 10 MiB: split it into several manifest files"
-        )
+        data = read_regular(path, MAX_FILE_BYTES)
+    except Unreadable as exc:
+        message = str(exc)
+        if message.startswith("it is larger"):
+            message = "file is larger than 10 MiB: split it into several manifest files"
+        return None, Problem(display, 1, 1, message)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -193,6 +193,21 @@ def _json_value(text: str | bytes) -> Any:
     return json.loads(text)
 
 
+def json_object(value: Any, name: str) -> dict[str, Any] | None:
+    """A stored JSON object (text, or already parsed by the driver), or None; Malformed
+    for anything else."""
+    if value is None:
+        return None
+    if isinstance(value, str | bytes):
+        try:
+            value = _json_value(value)
+        except ValueError:
+            raise Malformed(f"its {name} is not JSON") from None
+    if not isinstance(value, dict):
+        raise Malformed(f"its {name} is a JSON {type(value).__name__}, not an object")
+    return value
+
+
 def entry_from_row(row: tuple[Any, ...]) -> Entry:
     """An Entry from a stored row (address, kind, id, status, spec, response,
     updated_at) whose spec and response are JSON text.  The entry keeps the
@@ -244,6 +259,9 @@ class Snapshot:
     key: bytes = field(repr=False, default=b"")
     endpoint: str | None = None
     """The API endpoint the workspace was last applied against (None: never recorded)."""
+    governance: dict[str, Any] | None = None
+    """What the workspace records of its governance (environment, approvals, rules), as
+    ``governance.Governance.as_dict`` wrote it; None: never recorded."""
 
     def content_digest(self) -> str:
         """SHA-256 of what is recorded (addresses, ids, statuses, specs): equal for two
@@ -381,6 +399,23 @@ class Storage(ABC):
 
         Like history, this is not an entry: the serial stays, so a saved
         plan is not made stale by it."""
+
+    @abstractmethod
+    def set_governance(self, workspace: str, record: dict[str, Any]) -> None:
+        """Record the workspace's governance (a JSON object; the serial stays)."""
+
+    @abstractmethod
+    def claim_plan(self, workspace: str, plan_id: str) -> str | None:
+        """Mark a saved plan as applied, in one fenced transaction: None when this call
+        claimed it, else when it was claimed before (a saved plan applies at most once)."""
+
+    @abstractmethod
+    def plan_key(self, workspace: str) -> bytes:
+        """The secret key that authenticates the workspace's saved plans, made on first use.
+
+        It is kept apart from everything a reader of the state can read (the
+        read-only role, ``state export``, a copy of the state database).
+        PlanKeyUnavailable when this store's credentials may not read it."""
 
 
 class Locker(ABC):

@@ -1,13 +1,19 @@
 """The shared state store: PostgreSQL, for teams whose CI runs on many machines.
 
-Four tables, created on first use in the first schema of the connection's
-``search_path`` (choose another with ``?options=-csearch_path%3Dops``):
+Six tables, created by the first write in the first schema of the
+connection's ``search_path`` (choose another with
+``?options=-csearch_path%3Dops``):
 
-* ``govsync_workspaces`` one row per workspace: lineage, serial, fingerprint key,
-                         lock epoch, entry count, endpoint
-* ``govsync_objects``    one row per (workspace, address); spec and response JSONB
-* ``govsync_locks``      who holds a workspace lock, for messages only
-* ``govsync_history``    one JSONB record per apply
+* ``govsync_workspaces``    one row per workspace: lineage, serial, fingerprint key,
+                            lock epoch, entry count, endpoint, governance
+* ``govsync_objects``       one row per (workspace, address); spec and response JSONB
+* ``govsync_locks``         who holds a workspace lock, for messages only
+* ``govsync_history``       one JSONB record per apply
+* ``govsync_applied_plans`` the saved plans each workspace applied (each applies once)
+* ``govsync_plan_keys``     the key that authenticates each workspace's saved plans
+
+The read-only role (``readonly_grants``) may read the first four and never
+the last two: whoever can only read the state cannot forge a saved plan.
 
 Every write is one transaction that also bumps the workspace serial.  It
 bumps the serial *first*: the ``UPDATE`` takes the workspace row lock, so two
@@ -53,7 +59,13 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.pq import TransactionStatus
 from psycopg.types.json import Jsonb
 
-from govsync.errors import LockLostError, StateDamagedError, StateError, StateLockedError
+from govsync.errors import (
+    LockLostError,
+    PlanKeyUnavailable,
+    StateDamagedError,
+    StateError,
+    StateLockedError,
+)
 from govsync.state.base import (
     NO_ANSWER_COLUMNS,
     Entry,
@@ -63,12 +75,29 @@ from govsync.state.base import (
     StateStore,
     checked_status,
     entries_from_json_rows,
+    json_object,
     lock_lost,
     now,
     safe_url,
 )
 
 TABLES = ("govsync_workspaces", "govsync_objects", "govsync_locks", "govsync_history")
+# What the read-only role may read: enough to plan, drift and list, not the plan keys.
+READABLE_TABLES = TABLES
+
+# Tables added since the first release, made by the first write of an older database.
+ADDED_TABLES = {
+    "govsync_applied_plans": """CREATE TABLE IF NOT EXISTS govsync_applied_plans (
+        workspace TEXT NOT NULL,
+        plan_id TEXT NOT NULL,
+        applied_at TEXT NOT NULL,
+        PRIMARY KEY (workspace, plan_id)
+    )""",
+    "govsync_plan_keys": """CREATE TABLE IF NOT EXISTS govsync_plan_keys (
+        workspace TEXT PRIMARY KEY,
+        plan_key BYTEA NOT NULL
+    )""",
+}
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS govsync_workspaces (
@@ -79,7 +108,8 @@ SCHEMA = (
         created_at TEXT NOT NULL,
         lock_epoch BIGINT NOT NULL DEFAULT 0,
         entry_count BIGINT NOT NULL DEFAULT 0,
-        endpoint TEXT
+        endpoint TEXT,
+        governance JSONB
     )""",
     """CREATE TABLE IF NOT EXISTS govsync_objects (
         workspace TEXT NOT NULL REFERENCES govsync_workspaces (name) ON DELETE CASCADE,
@@ -103,6 +133,7 @@ SCHEMA = (
         record JSONB NOT NULL
     )""",
     "CREATE INDEX IF NOT EXISTS govsync_history_workspace ON govsync_history (workspace, id)",
+    *ADDED_TABLES.values(),
 )
 
 # Columns added since the first release, with what fills them in older tables.
@@ -112,6 +143,7 @@ ADDED_COLUMNS = (
      "UPDATE govsync_workspaces w SET entry_count ="
      " (SELECT count(*) FROM govsync_objects o WHERE o.workspace = w.name)"),
     ("endpoint", "TEXT", None),
+    ("governance", "JSONB", None),
 )
 
 # Serializes CREATE TABLE IF NOT EXISTS between processes: run concurrently,
@@ -169,8 +201,9 @@ class PostgresStore(StateStore):
         self._lock_db: psycopg.Connection[Any] | None = None
         self.db = self._connect()
         try:
-            with self._errors("cannot create the state tables"):
-                self._create_tables()
+            with self._errors("cannot read the state tables"):
+                self._schema = self._schema_found()
+                self._check_schema()
         except BaseException:
             self.db.close()
             raise
@@ -228,42 +261,64 @@ class PostgresStore(StateStore):
                         self.db.execute("ROLLBACK")
                 raise
 
-    def _create_tables(self) -> None:
-        # Once the tables exist, a role with only SELECT/INSERT/UPDATE/DELETE
-        # grants can use them: no DDL is attempted.  Opening a state that is
-        # up to date costs one round trip: the tables and the columns in one query.
-        found, columns = self._schema_found()
-        if all(found) and not columns:
-            return
+    @property
+    def _fresh(self) -> bool:
+        """No govsync table exists yet: reads find nothing, the first write makes them."""
+        return not any(self._schema[0])
+
+    def _check_schema(self) -> None:
+        found = self._schema[0]
         if any(found) and not all(found):
             missing = [t for t, there in zip(TABLES, found, strict=True) if not there]
             raise self._damaged(f"the table{'s' if len(missing) > 1 else ''} "
                                 f"{', '.join(missing)} is missing while the others exist")
-        with self.db.transaction(), self.db.cursor() as cur:
-            cur.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-            found, _ = self._schema_found()
-            if not any(found):
-                for statement in SCHEMA:
-                    cur.execute(statement)
-            _, columns = self._schema_found()
-            for name, declaration, fill in ADDED_COLUMNS:
-                if name in columns:
-                    cur.execute(f"ALTER TABLE govsync_workspaces ADD COLUMN {name} {declaration}")
-                    if fill:
-                        cur.execute(fill)
+
+    def _ensure_schema(self) -> None:
+        """Before a write: the tables made, or an older database brought up to date.
+
+        Reads never do this: a command that only reads writes nothing, and a
+        read-only role can read a database where nothing was applied yet.  Once
+        the tables exist, a role with only SELECT/INSERT/UPDATE/DELETE grants can
+        write: no DDL is attempted."""
+        found, missing = self._schema
+        if all(found) and not missing:
+            return
+        with self._mutex, self._errors("cannot create the state tables"):
+            with self.db.transaction(), self.db.cursor() as cur:
+                cur.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+                found, _ = self._schema_found()
+                if not any(found):
+                    for statement in SCHEMA:
+                        cur.execute(statement)
+                _, missing = self._schema_found()
+                for name, declaration, fill in ADDED_COLUMNS:
+                    if name in missing:
+                        cur.execute(f"ALTER TABLE govsync_workspaces ADD COLUMN {name} "
+                                    f"{declaration}")
+                        if fill:
+                            cur.execute(fill)
+                for table in sorted(missing & set(ADDED_TABLES)):
+                    cur.execute(ADDED_TABLES[table])
+            self._schema = self._schema_found()
+            self._check_schema()
 
     def _schema_found(self) -> tuple[list[bool], set[str]]:
-        """Which of TABLES exist, and which of ADDED_COLUMNS govsync_workspaces lacks."""
+        """Which of TABLES exist, and which of ADDED_COLUMNS (of govsync_workspaces) and
+        ADDED_TABLES are missing.  One round trip."""
+        added = list(ADDED_TABLES)
         row = self.db.execute(
-            "SELECT " + ", ".join(f"to_regclass('{t}') IS NOT NULL" for t in TABLES) +
-            ", ARRAY(SELECT column_name::text FROM information_schema.columns"
+            "SELECT " + ", ".join(f"to_regclass('{t}') IS NOT NULL" for t in (*TABLES, *added))
+            + ", ARRAY(SELECT column_name::text FROM information_schema.columns"
             " WHERE table_name = 'govsync_workspaces'"
             " AND table_schema = (SELECT n.nspname FROM pg_class c JOIN pg_namespace n"
             " ON n.oid = c.relnamespace WHERE c.oid = to_regclass('govsync_workspaces')))"
         ).fetchone()
         assert row is not None
-        return ([bool(v) for v in row[:-1]],
-                {name for name, _, _ in ADDED_COLUMNS} - set(row[-1]))
+        tables = [bool(v) for v in row[:len(TABLES)]]
+        added_found = row[len(TABLES):-1]
+        missing = {name for name, _, _ in ADDED_COLUMNS} - set(row[-1])
+        missing |= {t for t, there in zip(added, added_found, strict=True) if not there}
+        return tables, missing
 
     def _damaged(self, problem: str) -> StateDamagedError:
         return StateDamagedError(
@@ -294,6 +349,7 @@ class PostgresStore(StateStore):
 
     # -- read -------------------------------------------------------------------
     def _create(self, workspace: str) -> None:
+        self._ensure_schema()
         with self._transaction(f"cannot create workspace {workspace!r}") as cur:
             _ensure(cur, workspace)
 
@@ -302,13 +358,22 @@ class PostgresStore(StateStore):
 
         One round trip: BEGIN, both SELECTs and COMMIT go out together (pipeline
         mode) and the answers are read once they are all in."""
+        if self._fresh:
+            return None
+        # An older database not yet brought up to date (its first write does that):
+        # a missing column reads as what that write would fill it with.
+        missing = self._schema[1]
+        columns = ", ".join(
+            {"entry_count": "(SELECT count(*) FROM govsync_objects o WHERE o.workspace = name)"
+             }.get(c, "NULL") if c in missing else c
+            for c in ("entry_count", "endpoint", "governance"))
         action = f"cannot read workspace {workspace!r}"
         with self._mutex, self._errors(action), self.db.cursor() as head_cur, \
                 self.db.cursor() as rows:
             with self._transaction(action, pipelined=True) as cur:
                 cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 head_cur.execute(
-                    "SELECT lineage, serial, fingerprint_key, entry_count, endpoint"
+                    f"SELECT lineage, serial, fingerprint_key, {columns}"
                     " FROM govsync_workspaces WHERE name = %s",
                     (workspace,),
                 )
@@ -323,17 +388,21 @@ class PostgresStore(StateStore):
             head = head_cur.fetchone()
             if head is None:
                 return None
-            lineage, serial, key, count, endpoint = head
+            lineage, serial, key, count, endpoint, recorded = head
             try:
+                recorded = json_object(recorded, "governance")
                 entries = entries_from_json_rows(rows)
                 if count != len(entries):
                     raise Malformed(f"it records {count} entries but govsync_objects holds "
                                     f"{len(entries)}")
             except Malformed as exc:
                 raise self._damaged(f"workspace {workspace!r}: {exc}") from None
-        return Snapshot(workspace, lineage, int(serial), entries, bytes(key), endpoint)
+        return Snapshot(workspace, lineage, int(serial), entries, bytes(key), endpoint,
+                        recorded)
 
     def history(self, workspace: str, limit: int = 50) -> list[dict[str, Any]]:
+        if self._fresh:
+            return []
         with self._transaction(f"cannot read the history of {workspace!r}") as cur:
             cur.execute(
                 "SELECT record FROM govsync_history WHERE workspace = %s"
@@ -348,6 +417,7 @@ class PostgresStore(StateStore):
                ) -> Iterator[tuple[psycopg.Cursor[Any], list[int]]]:
         """One fenced transaction that bumps the serial (unless not ``bump``);
         yields the cursor and [serial]."""
+        self._ensure_schema()
         with self._transaction(f"state write failed for workspace {workspace!r}",
                                pipelined=pipelined) as cur:
             lock = self._held.get(workspace)
@@ -455,11 +525,51 @@ class PostgresStore(StateStore):
             cur.execute("UPDATE govsync_workspaces SET endpoint = %s WHERE name = %s",
                         (endpoint, workspace))
 
+    def set_governance(self, workspace: str, record: dict[str, Any]) -> None:
+        with self._write(workspace, bump=False) as (cur, _):
+            cur.execute("UPDATE govsync_workspaces SET governance = %s WHERE name = %s",
+                        (Jsonb(record), workspace))
+
+    def claim_plan(self, workspace: str, plan_id: str) -> str | None:
+        with self._write(workspace, bump=False) as (cur, _):
+            cur.execute("INSERT INTO govsync_applied_plans (workspace, plan_id, applied_at)"
+                        " VALUES (%s, %s, %s) ON CONFLICT DO NOTHING RETURNING 1",
+                        (workspace, plan_id, now()))
+            if cur.fetchone() is not None:
+                return None
+            cur.execute("SELECT applied_at FROM govsync_applied_plans WHERE workspace = %s"
+                        " AND plan_id = %s", (workspace, plan_id))
+            row = cur.fetchone()
+            return str(row[0]) if row else "?"
+
+    def plan_key(self, workspace: str) -> bytes:
+        action = f"cannot read the plan key of workspace {workspace!r}"
+        try:
+            if "govsync_plan_keys" in self._schema[1] or self._fresh:
+                self._ensure_schema()
+            with self._mutex, self._errors(action):
+                row = self.db.execute(
+                    "WITH made AS (INSERT INTO govsync_plan_keys (workspace, plan_key)"
+                    " VALUES (%s, %s) ON CONFLICT (workspace) DO NOTHING RETURNING plan_key)"
+                    " SELECT plan_key FROM made UNION ALL SELECT plan_key FROM"
+                    " govsync_plan_keys WHERE workspace = %s",
+                    (workspace, secrets.token_bytes(32), workspace)).fetchone()
+        except StateError as exc:
+            if isinstance(exc.__cause__, psycopg.errors.InsufficientPrivilege):
+                raise PlanKeyUnavailable(
+                    f"{action}: this role may not read it ({self.url}); a read-only role "
+                    "saves plans for review only") from None
+            raise
+        if row is None:
+            raise StateError(f"{action}: it was not made")
+        return bytes(row[0])
+
     # -- lock -------------------------------------------------------------------
     def acquire(self, workspace: str, holder: LockHolder, timeout: float = 0.0) -> int:
         with self._mutex:
             if workspace in self._held:  # held, or lost: a lost lock is never re-taken
                 return self._held[workspace].epoch
+        self._ensure_schema()
         deadline = time.monotonic() + timeout
         while (session_pid := self._try_lock(workspace)) is None:
             if time.monotonic() >= deadline:
@@ -550,6 +660,8 @@ class PostgresStore(StateStore):
             conn.execute("SELECT pg_advisory_unlock(%s)", (lock_key(workspace),))
 
     def holder(self, workspace: str) -> LockHolder | None:
+        if self._fresh:
+            return None
         row = self._read_one(f"cannot read the lock of {workspace!r}",
                              "SELECT holder FROM govsync_locks WHERE workspace = %s", (workspace,))
         return _holder(row[0]) if row else None

@@ -8,9 +8,22 @@ under a temporary name and then linked into place, so no process ever sees
 a half-made state.  An existing file is checked when opened and on every
 read: empty, truncated, not SQLite, missing tables, an entry count that does
 not match the rows, or malformed rows are a StateDamagedError, never a new
-empty state.  Before its first write, each store copies an existing file to
-``<db>.backup`` (SQLite's online backup), as Terraform keeps
-``terraform.tfstate.backup``.
+empty state.
+
+``<db>.backup`` is a second copy kept in step with the first: before its
+first write a store copies the file there (SQLite's online backup), and then
+makes every write in both, the copy's inside the main file's write
+transaction (so no other writer, and no other store's copy, comes between).
+It is never behind a write that was acted on: restoring it, as the message
+of a damaged state advises, can make an entry look uncertain, never lose
+one, so it never leads to an object created twice.  An upgrade that adds
+columns or tables first keeps the file as it was in ``<db>.before-upgrade``.
+
+The key that authenticates saved plans is not in the database: it is
+``<db>.plan-key``, a file only its owner may read (mode 0600), so a copy of
+the state (or of its backup), or ``state export``, gives nobody the means to
+forge a plan.  The state files themselves are made 0600 too: they hold the
+key of secrets' fingerprints.
 
 The workspace lock is an OS file lock (``flock``) on ``<db>.<workspace>.lock``:
 the kernel releases it when the holding process dies, so a crashed apply
@@ -32,6 +45,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import logging
 import os
 import secrets
 import sqlite3
@@ -44,7 +58,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from govsync.errors import LockLostError, StateDamagedError, StateError, StateLockedError
+from govsync.errors import (
+    LockLostError,
+    PlanKeyUnavailable,
+    StateDamagedError,
+    StateError,
+    StateLockedError,
+)
 from govsync.state.base import (
     NO_ANSWER_COLUMNS,
     Entry,
@@ -55,11 +75,23 @@ from govsync.state.base import (
     checked_status,
     dumps,
     entries_from_json_rows,
+    json_object,
     lock_lost,
     now,
 )
 
+log = logging.getLogger(__name__)
+
 TABLES = ("workspaces", "objects", "locks", "history")
+# Tables added since the first release: made in an older file when it is opened.
+ADDED_TABLES = {
+    "applied_plans": """CREATE TABLE IF NOT EXISTS applied_plans (
+    workspace TEXT NOT NULL,
+    plan_id TEXT NOT NULL,
+    applied_at TEXT NOT NULL,
+    PRIMARY KEY (workspace, plan_id)
+)""",
+}
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS workspaces (
@@ -70,7 +102,8 @@ CREATE TABLE IF NOT EXISTS workspaces (
     created_at TEXT NOT NULL,
     lock_epoch INTEGER NOT NULL DEFAULT 0,
     entry_count INTEGER NOT NULL DEFAULT 0,
-    endpoint TEXT
+    endpoint TEXT,
+    governance TEXT
 );
 CREATE TABLE IF NOT EXISTS objects (
     workspace TEXT NOT NULL,
@@ -93,7 +126,7 @@ CREATE TABLE IF NOT EXISTS history (
     at TEXT NOT NULL,
     record TEXT NOT NULL
 );
-"""
+""" + ";\n".join(ADDED_TABLES.values()) + ";\n"
 
 # Columns added since the first release, with what fills them in an older file.
 ADDED_COLUMNS = (
@@ -102,7 +135,12 @@ ADDED_COLUMNS = (
      "UPDATE workspaces SET entry_count ="
      " (SELECT count(*) FROM objects WHERE objects.workspace = workspaces.name)"),
     ("endpoint", "TEXT", None),
+    ("governance", "TEXT", None),
 )
+
+# Only the owner may read a state file: it holds the key of secrets' fingerprints.
+FILE_MODE = 0o600
+PLAN_KEY_BYTES = 32
 
 POLL_SECONDS = 0.2
 
@@ -124,7 +162,10 @@ class SqliteStore(StateStore):
         except OSError as exc:
             raise StateError(f"cannot open state database {path}: {exc}") from exc
         self._created = self._create_if_missing()
-        self._backed_up = self._created  # a new file has nothing to keep
+        # The backup kept in step with every write (see the module's docstring).
+        self._mirror: sqlite3.Connection | None = None
+        self._mirror_file: tuple[int, int] | None = None  # its (st_dev, st_ino)
+        self._mirroring = False  # started by this store's first write
         if not self._created:
             self._check_file()
         try:
@@ -154,6 +195,7 @@ class SqliteStore(StateStore):
         try:
             db = sqlite3.connect(tmp, isolation_level=None)
             try:
+                os.chmod(tmp, FILE_MODE)  # its -wal and -shm files take the same mode
                 db.execute("PRAGMA journal_mode=WAL")
                 db.executescript(SCHEMA)
             finally:
@@ -212,9 +254,9 @@ class SqliteStore(StateStore):
             raise self._damaged(f"it has no {', '.join(missing)} table"
                                 f"{'s' if len(missing) > 1 else ''}")
         columns = {r[1] for r in self.db.execute("PRAGMA table_info(workspaces)")}
-        if all(name in columns for name, _, _ in ADDED_COLUMNS):
+        if all(name in columns for name, _, _ in ADDED_COLUMNS) and set(ADDED_TABLES) <= found:
             return
-        self._backup()
+        self._copy_to(self.path + ".before-upgrade")
         with self._mutex:
             self.db.execute("BEGIN IMMEDIATE")
             try:
@@ -224,6 +266,8 @@ class SqliteStore(StateStore):
                         self.db.execute(f"ALTER TABLE workspaces ADD COLUMN {name} {declaration}")
                         if fill:
                             self.db.execute(fill)
+                for statement in ADDED_TABLES.values():
+                    self.db.execute(statement)
                 self.db.execute("COMMIT")
             except BaseException:
                 self.db.execute("ROLLBACK")
@@ -232,7 +276,8 @@ class SqliteStore(StateStore):
     def _damaged(self, problem: str) -> StateDamagedError:
         backup = self.path + ".backup"
         if os.path.exists(backup):
-            restore = f"restore it from {backup} (the copy made before the last writes)"
+            restore = (f"restore it from {backup} (a copy kept in step with every write: "
+                       "restoring it never creates an object twice)")
         else:
             restore = "restore it from a backup"
         return StateDamagedError(
@@ -261,26 +306,91 @@ class SqliteStore(StateStore):
         except sqlite3.Error as exc:
             raise StateError(f"{action} ({self.path}): {exc}") from exc
 
-    def _backup(self) -> None:
-        """Copy the state to ``<db>.backup`` once, before this store's first write."""
-        if self._backed_up:
-            return
-        self._backed_up = True
-        backup = self.path + ".backup"
-        tmp = f"{backup}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+    def _copy_to(self, target_path: str) -> None:
+        """A consistent copy of the state file at ``target_path`` (mode 0600, atomic),
+        made while no other process can write (a write lock held on the side)."""
+        tmp = f"{target_path}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+        _remove_leftovers(target_path)
         try:
-            target = sqlite3.connect(tmp)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+            os.close(fd)
+            guard = sqlite3.connect(self.path, isolation_level=None, timeout=10)
             try:
-                with self._mutex:
-                    self.db.backup(target)
+                guard.execute("BEGIN IMMEDIATE")  # every other writer waits for the copy
+                target = sqlite3.connect(tmp)
+                try:
+                    with self._mutex:
+                        self.db.backup(target)
+                finally:
+                    target.close()
+                os.replace(tmp, target_path)
             finally:
-                target.close()
-            os.replace(tmp, backup)
+                guard.close()
         except (OSError, sqlite3.Error) as exc:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            raise StateError(f"cannot back up the state to {backup}: {exc}; nothing was "
+            raise StateError(f"cannot copy the state to {target_path}: {exc}; nothing was "
                              "written") from exc
+
+    def _start_mirror(self) -> None:
+        """Before this store's first write: the backup made anew, then kept in step."""
+        if self._mirroring:
+            return
+        self._mirroring = True
+        self._copy_to(self.path + ".backup")
+
+    def _mirror_connection(self) -> sqlite3.Connection | None:
+        """The backup's connection, opened again when another store made the file anew."""
+        backup = self.path + ".backup"
+        try:
+            info = os.stat(backup)
+        except FileNotFoundError:
+            self._close_mirror()
+            return None  # removed (by a failed mirror write, or by hand): nothing to keep
+        here = (info.st_dev, info.st_ino)
+        if self._mirror is None or self._mirror_file != here:
+            self._close_mirror()
+            self._mirror = sqlite3.connect(backup, isolation_level=None,
+                                           check_same_thread=False, timeout=10)
+            self._mirror.execute("PRAGMA journal_mode=WAL")
+            self._mirror.execute("PRAGMA synchronous=NORMAL")
+            self._mirror_file = here
+        return self._mirror
+
+    def _close_mirror(self) -> None:
+        if self._mirror is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._mirror.close()
+        self._mirror, self._mirror_file = None, None
+
+    def _mirror_write(self, db: sqlite3.Connection, workspace: str,
+                      body: Callable[[sqlite3.Connection], object]) -> None:
+        """Inside the main write transaction: the same write in the backup, with the
+        workspace's row as the main file now has it.  A backup that cannot follow is
+        removed (a stale copy would be worse than none: it could lose entries)."""
+        backup = self.path + ".backup"
+        try:
+            mirror = self._mirror_connection()
+            if mirror is None:
+                return
+            row = db.execute("SELECT * FROM workspaces WHERE name = ?", (workspace,)).fetchone()
+            mirror.execute("BEGIN IMMEDIATE")
+            try:
+                body(mirror)
+                if row is not None:
+                    mirror.execute(f"INSERT OR REPLACE INTO workspaces VALUES "
+                                   f"({', '.join('?' * len(row))})", row)
+                mirror.execute("COMMIT")
+            except BaseException:
+                mirror.execute("ROLLBACK")
+                raise
+        except (OSError, sqlite3.Error, StateError) as exc:
+            self._close_mirror()
+            with contextlib.suppress(OSError):
+                os.unlink(backup)
+            log.warning("the backup %s could not follow a write and was removed (%s); "
+                        "the next write makes it again", backup, exc)
+            self._mirroring = False
 
     # -- transactions ---------------------------------------------------------------
     @contextmanager
@@ -296,9 +406,9 @@ class SqliteStore(StateStore):
 
     def _write(self, workspace: str, body: Callable[[sqlite3.Connection], object], *,
                bump: bool = True) -> int:
-        """One fenced write transaction; bumps the serial (unless not ``bump``)
-        and returns it."""
-        self._backup()
+        """One fenced write transaction, made in the backup too; bumps the serial
+        (unless not ``bump``) and returns it."""
+        self._start_mirror()
         with self._transaction(f"state write failed for workspace {workspace!r}",
                                write=True) as db:
             if not self._fence(db, workspace):
@@ -309,6 +419,7 @@ class SqliteStore(StateStore):
                            (workspace,))
             row = db.execute("SELECT serial FROM workspaces WHERE name = ?",
                              (workspace,)).fetchone()
+            self._mirror_write(db, workspace, body)
             return int(row[0])
 
     def _fence(self, db: sqlite3.Connection, workspace: str) -> bool:
@@ -340,11 +451,11 @@ class SqliteStore(StateStore):
     def _read(self, workspace: str, responses: bool) -> Snapshot | None:
         with self._transaction(f"cannot read state {self.path}", write=False) as db:
             head = db.execute(
-                "SELECT lineage, serial, fingerprint_key, entry_count, endpoint"
+                "SELECT lineage, serial, fingerprint_key, entry_count, endpoint, governance"
                 " FROM workspaces WHERE name = ?", (workspace,)).fetchone()
             if head is None:
                 return None
-            lineage, serial, key, count, endpoint = head
+            lineage, serial, key, count, endpoint, governance = head
             try:
                 if not isinstance(lineage, str) or not lineage:
                     raise Malformed(f"its lineage is {lineage!r}")
@@ -354,6 +465,7 @@ class SqliteStore(StateStore):
                     raise Malformed("its fingerprint key is not bytes")
                 if endpoint is not None and not isinstance(endpoint, str):
                     raise Malformed(f"its endpoint is {endpoint!r}")
+                recorded = json_object(governance, "governance")
                 # Parsed row by row as the cursor yields them, inside the read
                 # transaction: never every row's text at once.
                 entries = entries_from_json_rows(db.execute(
@@ -367,7 +479,7 @@ class SqliteStore(StateStore):
                                     f"{len(entries)}")
             except Malformed as exc:
                 raise self._damaged(f"workspace {workspace!r}: {exc}") from None
-        return Snapshot(workspace, lineage, serial, entries, key, endpoint)
+        return Snapshot(workspace, lineage, serial, entries, key, endpoint, recorded)
 
     def history(self, workspace: str, limit: int = 50) -> list[dict[str, Any]]:
         with self._transaction(f"cannot read the history of {workspace!r}", write=False) as db:
@@ -452,6 +564,31 @@ class SqliteStore(StateStore):
             "UPDATE workspaces SET endpoint = ? WHERE name = ?", (endpoint, workspace)),
             bump=False)
 
+    def set_governance(self, workspace: str, record: dict[str, Any]) -> None:
+        self._write(workspace, lambda db: db.execute(
+            "UPDATE workspaces SET governance = ? WHERE name = ?", (dumps(record), workspace)),
+            bump=False)
+
+    def claim_plan(self, workspace: str, plan_id: str) -> str | None:
+        before: list[str] = []
+
+        def body(db: sqlite3.Connection) -> None:
+            row = db.execute("SELECT applied_at FROM applied_plans WHERE workspace = ? AND"
+                             " plan_id = ?", (workspace, plan_id)).fetchone()
+            if row is not None:
+                before.append(str(row[0]))
+            else:
+                db.execute("INSERT INTO applied_plans (workspace, plan_id, applied_at)"
+                           " VALUES (?, ?, ?)", (workspace, plan_id, now()))
+
+        self._write(workspace, body, bump=False)
+        return before[0] if before else None
+
+    def plan_key(self, workspace: str) -> bytes:
+        """The state file's plan key (one for all its workspaces; the MAC covers the
+        workspace), in ``<db>.plan-key``, made on first use."""
+        return read_or_make_key(self.path + ".plan-key")
+
     # -- lock --------------------------------------------------------------------
     def _lock_path(self, workspace: str) -> str:
         return f"{self.path}.{workspace}.lock"
@@ -460,7 +597,7 @@ class SqliteStore(StateStore):
         with self._mutex:
             if workspace in self._locks:  # held, or lost: a lost lock is never re-taken
                 return self._locks[workspace].epoch
-        self._backup()
+        self._start_mirror()
         deadline = time.monotonic() + timeout
         while True:
             taken, current = self._try_lock(workspace, holder)
@@ -579,7 +716,91 @@ class SqliteStore(StateStore):
                 with contextlib.suppress(StateError):
                     self.release(workspace)
         finally:
+            self._close_mirror()
             self.db.close()
+
+
+def _remove_leftovers(target_path: str) -> None:
+    """Copies (``<target>.tmp-PID-*``) left by a process killed while it made one:
+    each holds the fingerprint key, so none is left lying about."""
+    folder = os.path.dirname(os.path.abspath(target_path))
+    prefix = os.path.basename(target_path) + ".tmp-"
+    with contextlib.suppress(OSError):
+        for name in os.listdir(folder):
+            if not name.startswith(prefix):
+                continue
+            pid = name[len(prefix):].split("-", 1)[0]
+            if pid.isdigit() and not _alive(int(pid)):
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(folder, name))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def read_or_make_key(path: str) -> bytes:
+    """A secret key kept in its own file (hex, mode 0600), made on first use.
+
+    A key file that others may read is refused (as ssh refuses such a private
+    key); one that cannot be read is PlanKeyUnavailable."""
+    for _ in range(3):
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        except FileNotFoundError:
+            _make_key(path)
+            continue
+        except PermissionError as exc:
+            raise PlanKeyUnavailable(f"cannot read the plan key {path}: {exc.strerror}") from exc
+        except OSError as exc:
+            raise StateError(f"cannot read the plan key {path}: {exc.strerror}") from exc
+        with os.fdopen(fd, "rb") as fh:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise StateError(f"the plan key {path} is not a regular file: remove it "
+                                 "(saved plans made before must then be made again)")
+            if info.st_mode & 0o077:
+                raise StateError(
+                    f"the plan key {path} may be read by others (mode "
+                    f"{stat.S_IMODE(info.st_mode):04o}): whoever reads it can forge saved "
+                    f"plans; run `chmod 600 {path}`, or remove it to make a new key")
+            text = fh.read(4 * PLAN_KEY_BYTES + 2)
+        try:
+            key = bytes.fromhex(text.decode("ascii").strip())
+        except (UnicodeDecodeError, ValueError):
+            key = b""
+        if len(key) != PLAN_KEY_BYTES:
+            raise StateError(f"the plan key {path} is malformed (not {PLAN_KEY_BYTES} bytes "
+                             "in hex): remove it to make a new one (saved plans made before "
+                             "must then be made again)")
+        return key
+    raise StateError(f"cannot make the plan key {path}")
+
+
+def _make_key(path: str) -> None:
+    """Write a new random key to ``path`` unless one appeared meanwhile (atomic)."""
+    tmp = f"{path}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+        with os.fdopen(fd, "w", encoding="ascii") as fh:
+            fh.write(secrets.token_hex(PLAN_KEY_BYTES) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        with contextlib.suppress(FileExistsError):
+            os.link(tmp, path)  # the first process to make one wins
+    except PermissionError as exc:
+        raise PlanKeyUnavailable(f"cannot make the plan key {path}: {exc.strerror}") from exc
+    except OSError as exc:
+        raise StateError(f"cannot make the plan key {path}: {exc.strerror}") from exc
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
 
 
 def _ensure(db: sqlite3.Connection, workspace: str) -> None:
