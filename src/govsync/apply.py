@@ -116,6 +116,11 @@ class ApplyResult:
     def ok(self) -> bool:
         return not self.stopped and all(o.status in DONE for o in self.outcomes)
 
+    @property
+    def took_effect(self) -> bool:
+        """Whether anything changed, or may have (an uncertain create)."""
+        return any(o.status in (*DONE, Result.UNCERTAIN) for o in self.outcomes)
+
 
 class Reporter(Protocol):
     def start(self, total: int) -> None: ...
@@ -233,15 +238,18 @@ def request_body(kind: Kind, change: Change, send: dict[str, Any]) -> tuple[str,
 
 
 def scrub(value: Any, secrets: list[str]) -> Any:
-    """The API's answer without any secret value it may echo (biA keys...)."""
+    """The API's answer without any secret value it may echo (biA keys...), whole or
+    inside a longer string ("key abc123 accepted"), in values and in keys."""
     if not secrets:
         return value
     if isinstance(value, dict):
-        return {k: scrub(v, secrets) for k, v in value.items()}
+        return {scrub(k, secrets): scrub(v, secrets) for k, v in value.items()}
     if isinstance(value, list):
         return [scrub(v, secrets) for v in value]
-    if isinstance(value, str) and value in secrets:
-        return SENSITIVE
+    if isinstance(value, str):
+        for secret in secrets:
+            if secret in value:
+                value = value.replace(secret, SENSITIVE)
     return value
 
 
@@ -257,8 +265,11 @@ class Applier:
         environ: Mapping[str, str],
         throttle: Throttle | None = None,
         reporter: Reporter | None = None,
+        api_key: str | None = None,
     ) -> None:
         self.store = store
+        # Never recorded, even echoed inside an answer (with the request's secrets).
+        self.hidden = [api_key] if api_key else []
         self.workspace = snapshot.workspace
         self.client = client
         self.throttle = throttle or Throttle(32)
@@ -428,7 +439,8 @@ class Applier:
                 return await self._uncertain(change, spec, exc.message)
             return _outcome(change, Result.FAILED, exc.message)
         return Entry(change.address, kind.name, object_id or change.id, APPLIED, spec,
-                     scrub(obj, secrets), now())
+                     scrub(obj, sorted({*secrets, *self.hidden}, key=len, reverse=True)),
+                     now())
 
     async def _recorded(self, change: Change, entry: Entry) -> Outcome:
         """Record the API's yes; until that is done, the change is not applied."""

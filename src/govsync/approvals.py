@@ -7,23 +7,30 @@ approvals:
   environments: [prod]                        # optional: every environment
 ```
 
-``govsync approve PLAN --key FILE`` signs the saved plan file's bytes with an
-SSH key (namespace ``govsync-plan``) and appends the signature to
+``govsync approve PLAN --key FILE`` signs the plan's review digest (the one
+line ``govsync show PLAN --digest`` prints: ``planfile.review_message``) with
+an SSH key (namespace ``govsync-plan``) and appends the signature to
 ``PLAN.sig``.  That file is a list of armored ``SSH SIGNATURE`` blocks, each
-optionally preceded by ``#`` comment lines saying whose it is; a file that
-``ssh-keygen -Y sign -n govsync-plan PLAN`` writes is one such entry, and
-each entry can be checked with ``ssh-keygen -Y verify``.
+optionally preceded by ``#`` comment lines saying whose it is; what
+``govsync show PLAN --digest | ssh-keygen -Y sign -n govsync-plan -f KEY``
+writes is one such entry, and each entry can be checked with
+``ssh-keygen -Y verify``.  The digest covers what the plan would send, not
+the file's bytes, so the approvals of a pull request's plan hold for the
+same plan made again with the applying credentials (``apply --reviewed``).
 
-Whose a signature is comes from the allowed-signers file, as
+Whose a signature is comes from the allowed signers, as
 ``ssh-keygen -Y find-principals`` finds it: the principals of the line that
-lists its key.  ``govsync apply PLAN`` counts the valid signatures of
-distinct keys and distinct principals, and refuses, before anything is sent,
-a plan with fewer than ``required``, saying whose were valid and why the
-others did not count.
+lists its key.  Apply counts valid signatures by distinct keys *and*
+distinct people: a key listed for ``alice@example.com,alice@example.org``
+is one signer, and principals compare without case.  The signers counted
+are those the workspace recorded (``governance.py``), not whatever
+allowed-signers file the caller's project names.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
 import re
 import time
@@ -33,11 +40,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from govsync.errors import ApprovalError
+from govsync.files import Unreadable, read_regular
 from govsync.sshsig import SshsigError
 
 if TYPE_CHECKING:
     from govsync.planfile import SavedPlan
-    from govsync.settings import Settings
 
 NAMESPACE = "govsync-plan"
 APPROVAL_KEYS = ("required", "allowedSigners", "environments")
@@ -122,6 +129,12 @@ class AllowedSigner:
     valid_after: float | None
     valid_before: float | None
     where: str  # FILE:LINE
+    line: str = ""  # the line as read, less surrounding space: what a workspace records
+
+    @property
+    def people(self) -> frozenset[str]:
+        """Who the line names, each once: principals without case."""
+        return frozenset(p.strip().lower() for p in self.principals.split(",") if p.strip())
 
     def allows(self, namespace: str) -> bool:
         from fnmatch import fnmatchcase
@@ -193,29 +206,27 @@ def _split_options(text: str) -> list[str]:
 
 def read_allowed_signers(approvals: Approvals) -> list[AllowedSigner]:
     """The allowed signers; ApprovalError (one line, with the place) when missing or malformed."""
-    import base64
-    import binascii
-
-    from govsync import sshsig
-
     path = approvals.allowed_signers
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_BYTES + 1)
-    except FileNotFoundError as exc:
-        raise ApprovalError(
-            f"{approvals.place}: the allowed-signers file {path} does not exist: create it with "
-            "one line per signer, `PRINCIPAL KEYTYPE BASE64KEY` (the first fields of the "
-            "signer's .pub file), and commit it") from exc
-    except OSError as exc:
-        raise ApprovalError(f"{approvals.place}: cannot read the allowed-signers file {path}: "
-                            f"{exc.strerror}") from exc
-    if len(raw) > MAX_BYTES:
-        raise ApprovalError(f"{path} is larger than 4 MiB: not an allowed-signers file")
+        raw = read_regular(path, MAX_BYTES)
+    except Unreadable as exc:
+        if not os.path.lexists(path):
+            raise ApprovalError(
+                f"{approvals.place}: the allowed-signers file {path} does not exist: create it "
+                "with one line per signer, `PRINCIPAL KEYTYPE BASE64KEY` (the first fields of "
+                "the signer's .pub file), and commit it") from exc
+        raise ApprovalError(f"{approvals.place}: the allowed-signers file {path}: {exc}") from exc
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ApprovalError(f"{path}: not UTF-8 text: not an allowed-signers file") from exc
+    return parse_allowed_signers(text, path)
+
+
+def parse_allowed_signers(text: str, path: str) -> list[AllowedSigner]:
+    """The lines of an allowed-signers file; ApprovalError naming ``path:LINE``."""
+    from govsync import sshsig
+
     signers: list[AllowedSigner] = []
     for number, line in enumerate(text.splitlines(), 1):
         where = f"{path}:{number}"
@@ -249,8 +260,8 @@ def read_allowed_signers(approvals: Approvals) -> list[AllowedSigner]:
             raise ApprovalError(f"{where}: unknown option {unknown[0]!r}: use namespaces=, "
                                 "valid-after= or valid-before=")
         if kind not in sshsig.KEY_TYPES:
-            raise ApprovalError(f"{where}: key type {kind} is not supported: use ssh-ed25519, "
-                                "ecdsa-sha2-nistp256/384/521 or ssh-rsa")
+            raise ApprovalError(f"{where}: key type {kind[:40]} is not supported: use "
+                                "ssh-ed25519, ecdsa-sha2-nistp256/384/521 or ssh-rsa")
         try:
             blob = base64.b64decode(b64, validate=True)
             if sshsig.key_type(blob) != kind:
@@ -267,7 +278,7 @@ def read_allowed_signers(approvals: Approvals) -> list[AllowedSigner]:
             if options.get("valid-after") else None,
             _timestamp(str(options["valid-before"]), where, "valid-before")
             if options.get("valid-before") else None,
-            where))
+            where, " ".join(tokens[:len(tokens) - len(rest) + 2])))
     return signers
 
 
@@ -291,15 +302,12 @@ def read_signatures(path: str) -> list[Entry]:
     """The entries of ``PLAN.sig`` ([] when there is none); ApprovalError when malformed."""
     from govsync import sshsig
 
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_BYTES + 1)
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return []
-    except OSError as exc:
-        raise ApprovalError(f"cannot read the signatures {path}: {exc.strerror}") from exc
-    if len(raw) > MAX_BYTES:
-        raise ApprovalError(f"{path} is larger than 4 MiB: not a govsync signature file")
+    try:
+        raw = read_regular(path, MAX_BYTES)
+    except Unreadable as exc:
+        raise ApprovalError(f"cannot read the signatures {path}: {exc}") from exc
     try:
         text = raw.decode("ascii")
     except UnicodeDecodeError as exc:
@@ -371,7 +379,7 @@ def verify(message: bytes, entries: list[Entry], signers: list[AllowedSigner], s
     moment = time.time() if now is None else now
     result = Verification()
     keys: set[bytes] = set()
-    principals: set[str] = set()
+    people: set[str] = set()
     for entry in entries:
         place = f"{sig_path}:{entry.line}"
         signature = sshsig.parse(sshsig.dearmor(entry.armored))
@@ -392,7 +400,7 @@ def verify(message: bytes, entries: list[Entry], signers: list[AllowedSigner], s
             continue
         if not good:
             result.not_counted.append(f"{place}: {who}'s signature is over another plan (or "
-                                      "this plan was edited after it was signed)")
+                                      "a plan whose changes differ from this one's)")
             continue
         usable = [s for s in lines if s.allows(NAMESPACE)
                   and (s.valid_after is None or s.valid_after <= moment)
@@ -408,11 +416,12 @@ def verify(message: bytes, entries: list[Entry], signers: list[AllowedSigner], s
             result.not_counted.append(f"{place}: {who}'s {why}")
             continue
         who = usable[0].principals
-        if signature.key in keys or who in principals:
+        names = frozenset().union(*(s.people for s in usable))
+        if signature.key in keys or names & people:
             result.not_counted.append(f"{place}: a repeated signature by {who} (one counts)")
             continue
         keys.add(signature.key)
-        principals.add(who)
+        people.update(names)
         result.approvers.append(Approver(who, fp, signature.key_type))
     return result
 
@@ -423,87 +432,80 @@ def _when(moment: float | None) -> str:
     return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def needed(approvals: Approvals | None, environment: str | None,
-           workspace: str, environments: dict[str, str]) -> str | None:
-    """Why approvals are required here (None: they are not).
-
-    ``environments`` maps each environment's name to its workspace: without
-    --env, a workspace that belongs to an environment requiring approvals
-    requires them too (so leaving out --env does not skip them)."""
-    if approvals is None:
-        return None
-    if approvals.environments is None:
-        return f"environment {environment}" if environment else "this project"
-    if environment is not None:
-        return f"environment {environment}" if environment in approvals.environments else None
-    for name in approvals.environments:
-        if environments.get(name) == workspace:
-            return f"workspace {workspace} (environment {name})"
-    return None
-
-
-def check(plan_path: str, raw: bytes, approvals: Approvals, scope: str) -> list[Approver]:
-    """The approvers of a saved plan; ApprovalError unless ``required`` distinct ones signed."""
-    signers = read_allowed_signers(approvals)
+def check(plan_path: str, message: bytes, signers: list[AllowedSigner], required: int,
+          scope: str, source: str) -> list[Approver]:
+    """The approvers of a plan; ApprovalError unless ``required`` distinct ones signed
+    ``message`` (its review digest).  ``source``: where the signers come from, for
+    messages."""
     sig_path = signature_path(plan_path)
     entries = read_signatures(sig_path)
-    result = verify(raw, entries, signers, sig_path)
-    if len(result.approvers) >= approvals.required:
+    result = verify(message, entries, signers, sig_path)
+    if len(result.approvers) >= required:
         return result.approvers
     found = len(result.approvers)
     whose = (": " + ", ".join(a.principal for a in result.approvers)) if found else ""
-    missing = approvals.required - found
+    missing = required - found
     detail = ("; not counted: " + "; ".join(result.not_counted)) if result.not_counted else ""
     if not entries:
         detail = f"; there is no {sig_path}"
     raise ApprovalError(
-        f"{plan_path} needs {approvals.required} approvals by distinct allowed signers for "
-        f"{scope} and has {found} valid{whose}{detail}: nothing was sent; {missing} more "
-        f"signer(s) from {approvals.allowed_signers} must run `govsync approve {plan_path} "
-        "--key KEY`")
+        f"{plan_path} needs {required} approvals by distinct allowed signers for {scope} and "
+        f"has {found} valid{whose}{detail}: nothing was sent; {missing} more signer(s) from "
+        f"{source} must run `govsync approve {plan_path} --key KEY`")
 
 
-def approve(plan_path: str, key_path: str, *, passphrase: bytes | None = None,
-            approvals: Approvals | None = None) -> tuple[str, str]:
-    """Sign the saved plan's bytes and add the signature to ``PLAN.sig``.
+def load_key(key_path: str, passphrase: bytes | None) -> Any:
+    """An SSH private key from a file (never a FIFO or a device); ApprovalError, or
+    ``sshsig.PassphraseNeeded`` for an encrypted key."""
+    from govsync import sshsig
 
-    Returns (who, the signature file).  The plan must be a govsync plan; an
-    earlier signature by the same key is replaced."""
-    from govsync import planfile, sshsig
-    from govsync.state.base import now
-
-    saved = planfile.read(plan_path)  # a govsync plan, readable
-    raw = saved.raw
     try:
-        with open(key_path, "rb") as fh:
-            key_data = fh.read(1024 * 1024)
-    except OSError as exc:
-        raise ApprovalError(f"cannot read the key {key_path}: {exc.strerror}") from exc
+        key_data = read_regular(key_path, 1024 * 1024)
+    except Unreadable as exc:
+        raise ApprovalError(f"cannot read the key {key_path}: {exc}") from exc
     try:
-        private = sshsig.load_private_key(key_data, passphrase)
+        return sshsig.load_private_key(key_data, passphrase)
     except sshsig.PassphraseNeeded:
         raise
     except SshsigError as exc:
         raise ApprovalError(f"{key_path}: {exc}: give the private key file that "
                             "`ssh-keygen -t ed25519` wrote (not the .pub)") from exc
+
+
+@dataclass(frozen=True)
+class Signed:
+    """What ``approve`` did: as whom, where, and whether it replaced an earlier signature."""
+
+    who: str
+    path: str
+    replaced: bool
+
+
+def approve(saved: SavedPlan, private: Any, signers: list[AllowedSigner] | None,
+            source: str) -> Signed:
+    """Sign the plan's review digest and add the signature to ``PLAN.sig``; an earlier
+    signature by the same key is replaced.  ``signers``: the allowed signers to check
+    the key against first (None: not checked)."""
+    from govsync import planfile, sshsig
+    from govsync.state.base import now
+
     blob = sshsig.public_blob(private)
     fp = sshsig.fingerprint(blob)
     who = fp
-    if approvals is not None:
-        signers = read_allowed_signers(approvals)
+    if signers is not None:
         listed = [s for s in signers if s.key == blob]
         if not listed:
             raise ApprovalError(
-                f"{key_path}: key {fp} is not in {approvals.allowed_signers}: add a line "
-                "`PRINCIPAL KEYTYPE BASE64KEY` for it there first (a signature by it would not "
-                "count)")
+                f"key {fp} is not in {source}: add a line `PRINCIPAL KEYTYPE BASE64KEY` for "
+                "it there first (a signature by it would not count)")
         who = listed[0].principals
-    armored = sshsig.sign(private, raw, NAMESPACE)
-    sig_path = signature_path(plan_path)
-    kept = [e for e in read_signatures(sig_path)
-            if sshsig.parse(sshsig.dearmor(e.armored)).key != blob]
-    digest = saved.file_digest
-    parts = [f"# govsync approvals of {os.path.basename(plan_path)} (sha256 {digest})\n"]
+    digest = saved.review_digest
+    armored = sshsig.sign(private, planfile.review_message(digest), NAMESPACE)
+    sig_path = signature_path(saved.path)
+    entries = read_signatures(sig_path)
+    kept = [e for e in entries if sshsig.parse(sshsig.dearmor(e.armored)).key != blob]
+    parts = [f"# govsync approvals of {os.path.basename(saved.path)} (review digest "
+             f"sha256:{digest})\n"]
     for e in kept:
         parts += [c + "\n" for c in e.comments.splitlines()
                   if not c.startswith("# govsync approvals of ")]
@@ -516,49 +518,25 @@ def approve(plan_path: str, key_path: str, *, passphrase: bytes | None = None,
         os.replace(tmp, sig_path)
     except OSError as exc:
         raise ApprovalError(f"cannot write {sig_path}: {exc.strerror}") from exc
-    return who, sig_path
+    return Signed(who, sig_path, len(kept) < len(entries))
 
 
-def gate(saved: SavedPlan | None, settings: Settings) -> list[Approver]:
-    """Before an apply: the approvers its environment requires (ApprovalError if too few).
+def describe(saved: SavedPlan, signers: list[AllowedSigner] | None, required: int,
+             source: str) -> list[str]:
+    """Lines for ``govsync show``: the plan's signatures and, with the allowed
+    signers, whose count; never raises for a missing signature file."""
+    from govsync import planfile
 
-    Where approvals are required, only a saved plan can be applied."""
-    selection = settings.selection
-    project = selection.project
-    if project is None or project.approvals is None:
-        return []
-    workspaces = {n: e.workspace or n for n, e in project.environments.items()}
-    scope = needed(project.approvals, selection.name, settings.workspace, workspaces)
-    if scope is None:
-        return []
-    n = project.approvals.required
-    if saved is None:
-        env = f" --env {selection.name}" if selection.name else ""
-        raise ApprovalError(
-            f"{scope} requires {n} signed approval(s) ({project.approvals.place}): apply a "
-            f"saved, approved plan: `govsync plan{env} --out plan.json`, then `govsync approve "
-            f"plan.json --key KEY` by {n} allowed signer(s), then `govsync apply{env} "
-            "plan.json`; nothing was sent")
-    return check(saved.path, saved.raw, project.approvals, scope)
-
-
-def describe(saved: SavedPlan, approvals: Approvals | None) -> list[str]:
-    """Lines for ``govsync show``: the plan's signatures and, with the project's
-    allowed signers, whose count; never raises for a missing signature file."""
     sig_path = signature_path(saved.path)
     entries = read_signatures(sig_path)
     if not entries:
         return [f"Approvals: none ({sig_path} does not exist)."]
-    if approvals is None:
-        return [f"Approvals: {len(entries)} signature(s) in {sig_path}, not checked: the "
-                "project has no approvals (allowedSigners) to check them against."]
-    try:
-        signers = read_allowed_signers(approvals)
-    except ApprovalError as exc:
-        return [f"Approvals: {len(entries)} signature(s) in {sig_path}, not checked: {exc}"]
-    result = verify(saved.raw, entries, signers, sig_path)
-    lines = [f"Approvals: {len(result.approvers)} valid of {approvals.required} required "
-             f"(allowed signers: {approvals.allowed_signers})."]
+    if signers is None:
+        return [f"Approvals: {len(entries)} signature(s) in {sig_path}, not checked: there "
+                "are no allowed signers to check them against."]
+    result = verify(planfile.review_message(saved.review_digest), entries, signers, sig_path)
+    lines = [f"Approvals: {len(result.approvers)} valid of {required} required "
+             f"(allowed signers: {source})."]
     lines += [f"  approved by {a.principal} ({a.key_type} {a.fingerprint})"
               for a in result.approvers]
     lines += [f"  not counted: {why}" for why in result.not_counted]

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from govsync import __version__
-from govsync.errors import ConfigError, GovsyncError, ManifestError
+from govsync.errors import ApprovalError, ConfigError, GovsyncError, ManifestError
 from govsync.project import Selection
 from govsync.settings import API_KEY_ENV, DEFAULT_STATE, LOG_ENV, Settings
 
@@ -315,7 +315,7 @@ def _rules(manifests: ManifestSet, selection: Selection) -> list[Any]:
         return []  # (without importing the rules engine)
     from govsync.rules import check_manifests
 
-    return check_manifests(manifests, selection).warnings
+    return check_manifests(manifests, selection.rules, selection.name).warnings
 
 
 @cli.command()
@@ -358,9 +358,18 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
     why = (f"{blocked} blocked change(s): the API cannot make them, so apply will refuse "
            "this plan; revert them in the manifests and plan again.")
     if out_file:
-        commands.write_plan(result, settings, out_file, manifests)
-        o.info(f"Saved the plan to {out_file}, but it cannot be applied: {why}" if blocked
-               else f"Saved the plan to {out_file}: apply it with `govsync apply {out_file}`.")
+        authenticated = commands.write_plan(result, settings, out_file, manifests)
+        env = f" --env {settings.selection.name}" if settings.selection.name else ""
+        if blocked:
+            o.info(f"Saved the plan to {out_file}, but it cannot be applied: {why}")
+        elif authenticated:
+            o.info(f"Saved the plan to {out_file}: apply it with "
+                   f"`govsync apply{env} {out_file}`.")
+        else:
+            o.info(f"Saved the plan to {out_file} for review only (these credentials may not "
+                   "read the workspace's plan key): apply it with "
+                   f"`govsync apply{env} --reviewed {out_file}`, which plans again with the "
+                   "applying credentials and applies only the same changes.")
     elif blocked:
         o.info(why[0].upper() + why[1:])
     if blocked:
@@ -369,7 +378,16 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
         sys.exit(2)
 
 
-PROMPT = "Apply these changes? Only 'yes' will be accepted"
+def prompt(settings: Settings) -> str:
+    """The confirmation question, naming what it will change (contract section 5)."""
+    from govsync.state.base import safe_url
+
+    env = settings.selection.name
+    where = (f"environment {env}, " if env else "") + (
+        f"workspace {settings.workspace!r}, endpoint "
+        f"{safe_url(settings.endpoint) if settings.endpoint else '(none)'}, state "
+        f"{safe_url(settings.state)}")
+    return f"Apply these changes to {where}? Only 'yes' will be accepted"
 
 
 def confirmed(prompt: str) -> bool:
@@ -415,9 +433,13 @@ def confirmed(prompt: str) -> bool:
               help="json: one JSON line per finished change, then a summary line, and "
                    "nothing else on stdout (the plan goes to stderr). Needs --auto-approve "
                    "or a saved plan.")
+@click.option("--reviewed", "reviewed_file", metavar="PLAN", type=click.Path(dir_okay=False),
+              help="The plan a review showed (a pull request's `plan --out`): plan PATHS "
+                   "again with these credentials and apply only if the changes are exactly "
+                   "PLAN's (its approvals count); otherwise refuse and show the difference.")
 def apply(paths: tuple[str, ...], settings: Settings, auto_approve: bool, parallelism: int,
           forget_orphans: bool, lock_timeout: float, allow_endpoint_change: bool,
-          fmt: str) -> None:
+          fmt: str, reviewed_file: str | None) -> None:
     """Apply the manifests (or a saved plan) through the API.
 
     With PATHS, plans first and shows the plan; with one saved plan FILE (from
@@ -428,6 +450,7 @@ def apply(paths: tuple[str, ...], settings: Settings, auto_approve: bool, parall
     Example:
       govsync apply manifests/ --endpoint local --auto-approve
       govsync apply plan.json
+      govsync apply --env prod --reviewed plan.json     # CI, on merge
       govsync apply plan.json --format json | jq 'select(.type == "summary")'
     """
     from govsync import commands, planfile, render
@@ -437,20 +460,24 @@ def apply(paths: tuple[str, ...], settings: Settings, auto_approve: bool, parall
     # A saved plan was reviewed when it was made (`govsync plan --out`): apply
     # it without asking again, as `terraform apply PLANFILE` does.
     saved_plan = planfile.is_plan_file(list(paths))
+    if saved_plan and reviewed_file:
+        raise click.UsageError("--reviewed PLAN plans PATHS again: give manifest paths (or "
+                               "none, with a project file), not a saved plan")
+    reviewed = planfile.read(reviewed_file) if reviewed_file else None
     if fmt == "json":
-        if not (auto_approve or saved_plan):
+        if not (auto_approve or saved_plan or reviewed):
             raise click.UsageError("--format json cannot ask for confirmation: pass "
                                    "--auto-approve, or apply a saved plan (govsync plan --out)")
         return _apply_json(paths, settings, saved_plan, parallelism=parallelism,
                            forget_orphans=forget_orphans, lock_timeout=lock_timeout,
-                           allow_endpoint_change=allow_endpoint_change)
+                           allow_endpoint_change=allow_endpoint_change, reviewed=reviewed)
     source = planfile.read(paths[0]) if saved_plan else load(paths, settings.selection)
 
     def confirm(the_plan: Any) -> bool:
         click.echo(render.plan_text(the_plan, color=o.color), nl=False, color=o.color)
-        if auto_approve or saved_plan:
+        if auto_approve or saved_plan or reviewed:
             return True
-        return confirmed(PROMPT)
+        return confirmed(prompt(settings))
 
     from govsync.apply import DONE
     from govsync.render.progress import LineReporter, ProgressReporter
@@ -458,10 +485,12 @@ def apply(paths: tuple[str, ...], settings: Settings, auto_approve: bool, parall
     reporter = (ProgressReporter(o.color, o.quiet) if o.color and sys.stderr.isatty()
                 else LineReporter(o.color, o.quiet))
     the_plan, result = commands.apply(
-        source, settings, confirm=confirm, parallelism=parallelism,
+        source, settings, reviewed=reviewed, confirm=confirm, parallelism=parallelism,
         forget_orphans=forget_orphans, lock_timeout=lock_timeout, reporter=reporter,
         allow_endpoint_change=allow_endpoint_change,
     )
+    if the_plan.governance is not None:
+        click.echo(f"Recorded the governance of workspace {settings.workspace!r}.")
     if not result.outcomes:
         if the_plan.has_changes():
             # Only orphans or uncertain entries: nothing to send, but they are
@@ -821,40 +850,60 @@ def state_history(settings: Settings, limit: int, fmt: str) -> None:
 
 @cli.command("show")
 @click.argument("file", type=click.Path(dir_okay=False))
+@global_options
 @click.option("--format", "fmt", type=FORMATS, default="text", show_default=True)
-def show_command(file: str, fmt: str) -> None:
+@click.option("--digest", is_flag=True,
+              help="Print only the line approvers sign (its review digest), for "
+                   "`ssh-keygen -Y sign -n govsync-plan`.")
+def show_command(file: str, settings: Settings, fmt: str, digest: bool) -> None:
     """Show a saved plan (from `govsync plan --out`) without applying it.
 
-    The plan is shown as written: no state is read, so its authentication
-    code is not checked here; `govsync apply FILE` checks it before anything
-    is sent. --format json prints the same document as `plan --format json`.
+    Shows every request it would send, field by field, whether its
+    authentication verifies against its workspace's state (when the state is
+    reachable), the review digest approvers sign, and the approvals in
+    FILE.sig. --format json prints the same document as `plan --format json`.
 
     \b
     Example:
       govsync show plan.json
-      govsync show plan.json --format markdown > comment.md
+      govsync show plan.json --digest | ssh-keygen -Y sign -n govsync-plan -f ~/.ssh/id_ed25519
     """
-    from govsync import planfile, render
-    from govsync.errors import PlanError
+    from govsync import approvals, commands, planfile, render
     from govsync.render.documents import show_text
 
-    if not os.path.isfile(file):  # never open a FIFO or a device: it could hang
-        raise PlanError(f"{file} is not a regular file: not a govsync plan")
     saved = planfile.read(file)
+    if digest:
+        click.echo(planfile.review_message(saved.review_digest).decode(), nl=False)
+        return
     o = out()
     if fmt == "json":
         click.echo(render.plan_json(saved.plan), nl=False)
-    elif fmt == "markdown":
+        return
+    if fmt == "markdown":
         click.echo(render.plan_markdown(saved.plan, title="govsync saved plan"), nl=False)
-    else:
-        from govsync.approvals import describe
-        from govsync.project import select
+        return
+    verification, record = commands.inspect_saved(saved, settings)
+    click.echo(show_text(saved, verification=verification, color=o.color,
+                         verbose=o.verbose > 0), nl=False, color=o.color)
+    signers, required, source = _signers(record, settings, saved.plan.workspace)
+    for line in approvals.describe(saved, signers, required, source):
+        click.echo(line)
 
-        click.echo(show_text(saved, color=o.color, verbose=o.verbose > 0), nl=False,
-                   color=o.color)
-        project = select(None, None, []).project
-        for line in describe(saved, project.approvals if project else None):
-            click.echo(line)
+
+def _signers(record: Any, settings: Settings, workspace: str
+             ) -> tuple[list[Any] | None, int, str]:
+    """The allowed signers to check approvals against: those the workspace records,
+    else the project's (None: neither has any)."""
+    from govsync import approvals
+
+    if record is not None and record.required:
+        return (record.allowed(workspace), record.required,
+                f"recorded with workspace {workspace!r}")
+    project = settings.selection.project
+    if project is not None and project.approvals is not None:
+        return (approvals.read_allowed_signers(project.approvals), project.approvals.required,
+                project.approvals.allowed_signers)
+    return None, 0, ""
 
 
 @cli.command()
@@ -929,29 +978,47 @@ def serve(
 @click.argument("plan_file", metavar="PLAN", type=click.Path(dir_okay=False))
 @click.option("--key", "key_file", required=True, type=click.Path(dir_okay=False),
               help="Your SSH private key (ed25519, ecdsa or rsa), e.g. ~/.ssh/id_ed25519.")
+@click.option("--yes", "assume_yes", is_flag=True,
+              help="Sign without asking (at a terminal, approve asks after showing the plan).")
 @project_options
-def approve(plan_file: str, key_file: str, selection: Selection) -> None:
+def approve(plan_file: str, key_file: str, assume_yes: bool, selection: Selection) -> None:
     """Sign a saved plan: add your SSH signature to PLAN.sig.
 
-    The signature covers the plan file's bytes (namespace govsync-plan, as
-    `ssh-keygen -Y sign -n govsync-plan PLAN` makes it). `govsync apply PLAN`
-    in an environment with `approvals.required: N` counts the valid signatures
-    of distinct signers listed in the project's allowedSigners file. Review the
-    plan first (`govsync show PLAN` or the pull request's comment). An
+    Shows what you are signing first: every change and every request the plan
+    sends, and its review digest. The signature covers that digest (what the
+    plan would send, to which workspace and environment), namespace
+    govsync-plan, as `govsync show PLAN --digest | ssh-keygen -Y sign -n
+    govsync-plan` makes it, so it also holds for the same plan made again at
+    merge (`govsync apply --reviewed`). Apply counts the valid signatures of
+    distinct people listed in the allowed signers its workspace records. An
     encrypted key asks for its passphrase (or reads GOVSYNC_KEY_PASSPHRASE).
 
     \b
     Example:
       govsync approve plan.json --key ~/.ssh/id_ed25519
     """
-    from govsync.approvals import approve as sign_plan
+    from govsync import approvals, planfile
+    from govsync.render import plan_text
+    from govsync.render.documents import requests_text
     from govsync.sshsig import PassphraseNeeded
 
+    saved = planfile.read(plan_file)
+    env = f", environment {saved.plan.environment}" if saved.plan.environment else ""
+    click.echo(f"You are approving {plan_file}: workspace {saved.plan.workspace!r}{env}, "
+               f"review digest sha256:{saved.review_digest}.", err=True)
+    click.echo(plan_text(saved.plan) + requests_text(saved.plan), nl=False, err=True)
+    if sys.stdin.isatty() and not assume_yes:
+        answer = str(click.prompt("Sign this plan? Only 'yes' will be accepted", default="",
+                                  show_default=False))
+        if answer.strip() != "yes":
+            raise GovsyncError("not signed: only 'yes' signs")
     allowed = selection.project.approvals if selection.project else None
+    signers = approvals.read_allowed_signers(allowed) if allowed is not None else None
+    source = allowed.allowed_signers if allowed is not None else ""
     secret = os.environ.get("GOVSYNC_KEY_PASSPHRASE")
     passphrase = secret.encode() if secret else None
     try:
-        who, sig_file = sign_plan(plan_file, key_file, passphrase=passphrase, approvals=allowed)
+        private = approvals.load_key(key_file, passphrase)
     except PassphraseNeeded as exc:
         if passphrase is not None or not sys.stdin.isatty():
             raise GovsyncError(f"{key_file}: the key is encrypted and the passphrase is "
@@ -960,11 +1027,18 @@ def approve(plan_file: str, key_file: str, selection: Selection) -> None:
         typed = click.prompt(f"Passphrase for {key_file}", hide_input=True, default="",
                              show_default=False)
         try:
-            who, sig_file = sign_plan(plan_file, key_file, passphrase=str(typed).encode(),
-                                      approvals=allowed)
+            private = approvals.load_key(key_file, str(typed).encode())
         except PassphraseNeeded as again:
             raise GovsyncError(f"{key_file}: wrong passphrase") from again
-    click.echo(f"Approved {plan_file} as {who}: signature added to {sig_file}.")
+    try:
+        signed = approvals.approve(saved, private, signers, source)
+    except ApprovalError as exc:
+        raise ApprovalError(f"{key_file}: {exc}") from exc
+    if signed.replaced:
+        click.echo(f"Approved {plan_file} as {signed.who}: your earlier signature in "
+                   f"{signed.path} was replaced by this one (one counts per signer).")
+    else:
+        click.echo(f"Approved {plan_file} as {signed.who}: signature added to {signed.path}.")
 
 
 @cli.group()

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from govsync.errors import (
     ApiError,
+    ApprovalError,
     BlockedPlanError,
     ConfigError,
     GovsyncError,
@@ -32,11 +33,14 @@ from govsync.settings import API_KEY_ENV, Settings
 if TYPE_CHECKING:
     from govsync.api.client import AsyncClient
     from govsync.apply import ApplyResult, Reporter
+    from govsync.approvals import Approver
     from govsync.drift import DriftReport
+    from govsync.governance import Governance
     from govsync.live import LiveValue
     from govsync.manifests.model import ManifestSet
     from govsync.plan import Plan
     from govsync.planfile import SavedPlan
+    from govsync.rules import Rule
     from govsync.state.base import Entry, Snapshot, StateStore
 
 __all__ = ["Settings", "apply", "drift", "plan", "write_plan"]
@@ -65,16 +69,21 @@ def read_snapshot(settings: Settings, *, responses: bool = False) -> Snapshot:
 def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False) -> Plan:
     """Diff the manifests against the workspace's state (no lock taken).
 
-    Writes nothing, unless ``saving`` (``plan --out``) a workspace never written:
-    a saved plan is authenticated with the workspace's key, so the workspace is
-    made once the plan has passed every check (see ``_in_new_workspace``).
-    With an endpoint, policy owner groups are checked live (ListGroups)."""
+    Writes nothing, unless ``saving`` (``plan --out``) a workspace never written
+    with credentials that may write: a saved plan is authenticated with the
+    workspace's key, so the workspace is made once the plan has passed every
+    check (see ``_in_new_workspace``).  With an endpoint, policy owner groups
+    are checked live (ListGroups).  GovernanceError when the workspace belongs
+    to another environment than the one selected."""
+    from govsync import governance
     from govsync.live import wanted
     from govsync.plan import make_plan
 
     check_secrets_set(manifests, settings)
     from govsync.state.base import exists
 
+    selection = settings.selection
+    proposed = governance.of_project(selection.project, selection.environment)
     running = None
     if exists(settings.state):
         with settings.open_state() as store:
@@ -82,9 +91,13 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False) ->
             running = store.running(settings.workspace)
     else:
         snapshot = read_snapshot(settings)
+    record = governance.recorded(snapshot.governance, settings.workspace)
+    governance.check_environment(record, selection.name, settings.workspace, selection.project)
     result = make_plan(manifests, snapshot, environ=settings.environ,
                        targets=settings.targets)
-    check_rules(result, manifests, settings, snapshot)
+    _governed(result, record, proposed, selection.name)
+    check_rules(result, manifests, governance.rules_to_check(record, proposed),
+                selection.name, snapshot)
     if running is not None:
         from govsync.plan import Check, CheckStatus
 
@@ -110,9 +123,30 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False) ->
             asyncio.run(check())
         else:
             _skip_live(result, values, "no endpoint configured (offline plan)")
-    if saving and not snapshot.lineage:
+    if saving and not snapshot.lineage and _may_save(settings):
         result = _in_new_workspace(result, manifests, settings)
     return result
+
+
+def _governed(plan: Plan, record: Governance | None, proposed: Governance,
+              environment: str | None) -> None:
+    """The plan's environment, and the governance change it carries (if any)."""
+    from govsync import governance
+
+    plan.environment = environment
+    plan.governance = governance.change(record, proposed)
+
+
+def _may_save(settings: Settings) -> bool:
+    """Whether these credentials may read (or make) the workspace's plan key."""
+    from govsync.errors import PlanKeyUnavailable
+
+    try:
+        with settings.open_state() as store:
+            store.plan_key(settings.workspace)
+    except PlanKeyUnavailable:
+        return False
+    return True
 
 
 def _in_new_workspace(planned: Plan, manifests: ManifestSet, settings: Settings) -> Plan:
@@ -127,34 +161,76 @@ def _in_new_workspace(planned: Plan, manifests: ManifestSet, settings: Settings)
     if snapshot.serial or snapshot.entries:
         raise StateError("the state changed while the plan was made: run `govsync plan` again")
     again = make_plan(manifests, snapshot, environ=settings.environ, targets=settings.targets)
-    again.checks = planned.checks
+    again.checks, again.environment, again.governance = (
+        planned.checks, planned.environment, planned.governance)
     return again
 
 
-def check_rules(plan: Plan, manifests: ManifestSet, settings: Settings,
-                snapshot: Snapshot) -> None:
-    """The project's rules (guardrails): ManifestError for an error; results as checks."""
-    if not settings.selection.rules:
+def check_rules(plan: Plan, manifests: ManifestSet, rules: tuple[Rule, ...],
+                environment: str | None, snapshot: Snapshot) -> None:
+    """Rules (guardrails) on the manifests: ManifestError for an error; results as checks."""
+    if not rules:
         return  # (without importing the rules engine)
     from govsync.rules import check_plan
 
-    check_plan(plan, manifests, settings.selection, snapshot)
+    check_plan(plan, manifests, rules, environment, snapshot)
 
 
 def write_plan(plan: Plan, settings: Settings, path: str,
-               manifests: ManifestSet | None = None) -> None:
-    """Save ``plan`` for ``govsync apply FILE``, authenticated with the workspace's key,
-    with the git commit of the manifests it was made from (for the audit)."""
+               manifests: ManifestSet | None = None) -> bool:
+    """Save ``plan`` for ``govsync apply FILE``, authenticated with the workspace's plan
+    key, with the git commit of the manifests it was made from (for the audit).
+
+    Returns whether it could be authenticated: credentials that may not read the
+    key (a read-only role) save it for review only (``apply --reviewed``)."""
     from govsync import audit, planfile
+    from govsync.errors import PlanKeyUnavailable
+    from govsync.state.base import exists
 
     plan.git = audit.git_state(audit.manifests_folder(manifests, settings))
+    key: bytes | None = None
+    if exists(settings.state):
+        with settings.open_state() as store:
+            snapshot = store.snapshot(settings.workspace, responses=False, create=False)
+            if snapshot.lineage != plan.lineage or snapshot.serial != plan.serial:
+                raise StateError("the state changed while the plan was made: run `govsync "
+                                 "plan` again")
+            plan.state_digest = snapshot.content_digest()
+            if snapshot.lineage:
+                with contextlib.suppress(PlanKeyUnavailable):
+                    key = store.plan_key(settings.workspace)
+    planfile.write(plan, path, key)
+    return key is not None
 
-    with settings.open_state() as store:
-        snapshot = store.snapshot(settings.workspace, responses=False)
-    if snapshot.lineage != plan.lineage or snapshot.serial != plan.serial:
-        raise StateError("the state changed while the plan was made: run `govsync plan` again")
-    plan.state_digest = snapshot.content_digest()
-    planfile.write(plan, path, snapshot.key)
+
+def inspect_saved(saved: SavedPlan, settings: Settings) -> tuple[str, Governance | None]:
+    """For ``show``: whether the plan verifies against its workspace's state (in words),
+    and the governance that workspace records (None: none, or not readable)."""
+    from govsync import governance
+    from govsync.errors import PlanKeyUnavailable
+    from govsync.state.base import exists, safe_url
+
+    workspace = saved.plan.workspace
+    if not exists(settings.state):
+        return f"not checked: there is no state at {safe_url(settings.state)}", None
+    try:
+        with settings.open_state() as store:
+            snapshot = store.snapshot(workspace, responses=False, create=False)
+            record = governance.recorded(snapshot.governance, workspace)
+            if not saved.authenticated:
+                return saved.verification(b""), record
+            try:
+                key = store.plan_key(workspace, create=False)
+            except PlanKeyUnavailable as exc:
+                return f"not checked: {exc}", record
+    except StateError as exc:
+        return f"not checked: {exc}", None
+    text = saved.verification(key)
+    if saved.plan.serial != snapshot.serial and (
+            saved.plan.state_digest != snapshot.content_digest()):
+        text += (f"; stale: the state changed since it was made (serial {saved.plan.serial} "
+                 f"-> {snapshot.serial}), so apply will refuse it")
+    return text, record
 
 
 def normal_endpoint(endpoint: str) -> str:
@@ -224,6 +300,7 @@ def apply(
     source: ManifestSet | SavedPlan,
     settings: Settings,
     *,
+    reviewed: SavedPlan | None = None,
     confirm: Callable[[Plan], bool] | None = None,
     parallelism: int = 32,
     forget_orphans: bool = False,
@@ -233,55 +310,103 @@ def apply(
 ) -> tuple[Plan, ApplyResult]:
     """Plan the manifests (or take a saved plan) and apply it under the workspace lock.
 
+    ``reviewed``: a plan made for review (a pull request's), which the plan made
+    now from the manifests must equal, change for change, before anything is
+    sent (``apply --reviewed``); its approvals then count for this plan.
     ``confirm`` is shown the plan and returns whether to go on (None: go on).
+    Before anything is sent, with the lock held: the workspace's recorded
+    environment, its recorded approvals, and its rules on what would be sent.
     """
-    from govsync import approvals, audit
+    from govsync import governance
     from govsync.planfile import SavedPlan
     from govsync.state.base import LockHolder
 
     saved = source if isinstance(source, SavedPlan) else None
+    selection = settings.selection
+    evidence = saved or reviewed
     if saved is not None and settings.targets:
         raise ConfigError(
             "--target does not apply to a saved plan: it applies exactly the changes it holds"
             + (f" (it was made with --target {' '.join(saved.plan.targets)})"
                if saved.plan.targets else "")
             + "; make a targeted plan with `govsync plan --target ... --out`")
-    # Signed approvals are checked before anything else: nothing is sent without them.
-    audit_fields = audit.context(source, settings, approvals.gate(saved, settings))
+    if evidence is not None:
+        _same_scope(evidence, settings)
+    if reviewed is not None:
+        if settings.targets and sorted(settings.targets) != sorted(reviewed.plan.targets):
+            raise ConfigError("--target differs from the reviewed plan's targets: leave it "
+                              "out (the reviewed plan's targets are used)")
+        settings.targets = tuple(reviewed.plan.targets)
+    proposed = governance.of_project(selection.project, selection.environment)
     if saved is None:
         assert not isinstance(source, SavedPlan)
         check_secrets_set(source, settings)
-    elif saved.plan.workspace != settings.workspace:
-        raise PlanError(
-            f"the plan is for workspace {saved.plan.workspace!r}, not "
-            f"{settings.workspace!r}: pass --workspace {saved.plan.workspace}")
     with settings.open_state() as store:
         store.acquire(settings.workspace, LockHolder.me(), timeout=lock_timeout)
         try:
             # The API's answers recorded in state are for `state show`: planning
             # and applying never read them (at 100,000 entries, 0.6 s).
             snapshot = store.snapshot(settings.workspace, responses=False)
+            record = governance.recorded(snapshot.governance, settings.workspace)
+            governance.check_environment(record, selection.name, settings.workspace,
+                                         selection.project)
             if saved is not None:
-                saved.verify(snapshot.key, snapshot.lineage)
-                # Writes that cancelled out (an apply refused before it changed
-                # anything) bump the serial but leave the plan valid.
-                if saved.plan.serial != snapshot.serial and (
-                        saved.plan.state_digest != snapshot.content_digest()):
-                    raise StalePlanError(
-                        f"the state changed since the plan was made (serial "
-                        f"{saved.plan.serial} -> {snapshot.serial}): make a new plan with "
-                        "`govsync plan --out` and review it")
+                _authentic(saved, store, snapshot, settings.workspace)
             try:
                 import asyncio
 
                 return asyncio.run(_apply(
-                    source, store, snapshot, settings, confirm=confirm,
+                    source, store, snapshot, settings, record=record, proposed=proposed,
+                    evidence=evidence, reviewed=reviewed is not None, confirm=confirm,
                     parallelism=parallelism, forget_orphans=forget_orphans, reporter=reporter,
-                    allow_endpoint_change=allow_endpoint_change, audit_fields=audit_fields))
+                    allow_endpoint_change=allow_endpoint_change))
             except KeyboardInterrupt:
                 raise _interrupted(store, settings) from None
         finally:
             store.release(settings.workspace)
+
+
+def _same_scope(evidence: SavedPlan, settings: Settings) -> None:
+    """A saved (or reviewed) plan is for this run's environment and workspace."""
+    from govsync.errors import GovernanceError
+
+    plan, name = evidence.plan, settings.selection.name
+    if plan.environment != name:
+        flag = f"--env {plan.environment}" if plan.environment else "no --env"
+        said = f"environment {name}" if name else "no environment"
+        raise GovernanceError(
+            f"{evidence.path} is a plan for "
+            f"{'environment ' + plan.environment if plan.environment else 'no environment'}, "
+            f"and this run names {said}: run it with {flag} (check GOVSYNC_ENV); nothing "
+            "was sent")
+    if plan.workspace != settings.workspace:
+        raise PlanError(
+            f"{evidence.path} is a plan for workspace {plan.workspace!r}, not "
+            f"{settings.workspace!r}: "
+            + (f"run it with --env {name}" if name else f"pass --workspace {plan.workspace}")
+            + "; nothing was sent")
+
+
+def _authentic(saved: SavedPlan, store: StateStore, snapshot: Snapshot, workspace: str) -> None:
+    """A saved plan made by ``plan --out`` for this state, and not stale."""
+    from govsync.errors import PlanKeyUnavailable
+
+    if saved.authenticated:
+        try:
+            key = store.plan_key(workspace)
+        except PlanKeyUnavailable as exc:
+            raise PlanError(f"cannot check {saved.path}: {exc}; apply with the credentials "
+                            "that may write the state") from exc
+    else:
+        key = b""
+    saved.verify(key, snapshot.lineage)
+    # Writes that cancelled out (an apply refused before it changed anything)
+    # bump the serial but leave the plan valid.
+    if saved.plan.serial != snapshot.serial and (
+            saved.plan.state_digest != snapshot.content_digest()):
+        raise StalePlanError(
+            f"the state changed since the plan was made (serial {saved.plan.serial} -> "
+            f"{snapshot.serial}): make a new plan with `govsync plan --out` and review it")
 
 
 async def _apply(
@@ -290,29 +415,50 @@ async def _apply(
     snapshot: Snapshot,
     settings: Settings,
     *,
+    record: Governance | None,
+    proposed: Governance,
+    evidence: SavedPlan | None,
+    reviewed: bool,
     confirm: Callable[[Plan], bool] | None,
     parallelism: int,
     forget_orphans: bool,
     reporter: Reporter | None,
     allow_endpoint_change: bool,
-    audit_fields: Mapping[str, Any],
 ) -> tuple[Plan, ApplyResult]:
-    from govsync import audit
+    from govsync import audit, governance
     from govsync.apply import Applier, ApplyResult, Throttle
     from govsync.plan import Action, make_plan
     from govsync.planfile import SavedPlan
+    from govsync.rules import check_sent
     from govsync.values import Resolver
 
+    name = settings.selection.name
     if isinstance(source, SavedPlan):
         the_plan, manifests = source.plan, None
     else:
         the_plan = make_plan(source, snapshot, environ=settings.environ, targets=settings.targets)
         manifests = source
-        check_rules(the_plan, source, settings, snapshot)
+        _governed(the_plan, record, proposed, name)
+        check_rules(the_plan, source, governance.rules_to_check(record, proposed), name, snapshot)
+        if evidence is not None and reviewed:
+            the_plan.id = evidence.plan.id
+            _same_as_reviewed(the_plan, evidence)
     if the_plan.blocked():
         raise BlockedPlanError(
             f"the plan has {len(the_plan.blocked())} blocked change(s) the API cannot "
             "make: revert them in the manifests; nothing was applied")
+    target = (governance.Governance.from_dict(the_plan.governance["to"], settings.workspace)
+              if the_plan.governance else record or proposed)
+    # The approvals the workspace recorded; for a workspace never applied, those
+    # it is about to record.
+    enforced = record if record is not None else target
+    approvers = _approved(enforced, evidence, the_plan, settings.workspace,
+                          recorded=record is not None)
+    # The rules again, on exactly what would be sent, for the workspace's environment.
+    check_sent(governance.rules_to_check(record, target), enforced.environment,
+               evidence.path if evidence is not None else "this apply", the_plan.work())
+    audit_fields = audit.context(source, settings, approvers)
+    audit_fields.update(planId=the_plan.id, reviewDigest=_review_digest(the_plan))
     resolver = Resolver({}, snapshot.fingerprint, settings.environ)
     for change in the_plan.work():
         for path, variable, why in resolver.stale_secrets(change.request):
@@ -324,10 +470,13 @@ async def _apply(
                 f"{change.address}: the value of {variable} (secret {dotted}) changed since "
                 "the plan was made: make a new plan and review it")
     work = the_plan.work(forget_orphans=forget_orphans)
-    if not work:
+    if not work and the_plan.governance is None:
+        if record is None and snapshot.lineage:
+            # A workspace applied before governance was recorded: it records it now.
+            store.set_governance(settings.workspace, target.as_dict())
         return the_plan, ApplyResult()
     changed = endpoint_change(snapshot, settings)
-    if changed and not allow_endpoint_change:
+    if changed and not allow_endpoint_change and work:
         raise ConfigError(f"{changed}: nothing was sent; pass --allow-endpoint-change "
                           "if this state's objects really live at the new endpoint")
     throttle = Throttle(parallelism)
@@ -349,11 +498,26 @@ async def _apply(
             hashing = asyncio.get_running_loop().run_in_executor(None, plan_digest, the_plan)
         if confirm is not None and not confirm(the_plan):
             raise PlanError("apply cancelled; nothing was changed")
-        if settings.endpoint and snapshot.endpoint != normal_endpoint(settings.endpoint):
+        if evidence is not None:
+            claimed = store.claim_plan(settings.workspace, the_plan.id)
+            if claimed is not None:
+                raise PlanError(
+                    f"{evidence.path} was applied already (at {claimed}): a saved plan applies "
+                    "at most once; make a new plan with `govsync plan --out`; nothing was sent")
+        if the_plan.governance is not None or record is None:
+            store.set_governance(settings.workspace, target.as_dict())
+        if work and settings.endpoint and snapshot.endpoint != normal_endpoint(settings.endpoint):
             store.set_endpoint(settings.workspace, normal_endpoint(settings.endpoint))
         applier = Applier(store, snapshot, client, environ=settings.environ, throttle=throttle,
-                          reporter=reporter)
+                          reporter=reporter, api_key=settings.api_key)
         result = await applier.run(the_plan, work)
+        if evidence is not None and not result.took_effect:
+            # Nothing changed (a refused key, say): the plan is as good as before.
+            with contextlib.suppress(StateError):
+                store.unclaim_plan(settings.workspace, the_plan.id)
+                if the_plan.governance is not None or record is None:
+                    store.set_governance(settings.workspace,
+                                         record.as_dict() if record is not None else None)
         if hashing is not None:
             audit_fields = {**audit_fields, "planHash": "sha256:" + await hashing}
     try:
@@ -363,6 +527,81 @@ async def _apply(
         if not result.stopped:
             result.stopped = f"the apply's history was not recorded: {exc}"
     return the_plan, result
+
+
+def _review_digest(plan: Plan) -> str:
+    from govsync.planfile import review_digest
+
+    return "sha256:" + review_digest(plan)
+
+
+def _approved(enforced: Governance, evidence: SavedPlan | None, plan: Plan, workspace: str,
+              *, recorded: bool) -> list[Approver]:
+    """The approvers the workspace requires (ApprovalError if too few): signatures over
+    the plan's review digest by distinct allowed signers."""
+    from govsync import approvals, planfile
+
+    if enforced.required == 0:
+        return []
+    scope = f"workspace {workspace!r}" + (f" (environment {enforced.environment})"
+                                          if enforced.environment else "")
+    source = (f"the allowed signers recorded with workspace {workspace!r}" if recorded
+              else "the project's allowedSigners")
+    n = enforced.required
+    if evidence is None:
+        env = f" --env {enforced.environment}" if enforced.environment else ""
+        raise ApprovalError(
+            f"{scope} requires {n} signed approval(s): apply a saved, approved plan: "
+            f"`govsync plan{env} --out plan.json`, then `govsync approve plan.json --key KEY` "
+            f"by {n} allowed signer(s), then `govsync apply{env} plan.json`; nothing was sent")
+    message = planfile.review_message(planfile.review_digest(plan))
+    return approvals.check(evidence.path, message, enforced.allowed(workspace), n, scope,
+                           source)
+
+
+def _same_as_reviewed(plan: Plan, reviewed: SavedPlan) -> None:
+    """GovernanceError, with the difference, unless ``plan`` does exactly what the
+    reviewed plan showed."""
+    from govsync.errors import GovernanceError
+    from govsync.plan import Action
+    from govsync.planfile import review_digest, reviewed_change
+
+    if review_digest(plan) == review_digest(reviewed.plan):
+        return
+    mine = {c.address: reviewed_change(c) for c in plan.changes if c.action != Action.NOOP}
+    theirs = {c.address: reviewed_change(c) for c in reviewed.plan.changes
+              if c.action != Action.NOOP}
+    lines = [f"{a} ({mine[a]['action']}) is new" for a in sorted(mine.keys() - theirs.keys())]
+    lines += [f"{a} ({theirs[a]['action']}) is gone" for a in sorted(theirs.keys() - mine.keys())]
+    for address in sorted(mine.keys() & theirs.keys()):
+        if mine[address] != theirs[address]:
+            fields = sorted(k for k in mine[address] if mine[address][k] != theirs[address][k])
+            if "request" in fields:
+                fields.remove("request")
+                fields += [f"request.{p}" for p in _differing(mine[address]["request"],
+                                                               theirs[address]["request"])]
+            lines.append(f"{address} differs in {', '.join(fields)}")
+    if (plan.governance or {}).get("to") != (reviewed.plan.governance or {}).get("to"):
+        lines.append("the governance change differs")
+    if not lines:
+        lines.append("its targets or environment differ")
+    shown = "; ".join(lines[:10]) + (f"; and {len(lines) - 10} more" if len(lines) > 10 else "")
+    raise GovernanceError(
+        f"the plan made now differs from the reviewed {reviewed.path}: {shown}; nothing was "
+        "sent: the manifests or the state changed since the review, so review a new plan")
+
+
+def _differing(a: Any, b: Any, at: str = "") -> list[str]:
+    """Dotted paths where two JSON values differ (the first level that differs)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out: list[str] = []
+        for key in sorted(a.keys() | b.keys()):
+            path = f"{at}.{key}" if at else str(key)
+            if a.get(key) != b.get(key):
+                out += _differing(a.get(key), b.get(key), path) if key in a and key in b \
+                    else [path]
+        return out
+    return [at or "(all)"]
 
 
 def _interrupted(store: StateStore, settings: Settings) -> GovsyncError:

@@ -19,6 +19,7 @@ never a secret value.
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -158,6 +159,12 @@ class Plan:
     state_digest: str = ""
     # The git commit of the manifests a saved plan was made from ({commit, dirty}).
     git: dict[str, Any] | None = None
+    # A random id: a saved plan applies at most once, and approvals name it.
+    id: str = ""
+    # The project's environment the plan was made for (None: none).
+    environment: str | None = None
+    # The workspace's governance it changes: {from, to} (governance.change), or None.
+    governance: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
         # A count, not every change: asyncio.run formats its task's result
@@ -174,7 +181,8 @@ class Plan:
         return {str(action): n for action, n in counts.items()}
 
     def has_changes(self) -> bool:
-        return any(c.action != Action.NOOP for c in self.changes)
+        return self.governance is not None or any(c.action != Action.NOOP
+                                                  for c in self.changes)
 
     def blocked(self) -> list[Change]:
         return [c for c in self.changes if c.action == Action.BLOCKED]
@@ -267,7 +275,8 @@ def make_plan(
                 "server; `govsync apply --forget-orphans` drops it from state")))
     if problems:
         raise ManifestError(problems)
-    plan = Plan(snapshot.workspace, snapshot.lineage, snapshot.serial, manifests.digest, changes)
+    plan = Plan(snapshot.workspace, snapshot.lineage, snapshot.serial, manifests.digest, changes,
+                id=uuid.uuid4().hex)
     if targets:
         _target(plan, manifests, targets)
     return plan

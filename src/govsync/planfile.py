@@ -10,11 +10,23 @@ one more ``$`` so it can never be read as a marker::
     {"$ref": "x"}  (user data)       {"$$ref": "x"}
 
 The file is authenticated: ``mac`` is an HMAC-SHA256 over everything else,
-keyed by the workspace's secret key (kept in state, never in the file).
-Apply recomputes it before anything is sent, so a plan edited after it was
-made (a request, an extra or duplicated change, its workspace, lineage or
-serial, its targets) is refused.  Reading checks the shape of everything;
-any malformed file is a one-line PlanError.
+keyed by the workspace's plan key, which the state keeps apart from all
+that its readers can read (``StateStore.plan_key``): whoever can only read
+the state cannot forge a plan.  Apply recomputes it before anything is sent,
+so a plan edited after it was made (a request, an extra or duplicated change,
+its workspace, lineage or serial, its targets) is refused.  A plan saved
+with credentials that may not read that key (a pull request's read-only
+role) has ``"mac": null``: it is evidence for review, which
+``govsync apply --reviewed`` compares with a plan of its own, never a plan
+anyone can apply as it is.
+
+What approvers sign is the *review digest* (``review_digest``): the SHA-256
+of the plan's id, workspace, environment, targets, governance change and
+every change with the request it sends (secrets by variable name).  It is
+the same for the plan a pull request shows and for the plan made again with
+the applying credentials, as long as they would send the same, so approvals
+carry across that re-plan.  Reading checks the shape of everything; any
+malformed file is a one-line PlanError.
 """
 
 from __future__ import annotations
@@ -29,6 +41,7 @@ from typing import Any
 
 from govsync.api.kinds import BY_KIND
 from govsync.errors import PlanError
+from govsync.files import Unreadable, read_regular
 from govsync.plan import Action, Change, Check, CheckStatus, FieldChange, Plan
 from govsync.values import PlannedSecret, Ref
 
@@ -42,16 +55,20 @@ _MAC_PREFIX = "hmac-sha256:"
 # -- values <-> JSON --------------------------------------------------------------
 
 
-def encode(value: Any) -> Any:
-    """A request as JSON: typed leaves as markers, user keys starting with ``$`` escaped."""
+def encode(value: Any, *, fingerprints: bool = True) -> Any:
+    """A request as JSON: typed leaves as markers, user keys starting with ``$`` escaped.
+    Without ``fingerprints`` (the review digest) a secret is its variable's name alone."""
     if isinstance(value, Ref):
         return {_REF: value.address}
     if isinstance(value, PlannedSecret):
+        if not fingerprints:
+            return {_SECRET: {"env": value.variable}}
         return {_SECRET: {"env": value.variable, "fingerprint": value.fingerprint}}
     if isinstance(value, dict):
-        return {("$" + k if k.startswith("$") else k): encode(v) for k, v in value.items()}
+        return {("$" + k if k.startswith("$") else k): encode(v, fingerprints=fingerprints)
+                for k, v in value.items()}
     if isinstance(value, list):
-        return [encode(v) for v in value]
+        return [encode(v, fingerprints=fingerprints) for v in value]
     return value
 
 
@@ -106,6 +123,10 @@ def _body(plan: Plan) -> dict[str, Any]:
         "leftOut": plan.left_out,
         "stateDigest": plan.state_digest,
         "git": plan.git,
+        "planId": plan.id,
+        "environment": plan.environment,
+        "governance": plan.governance,
+        "reviewDigest": review_digest(plan),
     }
 
 
@@ -118,25 +139,54 @@ def plan_digest(plan: Plan) -> str:
     return hashlib.sha256(_canonical(_body(plan))).hexdigest()
 
 
-def plan_key(workspace_key: bytes) -> bytes:
-    """The key that signs saved plans, derived from the workspace's secret key."""
-    return hmac.new(workspace_key, b"govsync saved plan v1", hashlib.sha256).digest()
+def review_digest(plan: Plan) -> str:
+    """SHA-256 (hex) of what a reviewer approves: what the plan would do, and to what.
+
+    Not its serial, lineage or secrets' fingerprints: the plan a pull request
+    shows and the one ``apply --reviewed`` makes again with the applying
+    credentials have the same digest whenever they would send the same."""
+    body = {
+        "govsyncReview": 1,
+        "planId": plan.id,
+        "workspace": plan.workspace,
+        "environment": plan.environment,
+        "targets": sorted(plan.targets),
+        "governance": plan.governance["to"] if plan.governance else None,
+        "changes": [reviewed_change(c) for c in plan.changes if c.action != Action.NOOP],
+    }
+    return hashlib.sha256(_canonical(body)).hexdigest()
 
 
-def mac(body: Mapping[str, Any], workspace_key: bytes) -> str:
-    digest = hmac.new(plan_key(workspace_key), _canonical(body), hashlib.sha256).hexdigest()
-    return _MAC_PREFIX + digest
+def reviewed_change(c: Change) -> dict[str, Any]:
+    """One change as the review digest sees it (also how two plans' changes compare)."""
+    return {"address": c.address, "action": str(c.action), "kind": c.kind, "id": c.id,
+            "operation": c.operation, "movedFrom": c.moved_from,
+            "fields": list(c.fields) if c.action == Action.BLOCKED else None,
+            "request": encode(c.request, fingerprints=False) if c.request is not None
+            else None}
 
 
-def dumps(plan: Plan, workspace_key: bytes) -> str:
+def review_message(digest: str) -> bytes:
+    """The bytes approvers sign (``govsync show PLAN --digest`` prints them)."""
+    return f"govsync-plan-review sha256:{digest}\n".encode()
+
+
+def mac(body: Mapping[str, Any], key: bytes) -> str:
+    """The authentication code of a plan's body under the workspace's plan key."""
+    derived = hmac.new(key, b"govsync saved plan v2", hashlib.sha256).digest()
+    return _MAC_PREFIX + hmac.new(derived, _canonical(body), hashlib.sha256).hexdigest()
+
+
+def dumps(plan: Plan, key: bytes | None) -> str:
+    """The file's text; ``key`` None: a plan for review only (``"mac": null``)."""
     body = _body(plan)
-    return json.dumps({**body, "mac": mac(body, workspace_key)}, sort_keys=True,
-                      separators=(",", ":"), ensure_ascii=False)
+    return json.dumps({**body, "mac": mac(body, key) if key is not None else None},
+                      sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def write(plan: Plan, path: str, workspace_key: bytes) -> None:
+def write(plan: Plan, path: str, key: bytes | None) -> None:
     """Save a plan for ``govsync apply FILE`` (atomic: never a half-written file)."""
-    data = dumps(plan, workspace_key)
+    data = dumps(plan, key)
     tmp = f"{path}.tmp-{os.getpid()}"
     try:
         with open(tmp, "w", encoding="utf-8") as fh:
@@ -153,42 +203,66 @@ def write(plan: Plan, path: str, workspace_key: bytes) -> None:
 class SavedPlan:
     """A plan read from a file, not yet authenticated (``verify``)."""
 
-    def __init__(self, path: str, plan: Plan, body: dict[str, Any], tag: str,
+    def __init__(self, path: str, plan: Plan, body: dict[str, Any], tag: str | None,
                  raw: bytes = b"") -> None:
         self.path = path
         self.plan = plan
         self._body = body
         self._tag = tag
-        # The file's bytes as read: what approvals sign and verify.
+        # The file's bytes as read.
         self.raw = raw
 
     @property
     def file_digest(self) -> str:
-        """SHA-256 of the file's bytes: the plan hash of approvals and the audit."""
+        """SHA-256 of the file's bytes (the audit's record of the file applied)."""
         return hashlib.sha256(self.raw).hexdigest()
 
-    def verify(self, workspace_key: bytes, lineage: str) -> None:
+    @property
+    def review_digest(self) -> str:
+        """What approvers sign, computed from the plan itself (never read from the file)."""
+        return review_digest(self.plan)
+
+    @property
+    def authenticated(self) -> bool:
+        """Whether it carries an authentication code (False: saved for review only)."""
+        return self._tag is not None
+
+    def verify(self, key: bytes, lineage: str) -> None:
         """PlanError unless the file is exactly as ``plan --out`` wrote it for this state."""
-        if hmac.compare_digest(mac(self._body, workspace_key), self._tag):
+        if self._tag is None:
+            raise PlanError(
+                f"{self.path} was saved for review only (by credentials that may not read the "
+                "workspace's plan key, such as a pull request's read-only role), so it cannot "
+                f"be applied as it is: apply it with `govsync apply --reviewed {self.path}`, "
+                "which plans again and applies only if the changes are the same; nothing was "
+                "sent")
+        if hmac.compare_digest(mac(self._body, key), self._tag):
             return
         if self.plan.lineage != lineage:
             raise PlanError(
-                f"the plan was made for another state (lineage {self.plan.lineage}, this "
-                f"state is {lineage}): make a new plan with `govsync plan --out`")
+                f"the plan was made for another state (lineage {self.plan.lineage or 'none'}, "
+                f"this state is {lineage}): make a new plan with `govsync plan --out`")
         raise PlanError(
             f"{self.path} was changed after it was made (its authentication code does not "
             "match): nothing was sent; make a new plan with `govsync plan --out` and review it")
+
+    def verification(self, key: bytes) -> str:
+        """How ``show`` words the check: verified, review only, or edited."""
+        if self._tag is None:
+            return ("saved for review only (no authentication code: made without access to "
+                    "the plan key); `govsync apply --reviewed` compares it with a new plan")
+        if hmac.compare_digest(mac(self._body, key), self._tag):
+            return "verified: exactly as `govsync plan --out` wrote it for this state"
+        return ("DOES NOT VERIFY: the file was changed after it was made, or made for another "
+                "state; apply will refuse it")
 
 
 def read(path: str) -> SavedPlan:
     """Read and check the shape of a saved plan; PlanError (one line) when malformed."""
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise PlanError(f"cannot read saved plan {path}: {exc.strerror}") from exc
-    if len(raw) > MAX_BYTES:
-        raise PlanError(f"{path} is larger than {MAX_BYTES // (1024 * 1024)} MiB: not a govsync plan")
+        raw = read_regular(path, MAX_BYTES)
+    except Unreadable as exc:
+        raise PlanError(f"cannot read saved plan {path}: {exc}") from exc
     try:
         data = json.loads(raw)
     except (ValueError, RecursionError) as exc:
@@ -199,10 +273,12 @@ def read(path: str) -> SavedPlan:
     if major != FORMAT_VERSION.split(".")[0]:
         raise PlanError(f"{path} has plan format {data.get('formatVersion')!r}; this govsync "
                         f"reads {FORMAT_VERSION}: make the plan again with this version")
-    tag = data.pop("mac", None)
-    if not isinstance(tag, str):
+    if "mac" not in data:
         raise PlanError(f"{path} has no authentication code: it was not made by "
                         "`govsync plan --out`, or was edited; make a new plan")
+    tag = data.pop("mac")
+    if tag is not None and not isinstance(tag, str):
+        raise PlanError(f"{path} has a malformed authentication code: make a new plan")
     try:
         plan = _plan(data)
     except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
@@ -255,7 +331,30 @@ def _plan(data: Mapping[str, Any]) -> Plan:
         targets=_strs(data.get("targets", []), "targets"), left_out=left_out,
         state_digest=_str(data.get("stateDigest", ""), "stateDigest"),
         git=_git(data.get("git")),
+        id=_plan_id(data.get("planId")),
+        environment=_optional_str(data.get("environment"), "environment"),
+        governance=_governance(data.get("governance")),
     )
+
+
+def _plan_id(value: Any) -> str:
+    if not isinstance(value, str) or not 16 <= len(value) <= 64 or not value.isalnum():
+        raise TypeError("planId must be the plan's id (letters and digits)")
+    return value
+
+
+def _optional_str(value: Any, what: str) -> str | None:
+    return None if value is None else _str(value, what)
+
+
+def _governance(value: Any) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if (not isinstance(value, dict) or set(value) != {"from", "to"}
+            or not isinstance(value["to"], dict)
+            or not (value["from"] is None or isinstance(value["from"], dict))):
+        raise TypeError("governance must be {from, to}")
+    return value
 
 
 def _git(value: Any) -> dict[str, Any] | None:

@@ -28,7 +28,7 @@ imported only when a project has rules.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -38,10 +38,17 @@ from govsync.errors import ManifestError, Problem
 if TYPE_CHECKING:
     from govsync.manifests.model import Manifest, ManifestSet
     from govsync.plan import Change, Check, Plan
-    from govsync.project import Selection
     from govsync.state.base import Snapshot
 
 RULE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$")
+MAX_EXPRESSION = 4096
+MAX_MESSAGE = 500
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# What one command may spend evaluating every rule on every object: a rule that
+# builds ever longer strings or lists (``.map(x, x + x)`` chained) is stopped
+# here, with its name, instead of taking the machine (and CI) down.
+BUDGET_SECONDS = 20.0
+BUDGET_BYTES = 1 << 30
 RULE_KEYS = ("name", "match", "expression", "message", "severity")
 MATCH_KEYS = ("kinds", "environments")
 VARIABLES = ("object", "change", "env")
@@ -118,9 +125,19 @@ def parse(value: Any, file: str, locate: Locate, report: Report,
             report((*at, "expression") if "expression" in body else at,
                    f"rule {name}: expression must be a CEL expression (a non-empty string)")
             bad = True
+        elif len(expression) > MAX_EXPRESSION:
+            report((*at, "expression"), f"rule {name}: the expression is longer than "
+                   f"{MAX_EXPRESSION} characters: split it into several rules")
+            bad = True
         message = body.get("message", f"rule {name} is not satisfied")
         if not isinstance(message, str):
             report((*at, "message"), f"rule {name}: message must be a string")
+            bad = True
+        elif _CONTROL.search(message) or len(message) > MAX_MESSAGE:
+            # A message is printed as one line of output: a newline or a control
+            # character in it could fake other lines (a "Plan: 0 to create" of its own).
+            report((*at, "message"), f"rule {name}: message must be one line of at most "
+                   f"{MAX_MESSAGE} printable characters (no newline or control character)")
             bad = True
         severity = body.get("severity", Severity.ERROR.value)
         if severity not in tuple(Severity):
@@ -289,6 +306,19 @@ class Outcome:
         return out
 
 
+@dataclass(frozen=True)
+class Subject:
+    """What a rule is evaluated on: one object as the plan would send it."""
+
+    address: str
+    kind: str
+    name: str
+    spec: Any
+    where: tuple[str, int, int]
+    # {action, fields} of its change; None in validate (no plan).
+    change: dict[str, Any] | None = None
+
+
 def object_spec(manifest: Manifest, ids: Mapping[str, str]) -> Any:
     """The spec a rule sees: references as ids (or unknown), secrets hidden."""
     from govsync import values
@@ -301,67 +331,110 @@ def object_spec(manifest: Manifest, ids: Mapping[str, str]) -> Any:
     return values.fill(manifest.template, manifest.holes, leaf)
 
 
-def evaluate(rules: Sequence[Rule], manifests: ManifestSet, environment: str | None, *,
-             changes: Mapping[str, Change] | None = None,
-             ids: Mapping[str, str] | None = None) -> Outcome:
-    """Every matching rule on every object.  ``changes`` None: validate (no plan).
-
-    ManifestError when a rule does not compile."""
-    outcome = Outcome()
-    compiled = compile_rules(rules)
-    if not compiled:
-        return outcome
-    from cel_expr_python import cel
-
+def manifest_subjects(manifests: ManifestSet, ids: Mapping[str, str],
+                      changes: Mapping[str, Change] | None) -> Iterator[Subject]:
+    """Every object of the manifests (validate and plan), with its change in a plan."""
     from govsync.plan import Action
 
-    known = ids or {}
+    for address in sorted(manifests.objects):
+        manifest = manifests.objects[address]
+        change: dict[str, Any] | None = None
+        if changes is not None:
+            found = changes.get(address)
+            change = ({"action": str(found.action), "fields": list(found.fields)}
+                      if found is not None else {"action": str(Action.NOOP), "fields": []})
+        yield Subject(address, manifest.kind.name, manifest.name,
+                      object_spec(manifest, ids), manifest.where(), change)
+
+
+def change_subjects(changes: Iterable[Change], where: str) -> Iterator[Subject]:
+    """The changes apply sends, as the rules see them: the request itself, ids of
+    objects still to be made as ``(known after apply)`` and secrets as
+    ``(sensitive)``.  ``where``: what to name in a problem (the plan file)."""
+    from govsync import values
+
+    for change in changes:
+        if change.request is None:
+            continue
+        yield Subject(change.address, change.kind, change.address.split("/", 1)[1],
+                      values.shown(change.request), (where, 0, 0),
+                      {"action": str(change.action), "fields": list(change.fields)})
+
+
+def evaluate(rules: Sequence[Rule], subjects: Callable[[], Iterable[Subject]],
+             environment: str | None, *, planned: bool) -> Outcome:
+    """Every matching rule on every subject (``planned``: with their changes; else
+    validate, which leaves rules that mention ``change`` to plan).
+
+    ManifestError when a rule does not compile.  The evaluation runs within
+    ``BUDGET_SECONDS`` and ``BUDGET_BYTES``; a rule that goes over is an error
+    naming it."""
+    compiled = compile_rules(rules)
+    if not compiled:
+        return Outcome()
+    from govsync.bounded import BudgetExceeded, run_bounded
+
+    try:
+        return run_bounded(lambda progress: _evaluate(compiled, subjects, environment,
+                                                      planned, progress),
+                           seconds=BUDGET_SECONDS, memory=BUDGET_BYTES)
+    except BudgetExceeded as exc:
+        rule = next((c.rule for c in compiled if c.rule.name == exc.last), compiled[0].rule)
+        raise ManifestError([rule.problem(
+            f"evaluating it went over govsync's budget for rules ({exc.why}): nothing was "
+            "sent; simplify the expression (a rule is evaluated once per object, and "
+            "should not build ever longer strings or lists)")]) from None
+
+
+def _evaluate(compiled: list[Compiled], subjects: Callable[[], Iterable[Subject]],
+              environment: str | None, planned: bool,
+              progress: Callable[[str], None]) -> Outcome:
+    from cel_expr_python import cel
+
+    outcome = Outcome()
+    items = list(subjects())
     for item in compiled:
         rule = item.rule
         program = item.program
-        if changes is None:
+        if not planned:
             if item.without_change is None:
                 outcome.plan_only.append(rule.name)
                 continue
             program = item.without_change
         if rule.environments is not None and (environment or "") not in rule.environments:
             continue  # not a rule of this environment: no check to report
+        progress(rule.name)
         count = 0
-        for address in sorted(manifests.objects):
-            manifest = manifests.objects[address]
-            if not rule.matches(manifest.kind.name, environment):
+        for subject in items:
+            if not rule.matches(subject.kind, environment):
                 continue
             count += 1
             data: dict[str, Any] = {
-                "object": {"kind": manifest.kind.name, "name": manifest.name,
-                           "spec": object_spec(manifest, known)},
+                "object": {"kind": subject.kind, "name": subject.name, "spec": subject.spec},
                 "env": environment or "",
             }
-            if changes is not None:
-                change = changes.get(address)
-                data["change"] = (
-                    {"action": str(change.action), "fields": list(change.fields)}
-                    if change is not None else {"action": str(Action.NOOP), "fields": []})
-            where = manifest.where()
+            if planned:
+                data["change"] = subject.change or {"action": "no-op", "fields": []}
             try:
                 value = program.eval(data=data)
                 kind = value.type()
                 result = value.value()
             except (RuntimeError, ValueError, TypeError) as exc:
                 kind, result = cel.Type.ERROR, _cel_message(exc)
+            address = subject.address
             if kind == cel.Type.ERROR:
-                outcome.errors.append(Problem(*where, (
+                outcome.errors.append(Problem(*subject.where, (
                     f"rule {rule.name} ({rule.file}:{rule.line}): evaluation failed on "
                     f"{address}: {result}; test optional fields with has(object.spec.x)")))
                 continue
             if kind != cel.Type.BOOL:
-                outcome.errors.append(Problem(*where, (
+                outcome.errors.append(Problem(*subject.where, (
                     f"rule {rule.name} ({rule.file}:{rule.line}): the expression gave "
                     f"{_a(kind.name().lower())} on {address}, not a bool")))
                 continue
             if result is True:
                 continue
-            problem = Problem(*where, f"rule {rule.name}: {rule.message} ({address})")
+            problem = Problem(*subject.where, f"rule {rule.name}: {rule.message} ({address})")
             outcome.violations.setdefault(rule.name, []).append((address, problem))
             if rule.severity == Severity.ERROR:
                 outcome.errors.append(problem)
@@ -373,31 +446,45 @@ def evaluate(rules: Sequence[Rule], manifests: ManifestSet, environment: str | N
     return outcome
 
 
-def project_rules(selection: Selection | None) -> tuple[Rule, ...]:
-    return selection.rules if selection is not None else ()
-
-
-def check_plan(plan: Plan, manifests: ManifestSet, selection: Selection | None,
-               snapshot: Snapshot) -> None:
-    """Evaluate the project's rules on a plan: ManifestError for errors; the
-    results (passes and warnings) become the plan's checks."""
+def check_plan(plan: Plan, manifests: ManifestSet, rules: Sequence[Rule],
+               environment: str | None, snapshot: Snapshot) -> None:
+    """Evaluate rules on a plan: ManifestError for errors; the results (passes and
+    warnings) become the plan's checks."""
     from govsync.state.base import APPLIED
 
-    rules = project_rules(selection)
     if not rules:
         return
     ids = {a: e.id for a, e in snapshot.entries.items() if e.status == APPLIED and e.id}
-    outcome = evaluate(rules, manifests, selection.name if selection else None,
-                       changes={c.address: c for c in plan.changes}, ids=ids)
+    changes = {c.address: c for c in plan.changes}
+    outcome = evaluate(rules, lambda: manifest_subjects(manifests, ids, changes), environment,
+                       planned=True)
     if outcome.errors:
         raise ManifestError(outcome.errors)
     plan.checks.extend(outcome.checks(rules))
 
 
-def check_manifests(manifests: ManifestSet, selection: Selection | None) -> Outcome:
+def check_sent(rules: Sequence[Rule], environment: str | None, where: str,
+               changes: Sequence[Change]) -> None:
+    """Apply: the rules again, on exactly what will be sent (a saved plan's requests,
+    or a plan made again); GovernanceError naming each violation."""
+    from govsync.errors import GovernanceError
+
+    if not rules:
+        return
+    outcome = evaluate(rules, lambda: change_subjects(changes, where), environment,
+                       planned=True)
+    if outcome.errors:
+        shown = "; ".join(p.message for p in outcome.errors[:5])
+        more = f" (and {len(outcome.errors) - 5} more)" if len(outcome.errors) > 5 else ""
+        raise GovernanceError(f"the rules of environment {environment or '(none)'} refuse "
+                              f"what this apply would send: {shown}{more}; nothing was sent")
+
+
+def check_manifests(manifests: ManifestSet, rules: Sequence[Rule],
+                    environment: str | None) -> Outcome:
     """``validate``: the rules without a plan; ManifestError for errors."""
-    rules = project_rules(selection)
-    outcome = evaluate(rules, manifests, selection.name if selection else None)
+    outcome = evaluate(rules, lambda: manifest_subjects(manifests, {}, None), environment,
+                       planned=False)
     if outcome.errors:
         raise ManifestError(outcome.errors)
     return outcome

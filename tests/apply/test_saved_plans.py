@@ -38,7 +38,7 @@ def test_saved_plan_runs_exactly_its_changes(govsync: Govsync, server: Server,
     before = server.objects()["Hook"]
     elsewhere = govsync.run("apply", str(plan_file), env={"GOVSYNC_WORKSPACE": "other"})
     assert elsewhere.code == 1, elsewhere
-    assert f"the plan is for workspace {govsync.workspace!r}" in elsewhere.err
+    assert f"is a plan for workspace {govsync.workspace!r}" in elsewhere.err
     run = govsync.run("apply", str(plan_file))
     assert run.code == 0, run
     assert "Apply: 3 applied, 0 failed" in run.out and "(3 requests in " in run.out

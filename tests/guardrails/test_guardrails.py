@@ -78,6 +78,7 @@ class Project:
         text = text.replace("prod: {STATE}", "prod: " + (settings % "prod" if state else "{}"))
         (root / "govsync.yaml").write_text(text)
         (root / ".govsync").mkdir()
+        (root / ".govsync" / "allowed_signers").write_text("")
         self.keys = root / "keys"
         self.keys.mkdir()
 
@@ -244,8 +245,10 @@ def test_a_prod_plan_needs_two_distinct_signers(project: Project, tmp_path: Path
     # An unknown key cannot approve, and its signature made elsewhere does not count.
     refused = project.run("approve", str(plan), "--key", str(carol))
     assert refused.exit_code == 1 and "is not in .govsync/allowed_signers" in refused.stderr
+    digest = project.run("show", str(plan), "--digest").stdout.encode()
+    assert digest.startswith(b"govsync-plan-review sha256:")
     made = subprocess.run(["ssh-keygen", "-Y", "sign", "-n", "govsync-plan", "-f", str(carol)],
-                          input=plan.read_bytes(), capture_output=True, check=True)
+                          input=digest, capture_output=True, check=True)
     with open(sig, "ab") as fh:
         fh.write(made.stdout)
     unknown = project.run("apply", "--env", "prod", str(plan))
@@ -264,9 +267,9 @@ def test_a_prod_plan_needs_two_distinct_signers(project: Project, tmp_path: Path
     assert "bob@example.com's signature is over another plan" in wrong.stderr
     assert project.objects() == []
 
-    # Bob signs with ssh-keygen: it counts, and the plan is applied.
+    # Bob signs the digest with ssh-keygen: it counts, and the plan is applied.
     made = subprocess.run(["ssh-keygen", "-Y", "sign", "-n", "govsync-plan", "-f", str(bob)],
-                          input=plan.read_bytes(), capture_output=True, check=True)
+                          input=digest, capture_output=True, check=True)
     with open(sig, "ab") as fh:
         fh.write(made.stdout)
     shown = project.run("show", str(plan))
@@ -283,7 +286,7 @@ def test_a_prod_plan_needs_two_distinct_signers(project: Project, tmp_path: Path
     checked = subprocess.run(
         ["ssh-keygen", "-Y", "verify", "-f", str(project.root / ".govsync" / "allowed_signers"),
          "-I", "alice@example.com", "-n", "govsync-plan", "-s", str(alone)],
-        input=plan.read_bytes(), capture_output=True, check=False)
+        input=digest, capture_output=True, check=False)
     assert checked.returncode == 0, checked.stderr
     assert b'Good "govsync-plan" signature for alice@example.com' in checked.stdout
 
@@ -293,6 +296,7 @@ def test_a_prod_plan_needs_two_distinct_signers(project: Project, tmp_path: Path
     assert [a["principal"] for a in record["approvers"]] == ["alice@example.com",
                                                              "bob@example.com"]
     assert record["planHash"] == "sha256:" + hashlib.sha256(plan.read_bytes()).hexdigest()
+    assert record["reviewDigest"] == "sha256:" + digest.decode().split("sha256:")[1].strip()
 
 
 @needs_ssh_keygen
@@ -306,9 +310,13 @@ def test_an_edited_plan_invalidates_every_signature(project: Project, tmp_path: 
     plan.write_text(plan.read_text().replace('"timeoutMs":1000', '"timeoutMs":999'))
     edited = project.run("apply", "--env", "prod", str(plan))
     assert edited.exit_code == 1
-    assert "has 0 valid" in edited.stderr
-    assert "alice@example.com's signature is over another plan" in edited.stderr
-    assert "bob@example.com's signature is over another plan" in edited.stderr
+    assert "was changed after it was made" in edited.stderr
+    shown = project.run("show", "--env", "prod", str(plan))
+    assert "Authentication: DOES NOT VERIFY" in shown.stdout
+    assert "Approvals: 0 valid of 2 required" in shown.stdout
+    assert "alice@example.com's signature is over another plan" in shown.stdout
+    assert "bob@example.com's signature is over another plan" in shown.stdout
+    assert "timeoutMs: 999" in shown.stdout  # what would be sent, as it is in the file
     assert project.objects() == []
 
 

@@ -192,9 +192,10 @@ def test_show_renders_a_saved_plan_without_the_state(repo: Path, tmp_path: Path)
     os.chdir(elsewhere)
     text = gov("show", str(repo / "plan.json"))
     assert text.exit_code == 0, text.output
-    assert "Shown as written" in text.stdout
-    assert f"`govsync apply {repo / 'plan.json'}` checks it" in text.stdout
+    assert "Authentication: not checked: there is no state at .govsync/state.db" in text.stdout
     assert "+ LogIntegration/siem" in text.stdout and '"apiKey": "(sensitive)"' in text.stdout
+    assert "CreateIntegrationLog LogIntegration/siem" in text.stdout  # what is sent
+    assert "(sensitive: the value of $" in text.stdout
     assert "Plan: 3 to create" in text.stdout
     assert not (elsewhere / ".govsync").exists()
     markdown = gov("show", str(repo / "plan.json"), "--format", "markdown")

@@ -143,8 +143,8 @@ def test_saved_plan_is_refused_on_another_state(gov: Gov, manifests: Path) -> No
 def test_saved_plan_is_refused_on_another_workspace(gov: Gov, manifests: Path) -> None:
     gov.run("plan", manifests, "--out", "p.json")
     result = gov.run("apply", "p.json", "--workspace", "prod", *LOCAL, "--auto-approve", code=1)
-    assert result.stderr == ("Error: the plan is for workspace 'default', not 'prod': "
-                             "pass --workspace default\n")
+    assert result.stderr == ("Error: p.json is a plan for workspace 'default', not 'prod': "
+                             "pass --workspace default; nothing was sent\n")
 
 
 def test_saved_plan_is_refused_when_a_secret_changed(

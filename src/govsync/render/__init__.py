@@ -92,7 +92,21 @@ def _plan_head(plan: Plan) -> dict[str, Any]:
 
 def _plan_tail(plan: Plan) -> dict[str, Any]:
     return {"checks": [c.as_dict() for c in plan.checks], "summary": plan.summary(),
-            "targets": plan.targets, "leftOut": plan.left_out}
+            "targets": plan.targets, "leftOut": plan.left_out,
+            "environment": plan.environment,
+            "governance": governance_lines(plan) or None}
+
+
+def governance_lines(plan: Plan) -> list[str]:
+    """The workspace's governance the plan changes, one line each ([]: none)."""
+    if plan.governance is None:
+        return []
+    from govsync.governance import Governance
+
+    before = plan.governance["from"]
+    to = Governance.from_dict(plan.governance["to"], plan.workspace)
+    return to.differences(Governance.from_dict(before, plan.workspace)
+                          if before is not None else None)
 
 
 def plan_text(plan: Plan, *, color: bool = False, verbose: bool = False) -> str:
@@ -121,6 +135,12 @@ def plan_text(plan: Plan, *, color: bool = False, verbose: bool = False) -> str:
             )
         if c.reason:
             lines.append(style(f"      {c.reason}", fg))
+    changed = governance_lines(plan)
+    if changed:
+        lines.append(style(f"# governance of workspace {plan.workspace!r}", "blue", bold=True)
+                     + style("  (recorded by apply; needs the approvals it records now)",
+                             "blue"))
+        lines += [f"      {line}" for line in changed]
     for check in plan.checks:
         lines.append(f"Check {check.name}: {check.status} ({check.detail})")
     if not plan.has_changes():
@@ -157,6 +177,12 @@ def plan_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT, title: str = "govs
             "`govsync apply` will refuse this plan until they are reverted.",
             "",
         ]
+    changed = governance_lines(plan)
+    if changed:
+        head += [f"> **Governance of workspace `{plan.workspace}` changes** (applied only with "
+                 "the approvals the workspace records now):", ">"]
+        head += [f"> - {_md(line)}" for line in changed]
+        head.append("")
     for check in plan.checks:
         head.append(f"- check **{check.name}**: {check.status} ({check.detail})")
     if plan.checks:

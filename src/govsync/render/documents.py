@@ -10,10 +10,11 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from govsync.render import FORMAT_VERSION, plan_text
+from govsync.render import FORMAT_VERSION, fmt_value, plan_text
 
 if TYPE_CHECKING:
     from govsync.errors import Problem
+    from govsync.plan import Plan
     from govsync.planfile import SavedPlan
     from govsync.state.base import Snapshot
 
@@ -47,16 +48,69 @@ def state_history_public(workspace: str, records: list[dict[str, Any]]) -> dict[
     return {"formatVersion": FORMAT_VERSION, "workspace": workspace, "history": records}
 
 
-def show_text(saved: SavedPlan, *, color: bool = False, verbose: bool = False) -> str:
-    """``govsync show FILE``: where the plan comes from, then the plan as ``plan`` shows it."""
+def show_text(saved: SavedPlan, *, verification: str, color: bool = False,
+              verbose: bool = False) -> str:
+    """``govsync show FILE``: where the plan comes from, whether it verifies, what
+    approvers sign, the plan as ``plan`` shows it, then every request it sends."""
     p = saved.plan
     made = f", made by govsync {p.version}" if p.version else ""
+    env = f", environment {p.environment}" if p.environment else ""
     head = [
-        f"Saved plan {saved.path}: workspace {p.workspace!r}, state serial {p.serial} "
-        f"(lineage {p.lineage}){made}.",
-        f"Content sha256:{saved.file_digest}.",
-        "Shown as written: its authentication code is not checked here (that needs the "
-        f"workspace's state); `govsync apply {saved.path}` checks it before anything is sent.",
+        f"Saved plan {saved.path}: workspace {p.workspace!r}{env}, state serial {p.serial} "
+        f"(lineage {p.lineage or 'none yet'}){made}.",
+        f"Authentication: {verification}.",
+        f"Review digest (what approvers sign): sha256:{saved.review_digest}.",
         "",
     ]
-    return "\n".join(head) + plan_text(p, color=color, verbose=verbose)
+    return "\n".join(head) + plan_text(p, color=color, verbose=verbose) + requests_text(p)
+
+
+def requests_text(plan: Plan) -> str:
+    """Every request the plan sends, field by field, exactly as apply builds it
+    (secrets by their variable, ids of objects this plan creates as not known yet)."""
+    from govsync.api.kinds import BY_KIND
+    from govsync.apply import request_body
+    from govsync.plan import Action
+
+    work = [c for c in plan.work() if c.action != Action.ORPHAN]
+    if not work:
+        return ""
+    lines = ["", "What apply sends, request by request:"]
+    for change in work:
+        if change.request is None or (change.operation is None
+                                      and change.action != Action.CREATE):
+            lines.append(f"  {change.address}: recorded in state; nothing is sent")
+            continue
+        operation, body = request_body(BY_KIND[change.kind], change, _sent(change.request))
+        lines.append(f"  {operation} {change.address}")
+        lines += [f"      {path}: {value}" for path, value in _leaves(body, "")]
+    return "\n".join(lines) + "\n"
+
+
+def _sent(value: Any) -> Any:
+    from govsync.values import PlannedSecret, Ref
+
+    if isinstance(value, PlannedSecret):
+        return _Shown(f"(sensitive: the value of ${value.variable})")
+    if isinstance(value, Ref):
+        return _Shown(f"(the id of {value.address}, known after apply)")
+    if isinstance(value, dict):
+        return {k: _sent(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_sent(v) for v in value]
+    return value
+
+
+class _Shown(str):
+    """A placeholder shown as it is, not as a JSON string."""
+
+
+def _leaves(value: Any, at: str) -> Iterable[tuple[str, str]]:
+    if isinstance(value, dict) and value:
+        for key in sorted(value):
+            yield from _leaves(value[key], f"{at}.{key}" if at else key)
+    elif isinstance(value, list) and value:
+        for i, item in enumerate(value):
+            yield from _leaves(item, f"{at}[{i}]")
+    else:
+        yield at or "(body)", value if isinstance(value, _Shown) else fmt_value(value)

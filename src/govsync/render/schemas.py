@@ -105,9 +105,19 @@ def _plan_properties() -> Schema:
 
 
 def plan_schema() -> Schema:
+    properties = {
+        **_plan_properties(),
+        "environment": {**_STR_OR_NULL, "description": "The project's environment the plan "
+                        "is for (null: none)."},
+        "governance": {"type": ["array", "null"], "items": _STR,
+                       "description": "How the plan changes the workspace's recorded "
+                       "governance (environment, approvals, rules), one line each; null: "
+                       "it does not."},
+    }
     return _document(
         "govsync plan", "`govsync plan --format json` and `govsync show FILE --format json` "
-        "(a saved plan as written; requests are not shown).", _plan_properties())
+        "(a saved plan as written; requests are not shown).", properties,
+        required=list(_plan_properties()))
 
 
 def drift_schema() -> Schema:

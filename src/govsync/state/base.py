@@ -401,8 +401,13 @@ class Storage(ABC):
         plan is not made stale by it."""
 
     @abstractmethod
-    def set_governance(self, workspace: str, record: dict[str, Any]) -> None:
+    def set_governance(self, workspace: str, record: dict[str, Any] | None) -> None:
         """Record the workspace's governance (a JSON object; the serial stays)."""
+
+    @abstractmethod
+    def unclaim_plan(self, workspace: str, plan_id: str) -> None:
+        """Forget a claim of ``claim_plan``: for an apply that changed nothing at all, so
+        that the same plan may be applied once more."""
 
     @abstractmethod
     def claim_plan(self, workspace: str, plan_id: str) -> str | None:
@@ -410,8 +415,9 @@ class Storage(ABC):
         claimed it, else when it was claimed before (a saved plan applies at most once)."""
 
     @abstractmethod
-    def plan_key(self, workspace: str) -> bytes:
-        """The secret key that authenticates the workspace's saved plans, made on first use.
+    def plan_key(self, workspace: str, *, create: bool = True) -> bytes:
+        """The secret key that authenticates the workspace's saved plans, made on first use
+        (``create=False``: PlanKeyUnavailable when there is none yet).
 
         It is kept apart from everything a reader of the state can read (the
         read-only role, ``state export``, a copy of the state database).

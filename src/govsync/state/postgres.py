@@ -525,10 +525,15 @@ class PostgresStore(StateStore):
             cur.execute("UPDATE govsync_workspaces SET endpoint = %s WHERE name = %s",
                         (endpoint, workspace))
 
-    def set_governance(self, workspace: str, record: dict[str, Any]) -> None:
+    def set_governance(self, workspace: str, record: dict[str, Any] | None) -> None:
         with self._write(workspace, bump=False) as (cur, _):
             cur.execute("UPDATE govsync_workspaces SET governance = %s WHERE name = %s",
-                        (Jsonb(record), workspace))
+                        (Jsonb(record) if record is not None else None, workspace))
+
+    def unclaim_plan(self, workspace: str, plan_id: str) -> None:
+        with self._write(workspace, bump=False) as (cur, _):
+            cur.execute("DELETE FROM govsync_applied_plans WHERE workspace = %s AND"
+                        " plan_id = %s", (workspace, plan_id))
 
     def claim_plan(self, workspace: str, plan_id: str) -> str | None:
         with self._write(workspace, bump=False) as (cur, _):
@@ -542,18 +547,24 @@ class PostgresStore(StateStore):
             row = cur.fetchone()
             return str(row[0]) if row else "?"
 
-    def plan_key(self, workspace: str) -> bytes:
+    def plan_key(self, workspace: str, *, create: bool = True) -> bytes:
         action = f"cannot read the plan key of workspace {workspace!r}"
         try:
             if "govsync_plan_keys" in self._schema[1] or self._fresh:
+                if not create:
+                    raise PlanKeyUnavailable(f"{action}: there is none yet")
                 self._ensure_schema()
             with self._mutex, self._errors(action):
-                row = self.db.execute(
-                    "WITH made AS (INSERT INTO govsync_plan_keys (workspace, plan_key)"
-                    " VALUES (%s, %s) ON CONFLICT (workspace) DO NOTHING RETURNING plan_key)"
-                    " SELECT plan_key FROM made UNION ALL SELECT plan_key FROM"
-                    " govsync_plan_keys WHERE workspace = %s",
-                    (workspace, secrets.token_bytes(32), workspace)).fetchone()
+                if create:
+                    row = self.db.execute(
+                        "WITH made AS (INSERT INTO govsync_plan_keys (workspace, plan_key)"
+                        " VALUES (%s, %s) ON CONFLICT (workspace) DO NOTHING RETURNING"
+                        " plan_key) SELECT plan_key FROM made UNION ALL SELECT plan_key FROM"
+                        " govsync_plan_keys WHERE workspace = %s",
+                        (workspace, secrets.token_bytes(32), workspace)).fetchone()
+                else:
+                    row = self.db.execute("SELECT plan_key FROM govsync_plan_keys WHERE"
+                                          " workspace = %s", (workspace,)).fetchone()
         except StateError as exc:
             if isinstance(exc.__cause__, psycopg.errors.InsufficientPrivilege):
                 raise PlanKeyUnavailable(
@@ -561,7 +572,8 @@ class PostgresStore(StateStore):
                     "saves plans for review only") from None
             raise
         if row is None:
-            raise StateError(f"{action}: it was not made")
+            raise (PlanKeyUnavailable(f"{action}: there is none yet") if not create
+                   else StateError(f"{action}: it was not made"))
         return bytes(row[0])
 
     # -- lock -------------------------------------------------------------------

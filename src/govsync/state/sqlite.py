@@ -564,10 +564,16 @@ class SqliteStore(StateStore):
             "UPDATE workspaces SET endpoint = ? WHERE name = ?", (endpoint, workspace)),
             bump=False)
 
-    def set_governance(self, workspace: str, record: dict[str, Any]) -> None:
+    def set_governance(self, workspace: str, record: dict[str, Any] | None) -> None:
+        text = dumps(record) if record is not None else None
         self._write(workspace, lambda db: db.execute(
-            "UPDATE workspaces SET governance = ? WHERE name = ?", (dumps(record), workspace)),
+            "UPDATE workspaces SET governance = ? WHERE name = ?", (text, workspace)),
             bump=False)
+
+    def unclaim_plan(self, workspace: str, plan_id: str) -> None:
+        self._write(workspace, lambda db: db.execute(
+            "DELETE FROM applied_plans WHERE workspace = ? AND plan_id = ?",
+            (workspace, plan_id)), bump=False)
 
     def claim_plan(self, workspace: str, plan_id: str) -> str | None:
         before: list[str] = []
@@ -584,10 +590,10 @@ class SqliteStore(StateStore):
         self._write(workspace, body, bump=False)
         return before[0] if before else None
 
-    def plan_key(self, workspace: str) -> bytes:
+    def plan_key(self, workspace: str, *, create: bool = True) -> bytes:
         """The state file's plan key (one for all its workspaces; the MAC covers the
         workspace), in ``<db>.plan-key``, made on first use."""
-        return read_or_make_key(self.path + ".plan-key")
+        return read_or_make_key(self.path + ".plan-key", create=create)
 
     # -- lock --------------------------------------------------------------------
     def _lock_path(self, workspace: str) -> str:
@@ -745,7 +751,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def read_or_make_key(path: str) -> bytes:
+def read_or_make_key(path: str, *, create: bool = True) -> bytes:
     """A secret key kept in its own file (hex, mode 0600), made on first use.
 
     A key file that others may read is refused (as ssh refuses such a private
@@ -754,6 +760,8 @@ def read_or_make_key(path: str) -> bytes:
         try:
             fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         except FileNotFoundError:
+            if not create:
+                raise PlanKeyUnavailable(f"there is no plan key {path} yet") from None
             _make_key(path)
             continue
         except PermissionError as exc:

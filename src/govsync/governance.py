@@ -1,0 +1,221 @@
+"""A workspace's governance, bound to the workspace, not to the caller's words.
+
+Who may change a workspace, and under which rules, is recorded with the
+workspace (as Terraform binds a plan to its state's lineage, and git a
+signature to the exact bytes): at its first apply a workspace records
+
+* the environment it belongs to (or none),
+* the approvals it requires: how many, and the allowed signers' keys,
+* the rules that hold for it (those of the project that match its environment).
+
+From then on, whatever the command line, the environment variables or the
+project file say:
+
+* a run that names another environment (or none, where the project has
+  environments) is refused;
+* the approvals counted are the recorded ones: a project file that asks for
+  fewer, or lists other signers, loosens nothing by itself;
+* a project whose governance differs from the recorded one makes that
+  difference a change of the plan: shown, part of what approvers sign, and
+  applied only with the approvals recorded;
+* the rules evaluated at apply, on what will be sent, are the recorded ones
+  and the project's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from govsync.approvals import AllowedSigner, parse_allowed_signers, read_allowed_signers
+from govsync.errors import GovernanceError, StateDamagedError
+from govsync.project import Environment, Project
+from govsync.rules import Rule, Severity
+
+FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Governance:
+    """What a workspace requires: its environment, its approvals and its rules."""
+
+    environment: str | None
+    required: int = 0
+    signers: tuple[str, ...] = ()  # allowed-signers lines (git's format), normalized
+    rules: tuple[Rule, ...] = field(default=(), compare=False)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Governance) and self.as_dict() == other.as_dict()
+
+    def __hash__(self) -> int:
+        return hash(self.digest())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "environment": self.environment,
+            "approvals": {"required": self.required, "allowedSigners": list(self.signers)},
+            "rules": [_rule_dict(r) for r in self.rules],
+        }
+
+    def digest(self) -> str:
+        text = json.dumps(self.as_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], workspace: str) -> Governance:
+        """The governance a workspace recorded; StateDamagedError when it is malformed."""
+        try:
+            if data.get("format") != FORMAT:
+                raise ValueError(f"format {data.get('format')!r}")
+            environment = data["environment"]
+            if environment is not None and not isinstance(environment, str):
+                raise ValueError("environment")
+            approvals = data["approvals"]
+            required = approvals["required"]
+            signers = approvals["allowedSigners"]
+            if (not isinstance(required, int) or isinstance(required, bool) or required < 0
+                    or not isinstance(signers, list)
+                    or not all(isinstance(s, str) for s in signers)):
+                raise ValueError("approvals")
+            rules = tuple(_rule(r, workspace) for r in data["rules"])
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise StateDamagedError(
+                f"the governance recorded with workspace {workspace!r} is malformed ({exc}): "
+                "restore the state from a backup; nothing was changed") from None
+        return cls(environment, required, tuple(signers), rules)
+
+    def allowed(self, workspace: str) -> list[AllowedSigner]:
+        """The recorded signers, parsed as an allowed-signers file."""
+        return parse_allowed_signers("\n".join(self.signers),
+                                     f"the allowed signers recorded with workspace {workspace!r}")
+
+    def differences(self, before: Governance | None) -> list[str]:
+        """What changes from ``before`` to this, one line each, for a person."""
+        if before is None:
+            return [f"recorded for the first time: {self.summary()}"]
+        out: list[str] = []
+        if before.environment != self.environment:
+            out.append(f"environment {before.environment} -> {self.environment}")
+        if before.required != self.required:
+            out.append(f"approvals required {before.required} -> {self.required}")
+        gone = [s for s in before.signers if s not in self.signers]
+        new = [s for s in self.signers if s not in before.signers]
+        out += [f"allowed signer removed: {_signer(s)}" for s in gone]
+        out += [f"allowed signer added: {_signer(s)}" for s in new]
+        old_rules = {r.name: _rule_dict(r) for r in before.rules}
+        new_rules = {r.name: _rule_dict(r) for r in self.rules}
+        out += [f"rule removed: {n}" for n in sorted(old_rules.keys() - new_rules.keys())]
+        out += [f"rule added: {n}" for n in sorted(new_rules.keys() - old_rules.keys())]
+        out += [f"rule changed: {n}" for n in sorted(old_rules.keys() & new_rules.keys())
+                if old_rules[n] != new_rules[n]]
+        return out
+
+    def summary(self) -> str:
+        env = f"environment {self.environment}" if self.environment else "no environment"
+        approvals = (f"{self.required} approval(s) by {len(self.signers)} allowed signer(s)"
+                     if self.required else "no approvals")
+        return f"{env}, {approvals}, {len(self.rules)} rule(s)"
+
+
+def _signer(line: str) -> str:
+    """An allowed-signers line as a person names it: principals and the key's type."""
+    parts = line.split()
+    return f"{parts[0]} ({parts[-2]})" if len(parts) >= 3 else line
+
+
+def _rule_dict(rule: Rule) -> dict[str, Any]:
+    return {"name": rule.name, "expression": rule.expression, "message": rule.message,
+            "severity": str(rule.severity),
+            "kinds": list(rule.kinds) if rule.kinds is not None else None,
+            "environments": list(rule.environments) if rule.environments is not None
+            else None}
+
+
+def _rule(data: Mapping[str, Any], workspace: str) -> Rule:
+    kinds, envs = data["kinds"], data["environments"]
+    for value in (data["name"], data["expression"], data["message"]):
+        if not isinstance(value, str):
+            raise TypeError("a rule's name, expression and message are strings")
+    return Rule(data["name"], data["expression"], data["message"], Severity(data["severity"]),
+                tuple(kinds) if kinds is not None else None,
+                tuple(envs) if envs is not None else None,
+                file=f"(recorded with workspace {workspace})")
+
+
+def of_project(project: Project | None, environment: Environment | None) -> Governance:
+    """The governance the project asks for the selected environment (None: none)."""
+    name = environment.name if environment is not None else None
+    if project is None:
+        return Governance(name)
+    required, signers = 0, tuple[str, ...]()
+    approvals = project.approvals
+    if approvals is not None and (approvals.environments is None
+                                  or name in approvals.environments):
+        required = approvals.required
+        signers = tuple(s.line for s in read_allowed_signers(approvals))
+    rules = tuple(r for r in project.rules
+                  if r.environments is None or (name or "") in r.environments)
+    return Governance(name, required, signers, rules)
+
+
+def recorded(record: Mapping[str, Any] | None, workspace: str) -> Governance | None:
+    """What the workspace recorded (None: nothing yet)."""
+    return None if record is None else Governance.from_dict(record, workspace)
+
+
+def check_environment(record: Governance | None, name: str | None, workspace: str,
+                      project: Project | None) -> None:
+    """GovernanceError unless this run may act on ``workspace`` as environment ``name``."""
+    if record is not None:
+        if record.environment == name:
+            return
+        said = f"environment {name}" if name else "no environment (no --env)"
+        if record.environment is None:
+            raise GovernanceError(
+                f"workspace {workspace!r} belongs to no environment (recorded at its first "
+                f"apply), and this run names {said}: leave out --env and GOVSYNC_ENV, or use "
+                "another workspace; nothing was sent")
+        raise GovernanceError(
+            f"workspace {workspace!r} belongs to environment {record.environment} (recorded "
+            f"at its first apply), and this run names {said}: pass --env "
+            f"{record.environment} (check GOVSYNC_ENV and GOVSYNC_WORKSPACE); nothing was sent")
+    if name is None and project is not None:
+        owners = sorted(n for n, e in project.environments.items()
+                        if (e.workspace or n) == workspace)
+        if owners:
+            raise GovernanceError(
+                f"workspace {workspace!r} is environment {owners[0]}'s in {project.file}, and "
+                f"this run names no environment: pass --env {owners[0]}; nothing was sent")
+
+
+def change(record: Governance | None, proposed: Governance) -> dict[str, Any] | None:
+    """The plan's governance change ({from, to}), or None when nothing changes.
+
+    A workspace that recorded nothing yet (new, or applied by a govsync before
+    this record existed) records the project's governance at its first apply:
+    that is not a change of the plan."""
+    if record is None or record == proposed:
+        return None
+    return {"from": record.as_dict(), "to": proposed.as_dict()}
+
+
+def rules_to_check(record: Governance | None, proposed: Governance) -> tuple[Rule, ...]:
+    """The project's rules, and each recorded rule the project changed or dropped
+    (it holds until a change that removes it has been applied)."""
+    mine = {_key(r) for r in proposed.rules}
+    kept = tuple(r for r in (record.rules if record is not None else ())
+                 if _key(r) not in mine)
+    names = {r.name for r in proposed.rules}
+    renamed = tuple(
+        Rule(f"{r.name}.recorded" if r.name in names else r.name, r.expression, r.message,
+             r.severity, r.kinds, r.environments, r.file, r.line, r.col)
+        for r in kept)
+    return (*proposed.rules, *renamed)
+
+
+def _key(rule: Rule) -> str:
+    return json.dumps(_rule_dict(rule), sort_keys=True)
