@@ -700,8 +700,8 @@ def state_forget(address: str, settings: Settings) -> None:
 def state_import(address: str, object_id: str, paths: tuple[str, ...], settings: Settings) -> None:
     """Adopt an object that already exists on the server under ID.
 
-    The manifest's current spec (found under PATHS, default .) becomes its
-    baseline: the next plan shows no change for it. The id is recorded as
+    The manifest's current spec (found under PATHS, default: the project's
+    paths for the environment, else .) becomes its baseline: the next plan shows no change for it. The id is recorded as
     given: the API has no operation that reads the managed kinds, so it
     cannot be verified; check it yourself.
 
@@ -712,8 +712,9 @@ def state_import(address: str, object_id: str, paths: tuple[str, ...], settings:
     from govsync import commands
     from govsync.api.catalog import readable_kinds
 
+    default = () if settings.selection.project is not None else (".",)
     entry = commands.state_import(settings, address, object_id,
-                                  load(paths or (".",), settings.selection))
+                                  load(paths or default, settings.selection))
     why = (f"the API cannot read a {entry.kind}" if entry.kind not in readable_kinds()
            else f"govsync does not read a {entry.kind} on import")
     click.echo(f"Recorded {entry.address} as {entry.id} without verification: {why}, "
@@ -800,6 +801,28 @@ def state_import_all(file: Any, settings: Settings) -> None:
         raise StateError(f"{file.name} is not JSON: {exc}") from exc
     serial = commands.state_import_all(settings, data)
     click.echo(f"Imported {len(data.get('entries', []))} entries (serial {serial}).")
+
+
+@state.command("readonly-role")
+@click.argument("role", metavar="ROLE")
+@global_options
+def state_readonly_role(role: str, settings: Settings) -> None:
+    """Print the SQL that makes ROLE the read-only role of a PostgreSQL state.
+
+    The role may then plan, drift, show and list (what pull-request jobs do),
+    and nothing else: no write, and never the key that authenticates saved
+    plans, so it cannot forge one. Run it with the credentials that own the
+    state (it makes the tables first if there are none yet); pipe the output to
+    psql as that owner. Create the role itself first (CREATE ROLE ... LOGIN).
+
+    \b
+    Example:
+      govsync state readonly-role govsync_reader --state "$GOVSYNC_STATE" | psql "$GOVSYNC_STATE"
+    """
+    from govsync import commands
+
+    for statement in commands.state_readonly_role(settings, role):
+        click.echo(statement)
 
 
 @state.command("unlock")

@@ -234,7 +234,10 @@ def inspect_saved(saved: SavedPlan, settings: Settings) -> tuple[str, Governance
 
 
 def normal_endpoint(endpoint: str) -> str:
-    return endpoint.strip().rstrip("/")
+    """The endpoint as the state records and compares it: no credentials in it."""
+    from govsync import redact
+
+    return redact.identity(endpoint)
 
 
 def endpoint_change(snapshot: Snapshot, settings: Settings) -> str:
@@ -511,7 +514,7 @@ async def _apply(
         applier = Applier(store, snapshot, client, environ=settings.environ, throttle=throttle,
                           reporter=reporter, api_key=settings.api_key)
         result = await applier.run(the_plan, work)
-        if evidence is not None and not result.took_effect:
+        if evidence is not None and work and not result.took_effect:
             # Nothing changed (a refused key, say): the plan is as good as before.
             with contextlib.suppress(StateError):
                 store.unclaim_plan(settings.workspace, the_plan.id)
@@ -735,6 +738,8 @@ def state_resolve(settings: Settings, addresses: list[str], object_id: str | Non
                 raise StateError(f"{address} is not uncertain in workspace "
                                  f"{settings.workspace!r}; nothing to resolve (nothing was changed)")
             settled.append(entry)
+        if object_id is not None:
+            _one_address(entries, settled[0].kind, object_id, settled[0].address)
         for entry in settled:
             if object_id is None:
                 store.remove(settings.workspace, entry.address)
@@ -742,6 +747,19 @@ def state_resolve(settings: Settings, addresses: list[str], object_id: str | Non
                 entry.id, entry.status, entry.updated_at = object_id, APPLIED, now()
                 store.put(settings.workspace, entry)
         return settled
+
+
+def _one_address(entries: Mapping[str, Entry], kind: str, object_id: str,
+                 address: str) -> None:
+    """StateError when ``object_id`` is recorded at another address: one object, one
+    address (an update sent to one would change the other's object too)."""
+    from govsync.plan import recorded_at
+
+    holder = recorded_at(entries, kind, object_id)
+    if holder is not None and holder != address:
+        raise StateError(
+            f"id {object_id} is already recorded at {holder}: one object has one address; "
+            f"to re-address it run `govsync state mv {holder} {address}`; nothing was changed")
 
 
 def state_move(settings: Settings, old: str, new: str) -> Entry:
@@ -784,6 +802,7 @@ def state_import(settings: Settings, address: str, object_id: str,
         if address in snapshot.entries:
             raise StateError(f"{address} is already in state (id {snapshot.entries[address].id}); "
                              "`govsync state forget` it first to import another id")
+        _one_address(snapshot.entries, manifest.kind.name, object_id, address)
         ids = {a: e.id for a, e in snapshot.entries.items() if e.status == APPLIED and e.id}
         try:
             _request, spec = Resolver(ids, snapshot.fingerprint, settings.environ).plan(
@@ -846,8 +865,31 @@ def state_import_all(settings: Settings, data: Mapping[str, Any]) -> int:
         key = base64.b64decode(data["fingerprintKey"])
     except (KeyError, TypeError, ValueError) as exc:
         raise StateError(f"invalid state export: {exc}") from exc
+    seen: dict[tuple[str, str], str] = {}
+    for e in entries:
+        if e.id and (e.kind, e.id) in seen:
+            raise StateError(f"invalid state export: id {e.id} is recorded at both "
+                             f"{seen[(e.kind, e.id)]} and {e.address} (one object has one "
+                             "address); nothing was changed")
+        if e.id:
+            seen[(e.kind, e.id)] = e.address
     with _locked(settings) as store:
         return store.replace_all(settings.workspace, entries, data.get("lineage"), key)
+
+
+def state_readonly_role(settings: Settings, role: str) -> list[str]:
+    """The SQL that makes ``role`` the state's read-only role (PostgreSQL only)."""
+    from govsync.state.base import safe_url
+    from govsync.state.postgres import PostgresStore
+
+    with settings.open_state() as store:
+        if not isinstance(store, PostgresStore):
+            raise ConfigError(
+                f"{safe_url(settings.state)} is a SQLite file: it has no roles. Readers of "
+                "a file may read all of it, so give them a copy of the state (its plan key, "
+                "<file>.plan-key, is a file of its own that only its owner may read); for a "
+                "shared state with a read-only role use postgresql://")
+        return store.readonly_grants(role)
 
 
 def state_unlock(settings: Settings) -> tuple[Any, bool]:

@@ -348,13 +348,25 @@ def _directives(manifests: ManifestSet, entries: Mapping[str, Entry], problems: 
             # else: applied already (new in state), or nothing to move: a no-op
         else:
             entry = entries.get(new)
-            if entry is None:
+            holder = recorded_at(entries, manifests.objects[new].kind.name, d.spec["id"])
+            if entry is None and holder is not None:
+                problems.append(Problem(*d.where("id"), (
+                    f"{d.label}: id {d.spec['id']} is already recorded at {holder}: one object "
+                    f"has one address; to re-address it, write a Moved document from {holder} "
+                    f"to {new} (or run `govsync state mv {holder} {new}`)")))
+            elif entry is None:
                 imported[new] = d
             elif entry.id != d.spec["id"]:
                 problems.append(Problem(*d.where("id"), f"{d.label}: {new} is already in state "
                                         f"as {entry.id}, not {d.spec['id']}: `govsync state "
                                         "forget` it first to adopt another object"))
     return moved, imported
+
+
+def recorded_at(entries: Mapping[str, Entry], kind: str, object_id: str) -> str | None:
+    """The address at which an object of ``kind`` with ``object_id`` is recorded (None:
+    nowhere): one object, one address."""
+    return next((a for a, e in entries.items() if e.id == object_id and e.kind == kind), None)
 
 
 def _move(manifest: Manifest, old: str, entry: Entry, request: dict[str, Any],

@@ -16,7 +16,7 @@ from typing import Any
 
 from yaml.nodes import Node
 
-from govsync import paths
+from govsync import envvars, paths
 from govsync.api.catalog import MAX_REQUEST_BYTES
 from govsync.api.checks import CHECKS, Unsure
 from govsync.api.kinds import BY_KIND, Kind
@@ -343,6 +343,12 @@ def _take_secrets(kind: Kind, request: dict[str, Any],
             problem(("spec", *keys, "fromEnv"),
                     f"spec.{path}.fromEnv must name an environment variable (letters, digits "
                     f"and '_', not starting with a digit), not {w.short(variable)}")
+            ok = False
+        elif variable in envvars.OWN:
+            problem(("spec", *keys, "fromEnv"),
+                    f"spec.{path}.fromEnv: {variable} is one of govsync's own settings, not "
+                    "a secret of this object (it would be sent to the API as this field): "
+                    "use a variable of its own")
             ok = False
         request.update(paths.replace(request, keys, _SECRET_PLACEHOLDER))
         if isinstance(variable, str):

@@ -43,6 +43,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from govsync import redact
 from govsync.errors import LockLostError, StateError
 
 if TYPE_CHECKING:
@@ -618,10 +619,5 @@ def empty_snapshot(workspace: str) -> Snapshot:
 
 
 def safe_url(url: str) -> str:
-    """The URL without a password, for messages."""
-    if "://" in url and "@" in url:
-        scheme, rest = url.split("://", 1)
-        creds, host = rest.rsplit("@", 1)
-        user = creds.split(":", 1)[0]
-        return f"{scheme}://{user}:***@{host}" if ":" in creds else f"{scheme}://{user}@{host}"
-    return url
+    """The URL without a password or query values, for messages."""
+    return redact.url(url)

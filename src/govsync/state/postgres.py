@@ -576,6 +576,30 @@ class PostgresStore(StateStore):
                    else StateError(f"{action}: it was not made"))
         return bytes(row[0])
 
+    def readonly_grants(self, role: str) -> list[str]:
+        """The statements that make ``role`` a reader of this state: it may read what
+        plan, drift, show and the state listings read, and nothing else (never the plan
+        keys, never a write).  The tables are made first, so the grants have something
+        to name."""
+        from psycopg import sql
+
+        self._ensure_schema()
+        with self._mutex, self._errors("cannot read the state's schema"):
+            row = self.db.execute(
+                "SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+                " WHERE c.oid = to_regclass('govsync_workspaces')").fetchone()
+            assert row is not None
+            schema, who = sql.Identifier(row[0]), sql.Identifier(role)
+            tables = sql.SQL(", ").join(sql.Identifier(row[0], t) for t in READABLE_TABLES)
+            statements = [
+                sql.SQL("REVOKE ALL ON {} FROM {}").format(
+                    sql.SQL(", ").join(sql.Identifier(row[0], t)
+                                       for t in (*TABLES, *ADDED_TABLES)), who),
+                sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(schema, who),
+                sql.SQL("GRANT SELECT ON {} TO {}").format(tables, who),
+            ]
+            return [s.as_string(self.db) + ";" for s in statements]
+
     # -- lock -------------------------------------------------------------------
     def acquire(self, workspace: str, holder: LockHolder, timeout: float = 0.0) -> int:
         with self._mutex:
@@ -771,7 +795,7 @@ def _holder(data: Any) -> LockHolder | None:
 
 
 def _display_url(url: str) -> str:
-    return re.sub(r"(?i)(password=)[^&]*", r"\1***", safe_url(url))
+    return re.sub(r"(?i)(password=)[^&\s]*", r"\1***", safe_url(url))
 
 
 def _passwords(url: str) -> list[str]:

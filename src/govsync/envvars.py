@@ -1,0 +1,27 @@
+"""The environment variables govsync itself reads: each name written once, here.
+
+The bottom of the package: it imports nothing of govsync's, and every module
+that names one of these variables takes the name from here.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+ENDPOINT: Final = "GOVSYNC_ENDPOINT"
+API_KEY: Final = "GOVSYNC_API_KEY"
+STATE: Final = "GOVSYNC_STATE"
+WORKSPACE: Final = "GOVSYNC_WORKSPACE"
+ENV: Final = "GOVSYNC_ENV"
+PROJECT: Final = "GOVSYNC_PROJECT"
+LOG: Final = "GOVSYNC_LOG"
+INSECURE_HTTP: Final = "GOVSYNC_INSECURE_HTTP"
+LOCAL_SEED: Final = "GOVSYNC_LOCAL_SEED"
+INSTALL_SPEC: Final = "GOVSYNC_INSTALL_SPEC"
+KEY_PASSPHRASE: Final = "GOVSYNC_KEY_PASSPHRASE"
+ACTOR: Final = "GOVSYNC_ACTOR"
+
+# Every one of govsync's own settings: none may stand for a manifest's secret
+# (``{fromEnv: GOVSYNC_API_KEY}`` would send govsync's own key to an integration).
+OWN: Final = frozenset({ENDPOINT, API_KEY, STATE, WORKSPACE, ENV, PROJECT, LOG, INSECURE_HTTP,
+                        LOCAL_SEED, INSTALL_SPEC, KEY_PASSPHRASE, ACTOR})

@@ -1,0 +1,165 @@
+"""A repository with two environments, as an organisation governs it, and its attacker.
+
+``Repo`` writes a project (staging and prod, prod with patches, a rule and two
+signed approvals), runs govsync as a real process against a real reference
+server (``govsync serve`` on loopback) and a real state (SQLite or
+PostgreSQL), and reads what the server holds.  Tests written with it try to
+walk around the governance as an attacker would, and check that the server
+never holds what the attacker wanted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from testkit import serve, stop
+
+KEY = "governance-test-key"
+
+HOOK = """\
+apiVersion: govsync/v1
+kind: Hook
+metadata:
+  name: {name}
+spec:
+  code: "def handler(e):\\n    return 1\\n"
+  timeoutMs: {{var: timeout}}
+  status: active
+"""
+
+PROD_PATCH = """\
+apiVersion: govsync/v1
+kind: Patch
+metadata: {name: prod-risk}
+spec:
+  target: Hook/risk
+  merge: {description: production}
+"""
+
+PROJECT = """\
+apiVersion: govsync/v1
+kind: Project
+paths: [manifests/]
+vars: {{timeout: 1500}}
+environments:
+  staging:
+    workspace: {staging}
+    state: {state}
+  prod:
+    paths: [manifests/, envs/prod/]
+    workspace: {prod}
+    state: {state}
+    vars: {{timeout: 1500}}
+rules:
+  - name: prod-short-hooks
+    match: {{kinds: [Hook], environments: [prod]}}
+    expression: "object.spec.timeoutMs <= 5000"
+    message: "hooks in prod must time out within 5 s"
+approvals:
+  required: 2
+  allowedSigners: allowed_signers
+  environments: [prod]
+"""
+
+
+@dataclass
+class Done:
+    args: list[str]
+    code: int
+    out: str
+    err: str
+
+    def __str__(self) -> str:
+        return (f"govsync {' '.join(self.args)} -> {self.code}\n--- stdout\n{self.out[-3000:]}"
+                f"\n--- stderr\n{self.err[-3000:]}")
+
+
+class Repo:
+    """A governed repository, its server and its state."""
+
+    def __init__(self, root: Path, state: str) -> None:
+        self.root = root
+        self.suffix = uuid.uuid4().hex[:8]
+        self.staging, self.prod = f"staging-{self.suffix}", f"prod-{self.suffix}"
+        self.state = state
+        (root / "manifests").mkdir(parents=True)
+        (root / "envs" / "prod").mkdir(parents=True)
+        (root / "keys").mkdir()
+        (root / "manifests" / "hooks.yaml").write_text(HOOK.format(name="risk"))
+        (root / "envs" / "prod" / "patch.yaml").write_text(PROD_PATCH)
+        (root / "allowed_signers").write_text("")
+        self.write_project()
+        self.proc, self.url = serve(["--db", str(root / "api.db"), "--api-key", KEY],
+                                    key=KEY, output=root / "server.log")
+
+    def write_project(self, text: str | None = None, path: Path | None = None) -> Path:
+        target = path or self.root / "govsync.yaml"
+        target.write_text(text if text is not None else PROJECT.format(
+            staging=self.staging, prod=self.prod, state=json.dumps(self.state)))
+        return target
+
+    def close(self) -> None:
+        stop(self.proc)
+
+    def environ(self, **extra: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GOVSYNC_")}
+        env.update(GOVSYNC_ENDPOINT=self.url, GOVSYNC_API_KEY=KEY, NO_COLOR="1",
+                   GOVSYNC_TEST_POSTGRES=os.environ.get("GOVSYNC_TEST_POSTGRES", ""))
+        env.update(extra)
+        return env
+
+    def gov(self, *args: str, cwd: Path | None = None, timeout: float = 60,
+            env: dict[str, str] | None = None, stdin: str = "") -> Done:
+        """``govsync ARGS`` as a process, in the repository (or ``cwd``)."""
+        done = subprocess.run([sys.executable, "-m", "govsync", *args], cwd=cwd or self.root,
+                              env=env or self.environ(), capture_output=True, text=True,
+                              timeout=timeout, input=stdin)
+        return Done(list(args), done.returncode, done.stdout, done.stderr)
+
+    def key(self, name: str, *, allowed: bool = True, kind: str = "ed25519",
+            principals: str | None = None, passphrase: str = "") -> Path:
+        path = self.root / "keys" / name
+        subprocess.run(["ssh-keygen", "-q", "-t", kind, "-N", passphrase, "-C", name, "-f",
+                        str(path)], check=True)
+        if allowed:
+            kind_, b64 = path.with_suffix(".pub").read_text().split()[:2]
+            with open(self.root / "allowed_signers", "a") as fh:
+                fh.write(f"{principals or name + '@example.com'} {kind_} {b64}\n")
+        return path
+
+    def set_timeout(self, value: int) -> None:
+        text = (self.root / "govsync.yaml").read_text()
+        (self.root / "govsync.yaml").write_text(
+            text.replace("vars: {timeout: 1500}", f"vars: {{timeout: {value}}}"))
+
+    def approved_apply(self, *keys: Path, env: str = "prod") -> Done:
+        """The legitimate path: plan, two approvals, apply the saved plan."""
+        plan = self.root / f"plan-{uuid.uuid4().hex[:6]}.json"
+        made = self.gov("plan", "--env", env, "--out", str(plan))
+        assert made.code == 0, made
+        for key in keys:
+            signed = self.gov("approve", str(plan), "--key", str(key))
+            assert signed.code == 0, signed
+        return self.gov("apply", "--env", env, str(plan))
+
+    def objects(self) -> dict[str, list[dict[str, Any]]]:
+        response = httpx.get(f"{self.url}/_govsync/objects", headers={"X-API-KEY": KEY},
+                             timeout=30)
+        response.raise_for_status()
+        data: dict[str, list[dict[str, Any]]] = response.json()
+        return data
+
+    def hooks(self) -> dict[str, dict[str, Any]]:
+        return {h["name"]: h for h in self.objects().get("Hook", [])}
+
+    def count(self) -> int:
+        return sum(len(v) for v in self.objects().values())
