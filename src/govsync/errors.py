@@ -7,6 +7,7 @@
      ├── PlanError                 a plan cannot be made or applied as asked
      │    ├── BlockedPlanError     the plan holds blocked changes
      │    └── StalePlanError       a saved plan no longer matches state or secrets
+     ├── MigrateError              a Terraform state cannot be migrated (carries every problem)
      ├── StateError                the state store failed or refuses
      │    ├── StateLockedError     another process holds the workspace lock
      │    ├── LockLostError        this process's workspace lock was lost: it writes nothing more
@@ -87,6 +88,15 @@ class StalePlanError(PlanError):
 
 class ApprovalError(PlanError):
     """A saved plan lacks the signed approvals its environment requires (or they are malformed)."""
+
+
+class MigrateError(GovsyncError):
+    """A Terraform state cannot be migrated; ``problems`` lists every one (one line each,
+    never a value of the state)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(problems))
 
 
 class StateError(GovsyncError):
