@@ -1013,8 +1013,7 @@ def migrate() -> None:
 
 @migrate.command("terraform")
 @click.argument("tfstate", metavar="TFSTATE|-")
-@click.option("--out", "out_dir", default="manifests", show_default=True,
-              type=click.Path(file_okay=False),
+@click.option("--out", "out_dir", default="manifests", show_default=True, type=click.Path(),
               help="The folder to write: new, empty, or written by an earlier run over "
                    "the same state (then only what changed is rewritten).")
 @click.option("--owner-group", metavar="NAME",

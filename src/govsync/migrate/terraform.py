@@ -154,7 +154,9 @@ def read_state(data: bytes, source: str) -> State:
     try:
         document = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
-        truncated = " (it ends too early: is it truncated?)" if exc.pos >= len(text.rstrip()) else ""
+        # An unterminated string runs to the end: the text stops inside it.
+        ends = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
+        truncated = " (it ends too early: is it truncated?)" if ends else ""
         raise MigrateError([f"{shown}:{exc.lineno}:{exc.colno}: not a JSON document: "
                             f"{exc.msg}{truncated}"]) from None
     except ValueError as exc:

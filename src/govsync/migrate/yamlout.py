@@ -137,24 +137,29 @@ def _string(value: str, exact: bool) -> str:
     return _quoted(value)
 
 
+# Escapes of a double-quoted scalar, as ruamel.yaml (``govsync fmt``) writes them, so
+# that a migrated file is already in the canonical layout.
+_ESCAPES = {"\0": "0", "\x07": "a", "\x08": "b", "\t": "t", "\n": "n", "\x0b": "v",
+            "\x0c": "f", "\r": "r", "\x1b": "e", '"': '"', "\\": "\\", "\x85": "N",
+            "\xa0": "_", "\u2028": "L", "\u2029": "P"}
+
+
 def _quoted(value: str) -> str:
-    """A double-quoted YAML scalar: every character that is not printable escaped."""
+    """A double-quoted YAML scalar: what is not printable escaped, as ``govsync fmt`` does."""
     out = ['"']
     for ch in value:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch.isprintable() and ch not in "\u2028\u2029\ufeff\x85":
+        if ch not in '"\\\x85\u2028\u2029\ufeff' and (
+                "\x20" <= ch <= "\x7e" or "\xa0" <= ch <= "\ud7ff" or "\ue000" <= ch <= "\ufffd"
+                or ch >= "\U00010000"):
             out.append(ch)
-        elif ord(ch) <= 0xFF:
-            out.append(f"\\x{ord(ch):02x}")
-        elif ord(ch) <= 0xFFFF:
-            out.append(f"\\u{ord(ch):04x}")
+        elif ch in _ESCAPES:
+            out.append("\\" + _ESCAPES[ch])
+        elif ch <= "\xff":
+            out.append(f"\\x{ord(ch):02X}")
+        elif ch <= "\uffff":
+            out.append(f"\\u{ord(ch):04X}")
         else:
-            out.append(f"\\U{ord(ch):08x}")
+            out.append(f"\\U{ord(ch):08X}")
     out.append('"')
     return "".join(out)
 
