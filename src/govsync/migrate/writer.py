@@ -42,7 +42,15 @@ from govsync.manifests.yamlio import MAX_FILE_BYTES, RawDocument, iter_documents
 from govsync.migrate.convert import Conversion, Migrated, Secret
 from govsync.migrate.report import IMPORTS_FILE, REPORT_FILE, SCRIPT_FILE, report, state_rm_script
 from govsync.migrate.terraform import State
-from govsync.migrate.yamlout import Commented, Document, FromEnv, dump, plain_data
+from govsync.migrate.yamlout import (
+    Commented,
+    Document,
+    FromEnv,
+    dump,
+    dump_document,
+    join,
+    plain_data,
+)
 
 RECORD_FILE = ".govsync-migrate.json"
 RECORD_FORMAT = "1.0"
@@ -128,22 +136,25 @@ def _file_stem(kind: str) -> str:
 def _files(output: Output, stem: str, documents: list[Document]) -> None:
     """``stem.yaml``, then ``stem-2.yaml``...: at most _PER_FILE documents and _MAX_BYTES."""
     part: list[Document] = []
+    texts: list[str] = []
     size = 0
     number = 1
     for doc in documents:
-        text = dump([doc])
+        text = dump_document(doc)
         if part and (len(part) >= _PER_FILE or size + len(text) > _MAX_BYTES):
-            _put(output, stem, number, part)
-            part, size, number = [], 0, number + 1
+            _put(output, stem, number, part, texts)
+            part, texts, size, number = [], [], 0, number + 1
         part.append(doc)
+        texts.append(text)
         size += len(text) + 4
     if part:
-        _put(output, stem, number, part)
+        _put(output, stem, number, part, texts)
 
 
-def _put(output: Output, stem: str, number: int, documents: list[Document]) -> None:
+def _put(output: Output, stem: str, number: int, documents: list[Document],
+         texts: list[str]) -> None:
     name = f"{stem}.yaml" if number == 1 else f"{stem}-{number}.yaml"
-    output.files[name] = dump(documents, HEADER)
+    output.files[name] = join(texts, HEADER)
     output.documents[name] = documents
 
 

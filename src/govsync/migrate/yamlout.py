@@ -49,13 +49,20 @@ class Document:
 def dump(documents: Iterable[Document], header: Iterable[str] = (), *,
          exact: bool = False) -> str:
     """The text of a YAML file holding ``documents``, separated by ``---``."""
-    lines = [f"# {_comment(c)}" for c in header]
-    for i, doc in enumerate(documents):
-        if i:
-            lines.append("---")
-        lines += [f"# {_comment(c)}" for c in doc.comments]
-        lines += _mapping(doc.data, 0, exact, top=True)
+    return join([dump_document(d, exact=exact) for d in documents], header)
+
+
+def dump_document(doc: Document, *, exact: bool = False) -> str:
+    """One document's text (its comments, then its data), without a separator."""
+    lines = [f"# {_comment(c)}" for c in doc.comments]
+    lines += _mapping(doc.data, 0, exact, top=True)
     return "\n".join(lines) + "\n"
+
+
+def join(texts: Iterable[str], header: Iterable[str] = ()) -> str:
+    """Documents' texts as one file: ``header`` comments on top, ``---`` between them."""
+    top = "".join(f"# {_comment(c)}\n" for c in header)
+    return top + "---\n".join(texts)
 
 
 def plain_data(value: Any) -> Any:
@@ -187,5 +194,7 @@ def _block(value: str, indent: int) -> list[str] | None:
 
 def _comment(text: str) -> str:
     """A comment's text on one line (anything unprintable escaped)."""
+    if text.isascii() and text.isprintable():
+        return text
     return "".join(ch if ch.isprintable() and ch not in "\u2028\u2029\ufeff\x85"
                    else f"\\u{ord(ch):04x}" for ch in text)
