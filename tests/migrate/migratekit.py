@@ -100,10 +100,3 @@ class Api:
         assert response.status_code == 200, response.text
         answer: dict[str, Any] = response.json()
         return answer[op.response_key] if op.response_key else answer
-
-    def objects(self) -> dict[str, list[dict[str, Any]]]:
-        response = httpx.get(f"{self.url}/_govsync/objects", headers={"X-API-KEY": KEY},
-                             timeout=30)
-        response.raise_for_status()
-        data: dict[str, list[dict[str, Any]]] = response.json()
-        return data

@@ -26,8 +26,8 @@ def digests(folder: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
 
 
-def counts(api: Api) -> dict[str, int]:
-    return {kind: len(objects) for kind, objects in api.objects().items()}
+def counts(server: Server) -> dict[str, int]:
+    return {kind: len(objects) for kind, objects in server.objects().items()}
 
 
 def test_a_terraform_state_moves_to_govsync_without_creating_anything(tmp_path: Path) -> None:
@@ -60,7 +60,7 @@ def test_a_terraform_state_moves_to_govsync_without_creating_anything(tmp_path: 
         validated = gov.run("validate", str(out))
         assert validated.code == 0, validated
 
-        before = counts(api)
+        before = counts(server)
         plan = gov.plan_json(str(out))
         assert plan["summary"]["create"] == 0, plan
         assert plan["summary"]["import"] == len(ADOPTED), plan
@@ -68,14 +68,14 @@ def test_a_terraform_state_moves_to_govsync_without_creating_anything(tmp_path: 
 
         applied = gov.run("apply", str(out), "--auto-approve")
         assert applied.code == 0, applied
-        assert counts(api) == before, "an apply after a migration created objects"
+        assert counts(server) == before, "an apply after a migration created objects"
         entries = gov.entries()
         assert {a: e["id"] for a, e in entries.items()} == org.ids
         # The replace-all kinds were sent once: the AI provider's key is the variable's
         # value (not {"fromEnv": ...}), the hooks are as Terraform made them.
-        (provider,) = api.objects()["ConnectorAIProvider"]
+        (provider,) = server.objects()["ConnectorAIProvider"]
         assert provider["config"] == {"providerG": {"apiKey": org.canaries["assistant"]}}
-        hooks = {h["name"]: h for h in api.objects()["Hook"]}
+        hooks = {h["name"]: h for h in server.objects()["Hook"]}
         assert hooks["risk_score"]["allowlistedNetworkHosts"] == ["risk.internal"]
         assert hooks["risk_score"]["timeoutMs"] == 2500
 

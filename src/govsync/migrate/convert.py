@@ -13,7 +13,7 @@
 Names: a kind whose API object has a name keeps it as ``metadata.name``;
 any other gets one made of its Terraform address (module names and keys,
 the resource's name and key), made unique with a digest of the address
-when two would meet.  Secrets become ``Secret`` leaves in the spec, each
+when two would meet.  Secrets become ``{fromEnv}`` leaves in the spec, each
 with an environment variable named after the Terraform address and
 attribute (``FORMAL_INTEGRATION_LOG_SPLUNK_ACCESS_TOKEN``).  A ``*Id``
 field holding the id of another migrated object becomes its ``*Ref``.
@@ -50,6 +50,7 @@ from govsync.migrate.formal import (
     WriteOnly,
 )
 from govsync.migrate.terraform import Instance, State
+from govsync.migrate.yamlout import FromEnv, plain_data
 from govsync.paths import Path
 
 _PROVIDER = re.compile(r'(^|\.)provider(\["([^"/]+/)?' + re.escape(PROVIDER) + r'"\]|\.formal)'
@@ -64,13 +65,19 @@ _OWNER_STAND_IN = "owner"
 
 @dataclass
 class Secret:
-    """A secret of a migrated object: ``{fromEnv: variable}`` in its manifest."""
+    """A secret of a migrated object: the ``{fromEnv: VAR}`` leaf in its spec, and where
+    Terraform had it."""
 
     path: Path              # in the spec
     attribute: str          # where Terraform has it (datadog.0.api_key)
     in_state: bool          # the Terraform state holds its value (else: write-only)
     words: list[str]        # what its variable's name is made of
-    variable: str = ""
+    # Checked with a stand-in variable; named once every secret is known.
+    leaf: FromEnv = field(default_factory=lambda: FromEnv(_CHECK_VARIABLE))
+
+    @property
+    def variable(self) -> str:
+        return self.leaf.variable
 
 
 @dataclass
@@ -81,7 +88,7 @@ class Migrated:
     row: ResourceType
     kind: Kind
     id: str
-    spec: dict[str, Any]               # Secret leaves at the secrets' paths
+    spec: dict[str, Any]               # FromEnv leaves at the secrets' paths
     name: str = ""
     derived: bool = False              # the name is made of the Terraform address
     secrets: list[Secret] = field(default_factory=list)
@@ -320,7 +327,7 @@ class _Walk:
         secret = Secret(path, _dotted(at), in_state,
                         [self.instance.type, *self.instance.words(), str(at[-1])])
         self.secrets.append(secret)
-        self.put(out, spec_at, path[len(spec_at):], secret, at)
+        self.put(out, spec_at, path[len(spec_at):], secret.leaf, at)
 
     def put(self, out: dict[str, Any], spec_at: Path, rel: Path, value: Any,
             at: tuple[str | int, ...]) -> None:
@@ -339,7 +346,7 @@ class _Walk:
 def _invalid(migrated: Migrated) -> list[str]:
     """What govsync's validation says of the object's spec (secrets as variables, a
     missing owner as a stand-in: the manifest says so itself)."""
-    check = _checked_form(migrated.spec)
+    check = plain_data(migrated.spec)
     if migrated.owner_missing:
         check["groupName"] = _OWNER_STAND_IN
     messages: list[str] = []
@@ -349,16 +356,6 @@ def _invalid(migrated: Migrated) -> list[str]:
 
     check_spec(migrated.kind, migrated.name or "placeholder", check, [], report)
     return messages
-
-
-def _checked_form(value: Any) -> Any:
-    if isinstance(value, Secret):
-        return {"fromEnv": _CHECK_VARIABLE}
-    if isinstance(value, dict):
-        return {k: _checked_form(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_checked_form(v) for v in value]
-    return value
 
 
 def _secret_field(kind: Kind, path: Path) -> bool:
@@ -418,7 +415,6 @@ def _unique_names(out: Conversion) -> None:
 def _variables(migrated: list[Migrated]) -> None:
     """Each secret's variable: named after its Terraform address and attribute; a digest
     of the address tells apart two that would meet."""
-    secrets = [s for m in migrated for s in m.secrets]
     names: dict[str, list[tuple[Secret, str]]] = {}
     for m in migrated:
         for s in m.secrets:
@@ -426,8 +422,8 @@ def _variables(migrated: list[Migrated]) -> None:
             names.setdefault(base, []).append((s, f"{m.instance.address} {s.attribute}"))
     for base, group in names.items():
         for secret, where in group:
-            secret.variable = base if len(group) == 1 else f"{base}_{_digest(where).upper()}"
-    assert all(s.variable for s in secrets)
+            secret.leaf.variable = (base if len(group) == 1
+                                    else f"{base}_{_digest(where).upper()}")
 
 
 def _references(migrated: list[Migrated]) -> None:

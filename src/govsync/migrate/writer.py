@@ -39,13 +39,12 @@ from govsync.errors import ManifestError, MigrateError
 from govsync.manifests.documents import API_VERSION
 from govsync.manifests.loader import load
 from govsync.manifests.yamlio import MAX_FILE_BYTES, RawDocument, iter_documents
-from govsync.migrate.convert import Conversion, Migrated, Secret
+from govsync.migrate.convert import Conversion, Migrated
 from govsync.migrate.report import IMPORTS_FILE, REPORT_FILE, SCRIPT_FILE, report, state_rm_script
 from govsync.migrate.terraform import State
 from govsync.migrate.yamlout import (
     Commented,
     Document,
-    FromEnv,
     dump,
     dump_document,
     join,
@@ -104,22 +103,12 @@ def render(state: State, conversion: Conversion, shown_out: str) -> Output:
 
 
 def _document(m: Migrated) -> Document:
-    spec = _spec(m.spec)
+    spec = dict(m.spec)
     if m.owner_missing:
         spec["groupName"] = Commented("", OWNER_COMMENT)
     return Document({"apiVersion": API_VERSION, "kind": m.kind.name,
                      "metadata": {"name": m.name}, "spec": spec},
                     [f"Terraform: {m.instance.address}"])
-
-
-def _spec(value: Any) -> Any:
-    if isinstance(value, Secret):
-        return FromEnv(value.variable)
-    if isinstance(value, dict):
-        return {k: _spec(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_spec(v) for v in value]
-    return value
 
 
 def _file_stem(kind: str) -> str:

@@ -23,9 +23,9 @@ _PLAIN = re.compile(r"^[A-Za-z_/][A-Za-z0-9 _./@:+(),=-]*$")
 _RESERVED = frozenset({"true", "false", "yes", "no", "on", "off", "y", "n", "null", "~"})
 
 
-@dataclass(frozen=True)
+@dataclass
 class FromEnv:
-    """A secret's ``{fromEnv: VAR}``."""
+    """A secret's ``{fromEnv: VAR}`` (its variable may be named after it is placed)."""
 
     variable: str
 
