@@ -214,3 +214,54 @@ def test_a_missing_file_is_one_line(tmp_path: Path) -> None:
     assert run.code == 1
     assert errors(run) == [f"Error: {tmp_path / 'nope.tfstate'}: cannot read it: "
                            "No such file or directory"]
+
+
+def test_tainted_deposed_and_dropped_settings_are_said(migrate: Callable[..., Run],
+                                                       tmp_path: Path) -> None:
+    state = TerraformState()
+    tainted = instance(space("t"), schema_version=1)
+    tainted["status"] = "tainted"
+    deposed = instance(space("t"), schema_version=1)
+    deposed["deposed"] = "00000001"
+    state.add("formal_space", "t", tainted, deposed)
+    state.add("formal_integration_log", "s3", instance({
+        "id": "log-3", "name": "archive", "datadog": [], "splunk": [], "gcs": [],
+        "aws_s3": [{"s3_bucket_name": "b", "s3_bucket_prefix": "", "region": "eu-west-1",
+                    "cloud_integration_id": "ci-1", "compression": "gzip"}]}))
+    run = migrate(json.dumps(state.document()))
+    assert run.code == 0, run
+    report = (tmp_path / "out" / "MIGRATION.md").read_text()
+    assert "| `formal_space.t` | `Space/t` | `space-t` | tainted in Terraform" in report
+    assert "| `formal_space.t` | a deposed object (left by create_before_destroy)" in report
+    assert ("aws_s3.0.compression is set in Terraform, and govsync's LogIntegration has no "
+            "such field: not carried over") in report
+    (log,) = yaml.safe_load_all((tmp_path / "out" / "log-integration.yaml").read_text())
+    assert log["spec"]["logStoreA"] == {"bucketName": "b", "bucketPrefix": "",
+                                        "cloudIntegrationId": "ci-1"}
+
+
+def test_values_the_provider_cannot_have_written_are_fatal(migrate: Callable[..., Run]) -> None:
+    state = TerraformState()
+    state.add("formal_integration_log", "two", instance({
+        "id": "log-1", "name": "two", "aws_s3": [], "gcs": [], "datadog": [],
+        "splunk": [{"host": "a", "port": 1, "access_token": CANARY},
+                   {"host": "b", "port": 2, "access_token": CANARY}]}))
+    state.add("formal_form", "f", instance({
+        "id": "form-1", "name": "f", "description": "", "created_at": "", "updated_at": "",
+        "field": [{"id": "x", "name": "X", "type": "select", "config": [{"option": [],
+                   "options_source": [{"app": "a", "command": [{"name": "c"}],
+                                       "machine_user_id": "u", "transform": "t",
+                                       "input": None, "input_json": "[" + CANARY}]}]}]}))
+    state.add("formal_policy", "who", instance({
+        "id": "p-1", "name": "who", "description": "", "module": "m", "status": "active",
+        "owner": ["not", "a", "string"], "created_at": "", "updated_at": ""}, schema_version=1))
+    state.add("formal_space", "noid", instance({**space("noid"), "id": None}, schema_version=1))
+    run = migrate(json.dumps(state.document()))
+    assert run.code == 1
+    lines = errors(run)
+    assert "formal_integration_log.two: attribute splunk: holds 2 blocks, and the provider " \
+           "allows one" in lines[0]
+    assert "formal_form.f: attribute field.0.config.0.options_source.0.input_json: must be a " \
+           "JSON object written as a string" in lines[1]
+    assert "formal_policy.who: attribute owner: must be a string" in lines[2]
+    assert "formal_space.noid: attribute id: must be the object's id" in lines[3]
