@@ -68,7 +68,12 @@ def test_a_secret_inside_an_open_variant_is_sent_fingerprinted_and_rotated(
     assert change["fields"] == ["config.providerA.auth.apiKey"]
     text = gov.invoke("plan", str(manifests), env={VAR: second})
     assert "(sensitive)" in text.out and "hmac-sha256" not in text.out, text
-    assert gov.run("apply", str(manifests), "--auto-approve", env={VAR: second}).code == 0
+    # Through a saved plan: it holds the variable and a fingerprint, never the value.
+    saved = tmp_path / "rotate.plan"
+    assert gov.run("plan", str(manifests), "--out", str(saved), env={VAR: second}).code == 0
+    assert second not in saved.read_text() and VAR in saved.read_text()
+    applied = gov.run("apply", str(saved), env={VAR: second})
+    assert applied.code == 0, applied
     (stored,) = server.objects()["ConnectorAIProvider"]
     assert stored["config"]["providerA"]["auth"]["apiKey"] == second
 
