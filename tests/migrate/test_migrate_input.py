@@ -14,7 +14,10 @@ from typing import Any
 
 import pytest
 import yaml
+from click.testing import CliRunner
 from migratekit import FORMAL, Govsync, Run, TerraformState, attr, instance
+
+from govsync.cli import cli
 
 CANARY = "canary-5e1f0c7d9a2b4e6f8a0c1d3e5f7a9b1c"
 
@@ -193,10 +196,6 @@ def test_a_sensitive_value_govsync_would_write_in_clear_stays_in_terraform(
 
 def test_standard_input_is_read_with_a_dash(tmp_path: Path) -> None:
     gov = Govsync(tmp_path, str(tmp_path / "state.db"), "default", None)
-    from click.testing import CliRunner
-
-    from govsync.cli import cli
-
     result = CliRunner().invoke(cli, ["migrate", "terraform", "-", "--out", str(tmp_path / "o")],
                                 input=json.dumps(splunk_state().document()),
                                 env=gov.env(), catch_exceptions=False)
