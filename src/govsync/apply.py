@@ -410,7 +410,7 @@ class Applier:
                 return _outcome(change, Result.FAILED, f"not sent: {exc}")
         self.result.requests += 1
         try:
-            answer = await self.client.call(operation, body)
+            answer = await self.client.call(operation, body, secrets=secrets)
         except AmbiguousError as exc:
             if intent:
                 return await self._uncertain(change, spec, exc.message)

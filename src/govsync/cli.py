@@ -1095,6 +1095,88 @@ def audit_export(settings: Settings, since: str | None, fmt: str) -> None:
     click.echo(export(settings, since=since, fmt=fmt), nl=False)
 
 
+# -- moving in from another tool --------------------------------------------------------
+
+
+@cli.group()
+def migrate() -> None:
+    """Move in from another tool, adopting the objects it made: nothing is created.
+
+    \b
+    Example:
+      govsync migrate terraform formal.tfstate --out manifests/
+      terraform state pull | govsync migrate terraform - --out manifests/
+    """
+
+
+@migrate.command("terraform")
+@click.argument("tfstate", metavar="TFSTATE|-")
+@click.option("--out", "out_dir", default="manifests", show_default=True, type=click.Path(),
+              help="The folder to write: new, empty, or written by an earlier run over "
+                   "the same state (then only what changed is rewritten).")
+@click.option("--owner-group", metavar="NAME",
+              help="The owner (a group's name) of each policy whose state has none "
+                   "(provider schema version 2 no longer keeps it).")
+def migrate_terraform_command(tfstate: str, out_dir: str, owner_group: str | None) -> None:
+    """Write manifests for the formalco/formal resources of a Terraform state.
+
+    Reads a Terraform state (format version 4, as `terraform state pull` prints
+    it; `-` reads standard input) and writes to --out: a manifest for every
+    resource that has a govsync kind, an Import document for each (its id:
+    govsync's first apply adopts it and creates nothing), `{fromEnv: VAR}` in
+    place of every secret (the variables to set are listed), MIGRATION.md (what
+    was migrated, what stays in Terraform and why, what to do next) and
+    terraform-state-rm.sh (the `terraform state rm` of exactly the migrated
+    resources, to run after the first apply). Nothing is written unless all of
+    it is valid; no value of the state is ever printed or written.
+
+    \b
+    Example:
+      terraform state pull > formal.tfstate
+      govsync migrate terraform formal.tfstate --out manifests/
+      govsync plan manifests/          # every object an import, nothing created
+    """
+    import gc
+
+    from govsync.errors import MigrateError
+    from govsync.migrate import migrate_terraform
+
+    # A migration makes millions of small acyclic objects (the state's JSON, the
+    # manifests, their YAML read back): the cyclic collector would rescan them
+    # for nothing (40% of the time at 10,000 resources).  The command ends soon
+    # after, as plan and validate do (see ``load``).
+    gc.disable()
+    try:
+        done = migrate_terraform(tfstate, out_dir, owner_group=owner_group)
+    except MigrateError as exc:
+        for line in exc.problems:
+            click.echo(f"Error: {line}", err=True)
+        sys.exit(1)
+    migrated, kept = done.conversion.migrated, done.conversion.kept
+    report = os.path.join(out_dir, "MIGRATION.md")
+    click.echo(f"Migrated {len(migrated)} of {len(migrated) + len(kept)} formalco/formal "
+               f"resource instances into {out_dir} ({len(kept)} "
+               f"{'stays' if len(kept) == 1 else 'stay'} in Terraform: see {report}).")
+    if done.variables:
+        click.echo(f"Set {len(done.variables)} secret variable"
+                   f"{'s' if len(done.variables) != 1 else ''} before planning: "
+                   + _some(done.variables, report))
+    if done.ownerless:
+        many = len(done.ownerless) != 1
+        click.echo(f"{len(done.ownerless)} polic{'ies need' if many else 'y needs'} an owner "
+                   "(groupName or userEmail): " + _some(done.ownerless, report))
+    changed = len(done.written.changed) + len(done.written.removed)
+    out().info(f"Wrote {changed} file{'s' if changed != 1 else ''} in {out_dir}." if changed
+               else f"Nothing changed: {out_dir} is up to date.")
+    out().info(f"Next: govsync validate {out_dir} && govsync plan {out_dir}")
+
+
+def _some(names: list[str], where: str, shown: int = 10) -> str:
+    """The first names of a list, and how many more ``where`` lists."""
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more (all in {where})" if more > 0 else "")
+
+
 # -- the pull-request workflow: fmt, init, docs ------------------------------------
 
 

@@ -133,6 +133,10 @@ def kinds_reference() -> str:
         if kind.secrets:
             facts.append(("secrets", ", ".join(f"`{s}`" for s in kind.secrets)
                           + " (written `{fromEnv: VARIABLE}`)"))
+        if kind.open_variants:
+            facts.append(("secrets in open variants", "any `{fromEnv: VARIABLE}` inside "
+                          + ", ".join(f"`{s}`" for s in kind.open_variants)
+                          + " (fields the API leaves open) is a secret like the others"))
         if kind.live_refs:
             facts.append(("checked live", ", ".join(
                 f"`{r.field}` names a {r.target} that must exist (plan and drift)"

@@ -10,6 +10,7 @@
      │    ├── ApprovalError        a saved plan lacks the signed approvals required
      │    └── GovernanceError      a run contradicts what its workspace records (environment,
      │                             approvals, rules), or a reviewed plan differs
+     ├── MigrateError              a Terraform state cannot be migrated (carries every problem)
      ├── StateError                the state store failed or refuses
      │    ├── StateLockedError     another process holds the workspace lock
      │    ├── LockLostError        this process's workspace lock was lost: it writes nothing more
@@ -96,6 +97,15 @@ class ApprovalError(PlanError):
 class GovernanceError(PlanError):
     """A run contradicts its workspace's recorded governance, or differs from what was
     reviewed."""
+
+
+class MigrateError(GovsyncError):
+    """A Terraform state cannot be migrated; ``problems`` lists every one (one line each,
+    never a value of the state)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(problems))
 
 
 class StateError(GovsyncError):

@@ -31,7 +31,7 @@ from govsync.api.kinds import Kind
 from govsync.errors import ManifestError, Problem
 from govsync.manifests.directives import Directive
 from govsync.manifests.model import Manifest, ManifestSet
-from govsync.state.base import APPLIED, PENDING, UNCERTAIN, Entry, Snapshot
+from govsync.state.base import APPLIED, FINGERPRINT_PREFIX, PENDING, UNCERTAIN, Entry, Snapshot
 from govsync.values import (
     KNOWN_AFTER_APPLY,
     KNOWN_AFTER_APPLY_TEXT,
@@ -432,7 +432,7 @@ def _action(manifest: Manifest, entry: Any, request: dict[str, Any],
     before = entry.read_spec() or {}  # parsed for this comparison only
     if before == resolved:
         return Change(address, Action.NOOP, kind.name, id=entry.id)
-    diff = field_diff(kind, before, resolved)
+    diff = field_diff(kind, before, resolved, _secret_holes(manifest))
     top = sorted({k for k in before.keys() | resolved.keys() if before.get(k) != resolved.get(k)})
     cannot = [f for f in top if not kind.can_update(f)]
     fields = tuple(d.path for d in diff)
@@ -444,6 +444,11 @@ def _action(manifest: Manifest, entry: Any, request: dict[str, Any],
         str(p[0]) for p, _ in rotated}]) if rotated else blocked_reason(kind, cannot))
     return Change(address, Action.BLOCKED, kind.name, id=entry.id, fields=fields, diff=diff,
                   reason=reason)
+
+
+def _secret_holes(manifest: Manifest) -> list[paths.Path]:
+    """The paths of a manifest's secrets (those inside open variants included)."""
+    return [p for p in manifest.holes if isinstance(paths.get(manifest.template, p), SecretRef)]
 
 
 def _rotated_secrets(manifest: Manifest, before: dict[str, Any], after: dict[str, Any]
@@ -506,12 +511,16 @@ def blocked_reason(kind: Kind, fields: list[str]) -> str:
     )
 
 
-def field_diff(kind: Kind, before: dict[str, Any], after: dict[str, Any]
-               ) -> tuple[FieldChange, ...]:
-    """Leaf-level changes (deepdiff), secrets and unknown ids shown as such."""
+def field_diff(kind: Kind, before: dict[str, Any], after: dict[str, Any],
+               secrets: Sequence[paths.Path] = ()) -> tuple[FieldChange, ...]:
+    """Leaf-level changes (deepdiff), secrets and unknown ids shown as such.
+
+    Secrets are the kind's secret fields and ``secrets``, the manifest's own (a
+    ``{fromEnv}`` inside an open variant); a fingerprint anywhere (a secret the
+    manifest no longer has) is shown as sensitive too."""
     from deepdiff import DeepDiff
 
-    secret_paths = [paths.split(s) for s in kind.secrets]
+    secret_paths = [*(paths.split(s) for s in kind.secrets), *secrets]
     out: list[FieldChange] = []
     tree = DeepDiff(before, after, verbose_level=2, view="tree")
     for items in tree.values():
@@ -544,4 +553,15 @@ def _shown(value: Any, hidden: bool) -> Any:
         return SENSITIVE
     if value is KNOWN_AFTER_APPLY:
         return KNOWN_AFTER_APPLY_TEXT
+    return _fingerprints_hidden(value)
+
+
+def _fingerprints_hidden(value: Any) -> Any:
+    """``value`` with every recorded secret's fingerprint shown as sensitive."""
+    if isinstance(value, str):
+        return SENSITIVE if value.startswith(FINGERPRINT_PREFIX) else value
+    if isinstance(value, dict):
+        return {k: _fingerprints_hidden(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fingerprints_hidden(v) for v in value]
     return value

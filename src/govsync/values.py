@@ -13,7 +13,9 @@ everywhere except at a few leaves, which hold one of these types:
 
 They are types, not marker keys inside dicts, so user data in a free-form
 field (``{"$ref": "x"}`` in a ConnectorAIProvider's ``config``) is data and
-is sent and shown exactly as written.  Markers exist only in the saved-plan
+is sent and shown exactly as written.  The one marker a manifest has is
+``{fromEnv: VAR}``, read where the kind has a secret: its secret fields, and
+anywhere inside a variant whose fields the API leaves open (``Kind.open_variants``).  Markers exist only in the saved-plan
 file format (``planfile.py``), with an escape for user keys.
 
 ``Resolver`` is the one place that turns these leaves into values, for the

@@ -10,6 +10,7 @@ apply job runs.  The server must never hold the forged content."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import shutil
@@ -37,10 +38,8 @@ def candidates(*found: Any) -> set[bytes]:
         elif isinstance(value, str):
             out.add(value.encode())
             for decode in (bytes.fromhex, base64.b64decode):
-                try:
+                with contextlib.suppress(ValueError):
                     out.add(decode(value))
-                except ValueError:
-                    pass
         elif isinstance(value, dict):
             for k, v in value.items():
                 add(k)
@@ -192,7 +191,7 @@ def test_the_read_only_role_forges_nothing(tmp_path: Path, pg: tuple[str, str, s
             done = repo.gov("apply", "--env", "staging", "--reviewed", str(path),
                             "--auto-approve")
             assert done.code == 1 and "differs from the reviewed" in done.err, done
-            assert f"Hook/risk differs in request.timeoutMs" in done.err, done
+            assert "Hook/risk differs in request.timeoutMs" in done.err, done
         # The genuine review applies.
         applied = repo.gov("apply", "--env", "staging", "--reviewed", str(review))
         assert applied.code == 0, applied

@@ -114,6 +114,14 @@ def test_bench_paired_prints_each_pair_and_the_median_and_stops_on_a_failure(
     assert "ratio: median" not in failed.stdout
 
 
+def test_bench_migrate_prints_a_row_per_size(tmp_path: Path) -> None:
+    out = bench(str(ROOT / "bench/migrate/run.py"), "--sizes", "60", "--runs", "1",
+                cwd=tmp_path)
+    assert "instances  state MB  migrate s" in out
+    # 60 instances of 12 types, of which the 5 groups stay in Terraform.
+    assert re.search(r"^\s+60\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+55\s+\d+$", out, re.M), out
+
+
 def test_bench_scale_and_soak(tmp_path: Path) -> None:
     out = bench(str(ROOT / "bench/scale/run.py"), "--state-sizes", "100", "--plan-sizes", "100",
                 "--puts", "10", "--snapshot-runs", "1", "--plan-runs", "1",

@@ -261,6 +261,22 @@ def _literal_ok(value: Any) -> bool:
     return type(value) in (list, dict) and not value
 
 
+def open_variants(model: type[BaseModel], prefix: str = "") -> list[str]:
+    """Dotted paths of the variants of ``model`` (and of the models it holds) whose
+    fields the API leaves open (``dict[str, Any]``)."""
+    found: list[str] = []
+    variants: tuple[str, ...] = getattr(model, "VARIANTS", ())
+    for name, info in model.model_fields.items():
+        annotation = info.annotation
+        if _is_optional(annotation):
+            annotation = next(a for a in get_args(annotation) if a is not type(None))
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            found += open_variants(annotation, f"{prefix}{name}.")
+        elif name in variants and get_origin(annotation) is dict:
+            found.append(f"{prefix}{name}")
+    return found
+
+
 def generate() -> str:
     from govsync.api.catalog import OPERATIONS
     from govsync.api.kinds import KINDS
@@ -274,6 +290,8 @@ def generate() -> str:
     fields = {m.__name__: tuple(m.model_fields) for m in sorted(models, key=lambda m: m.__name__)}
     wraps = {op.request.__name__: key for op in OPERATIONS
              if (key := wrap_key(op.request)) is not None}
+    opened = {kind.name: tuple(paths) for kind in KINDS
+              if (paths := open_variants(kind.request_model))}
     parts = [
         HEADER.format(int_min=INT_MIN, int_max=INT_MAX),
         "\n".join(writer.constants) + "\n",
@@ -285,6 +303,9 @@ def generate() -> str:
         f"FIELDS: dict[str, tuple[str, ...]] = {_dict(fields)}\n",
         "# The key a request wraps its object under ({\"hook\": {...}}), by request model.\n"
         f"WRAPS: dict[str, str] = {_dict(wraps)}\n",
+        "# Spec paths of the variants whose fields the API leaves open, by kind: a\n"
+        "# {fromEnv: VAR} anywhere inside one is a secret.\n"
+        f"OPEN_VARIANTS: dict[str, tuple[str, ...]] = {_dict(opened)}\n",
         "# The check of each kind's spec.\n"
         "CHECKS: dict[str, Callable[[Any], dict[str, Any]]] = {\n"
         + "".join(f"    {kind!r}: {model},\n" for kind, model in kind_models.items()) + "}\n",

@@ -34,7 +34,7 @@ import logging
 import random
 import re
 import time
-from collections.abc import Awaitable, Callable, Generator, Mapping
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -175,10 +175,11 @@ class _Core:
         self._rng = rng or random.Random()
 
     def call(self, operation: str | Operation, body: Body | None,
-             headers: Mapping[str, str] | None) -> Steps[dict[str, Any]]:
+             headers: Mapping[str, str] | None, secrets: Sequence[str] = ()
+             ) -> Steps[dict[str, Any]]:
         op = _operation(operation)
         payload = _payload(body)
-        scrub = self._scrubber(_secret_values(op, payload))
+        scrub = self._scrubber([*_secret_values(op, payload), *secrets])
         extra = {"Connect-Protocol-Version": "1",
                  "Connect-Timeout-Ms": str(int(self._timeout * 1000))} if op.connect else {}
         request = self._build("POST", op.path, json=payload, headers={**extra, **(headers or {})})
@@ -416,9 +417,11 @@ class AsyncClient:
         return f"{type(self).__name__}(base_url={self._shown_url!r})"
 
     async def call(self, operation: str | Operation, body: Body | None = None, *,
-                   headers: Mapping[str, str] | None = None) -> dict[str, Any]:
-        """Send one operation; the answer's whole JSON body."""
-        return await self._drive(self._core.call(operation, body, headers))
+                   headers: Mapping[str, str] | None = None,
+                   secrets: Sequence[str] = ()) -> dict[str, Any]:
+        """Send one operation; the answer's whole JSON body.  ``secrets``: values the
+        body carries beyond the operation's secret fields, kept out of every error."""
+        return await self._drive(self._core.call(operation, body, headers, secrets))
 
     async def list_all_groups(self, query: Body | None = None, *, page_size: int = 100
                               ) -> list[dict[str, Any]]:

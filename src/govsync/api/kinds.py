@@ -128,6 +128,12 @@ class Kind:
         """Dotted spec paths whose values are secrets (written ``{fromEnv: VAR}``)."""
         return self.create.secret_paths
 
+    @cached_property
+    def open_variants(self) -> tuple[str, ...]:
+        """Dotted spec paths of variants whose fields the API leaves open (a connector AI
+        provider's ``config.providerA``...): a ``{fromEnv: VAR}`` anywhere inside is a secret."""
+        return checks.OPEN_VARIANTS.get(self.name, ())
+
     def __reduce__(self) -> tuple[object, tuple[str]]:
         # A kind is a row of the table: pickled as its name, unpickled as the row.
         return (_kind_named, (self.name,))

@@ -319,29 +319,41 @@ def _take_refs(kind: Kind, spec: dict[str, Any], request: dict[str, Any],
 
 def _take_secrets(kind: Kind, request: dict[str, Any],
                   problem: Report) -> tuple[list[tuple[Path, str]], bool]:
-    """Check each secret is ``{fromEnv: VAR}`` and put a stand-in in its place."""
+    """Check each secret is ``{fromEnv: VAR}`` and put a stand-in in its place.
+
+    Secrets are the kind's secret fields, and every ``{fromEnv: VAR}`` inside a
+    variant whose fields the API leaves open (a connector AI provider's key)."""
     secrets: list[tuple[Path, str]] = []
     ok = True
+    found: list[Path] = []
     for path in kind.secrets:
         keys = paths.split(path)
-        if not paths.has(request, keys):
-            continue
+        if paths.has(request, keys):
+            found.append(keys)
+            value = paths.get(request, keys)
+            if not isinstance(value, dict) or "fromEnv" not in value:
+                problem(("spec", *keys),
+                        f"spec.{path} is a secret: write it as {{fromEnv: VARIABLE}} and set "
+                        "VARIABLE in govsync's environment (literal secrets are not allowed)")
+                ok = False
+    for path in kind.open_variants:
+        keys = paths.split(path)
+        found += _open_secrets(paths.get(request, keys), keys)
+    for keys in found:
         value = paths.get(request, keys)
         variable = value.get("fromEnv") if isinstance(value, dict) else None
+        dotted = paths.text(keys)
         if not isinstance(value, dict) or "fromEnv" not in value:
-            problem(("spec", *keys),
-                    f"spec.{path} is a secret: write it as {{fromEnv: VARIABLE}} and set VARIABLE "
-                    "in govsync's environment (literal secrets are not allowed)")
-            ok = False
+            pass  # reported above
         elif len(value) != 1:
             extra = sorted(str(k) for k in value if k != "fromEnv")
             problem(("spec", *keys, extra[0]),
-                    f"spec.{path}: a secret is {{fromEnv: VARIABLE}} and nothing else: "
+                    f"spec.{dotted}: a secret is {{fromEnv: VARIABLE}} and nothing else: "
                     f"remove {', '.join(extra)}", key=True)
             ok = False
         elif not isinstance(variable, str) or not ENV_NAME.match(variable):
             problem(("spec", *keys, "fromEnv"),
-                    f"spec.{path}.fromEnv must name an environment variable (letters, digits "
+                    f"spec.{dotted}.fromEnv must name an environment variable (letters, digits "
                     f"and '_', not starting with a digit), not {w.short(variable)}")
             ok = False
         elif variable in envvars.OWN:
@@ -354,6 +366,17 @@ def _take_secrets(kind: Kind, request: dict[str, Any],
         if isinstance(variable, str):
             secrets.append((keys, variable))
     return secrets, ok
+
+
+def _open_secrets(value: Any, at: Path) -> list[Path]:
+    """The paths of every mapping with a ``fromEnv`` key in ``value`` (at ``at``)."""
+    if isinstance(value, dict):
+        if "fromEnv" in value:
+            return [at]
+        return [p for k, v in value.items() for p in _open_secrets(v, (*at, k))]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _open_secrets(v, (*at, i))]
+    return []
 
 
 def _validate(kind: Kind, request: dict[str, Any], used_refs: dict[str, str],
