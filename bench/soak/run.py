@@ -14,8 +14,20 @@ with the manifests:
     losses      addresses applied in state but absent on the server (must be 0)
     reruns      applies needed after the kills to settle everything
 
+With ``--attacks``, each round also tries one of the attacks of issue 21
+between the kills, as someone with the state's read access and the applying
+credentials would: a saved plan applied again after ``state forget``; a
+saved plan edited (a hook's timeout set to the FORGED value) with its
+authentication code recomputed from everything ``state export`` shows; the
+same forged plan as a reviewed plan (``apply --reviewed``); and, on SQLite,
+the state file truncated and restored from its backup as the error advises.
+Two more counts must then be 0:
+
+    accepted    attacks that govsync let through (exit 0)
+    forged      objects on the server with the forged value
+
     python bench/soak/run.py [--objects 200] [--fault-rate 0.2] [--kills 5]
-                             [--state sqlite|postgresql://...] [--seed 1]
+                             [--state sqlite|postgresql://...] [--seed 1] [--attacks]
 """
 
 from __future__ import annotations
@@ -77,6 +89,76 @@ def state_entries(env: dict[str, str]) -> dict[str, dict[str, Any]]:
     return {e["address"]: e for e in rows}
 
 
+FORGED = 99_999
+
+
+def forge(plan: str, out: str, key_material: bytes) -> int:
+    """``plan`` with every hook's timeout set to FORGED, its MAC recomputed with
+    ``key_material`` (what a reader found) as a plan key; how many requests changed."""
+    sys.path.insert(0, os.path.join(ROOT, "src"))
+    from govsync import planfile
+
+    with open(plan, encoding="utf-8") as fh:
+        data = json.load(fh)
+    data.pop("mac", None)
+    edited = 0
+    for change in data["changes"]:
+        if change.get("request") and "timeoutMs" in change["request"]:
+            change["request"]["timeoutMs"] = FORGED
+            edited += 1
+    data["mac"] = planfile.mac(data, key_material)
+    with open(out, "w", encoding="utf-8") as fh:
+        json.dump(data, fh)
+    return edited
+
+
+def changes(plan: str) -> int:
+    with open(plan, encoding="utf-8") as fh:
+        summary = json.load(fh)["summary"]
+    return int(summary["create"] + summary["update"])
+
+
+def attack(kind: str, tmp: str, env: dict[str, str], manifests: str) -> bool:
+    """One attack; whether govsync let it through (it must not)."""
+    plan, forged = os.path.join(tmp, "saved.json"), os.path.join(tmp, "forged.json")
+    if kind == "truncate-and-restore":
+        state = env["GOVSYNC_STATE"]
+        backup = state + ".backup"
+        if not os.path.exists(backup):
+            return False
+        with open(state, "r+b") as fh:
+            fh.truncate(os.path.getsize(state) // 2)
+        with open(backup, "rb") as src, open(state, "wb") as dst:
+            dst.write(src.read())
+        for leftover in (state + "-wal", state + "-shm"):
+            if os.path.exists(leftover):
+                os.unlink(leftover)
+        return False  # the count of duplicates at the end is the verdict
+    if govsync(["plan", manifests, "--out", plan], env) != 0:
+        return False
+    if kind == "replay":
+        if not changes(plan) or govsync(["apply", plan, "--parallelism", "16"], env) != 0:
+            return False  # nothing to replay
+        entries = [(a, e["id"]) for a, e in state_entries(env).items()
+                   if e["status"] == "applied"]
+        if not entries:
+            return False
+        address, object_id = entries[0]
+        govsync(["state", "forget", address], env)
+        through = govsync(["apply", plan], env) == 0
+        # The object is still on the server: put its entry back, as an operator would.
+        govsync(["state", "import", address, object_id, manifests], env)
+        return through
+    export = subprocess.run([sys.executable, "-m", "govsync", "state", "export"], env=env,
+                            capture_output=True, text=True, check=False).stdout
+    key = json.loads(export)["fingerprintKey"].encode() if export else b""
+    if not forge(plan, forged, key):
+        return False  # nothing left to forge: the forged plan would be the genuine one
+    if kind == "forge":
+        return govsync(["apply", forged], env) == 0
+    return govsync(["apply", manifests, "--reviewed", forged, "--auto-approve"], env) == 0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--objects", type=int, default=200)
@@ -85,7 +167,12 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=5)
     parser.add_argument("--state", default="sqlite")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--attacks", action="store_true",
+                        help="Mix the attacks of issue 21 with the faults and kills.")
     args = parser.parse_args()
+    accepted = 0
+    kinds = ["replay", "forge", "reviewed"] + (["truncate-and-restore"]
+                                               if args.state == "sqlite" else [])
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory() as tmp:
         server, url = start_server(os.path.join(tmp, "api.db"), latency_ms=args.latency_ms,
@@ -100,6 +187,8 @@ def main() -> None:
             started = time.monotonic()
             for _ in range(args.kills):
                 govsync(apply_args, env, kill_after=rng.uniform(0.3, 2.0))
+                if args.attacks:
+                    accepted += attack(rng.choice(kinds), tmp, env, os.path.join(tmp, "m"))
             reruns = 0
             while True:
                 reruns += 1
@@ -124,18 +213,21 @@ def main() -> None:
             losses = sum(1 for a, e in entries.items()
                          if e["status"] == "applied" and counts[a.split("/", 1)[1]] == 0)
             missing = sum(1 for name in names if counts[name] == 0)
+            forged = sum(1 for h in objects(url).get("Hook", []) if h.get("timeoutMs") == FORGED)
             print(json.dumps({
                 "objects": args.objects, "faultRate": args.fault_rate, "kills": args.kills,
                 "latencyMs": args.latency_ms, "state": "sqlite" if args.state == "sqlite"
                 else "postgresql", "duplicates": duplicates, "losses": losses,
                 "missingAfterSettle": missing, "rerunsToSettle": reruns,
                 "seconds": round(seconds, 1),
+                **({"attacksAccepted": accepted, "forgedOnServer": forged}
+                   if args.attacks else {}),
             }))
         finally:
             server.kill()
             server.wait()
     # Exit 1 when the soak found what it looks for, or never settled.
-    if duplicates or losses or missing or not settled:
+    if duplicates or losses or missing or not settled or accepted or forged:
         raise SystemExit(1)
 
 

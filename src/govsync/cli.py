@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from govsync import __version__
-from govsync.errors import ApprovalError, ConfigError, GovsyncError, ManifestError
+from govsync.errors import ConfigError, GovsyncError, ManifestError
 from govsync.project import Selection
 from govsync.settings import API_KEY_ENV, DEFAULT_STATE, LOG_ENV, Settings
 
@@ -1053,10 +1053,7 @@ def approve(plan_file: str, key_file: str, assume_yes: bool, selection: Selectio
             private = approvals.load_key(key_file, str(typed).encode())
         except PassphraseNeeded as again:
             raise GovsyncError(f"{key_file}: wrong passphrase") from again
-    try:
-        signed = approvals.approve(saved, private, signers, source)
-    except ApprovalError as exc:
-        raise ApprovalError(f"{key_file}: {exc}") from exc
+    signed = approvals.approve(saved, private, signers, source)
     if signed.replaced:
         click.echo(f"Approved {plan_file} as {signed.who}: your earlier signature in "
                    f"{signed.path} was replaced by this one (one counts per signer).")

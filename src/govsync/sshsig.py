@@ -213,6 +213,11 @@ def load_private_key(data: bytes, passphrase: bytes | None = None) -> Any:
     the key is encrypted and no (or a wrong) passphrase was given."""
     import warnings
 
+    kind = private_key_type(data)
+    if kind is not None and kind not in KEY_TYPES:
+        raise SshsigError(f"key type {kind[:40]} is not supported"
+                          + (" (DSA keys are deprecated)" if kind == "ssh-dss" else "")
+                          + ": use an ed25519, ecdsa or rsa key")
     from cryptography.exceptions import UnsupportedAlgorithm
     from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
     from cryptography.hazmat.primitives.serialization import load_ssh_private_key
@@ -239,6 +244,32 @@ def load_private_key(data: bytes, passphrase: bytes | None = None) -> Any:
         raise SshsigError("not an OpenSSH private key (as ssh-keygen writes them)") from exc
     except UnsupportedAlgorithm as exc:
         raise SshsigError(f"unsupported key type ({exc})") from exc
+
+
+_PRIVATE_BEGIN = b"-----BEGIN OPENSSH PRIVATE KEY-----"
+_PRIVATE_END = b"-----END OPENSSH PRIVATE KEY-----"
+
+
+def private_key_type(data: bytes) -> str | None:
+    """The type of an OpenSSH private key, read from its public part (readable without
+    the passphrase); None when it is not in that format."""
+    start, end = data.find(_PRIVATE_BEGIN), data.find(_PRIVATE_END)
+    if start < 0 or end < start:
+        return None
+    try:
+        blob = base64.b64decode(b"".join(data[start + len(_PRIVATE_BEGIN):end].split()))
+        magic = b"openssh-key-v1\x00"
+        if not blob.startswith(magic):
+            return None
+        r = _Reader(blob[len(magic):])
+        r.string()  # cipher
+        r.string()  # kdf
+        r.string()  # kdf options
+        if r.u32() < 1:
+            return None
+        return key_type(r.string())
+    except (binascii.Error, ValueError):
+        return None
 
 
 class PassphraseNeeded(SshsigError):

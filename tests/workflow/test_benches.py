@@ -131,6 +131,9 @@ def test_bench_scale_and_soak(tmp_path: Path) -> None:
                  "--latency-ms", "5", cwd=tmp_path)
     assert '"duplicates": 0' in soak and '"losses": 0' in soak  # it exits 1 otherwise
     assert '"missingAfterSettle": 0' in soak
+    attacked = bench(str(ROOT / "bench/soak/run.py"), "--objects", "20", "--kills", "4",
+                     "--latency-ms", "5", "--attacks", "--seed", "3", cwd=tmp_path)
+    assert '"attacksAccepted": 0' in attacked and '"forgedOnServer": 0' in attacked
 
 
 @pytest.mark.skipif(shutil.which("terraform") is None, reason="terraform is not installed")
