@@ -163,8 +163,8 @@ def test_credentials_in_the_endpoint_url_are_never_stored_or_printed(
                     f"http://127.0.0.1:{port}/?token=tok-s3cret")
     assert "was applied against" not in same.out  # the same endpoint: no warning
     with sqlite3.connect(repo.state) as db:
-        text = json.dumps(db.execute("SELECT * FROM workspaces").fetchall())
-        text += json.dumps(db.execute("SELECT * FROM history").fetchall())
+        text = repr(db.execute("SELECT * FROM workspaces").fetchall())
+        text += repr(db.execute("SELECT * FROM history").fetchall())
     assert f"http://127.0.0.1:{port}" in text
     for secret in ("pw-s3cret", "tok-s3cret"):
         assert secret not in done.out + done.err + elsewhere.out + elsewhere.err + same.out
