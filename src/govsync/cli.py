@@ -325,10 +325,14 @@ def _rules(manifests: ManifestSet, selection: Selection) -> list[Any]:
 @click.option("--out", "out_file", type=click.Path(dir_okay=False),
               help="Save the plan for `govsync apply FILE`.")
 @click.option("--format", "fmt", type=FORMATS, default="text", show_default=True)
+@click.option("--without-secrets", is_flag=True,
+              help="Do not read secrets' values (a pull request's plan: its jobs should not "
+                   "hold them). Secrets show as (sensitive) and a changed value is not seen; "
+                   "a saved plan is for review only (apply --reviewed plans again with them).")
 @click.option("--detailed-exitcode", is_flag=True,
               help="Exit 0 when there are no changes, 2 when there are, 1 on error or blocked.")
 def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: str,
-         detailed_exitcode: bool) -> None:
+         without_secrets: bool, detailed_exitcode: bool) -> None:
     """Show what apply would change: create, update, no-op, blocked, orphan, uncertain.
 
     Reads the state without locking it and sends no write to the API. With an
@@ -345,7 +349,8 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
         # Before the plan, which may make the workspace for the file: nothing is left.
         raise ConfigError(f"cannot write the plan to {out_file}: its folder does not exist")
     manifests = load(paths, settings.selection, short=True)
-    result = commands.plan(manifests, settings, saving=bool(out_file))
+    result = commands.plan(manifests, settings, saving=bool(out_file),
+                           read_secrets=not without_secrets)
     o = out()
     if fmt == "json":
         for chunk in render.plan_json_chunks(result):
@@ -358,16 +363,15 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
     why = (f"{blocked} blocked change(s): the API cannot make them, so apply will refuse "
            "this plan; revert them in the manifests and plan again.")
     if out_file:
-        authenticated = commands.write_plan(result, settings, out_file, manifests)
+        review_only = commands.write_plan(result, settings, out_file, manifests)
         env = f" --env {settings.selection.name}" if settings.selection.name else ""
         if blocked:
             o.info(f"Saved the plan to {out_file}, but it cannot be applied: {why}")
-        elif authenticated:
+        elif not review_only:
             o.info(f"Saved the plan to {out_file}: apply it with "
                    f"`govsync apply{env} {out_file}`.")
         else:
-            o.info(f"Saved the plan to {out_file} for review only (these credentials may not "
-                   "read the workspace's plan key): apply it with "
+            o.info(f"Saved the plan to {out_file} for review only ({review_only}): apply it with "
                    f"`govsync apply{env} --reviewed {out_file}`, which plans again with the "
                    "applying credentials and applies only the same changes.")
     elif blocked:

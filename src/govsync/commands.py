@@ -66,7 +66,8 @@ def read_snapshot(settings: Settings, *, responses: bool = False) -> Snapshot:
         return store.snapshot(settings.workspace, responses=responses, create=False)
 
 
-def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False) -> Plan:
+def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False,
+         read_secrets: bool = True) -> Plan:
     """Diff the manifests against the workspace's state (no lock taken).
 
     Writes nothing, unless ``saving`` (``plan --out``) a workspace never written
@@ -79,7 +80,8 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False) ->
     from govsync.live import wanted
     from govsync.plan import make_plan
 
-    check_secrets_set(manifests, settings)
+    if read_secrets:
+        check_secrets_set(manifests, settings)
     from govsync.state.base import exists
 
     selection = settings.selection
@@ -94,7 +96,8 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False) ->
     record = governance.recorded(snapshot.governance, settings.workspace)
     governance.check_environment(record, selection.name, settings.workspace, selection.project)
     result = make_plan(manifests, snapshot, environ=settings.environ,
-                       targets=settings.targets)
+                       targets=settings.targets, read_secrets=read_secrets)
+    result.secrets_read = read_secrets
     _governed(result, record, proposed, selection.name)
     check_rules(result, manifests, governance.rules_to_check(record, proposed),
                 selection.name, snapshot)
@@ -123,7 +126,7 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False) ->
             asyncio.run(check())
         else:
             _skip_live(result, values, "no endpoint configured (offline plan)")
-    if saving and not snapshot.lineage and _may_save(settings):
+    if saving and read_secrets and not snapshot.lineage and _may_save(settings):
         result = _in_new_workspace(result, manifests, settings)
     return result
 
@@ -177,12 +180,13 @@ def check_rules(plan: Plan, manifests: ManifestSet, rules: tuple[Rule, ...],
 
 
 def write_plan(plan: Plan, settings: Settings, path: str,
-               manifests: ManifestSet | None = None) -> bool:
+               manifests: ManifestSet | None = None) -> str:
     """Save ``plan`` for ``govsync apply FILE``, authenticated with the workspace's plan
     key, with the git commit of the manifests it was made from (for the audit).
 
-    Returns whether it could be authenticated: credentials that may not read the
-    key (a read-only role) save it for review only (``apply --reviewed``)."""
+    Returns '' when it is authenticated, else why it is saved for review only
+    (``apply --reviewed``): made without secrets, or by credentials that may not
+    read the key (a read-only role)."""
     from govsync import audit, planfile
     from govsync.errors import PlanKeyUnavailable
     from govsync.state.base import exists
@@ -196,11 +200,14 @@ def write_plan(plan: Plan, settings: Settings, path: str,
                 raise StateError("the state changed while the plan was made: run `govsync "
                                  "plan` again")
             plan.state_digest = snapshot.content_digest()
-            if snapshot.lineage:
+            if snapshot.lineage and plan.secrets_read:
                 with contextlib.suppress(PlanKeyUnavailable):
                     key = store.plan_key(settings.workspace)
     planfile.write(plan, path, key)
-    return key is not None
+    if key is not None:
+        return ""
+    return ("it was made without reading secrets" if not plan.secrets_read
+            else "these credentials may not read the workspace's plan key")
 
 
 def inspect_saved(saved: SavedPlan, settings: Settings) -> tuple[str, Governance | None]:

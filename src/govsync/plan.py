@@ -36,6 +36,7 @@ from govsync.values import (
     KNOWN_AFTER_APPLY,
     KNOWN_AFTER_APPLY_TEXT,
     SENSITIVE,
+    UNREAD,
     MissingSecret,
     Resolver,
     SecretRef,
@@ -165,6 +166,8 @@ class Plan:
     environment: str | None = None
     # The workspace's governance it changes: {from, to} (governance.change), or None.
     governance: dict[str, Any] | None = None
+    # False: made without reading secrets' values (for review only).
+    secrets_read: bool = True
 
     def __repr__(self) -> str:
         # A count, not every change: asyncio.run formats its task's result
@@ -229,10 +232,15 @@ def make_plan(
     *,
     environ: Environ | None = None,
     targets: Sequence[str] = (),
+    read_secrets: bool = True,
 ) -> Plan:
     """Diff ``manifests`` against ``snapshot``.  Raises ManifestError for a
     missing secret variable or a Moved/Import document that cannot apply,
-    ConfigError for a target that matches nothing."""
+    ConfigError for a target that matches nothing.
+
+    Without ``read_secrets``, secrets' values are not read: each secret is
+    taken to be unchanged since it was applied (a pull request's plan, which
+    ``apply --reviewed`` plans again with the values)."""
     env = os.environ if environ is None else environ
     entries = snapshot.entries
     problems: list[Problem] = []
@@ -243,7 +251,8 @@ def make_plan(
             more[new] = entries[old].id  # type: ignore[assignment]
     for new, directive in imported.items():
         more[new] = directive.spec["id"]
-    resolver = Resolver(ids=_Ids(entries, more), fingerprint=snapshot.fingerprint, environ=env)
+    resolver = Resolver(ids=_Ids(entries, more), fingerprint=snapshot.fingerprint, environ=env,
+                        read_secrets=read_secrets)
     changes: list[Change] = []
     if len(manifests.order) != len(manifests.objects):
         from govsync.graph import order
@@ -256,6 +265,10 @@ def make_plan(
         except MissingSecret as exc:
             problems.append(_missing_secret(manifest, exc.path, exc.variable))
             continue
+        if not read_secrets:
+            recorded = entries.get(moved.get(address, address))
+            if recorded is not None and recorded.status == APPLIED:
+                resolved = _unread_as_before(manifest, recorded.read_spec() or {}, resolved)
         if address in moved:
             changes.append(_move(manifest, moved[address], entries[moved[address]], request,
                                  resolved))
@@ -449,6 +462,17 @@ def _action(manifest: Manifest, entry: Any, request: dict[str, Any],
 def _secret_holes(manifest: Manifest) -> list[paths.Path]:
     """The paths of a manifest's secrets (those inside open variants included)."""
     return [p for p in manifest.holes if isinstance(paths.get(manifest.template, p), SecretRef)]
+
+
+def _unread_as_before(manifest: Manifest, before: dict[str, Any],
+                      resolved: dict[str, Any]) -> dict[str, Any]:
+    """A secret not read (``UNREAD``) compares as the fingerprint applied before."""
+    for path in manifest.holes:
+        if (isinstance(paths.get(manifest.template, path), SecretRef)
+                and paths.has(resolved, path) and paths.get(resolved, path) == UNREAD
+                and paths.has(before, path)):
+            resolved = paths.replace(resolved, path, paths.get(before, path))
+    return resolved
 
 
 def _rotated_secrets(manifest: Manifest, before: dict[str, Any], after: dict[str, Any]

@@ -59,6 +59,10 @@ class PlannedSecret:
     fingerprint: str
 
 
+# The fingerprint of a secret a plan did not read (``plan --without-secrets``).
+UNREAD: Final = "(not read)"
+
+
 class _KnownAfterApply:
     """The id of an object this plan creates: compared as unequal to any id."""
 
@@ -136,6 +140,9 @@ class Resolver:
     ids: Mapping[str, str]
     fingerprint: Callable[[str], str]
     environ: Mapping[str, str]
+    # False: plan without reading secrets' values (a pull request's plan): each is
+    # planned as ``PlannedSecret(variable, UNREAD)`` and compared as ``UNREAD``.
+    read_secrets: bool = True
 
     def _secret_value(self, path: Path, variable: str) -> str:
         value = self.environ.get(variable)
@@ -161,7 +168,8 @@ class Resolver:
                 compared = paths.replace(compared, path, KNOWN_AFTER_APPLY if known is None
                                          else known)
             elif isinstance(hole, SecretRef | PlannedSecret):
-                fingerprint = self.fingerprint(self._secret_value(path, hole.variable))
+                fingerprint = (self.fingerprint(self._secret_value(path, hole.variable))
+                               if self.read_secrets else UNREAD)
                 request = paths.replace(request, path, PlannedSecret(hole.variable, fingerprint))
                 compared = paths.replace(compared, path, fingerprint)
         return request, compared
