@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from govsync import __version__
+from govsync import __version__, envvars
 from govsync.errors import ConfigError, GovsyncError, ManifestError
-from govsync.project import Selection
-from govsync.settings import API_KEY_ENV, DEFAULT_STATE, LOG_ENV, Settings
+from govsync.project import Given, Selection
+from govsync.settings import API_KEY_ENV, DEFAULT_STATE, LOCAL_DB, LOG_ENV, Settings
 
 if TYPE_CHECKING:
     from govsync.manifests.model import ManifestSet
@@ -141,21 +141,23 @@ def global_options(func: F) -> F:
                 **kwargs: Any) -> Any:
         ctx = click.get_current_context()
 
-        def chosen(param: str, value: Any, setting: str) -> Any:
-            given = ctx.get_parameter_source(param) in (
-                click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.ENVIRONMENT)
-            if given:
-                return value
-            from_project = selection.setting(setting)
-            return from_project if from_project is not None else value
+        def chosen(param: str, value: Any, setting: str, flag: str, variable: str) -> Any:
+            source = ctx.get_parameter_source(param)
+            where = ("option" if source == click.core.ParameterSource.COMMANDLINE
+                     else "environment" if source == click.core.ParameterSource.ENVIRONMENT
+                     else "default")
+            return selection.choose(setting, Given(value, where, flag, variable))
 
         settings = Settings(
-            endpoint=chosen("endpoint", endpoint, "endpoint") or None,
+            endpoint=chosen("endpoint", endpoint, "endpoint", "--endpoint",
+                            envvars.ENDPOINT) or None,
             api_key=os.environ.get(API_KEY_ENV) or None,
-            state=chosen("state_url", state_url, "state"),
-            workspace=chosen("workspace", workspace, "workspace"),
+            state=chosen("state_url", state_url, "state", "--state", envvars.STATE),
+            workspace=chosen("workspace", workspace, "workspace", "--workspace",
+                             envvars.WORKSPACE),
             insecure_http=insecure_http,
             local_seed=local_seed,
+            local_db=selection.default("local_db") or LOCAL_DB,
             selection=selection,
         )
         return func(*args, settings=settings, **kwargs)
@@ -382,16 +384,20 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
         sys.exit(2)
 
 
-def prompt(settings: Settings) -> str:
-    """The confirmation question, naming what it will change (contract section 5)."""
+def where(settings: Settings) -> str:
+    """What a command acts on: environment, workspace, endpoint and state (masked)."""
     from govsync.state.base import safe_url
 
     env = settings.selection.name
-    where = (f"environment {env}, " if env else "") + (
+    return (f"environment {env}, " if env else "") + (
         f"workspace {settings.workspace!r}, endpoint "
         f"{safe_url(settings.endpoint) if settings.endpoint else '(none)'}, state "
         f"{safe_url(settings.state)}")
-    return f"Apply these changes to {where}? Only 'yes' will be accepted"
+
+
+def prompt(settings: Settings) -> str:
+    """The confirmation question, naming what it will change (contract section 5)."""
+    return f"Apply these changes to {where(settings)}? Only 'yes' will be accepted"
 
 
 def confirmed(prompt: str) -> bool:
@@ -478,6 +484,7 @@ def apply(paths: tuple[str, ...], settings: Settings, auto_approve: bool, parall
     source = planfile.read(paths[0]) if saved_plan else load(paths, settings.selection)
 
     def confirm(the_plan: Any) -> bool:
+        o.info(f"Applying to {where(settings)}.")
         click.echo(render.plan_text(the_plan, color=o.color), nl=False, color=o.color)
         if auto_approve or saved_plan or reviewed:
             return True

@@ -29,9 +29,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from govsync import redact
 from govsync.errors import ConfigError, ManifestError, Problem
 from govsync.files import display_path
-from govsync.settings import API_KEY_ENV
+from govsync.manifests.wording import closest
+from govsync.settings import API_KEY_ENV, DEFAULT_STATE, LOCAL_DB
 
 if TYPE_CHECKING:
     from govsync.approvals import Approvals
@@ -244,6 +246,28 @@ def parse_var(text: str) -> tuple[str, Any]:
 
 
 @dataclass(frozen=True)
+class Given:
+    """A global option as the command line got it: its value, where from (``option``,
+    ``environment`` or ``default``), and its names for messages."""
+
+    value: str | None
+    source: str
+    flag: str
+    variable: str
+
+
+def _same(key: str, a: str, b: str) -> bool:
+    """Whether two settings name the same place (credentials and query aside)."""
+    if key == "workspace":
+        return a == b
+    if "://" in a and "://" in b:
+        return redact.identity(a) == redact.identity(b)
+    if "://" not in a and "://" not in b and key == "state":
+        return os.path.realpath(a) == os.path.realpath(b)
+    return a.strip().rstrip("/") == b.strip().rstrip("/")
+
+
+@dataclass(frozen=True)
 class Selection:
     """The project (if any), the environment chosen (if any) and ``--var`` overrides."""
 
@@ -285,6 +309,60 @@ class Selection:
                 return str(value)
         return None
 
+    def choose(self, key: str, given: Given) -> str | None:
+        """A global setting (``endpoint``, ``state``, ``workspace``): the command-line
+        option, else its environment variable, else the environment's entry, else
+        the project's top level, else the default.
+
+        An environment variable that contradicts what the selected environment sets
+        is a ConfigError naming both (a leftover ``export GOVSYNC_ENDPOINT=local``
+        must not send prod's changes elsewhere).  Credentials do not count as a
+        difference: a state URL with the CI's reader role names the same database
+        as the project's."""
+        if given.source == "option":
+            return given.value
+        mine = getattr(self.environment, key, None) if self.environment else None
+        if given.source == "environment" and given.value:
+            if mine is not None and not _same(key, given.value, str(mine)):
+                assert self.environment is not None and self.project is not None
+                raise ConfigError(
+                    f"{given.variable}={redact.url(given.value)} contradicts environment "
+                    f"{self.environment.name} of {self.project.file}, whose {key} is "
+                    f"{redact.url(str(mine))}: unset {given.variable} (or give {given.flag} "
+                    "to override it on purpose); nothing was read or sent")
+            return given.value
+        found = self.setting(key)
+        if found is not None:
+            return found
+        return self.default(key)
+
+    def default(self, key: str) -> str | None:
+        """The built-in default: the state and the embedded server's database live beside
+        the project file (not in whatever folder the command runs from)."""
+        files = {"state": DEFAULT_STATE, "local_db": LOCAL_DB}
+        if key not in files:
+            return "default" if key == "workspace" else None
+        if self.project is None:
+            return files[key]
+        return display_path(os.path.join(os.path.dirname(os.path.abspath(self.project.file)),
+                                         files[key]))
+
+    def check_overrides(self, overrides: Mapping[str, Any]) -> None:
+        """ConfigError for a ``--var`` that no ``vars`` declares (a typo is not ignored)."""
+        if self.project is None:
+            return
+        declared = set(self.project.top.vars)
+        for env in self.project.environments.values():
+            declared |= set(env.vars)
+        unknown = sorted(set(overrides) - declared)
+        if unknown:
+            name = unknown[0]
+            near = closest(name, sorted(declared))
+            hint = f"did you mean {near!r}? " if near else ""
+            listed = ", ".join(sorted(declared)) or "none"
+            raise ConfigError(f"--var {name}: no vars of {self.project.file} declares it: "
+                              f"{hint}declared are {listed}")
+
     def each_environment(self) -> list[Selection]:
         """``validate`` with no --env: one selection per environment (or just this one)."""
         if self.project is None or self.environment is not None or not self.project.environments:
@@ -303,4 +381,6 @@ def select(project_file: str | None, env: str | None, variables: list[str]) -> S
         raise ConfigError(f"--env {env}: there is no govsync.yaml here or above (and no "
                           "--project FILE) to define environments")
     overrides = dict(parse_var(v) for v in variables)
-    return Selection(project, project.environment(env) if project else None, overrides)
+    selection = Selection(project, project.environment(env) if project else None, overrides)
+    selection.check_overrides(overrides)
+    return selection

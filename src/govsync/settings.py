@@ -36,6 +36,8 @@ class Settings:
     workspace: str = "default"
     insecure_http: bool = False
     local_seed: str | None = None
+    # Where ``--endpoint local`` keeps the embedded server's objects.
+    local_db: str = LOCAL_DB
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ, repr=False)
     # --target patterns: only these addresses and what they depend on.
     targets: tuple[str, ...] = ()
@@ -59,9 +61,9 @@ class Settings:
         from govsync.api.client import connect
 
         if self.endpoint == "local":
-            seed_local(self.local_seed)
+            seed_local(self.local_seed, self.local_db)
         return connect(self.endpoint, self.api_key, insecure_http=self.insecure_http,
-                       local_db=LOCAL_DB, **kw)
+                       local_db=self.local_db, **kw)
 
 
 def _no_selection() -> Selection:
@@ -70,14 +72,14 @@ def _no_selection() -> Selection:
     return Selection()
 
 
-def seed_local(seed: str | None) -> None:
+def seed_local(seed: str | None, local_db: str = LOCAL_DB) -> None:
     """Preload the embedded server's database with a seed file (idempotent)."""
-    os.makedirs(os.path.dirname(LOCAL_DB), exist_ok=True)
+    os.makedirs(os.path.dirname(local_db) or ".", exist_ok=True)
     if not seed:
         return
     from govsync.server.store import Store
 
-    store = Store(LOCAL_DB)
+    store = Store(local_db)
     try:
         store.load_seed(seed)
     except (OSError, ValueError) as exc:

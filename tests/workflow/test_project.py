@@ -75,8 +75,36 @@ def test_precedence_option_then_variable_then_environment_then_top(repo: Path) -
     # default: the env's name; staging has no state: the top level's
     assert f"workspace 'staging' ({repo}/top.db does not exist" in state_of("--env", "staging")
     assert "workspace 'cli'" in state_of("--env", "prod", "--workspace", "cli")
-    assert "workspace 'fromenv'" in state_of("--env", "prod", env={"GOVSYNC_WORKSPACE": "fromenv"})
     assert "workspace 'production'" in state_of(env={"GOVSYNC_ENV": "prod"})
+    # A variable that agrees is fine; one that contradicts the environment is an
+    # error naming both (contract section 5), never a silent override.
+    assert "workspace 'production'" in state_of(
+        "--env", "prod", env={"GOVSYNC_WORKSPACE": "production"})
+    assert "workspace 'fromenv'" in state_of(env={"GOVSYNC_WORKSPACE": "fromenv"})
+    contradicts = run("state", "list", "--env", "prod", env={"GOVSYNC_WORKSPACE": "fromenv"})
+    assert contradicts.exit_code == 1
+    assert ("GOVSYNC_WORKSPACE=fromenv contradicts environment prod of "
+            f"{repo}/govsync.yaml, whose workspace is production") in contradicts.stderr
+    refused = run("state", "list", "--env", "prod", env={"GOVSYNC_STATE": "elsewhere.db"})
+    assert refused.exit_code == 1 and "GOVSYNC_STATE=elsewhere.db contradicts" in refused.stderr
+    # Not set by the environment (prod has no endpoint): the variable holds.
+    assert run("state", "list", "--env", "prod", env={"GOVSYNC_ENDPOINT": "local"}).exit_code == 0
+
+
+def test_the_default_state_lives_beside_the_project_file(repo: Path) -> None:
+    """Issue 23: from a subfolder, the state is the project's, not a new one here."""
+    text = (repo / "govsync.yaml").read_text()
+    (repo / "govsync.yaml").write_text(text.replace("state: top.db\n", ""))
+    result = run("state", "list", "--env", "staging")
+    assert result.exit_code == 0, result.output
+    assert f"({repo}/.govsync/state.db does not exist" in result.stderr, result.stderr
+
+
+def test_a_var_that_no_vars_declares_is_an_error(repo: Path) -> None:
+    result = run("plan", "--env", "staging", "--var", "timout=10")
+    assert result.exit_code == 1
+    assert ("--var timout: no vars of" in result.stderr
+            and "did you mean 'timeout'?" in result.stderr), result.stderr
 
 
 def test_plan_uses_the_environments_variables(repo: Path) -> None:
@@ -117,3 +145,19 @@ def test_project_file_errors_name_their_place(repo: Path, edit: tuple[str, str],
     result = run("validate")
     assert result.exit_code == 1
     assert f"{repo}/{where}: {message}" in result.stderr, result.stderr
+
+
+def test_a_leftover_endpoint_variable_never_sends_prod_elsewhere(repo: Path) -> None:
+    """Issue 23: `export GOVSYNC_ENDPOINT=local` left over from the walkthrough beat
+    environments.prod.endpoint; now it is an error naming both, and nothing is sent."""
+    text = (repo / "govsync.yaml").read_text()
+    (repo / "govsync.yaml").write_text(text.replace(
+        "    workspace: production\n",
+        "    workspace: production\n    endpoint: https://governance.example.com\n"))
+    result = run("apply", "--env", "prod", "--var", "timeout=20", "--auto-approve",
+                 env={"GOVSYNC_ENDPOINT": "local"})
+    assert result.exit_code == 1
+    assert ("GOVSYNC_ENDPOINT=local contradicts environment prod of "
+            f"{repo}/govsync.yaml, whose endpoint is https://governance.example.com"
+            ) in result.stderr
+    assert not (repo / ".govsync").exists() and not (repo / "sub" / ".govsync").exists()
