@@ -293,8 +293,10 @@ def validate(paths: tuple[str, ...], selection: Selection, fmt: str) -> None:
             continue
         n, files = len(manifests.objects), len(manifests.files)
         where = f" (environment {each.name})" if each.name else ""
-        out().info(f"{n} object{'s' if n != 1 else ''} in {files} file"
-                   f"{'s' if files != 1 else ''}{where}: valid.")
+        if fmt != "json" and not out().quiet:
+            # The result, on stdout (errors and warnings go to stderr).
+            click.echo(f"{n} object{'s' if n != 1 else ''} in {files} file"
+                       f"{'s' if files != 1 else ''}{where}: valid.")
         for warning in warnings:
             click.echo(str(warning), err=True)
     if found and len(selections) > 1:  # say which environment each error belongs to
@@ -688,19 +690,21 @@ def state_show(address: str, settings: Settings) -> None:
 
 
 @state.command("forget")
-@click.argument("address")
+@click.argument("addresses", metavar="ADDRESS...", nargs=-1, required=True)
 @global_options
-def state_forget(address: str, settings: Settings) -> None:
-    """Drop an entry from state (the object stays on the server).
+def state_forget(addresses: tuple[str, ...], settings: Settings) -> None:
+    """Drop entries from state (the objects stay on the server).
+
+    All of them or none: an address not in state changes nothing.
 
     \b
     Example:
-      govsync state forget Space/old-analytics
+      govsync state forget Space/old-analytics Hook/old-risk
     """
     from govsync import commands
 
-    entry = commands.state_forget(settings, address)
-    click.echo(f"Forgot {address} (id {entry.id}); it stays on the server.")
+    for entry in commands.state_forget(settings, list(addresses)):
+        click.echo(f"Forgot {entry.address} (id {entry.id}); it stays on the server.")
 
 
 @state.command("import")

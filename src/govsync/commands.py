@@ -114,12 +114,15 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False,
 
         result.checks.append(Check("endpoint", CheckStatus.WARNING,
                                    f"{changed}; apply will refuse without --allow-endpoint-change"))
-    values = wanted(manifests)
+    # With --target, the targeted objects' live references only.
+    targeted = ([c.address for c in result.changes if c.address in manifests.objects]
+                if settings.targets else None)
+    values = wanted(manifests, targeted)
     if values:
         if settings.endpoint:
             async def check() -> None:
                 async with settings.client(max_retries=1) as client:
-                    await check_live(result, manifests, client, None)
+                    await check_live(result, manifests, client, targeted, unreachable=True)
 
             import asyncio  # here, not at the top: offline commands never need it
 
@@ -274,10 +277,13 @@ def _skip_live(plan: Plan, values: list[LiveValue], why: str) -> None:
 
 
 async def check_live(plan: Plan, manifests: ManifestSet, client: AsyncClient,
-                     addresses: list[str] | None) -> None:
+                     addresses: list[str] | None, *, unreachable: bool = False) -> None:
     """Check the live references of ``addresses`` (None: all); record it on ``plan``.
 
-    ManifestError for names that do not exist; an unreachable API skips the check."""
+    ManifestError for names that do not exist.  An endpoint that cannot be read is
+    an ApiError naming it and why with ``unreachable`` (plan: a wrong endpoint in
+    CI must not give a green pull request), else the check is skipped (apply: its
+    own requests then say it)."""
     from govsync import live
     from govsync.plan import Check, CheckStatus
 
@@ -289,9 +295,15 @@ async def check_live(plan: Plan, manifests: ManifestSet, client: AsyncClient,
     except UnauthorizedError as exc:
         raise _key_rejected(exc) from exc
     except TransportError as exc:
+        if unreachable:
+            raise ApiError(f"cannot run the live checks ({' and '.join(live.operations(values))})"
+                           f": {exc.message}; check the endpoint (--endpoint, "
+                           "GOVSYNC_ENDPOINT or the project's environment)") from exc
         _skip_live(plan, values, f"endpoint unreachable ({exc.message})")
         return
     except ApiError as exc:
+        if unreachable:
+            raise ApiError(f"cannot run the live checks: {live.failed(values, exc)}") from exc
         _skip_live(plan, values, live.failed(values, exc))
         return
     missing = live.missing(values, existing)
@@ -718,12 +730,20 @@ def state_entry(settings: Settings, address: str) -> Entry:
     return entry
 
 
-def state_forget(settings: Settings, address: str) -> Entry:
-    """Drop one entry; the object stays on the server."""
-    entry = state_entry(settings, address)
+def state_forget(settings: Settings, addresses: list[str]) -> list[Entry]:
+    """Drop entries (all of them, or none when one is not in state); the objects stay on
+    the server."""
     with _locked(settings) as store:
-        store.remove(settings.workspace, address)
-    return entry
+        entries = store.snapshot(settings.workspace, responses=False).entries
+        missing = [a for a in addresses if a not in entries]
+        if missing:
+            raise StateError(f"{missing[0]} is not in the state of workspace "
+                             f"{settings.workspace!r} (`govsync state list` shows what is); "
+                             "nothing was forgotten")
+        found = [entries[a] for a in dict.fromkeys(addresses)]
+        for entry in found:
+            store.remove(settings.workspace, entry.address)
+    return found
 
 
 def state_resolve(settings: Settings, addresses: list[str], object_id: str | None

@@ -317,7 +317,9 @@ def _target(plan: Plan, manifests: ManifestSet, patterns: Sequence[str]) -> None
                 chosen.add(dep)
                 todo.append(dep)
     kept = [c for c in plan.changes if c.address in chosen]
-    plan.left_out = len(plan.changes) - len(kept)
+    # What was left out that would have changed something (no-ops are not changes).
+    plan.left_out = sum(1 for c in plan.changes
+                        if c.address not in chosen and c.action != Action.NOOP)
     plan.changes = kept
     plan.targets = list(patterns)
 

@@ -14,10 +14,16 @@ def test_plan_warns_and_apply_refuses_another_endpoint(gov: Gov, applied: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GOVSYNC_API_KEY", "some-key")
     assert gov.snapshot().endpoint == "local"
-    plan = gov.plan(applied, *CLOSED)
+    # Hooks only: no live check, so the plan says what changed endpoint means.
+    plan = gov.plan(applied, *CLOSED, "--target", "Hook/*")
     (check,) = [c for c in plan["checks"] if c["name"] == "endpoint"]
     assert check["status"] == "warning"
     assert "applied against local, not http://127.0.0.1:9" in check["detail"]
+    # With policies, an endpoint that cannot be read fails the plan (issue 23: a wrong
+    # CI endpoint must not give a green pull request), naming it and why.
+    unreachable = gov.run("plan", applied, *CLOSED, code=1)
+    assert "cannot run the live checks (ListGroups): could not reach " \
+           "http://127.0.0.1:9" in unreachable.stderr
 
     # Nothing to do: a no-op apply needs no endpoint at all.
     gov.run("apply", applied, *CLOSED, "--auto-approve")

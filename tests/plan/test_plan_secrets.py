@@ -186,7 +186,7 @@ def test_validate_needs_no_secret(gov: Gov, manifests: Path,
                                   monkeypatch: pytest.MonkeyPatch) -> None:
     for var in USED_BY:
         monkeypatch.delenv(var)
-    assert gov.run("validate", manifests).stderr == "59 objects in 12 files: valid.\n"
+    assert gov.run("validate", manifests).stdout == "59 objects in 12 files: valid.\n"
 
 
 AUDIT_ARCHIVE_STORE = """  logStoreA:

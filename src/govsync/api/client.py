@@ -60,6 +60,9 @@ if TYPE_CHECKING:
 __all__ = ["AsyncClient", "RetryEvent", "connect", "local_transport", "unwrap"]
 
 log = logging.getLogger(__name__)
+# A library's loggers say nothing unless asked (GOVSYNC_LOG): without a handler of
+# their own, Python's last-resort handler would print warnings as bare lines.
+logging.getLogger("govsync").addHandler(logging.NullHandler())
 
 Body = Union[Mapping[str, Any], "BaseModel"]
 T = TypeVar("T")
