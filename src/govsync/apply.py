@@ -266,8 +266,11 @@ class Applier:
         throttle: Throttle | None = None,
         reporter: Reporter | None = None,
         api_key: str | None = None,
+        endpoint: str | None = None,
     ) -> None:
         self.store = store
+        # To record as the workspace's endpoint once it has answered (None: nothing to).
+        self.endpoint = endpoint
         # Never recorded, even echoed inside an answer (with the request's secrets).
         self.hidden = [api_key] if api_key else []
         self.workspace = snapshot.workspace
@@ -445,6 +448,7 @@ class Applier:
     async def _recorded(self, change: Change, entry: Entry) -> Outcome:
         """Record the API's yes; until that is done, the change is not applied."""
         try:
+            self._answered()
             await self._record(entry)
         except StateError as exc:
             return _outcome(change, Result.UNCERTAIN,
@@ -455,7 +459,15 @@ class Applier:
             self.ids[change.address] = entry.id
         return _outcome(change, Result.APPLIED, object_id=entry.id)
 
+    def _answered(self) -> None:
+        """The endpoint has taken a change: record it as the workspace's, once."""
+        if self.endpoint is not None:
+            endpoint, self.endpoint = self.endpoint, None
+            self.store.set_endpoint(self.workspace, endpoint)
+
     async def _uncertain(self, change: Change, spec: dict[str, Any], why: str) -> Outcome:
+        with contextlib.suppress(StateError):
+            self._answered()  # it may hold the object now
         with contextlib.suppress(StateError):  # pending already says the same
             await self._record(Entry(change.address, change.kind, None, UNCERTAIN, spec, None,
                                      now()))

@@ -363,9 +363,11 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
         click.echo(render.plan_markdown(result), nl=False)
     else:
         click.echo(render.plan_text(result, color=o.color, verbose=o.verbose > 0), nl=False, color=o.color)
+    from govsync.plan import blocked_advice
+
     blocked = len(result.blocked())
     why = (f"{blocked} blocked change(s): the API cannot make them, so apply will refuse "
-           "this plan; revert them in the manifests and plan again.")
+           f"this plan; {blocked_advice(result.blocked())} and plan again.")
     if out_file:
         review_only = commands.write_plan(result, settings, out_file, manifests)
         env = f" --env {settings.selection.name}" if settings.selection.name else ""
@@ -486,7 +488,7 @@ def apply(paths: tuple[str, ...], settings: Settings, auto_approve: bool, parall
     source = planfile.read(paths[0]) if saved_plan else load(paths, settings.selection)
 
     def confirm(the_plan: Any) -> bool:
-        o.info(f"Applying to {where(settings)}.")
+        o.info(f"Changing {where(settings)}.")
         click.echo(render.plan_text(the_plan, color=o.color), nl=False, color=o.color)
         if auto_approve or saved_plan or reviewed:
             return True
@@ -619,11 +621,15 @@ def graph_command(paths: tuple[str, ...], settings: Settings, fmt: str, of_plan:
     """
     from govsync.render.graph import change_graph, dependency_graph, render
 
-    manifests = load(paths)
+    manifests = load(paths, settings.selection)
     if of_plan:
         from govsync import commands
 
-        the_graph = change_graph(commands.plan(manifests, settings), manifests.objects)
+        the_graph = change_graph(commands.plan(manifests, settings, read_secrets=False),
+                                 manifests.objects)
+        if not the_graph.nodes:
+            out().info("No changes: the plan's graph is empty (drop --plan for the whole "
+                       "dependency graph).")
     else:
         the_graph = dependency_graph(manifests.objects)
     click.echo(render(the_graph, fmt), nl=False)

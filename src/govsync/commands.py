@@ -383,7 +383,7 @@ def apply(
                     parallelism=parallelism, forget_orphans=forget_orphans, reporter=reporter,
                     allow_endpoint_change=allow_endpoint_change))
             except KeyboardInterrupt:
-                raise _interrupted(store, settings) from None
+                raise _interrupted(store, settings, snapshot) from None
         finally:
             store.release(settings.workspace)
 
@@ -449,7 +449,7 @@ async def _apply(
 ) -> tuple[Plan, ApplyResult]:
     from govsync import audit, governance
     from govsync.apply import Applier, ApplyResult, Throttle
-    from govsync.plan import Action, make_plan
+    from govsync.plan import Action, blocked_advice, make_plan
     from govsync.planfile import SavedPlan
     from govsync.rules import check_sent
     from govsync.values import Resolver
@@ -468,7 +468,7 @@ async def _apply(
     if the_plan.blocked():
         raise BlockedPlanError(
             f"the plan has {len(the_plan.blocked())} blocked change(s) the API cannot "
-            "make: revert them in the manifests; nothing was applied")
+            f"make: {blocked_advice(the_plan.blocked())}; nothing was applied")
     target = (governance.Governance.from_dict(the_plan.governance["to"], settings.workspace)
               if the_plan.governance else record or proposed)
     # The approvals the workspace recorded; for a workspace never applied, those
@@ -528,10 +528,14 @@ async def _apply(
                     "at most once; make a new plan with `govsync plan --out`; nothing was sent")
         if the_plan.governance is not None or record is None:
             store.set_governance(settings.workspace, target.as_dict())
-        if work and settings.endpoint and snapshot.endpoint != normal_endpoint(settings.endpoint):
-            store.set_endpoint(settings.workspace, normal_endpoint(settings.endpoint))
+        endpoint = normal_endpoint(settings.endpoint) if settings.endpoint else None
+        # The endpoint is recorded with the first answer it gives: an apply that
+        # reached nothing (a wrong --allow-endpoint-change) records nothing.
+        record_endpoint = (endpoint if work and endpoint and snapshot.endpoint != endpoint
+                           else None)
         applier = Applier(store, snapshot, client, environ=settings.environ, throttle=throttle,
-                          reporter=reporter, api_key=settings.api_key)
+                          reporter=reporter, api_key=settings.api_key,
+                          endpoint=record_endpoint)
         result = await applier.run(the_plan, work)
         if evidence is not None and work and not result.took_effect:
             # Nothing changed (a refused key, say): the plan is as good as before.
@@ -626,23 +630,32 @@ def _differing(a: Any, b: Any, at: str = "") -> list[str]:
     return [at or "(all)"]
 
 
-def _interrupted(store: StateStore, settings: Settings) -> GovsyncError:
-    """What an interrupted apply leaves, and how to settle it."""
-    from govsync.state.base import PENDING, UNCERTAIN
+def _interrupted(store: StateStore, settings: Settings, before: Snapshot) -> GovsyncError:
+    """What an interrupted apply leaves: how much it applied, and how to settle the rest."""
+    from govsync.api.catalog import readable_kinds
+    from govsync.state.base import APPLIED, PENDING, UNCERTAIN
 
     try:
         entries = store.snapshot(settings.workspace, responses=False).entries
     except StateError:
         return GovsyncError("interrupted; run `govsync plan` to see what was applied")
+    applied = sum(1 for a, e in entries.items() if e.status == APPLIED and (
+        a not in before.entries or before.entries[a].id != e.id
+        or before.entries[a].read_spec() != e.read_spec()))
+    done = f"interrupted after {applied} change(s) were applied and recorded"
     unsure = sorted(a for a, e in entries.items() if e.status in (PENDING, UNCERTAIN))
     if not unsure:
-        return GovsyncError("interrupted; every change sent so far is recorded: run "
-                            "`govsync plan` to see what is left")
+        return GovsyncError(f"{done}; nothing is uncertain: run `govsync plan` to see what "
+                            "is left")
     shown = " ".join(unsure[:5]) + (" ..." if len(unsure) > 5 else "")
+    unreadable = sorted({entries[a].kind for a in unsure} - set(readable_kinds()))
+    look = (f"the API cannot read {', '.join(unreadable)}, so look for them where you can "
+            "see them (the service's console or its own logs)" if unreadable
+            else "check the server")
     return GovsyncError(
-        f"interrupted with {len(unsure)} create(s) sent but not answered, now uncertain "
-        f"({shown}): check the server, then settle each with `govsync state resolve ADDR "
-        "--id ID`, or those that do not exist with `govsync state resolve ADDR... --absent`")
+        f"{done}; {len(unsure)} create(s) were sent but not answered and are now uncertain "
+        f"({shown}): {look}, then settle each with `govsync state resolve ADDR --id ID`, "
+        "or those that do not exist with `govsync state resolve ADDR... --absent`")
 
 
 def history_record(plan: Plan, result: ApplyResult, saved: bool) -> dict[str, Any]:

@@ -488,12 +488,28 @@ def _rotated_secrets(manifest: Manifest, before: dict[str, Any], after: dict[str
     return out
 
 
+# In the reason of a change blocked by a rotated secret (and only there).
+ROTATED = "changed, not the manifest"
+
+
+def blocked_advice(blocked: Sequence[Change]) -> str:
+    """What to do about blocked changes: revert manifest edits, rotate secrets, or both."""
+    rotated = sum(1 for c in blocked if ROTATED in c.reason)
+    if rotated == len(blocked):
+        return ("a secret's value changed, not the manifests: rotate it as the reason says "
+                "(or apply the rest with --target)")
+    if rotated:
+        return ("revert the manifest changes, and rotate the secrets whose value changed as "
+                "their reasons say")
+    return "revert them in the manifests"
+
+
 def rotation_reason(kind: Kind, rotated: list[tuple[paths.Path, str]], others: list[str]) -> str:
     """Why a changed secret value blocks, and how to rotate it (contract section 6)."""
     secrets = ", ".join(f"{variable} (spec.{paths.text(path)})" for path, variable in rotated)
     also = f"; {blocked_reason(kind, others)}" if others else ""
     return (
-        f"the value of {secrets} changed, not the manifest: the API cannot update a "
+        f"the value of {secrets} {ROTATED}: the API cannot update a "
         f"{kind.name}'s secret. To rotate it, add a new {kind.name} under a new name with the "
         "new value, move what uses it there, then remove the old one from the manifests "
         "(`govsync apply --forget-orphans` drops it from state); meanwhile `--target` applies "

@@ -19,7 +19,9 @@ from govsync.api import models as m
 from govsync.api.catalog import OPERATIONS
 from govsync.api.kinds import KINDS, Kind
 from govsync.api.status import SPEC_CODES
+from govsync.manifests.directives import DIRECTIVE_KINDS
 from govsync.manifests.documents import API_VERSION, ENV_NAME
+from govsync.project import VAR_NAME
 
 MANIFEST_SCHEMA = "manifest.schema.json"
 # metadata.name as `govsync validate` takes it: no '/', no control characters, not blank.
@@ -45,6 +47,14 @@ def manifest_schema() -> dict[str, Any]:
         "required": ["fromEnv"],
         "additionalProperties": False,
     }
+    defs[VARIABLE] = {
+        "type": "object",
+        "description": "The value of a project variable (govsync.yaml vars, an environment's "
+                       "vars, or --var NAME=VALUE): any YAML value, checked once filled in.",
+        "properties": {"var": {"type": "string", "pattern": VAR_NAME.pattern}},
+        "required": ["var"],
+        "additionalProperties": False,
+    }
     branches = []
     for kind in KINDS:
         spec = _spec_schema(kind, refs[kind.request_model], defs)
@@ -58,6 +68,17 @@ def manifest_schema() -> dict[str, Any]:
             "if": {"properties": {"kind": {"const": kind.name}}, "required": ["kind"]},
             "then": then,
         })
+    # Once every secret is marked: wherever a value goes, {var: NAME} may stand for it.
+    for name, model in list(defs.items()):
+        if name not in ("SecretFromEnv", VARIABLE):
+            defs[name] = _with_variables(model)
+    for directive, spec in _directive_specs().items():
+        defs[f"{directive}Spec"] = spec
+        branches.append({
+            "if": {"properties": {"kind": {"const": directive}}, "required": ["kind"]},
+            "then": {"required": ["spec"],
+                     "properties": {"spec": {"$ref": f"#/$defs/{directive}Spec"}}},
+        })
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "https://govsync.dev/schemas/manifest.schema.json",
@@ -68,7 +89,7 @@ def manifest_schema() -> dict[str, Any]:
         "additionalProperties": False,
         "properties": {
             "apiVersion": {"const": API_VERSION},
-            "kind": {"enum": [k.name for k in KINDS]},
+            "kind": {"enum": [*(k.name for k in KINDS), *DIRECTIVE_KINDS]},
             "metadata": {
                 "type": "object",
                 "required": ["name"],
@@ -79,8 +100,7 @@ def manifest_schema() -> dict[str, Any]:
                                             "control characters, not blank."},
                     "dependsOn": {
                         "type": "array",
-                        "items": {"type": "string",
-                                  "pattern": f"^({'|'.join(k.name for k in KINDS)})/[^/]+$"},
+                        "items": {"type": "string", "pattern": _ADDRESS},
                         "description": "Extra ordering edges: addresses Kind/name.",
                     },
                 },
@@ -89,6 +109,49 @@ def manifest_schema() -> dict[str, Any]:
         },
         "allOf": branches,
         "$defs": dict(sorted(defs.items())),
+    }
+
+
+VARIABLE = "Variable"
+_ADDRESS = f"^({'|'.join(k.name for k in KINDS)})/[^/]+$"
+
+
+def _with_variables(schema: Any) -> Any:
+    """``schema`` where every property and list item may also be ``{var: NAME}``
+    (never a secret: those take only ``{fromEnv: ...}``)."""
+    if isinstance(schema, list):
+        return [_with_variables(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: _with_variables(value) for key, value in schema.items()}
+    variable = {"$ref": f"#/$defs/{VARIABLE}"}
+    if isinstance(out.get("properties"), dict):
+        out["properties"] = {
+            name: prop if prop == {"$ref": "#/$defs/SecretFromEnv"}
+            else {"anyOf": [prop, variable]}
+            for name, prop in out["properties"].items()}
+    if isinstance(out.get("items"), dict):
+        out["items"] = {"anyOf": [out["items"], variable]}
+    return out
+
+
+def _directive_specs() -> dict[str, dict[str, Any]]:
+    """The specs of the documents that are not objects (contract sections 5 and 6)."""
+    address = {"type": "string", "pattern": _ADDRESS, "description": "An address Kind/name."}
+    return {
+        "Patch": {"type": "object", "additionalProperties": False,
+                  "required": ["target", "merge"],
+                  "description": "An RFC 7386 JSON Merge Patch over another document's spec.",
+                  "properties": {"target": address,
+                                 "merge": {"type": "object",
+                                           "description": "null removes a field."}}},
+        "Moved": {"type": "object", "additionalProperties": False, "required": ["from", "to"],
+                  "description": "Re-address a state entry (both addresses of one kind).",
+                  "properties": {"from": address, "to": address}},
+        "Import": {"type": "object", "additionalProperties": False, "required": ["to", "id"],
+                   "description": "Adopt an object that exists on the server.",
+                   "properties": {"to": address,
+                                  "id": {"type": "string", "minLength": 1}}},
     }
 
 

@@ -152,9 +152,10 @@ def test_ctrl_c_says_what_is_uncertain_and_resolve_settles_several(
     running.proc.send_signal(signal.SIGINT)
     assert running.finish() == 1, running.result()
     assert "Traceback" not in running.err
-    told = re.search(r"interrupted with (\d+) create\(s\) sent but not answered, now uncertain",
-                     running.err)
+    told = re.search(r"interrupted after \d+ change\(s\) were applied and recorded; (\d+) "
+                     r"create\(s\) were sent but not answered and are now uncertain", running.err)
     assert told, running.err
+    assert "the API cannot read Hook, so look for them where you can see them" in running.err
     assert "govsync state resolve ADDR... --absent" in running.err
     unsure = sorted(a for a, e in gov.entries().items() if e["status"] != "applied")
     assert len(unsure) == int(told.group(1)) >= 1

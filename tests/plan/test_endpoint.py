@@ -39,3 +39,5 @@ def test_plan_warns_and_apply_refuses_another_endpoint(gov: Gov, applied: Path,
     allowed = gov.run("apply", applied, *CLOSED, "--auto-approve", "--allow-endpoint-change",
                       code=1)
     assert "--allow-endpoint-change" not in allowed.stderr  # it went on (and found no server)
+    # Issue 23: nothing reached the new endpoint, so it is not recorded either.
+    assert gov.snapshot().endpoint == "local"

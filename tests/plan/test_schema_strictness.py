@@ -31,6 +31,18 @@ VALID = [
     doc("Policy", "owned-by-user", {**POLICY, "userEmail": "ann@example.com", "groupName": None}),
 ]
 
+# Issue 23: the documents that are not objects, and variables anywhere a value goes. Valid
+# documents for the schema, which sees one document: whether a patch's target exists or a
+# variable is defined is for `govsync validate`, which sees them all.
+VALID_DOCUMENTS = [
+    doc("Patch", "prod-timeouts", {"target": "Hook/risk_score",
+                                   "merge": {"timeoutMs": 5000, "description": None}}),
+    doc("Moved", "renamed", {"from": "Hook/old", "to": "Hook/new"}),
+    doc("Import", "adopted", {"to": "Space/analytics", "id": "space-0a1b"}),
+    doc("Hook", "variable", {"code": "x", "timeoutMs": {"var": "hookTimeout"},
+                             "allowlistedNetworkHosts": [{"var": "host"}]}),
+]
+
 INVALID = {
     "connector-name-uppercase": doc("Connector", "Prod-EU", {}),
     "connector-name-too-short": doc("Connector", "eu", {}),
@@ -43,6 +55,9 @@ INVALID = {
     "policy-no-owner": doc("Policy", "p", POLICY),
     "policy-null-owner": doc("Policy", "p", {**POLICY, "groupName": None}),
     "depends-on-unknown-kind": doc("Space", "s", {}, dependsOn=["Nope/x"]),
+    "variable-in-a-secret": doc("LogIntegration", "siem", {"logStoreB": {
+        "site": "s", "accountId": "a", "apiKey": {"var": "key"}}}),
+    "patch-without-target": doc("Patch", "p", {"merge": {}}),
 }
 
 
@@ -53,6 +68,11 @@ def _validate(gov: Gov, workdir: Path, document: dict[str, Any]) -> int:
 
 
 @pytest.mark.parametrize("document", VALID, ids=[d["metadata"]["name"] for d in VALID])
+def test_directives_and_variables_are_valid_documents() -> None:
+    for document in VALID_DOCUMENTS:
+        assert not list(VALIDATOR.iter_errors(document)), document
+
+
 def test_valid_for_both(gov: Gov, workdir: Path, document: dict[str, Any]) -> None:
     assert not list(VALIDATOR.iter_errors(document))
     assert _validate(gov, workdir, document) == 0

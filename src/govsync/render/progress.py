@@ -41,21 +41,29 @@ class LineReporter:
 
 
 class ProgressReporter(LineReporter):
-    """A progress bar on a terminal; failures are still printed as they happen."""
+    """A progress bar on a terminal, with every finished change printed above it as
+    LineReporter prints it, so the scrollback keeps one line per object."""
 
     def start(self, total: int) -> None:
+        from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
         self.progress = Progress("[progress.description]{task.description}", BarColumn(),
-                                 MofNCompleteColumn(), TimeElapsedColumn(), transient=True)
+                                 MofNCompleteColumn(), TimeElapsedColumn(), transient=True,
+                                 console=Console(stderr=True))
         self.task = self.progress.add_task("Applying", total=total)
         self.progress.start()
 
     def finished(self, o: Outcome) -> None:
         self.progress.advance(self.task)
-        if o.status not in DONE:
-            self.progress.console.print(f"{o.address}: {o.action} {o.status}: {o.error}",
-                                        markup=False, highlight=False)
+        if self.quiet and o.status in DONE:
+            return
+        detail = f" (id {o.id})" if o.status == Result.APPLIED and o.id else ""
+        if o.error:
+            detail = f": {o.code + ' ' if o.code else ''}{o.error}"
+        self.progress.console.print(f"{o.address}: {o.action} {o.status}{detail} "
+                                    f"[{o.seconds:.2f}s]", markup=False, highlight=False,
+                                    style=COLORS.get(o.status))
 
     def close(self) -> None:
         self.progress.stop()

@@ -234,7 +234,9 @@ class PostgresStore(StateStore):
         try:
             yield
         except psycopg.Error as exc:
-            reason = self._scrub(str(exc).strip()) or type(exc).__name__
+            # The server's first line says what; the rest is the statement and a caret.
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            reason = self._scrub(first) or type(exc).__name__
             raise StateError(f"{action} ({self.url}): {reason}") from exc
 
     @contextmanager
