@@ -69,9 +69,9 @@ def manifest_schema() -> dict[str, Any]:
             "then": then,
         })
     # Once every secret is marked: wherever a value goes, {var: NAME} may stand for it.
-    for name, model in list(defs.items()):
-        if name not in ("SecretFromEnv", VARIABLE):
-            defs[name] = _with_variables(model)
+    for def_name, model in list(defs.items()):
+        if def_name not in ("SecretFromEnv", VARIABLE):
+            defs[def_name] = _with_variables(model)
     for directive, spec in _directive_specs().items():
         defs[f"{directive}Spec"] = spec
         branches.append({

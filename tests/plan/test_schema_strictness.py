@@ -67,12 +67,12 @@ def _validate(gov: Gov, workdir: Path, document: dict[str, Any]) -> int:
     return gov.run("validate", path, code=None).exit_code
 
 
-@pytest.mark.parametrize("document", VALID, ids=[d["metadata"]["name"] for d in VALID])
 def test_directives_and_variables_are_valid_documents() -> None:
     for document in VALID_DOCUMENTS:
         assert not list(VALIDATOR.iter_errors(document)), document
 
 
+@pytest.mark.parametrize("document", VALID, ids=[d["metadata"]["name"] for d in VALID])
 def test_valid_for_both(gov: Gov, workdir: Path, document: dict[str, Any]) -> None:
     assert not list(VALIDATOR.iter_errors(document))
     assert _validate(gov, workdir, document) == 0
