@@ -94,7 +94,7 @@ def kinds_reference() -> str:
     from govsync.api.kinds import KINDS
     from govsync.schema import manifest_schema
 
-    schema = manifest_schema()
+    schema = manifest_schema(variables=False)
     defs: dict[str, Any] = schema["$defs"]
     out = [GENERATED, "", "# Manifest kinds", "",
            "Every document of a manifest file is one object:", "",
@@ -104,7 +104,12 @@ def kinds_reference() -> str:
            "A reference field `<x>Ref` names another object by its `metadata.name` instead of",
            "giving its id (`<x>Id`); a secret is written `{fromEnv: VARIABLE}` and read from",
            "govsync's environment. An object can change after create only where its kind has an",
-           "update operation covering the changed fields; any other change is `blocked`.", "",
+           "update operation covering the changed fields; any other change is `blocked`.",
+           "Wherever a value goes (but not a secret), `{var: NAME}` may stand for it: the",
+           "value of a variable of the project file (see [the project file](#the-project-file)).",
+           "", "Three more kinds of document are not objects: [Patch](#patch), [Moved](#moved)",
+           "and [Import](#import); and the project file, `govsync.yaml`, is",
+           "[kind: Project](#the-project-file).", "",
            "| kind | summary | create | update | can change after create |",
            "|---|---|---|---|---|"]
     for kind in KINDS:
@@ -144,6 +149,7 @@ def kinds_reference() -> str:
         out += ["| | |", "|---|---|"] + [f"| {k} | {_cell(v)} |" for k, v in facts] + [""]
         pairs = {r.id_field: r.ref_field for r in kind.references}
         out += _fields_table(spec, defs, nested, alternatives=_alternatives(spec), pairs=pairs)
+    out += _directives_reference(defs)
     out += ["## Nested objects", "",
             "Objects that appear as the value of a field above.", ""]
     done: set[str] = set()
@@ -158,6 +164,53 @@ def kinds_reference() -> str:
             out += [" ".join(model["description"].split()), ""]
         out += _fields_table(model, defs, nested, alternatives={})
     return "\n".join(out).rstrip() + "\n"
+
+
+def _directives_reference(defs: dict[str, Any]) -> list[str]:
+    """Patch, Moved, Import (no address in plans or state) and the project file."""
+    from govsync.project import ENV_KEYS, TOP_KEYS
+
+    text = {
+        "Patch": "Changes another document's spec with an RFC 7386 JSON Merge Patch "
+                 "(`null` removes a field), after every path is loaded, in path order then "
+                 "file order. An error in a field it set is reported at the patch's line. "
+                 "A patch whose target no document defines is an error.",
+        "Moved": "Re-addresses a state entry without calling the API (plan action `move`). "
+                 "Both addresses are of one kind; where the kind's API name is "
+                 "`metadata.name` the move is blocked (no operation renames). Once applied, "
+                 "the document is a no-op and may be deleted (`govsync state mv` does the "
+                 "same at once).",
+        "Import": "Adopts an object that exists on the server (plan action `import`): apply "
+                  "records it with the manifest's spec, and sends the update where the kind's "
+                  "update replaces every field. An id recorded at another address is refused: "
+                  "one object has one address.",
+    }
+    out: list[str] = []
+    for name, about in text.items():
+        out += [f"## {name}", "", about, ""]
+        out += _fields_table(defs[f"{name}Spec"], defs, [], alternatives={})
+    out += ["## The project file", "",
+            "`govsync.yaml` (`apiVersion: govsync/v1`, `kind: Project`), found in the current "
+            "folder or the nearest parent that has one, or named by `--project FILE`. Paths "
+            "and a relative state in it are relative to its folder.", "",
+            "| key | where | what |", "|---|---|---|"]
+    about_keys = {
+        "paths": "manifest folders or files, used when no PATH is given",
+        "workspace": "the state workspace (an environment's default: its name)",
+        "endpoint": "the API base URL, or `local`",
+        "state": "a SQLite file or a `postgresql://` URL",
+        "vars": "variables: `{var: NAME}` in a spec; an environment's override the top's, "
+                "`--var NAME=VALUE` overrides both; a `--var` no `vars` declares is an error",
+        "environments": "name -> settings (the keys marked environment)",
+        "rules": "CEL guardrails (see the README's Guardrails and approvals)",
+        "approvals": "`required`, `allowedSigners`, `environments`: signed approvals",
+    }
+    for key in TOP_KEYS:
+        if key in ("apiVersion", "kind"):
+            continue
+        where = "top, environment" if key in ENV_KEYS else "top"
+        out.append(f"| `{key}` | {where} | {_cell(about_keys.get(key, ''))} |")
+    return [*out, ""]
 
 
 def _alternatives(spec: dict[str, Any]) -> dict[str, str]:

@@ -36,8 +36,9 @@ def _defs(models: list[type[BaseModel]], ref: str) -> tuple[dict[type[BaseModel]
     return {model: keyed[(model, "validation")] for model in models}, top.get("$defs", {})
 
 
-def manifest_schema() -> dict[str, Any]:
-    """One JSON Schema for a manifest document of any kind."""
+def manifest_schema(*, variables: bool = True) -> dict[str, Any]:
+    """One JSON Schema for a manifest document of any kind (``variables``: where a value
+    goes, ``{var: NAME}`` may stand for it; the reference docs leave that out)."""
     models = [k.request_model for k in KINDS]
     refs, defs = _defs(models, "#/$defs/")
     defs["SecretFromEnv"] = {
@@ -70,7 +71,7 @@ def manifest_schema() -> dict[str, Any]:
         })
     # Once every secret is marked: wherever a value goes, {var: NAME} may stand for it.
     for def_name, model in list(defs.items()):
-        if def_name not in ("SecretFromEnv", VARIABLE):
+        if variables and def_name not in ("SecretFromEnv", VARIABLE):
             defs[def_name] = _with_variables(model)
     for directive, spec in _directive_specs().items():
         defs[f"{directive}Spec"] = spec
