@@ -571,7 +571,10 @@ def _apply_json(paths: tuple[str, ...], settings: Settings, saved_plan: bool,
 @global_options
 @target_option
 @click.option("--format", "fmt", type=FORMATS, default="text", show_default=True)
-def drift(paths: tuple[str, ...], settings: Settings, fmt: str) -> None:
+@click.option("--without-secrets", is_flag=True,
+              help="Do not read secrets' values (a job with read-only credentials): a "
+                   "secret whose value changed is not seen.")
+def drift(paths: tuple[str, ...], settings: Settings, fmt: str, without_secrets: bool) -> None:
     """Check that the API, the state and the manifests agree (for a scheduled job).
 
     Reports unapplied changes, orphans, uncertain entries, and live checks
@@ -584,7 +587,8 @@ def drift(paths: tuple[str, ...], settings: Settings, fmt: str) -> None:
     """
     from govsync import commands, render
 
-    report = commands.drift(load(paths, settings.selection, short=True), settings)
+    report = commands.drift(load(paths, settings.selection, short=True), settings,
+                            read_secrets=not without_secrets)
     o = out()
     if fmt == "json":
         click.echo(render.drift_json(report), nl=False)
@@ -594,6 +598,54 @@ def drift(paths: tuple[str, ...], settings: Settings, fmt: str) -> None:
         click.echo(render.drift_text(report, color=o.color), nl=False, color=o.color)
     if not report.in_sync:
         sys.exit(2)
+
+
+@cli.command("environments")
+@project_options
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True,
+              help="text: one name per line, in the project file's order; json: each with "
+                   "its workspace, endpoint, state (credentials masked), paths and approvals.")
+def environments_command(selection: Selection, fmt: str) -> None:
+    """List the environments of the project file (nothing when it has none).
+
+    Each is resolved as a command run with --env NAME would resolve it (the
+    environment variables included), so a CI job can loop over them and check
+    their settings first.
+
+    \b
+    Example:
+      for env in $(govsync environments); do govsync plan --env "$env"; done
+      govsync environments --format json
+    """
+    from govsync.project import Selection as Chosen
+    from govsync.render.documents import environments_public
+
+    project = selection.project
+    rows = []
+    approvals = project.approvals if project is not None else None
+    for env in (project.environments.values() if project is not None else ()):
+        chosen = Chosen(project, env, selection.overrides)
+        given = {key: Given(os.environ.get(variable) or None,
+                            "environment" if os.environ.get(variable) else "default",
+                            flag, variable)
+                 for key, flag, variable in (("endpoint", "--endpoint", envvars.ENDPOINT),
+                                             ("state", "--state", envvars.STATE),
+                                             ("workspace", "--workspace", envvars.WORKSPACE))}
+        rows.append({
+            "name": env.name,
+            "workspace": chosen.choose("workspace", given["workspace"]),
+            "endpoint": chosen.choose("endpoint", given["endpoint"]),
+            "state": chosen.choose("state", given["state"]),
+            "paths": list(chosen.paths(())),
+            "approvals": (approvals.required if approvals is not None and (
+                approvals.environments is None or env.name in approvals.environments) else 0),
+        })
+    if fmt == "json":
+        _echo_json(environments_public(project.file if project else None, rows))
+        return
+    for row in rows:
+        click.echo(row["name"])
 
 
 @cli.command("graph")

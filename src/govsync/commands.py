@@ -680,7 +680,8 @@ def history_record(plan: Plan, result: ApplyResult, saved: bool) -> dict[str, An
     }
 
 
-def drift(manifests: ManifestSet, settings: Settings) -> DriftReport:
+def drift(manifests: ManifestSet, settings: Settings, *,
+          read_secrets: bool = True) -> DriftReport:
     """The scheduled check: manifests against state, and live checks where a read exists.
 
     With an endpoint configured, an unreachable API is an error (exit 1): a
@@ -690,10 +691,11 @@ def drift(manifests: ManifestSet, settings: Settings) -> DriftReport:
     from govsync import live
     from govsync.plan import make_plan
 
-    check_secrets_set(manifests, settings)
+    if read_secrets:
+        check_secrets_set(manifests, settings)
     snapshot = read_snapshot(settings)
     the_plan = make_plan(manifests, snapshot, environ=settings.environ,
-                         targets=settings.targets)
+                         targets=settings.targets, read_secrets=read_secrets)
     values = live.wanted(manifests)
     existing: dict[str, set[str]] | None = None
     skipped = "no endpoint configured (GOVSYNC_ENDPOINT / --endpoint)"

@@ -43,6 +43,16 @@ def state_list_public(snapshot: Snapshot) -> dict[str, Any]:
     }
 
 
+def environments_public(project: str | None, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """``govsync environments --format json``: every environment, resolved (no secret:
+    URLs are masked)."""
+    from govsync.redact import url
+
+    return {"formatVersion": FORMAT_VERSION, "project": project, "environments": [
+        {**row, "endpoint": url(row["endpoint"]) if row["endpoint"] else None,
+         "state": url(row["state"]) if row["state"] else None} for row in rows]}
+
+
 def state_history_public(workspace: str, records: list[dict[str, Any]]) -> dict[str, Any]:
     """``state history --format json``: newest first."""
     return {"formatVersion": FORMAT_VERSION, "workspace": workspace, "history": records}
