@@ -373,6 +373,7 @@ def apply(
             governance.check_environment(record, selection.name, settings.workspace,
                                          selection.project)
             if saved is not None:
+                _not_applied(store, settings.workspace, saved)
                 _authentic(saved, store, snapshot, settings.workspace)
             try:
                 import asyncio
@@ -463,6 +464,7 @@ async def _apply(
         _governed(the_plan, record, proposed, name)
         check_rules(the_plan, source, governance.rules_to_check(record, proposed), name, snapshot)
         if evidence is not None and reviewed:
+            _not_applied(store, settings.workspace, evidence)
             the_plan.id = evidence.plan.id
             _same_as_reviewed(the_plan, evidence)
     if the_plan.blocked():
@@ -523,9 +525,7 @@ async def _apply(
         if evidence is not None:
             claimed = store.claim_plan(settings.workspace, the_plan.id)
             if claimed is not None:
-                raise PlanError(
-                    f"{evidence.path} was applied already (at {claimed}): a saved plan applies "
-                    "at most once; make a new plan with `govsync plan --out`; nothing was sent")
+                raise _applied_already(evidence, claimed)
         if the_plan.governance is not None or record is None:
             store.set_governance(settings.workspace, target.as_dict())
         endpoint = normal_endpoint(settings.endpoint) if settings.endpoint else None
@@ -553,6 +553,18 @@ async def _apply(
         if not result.stopped:
             result.stopped = f"the apply's history was not recorded: {exc}"
     return the_plan, result
+
+
+def _applied_already(evidence: SavedPlan, when: str) -> PlanError:
+    return PlanError(f"{evidence.path} was applied already (at {when}): a saved plan applies "
+                     "at most once; make a new plan with `govsync plan --out`; nothing was sent")
+
+
+def _not_applied(store: StateStore, workspace: str, evidence: SavedPlan) -> None:
+    """PlanError when the plan was applied already (said before any other difference)."""
+    when = store.plan_applied(workspace, evidence.plan.id)
+    if when is not None:
+        raise _applied_already(evidence, when)
 
 
 def _review_digest(plan: Plan) -> str:

@@ -1,14 +1,18 @@
-"""The CI templates' shell steps, run here as the CI runs them.
+"""The CI templates' shell steps, run here as the CI runs them (issue 23).
 
 Every `run:` step of the GitHub workflow's jobs and every script of the
 GitLab pipeline's jobs, read from the templates that ``govsync init`` writes,
-runs with bash (``-eo pipefail``, as both CIs do) in a scaffolded repository
-against the reference server, with the variables each job gets: the
-pull-request jobs only the viewer key (the server refuses it every write) and
-the read-only state, the apply job the key that writes. ``pip`` is a stub
+runs with bash (``-eo pipefail``, as both CIs do) in a repository made by
+``govsync init`` and then given what a team gives it: two environments on two
+API servers, a patch for prod, a prod rule and two signed approvals for prod,
+with the variables each job gets: the pull-request jobs only the viewer key
+and the state's read-only role (a real PostgreSQL role made with the GRANTs
+``govsync state readonly-role`` prints, where PostgreSQL is available), the
+apply jobs their environment's key and owner credentials.  ``pip`` is a stub
 that records what it was asked to install (installing for real is
 test_packaging's business); the GitLab API is a stub server that knows one
-merged merge request.
+merged merge request.  The JavaScript steps (comments, downloads) are GitHub's
+own actions: the test does what they do with files.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import uuid
 from collections.abc import Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -39,7 +44,7 @@ VIEWER = "ci-steps-viewer-key"
 GITLAB_TOKEN = "ci-steps-gitlab-token"
 SPEC = "govsync[postgres] @ git+https://git.example.com/govsync.git@" + "ab" * 20
 SECRETS = {"GOVSYNC_LOGSTORE_API_KEY": "ci-logstore-0f3e", "GOVSYNC_AI_PROVIDER_API_KEY": "ci-ai-9a1b"}
-EXPRESSION = re.compile(r"\$\{\{\s*(vars|secrets)\.(\w+)\s*\}\}")
+EXPRESSION = re.compile(r"\$\{\{\s*(vars|secrets|matrix)\.(\w+)\s*\}\}")
 STUB_PIP = """#!/bin/sh
 # The CI's pip: records its arguments; `-r FILE` must name a file.
 echo "$*" >> "$PIP_LOG"
@@ -48,13 +53,56 @@ while [ $# -gt 0 ]; do
   shift
 done
 """
+PROD_PATCH = """\
+apiVersion: govsync/v1
+kind: Patch
+metadata: {name: prod-ticket-check}
+spec:
+  target: Hook/ticket_check
+  merge: {timeoutMs: 3000, description: Checks the ticket (prod).}
+"""
+RULES = """
+rules:
+  - name: prod-hooks-fast
+    match: {kinds: [Hook], environments: [prod]}
+    expression: "object.spec.timeoutMs <= 4000"
+    message: "hooks in prod time out within 4 s"
+approvals:
+  required: 2
+  allowedSigners: allowed_signers
+  environments: [prod]
+"""
+
+
+def postgres_pair(tmp: str) -> Iterator[tuple[str, str]]:
+    """(owner URL, read-only role URL) in a schema of their own; the role made for real."""
+    import psycopg
+
+    url = os.environ["GOVSYNC_TEST_POSTGRES"]
+    suffix = uuid.uuid4().hex[:10]
+    schema, role = f"ci_{suffix}", f"ci_reader_{suffix}"
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f'CREATE SCHEMA "{schema}"')
+        admin.execute(f'CREATE ROLE "{role}" LOGIN')
+    options = f"options=-csearch_path%3D{schema}"
+    try:
+        yield f"{url}?{options}", f"postgresql://{role}@{url.split('@', 1)[1]}?{options}"
+    finally:
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
+            admin.execute(f'DROP OWNED BY "{role}"')
+            admin.execute(f'DROP ROLE "{role}"')
 
 
 class CI:
-    """A checkout of the scaffolded repository and the values CI gives its jobs."""
+    """A checkout of the scaffolded, then governed, repository, its two API servers,
+    and the values CI gives its jobs."""
 
-    def __init__(self, tmp_path: Path, repo: Path, server: Server) -> None:
+    def __init__(self, tmp_path: Path, repo: Path, servers: dict[str, Server],
+                 owner: str, reader: str) -> None:
         self.repo = repo
+        self.servers = servers
+        self.owner, self.reader = owner, reader
         self.bin = tmp_path / "bin"
         self.bin.mkdir()
         (self.bin / "pip").write_text(STUB_PIP)
@@ -62,12 +110,21 @@ class CI:
         self.pip_log = tmp_path / "pip.log"
         self.files = tmp_path / "runner"
         self.files.mkdir()
-        state = str(tmp_path / "shared-state.db")  # outside the checkout, as in CI
-        # What the settings hold: repository-wide read-only values, and the
-        # production environment's (apply, drift).
-        self.shared = {"GOVSYNC_ENDPOINT": server.url, "GOVSYNC_STATE_READONLY": state,
-                       "GOVSYNC_VIEWER_API_KEY": VIEWER, **SECRETS}
-        self.production = {"GOVSYNC_STATE": state, "GOVSYNC_API_KEY": KEY}
+        # What the settings hold: repository-wide read-only values, and each GitHub
+        # (GitLab) environment's own (apply).
+        self.shared = {"GOVSYNC_STATE_READONLY": reader, "GOVSYNC_VIEWER_API_KEY": VIEWER}
+        self.production = {"GOVSYNC_STATE": owner, "GOVSYNC_API_KEY": KEY, **SECRETS}
+        keys = tmp_path / "keys"
+        keys.mkdir()
+        self.keys = []
+        for name in ("alice", "bob"):
+            key = keys / name
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)],
+                           check=True)
+            kind, b64 = key.with_suffix(".pub").read_text().split()[:2]
+            with open(repo / "allowed_signers", "a") as fh:
+                fh.write(f"{name}@example.com {kind} {b64}\n")
+            self.keys.append(key)
 
     def bash(self, script: str, env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
         base = {"PATH": f"{self.bin}:{Path(sys.executable).parent}:/usr/bin:/bin",
@@ -76,25 +133,60 @@ class CI:
                               cwd=self.repo, env={**base, **env}, capture_output=True, text=True,
                               timeout=120, stdin=subprocess.DEVNULL)
 
+    def govsync(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        """govsync as an administrator or a reviewer runs it (not a CI step)."""
+        return self.bash(" ".join(f"'{a}'" for a in ("govsync", *args)), env)
+
+    def hook(self, env: str) -> dict[str, Any]:
+        (hook,) = [h for h in self.servers[env].objects().get("Hook", [])
+                   if h["name"] == "ticket_check"]
+        return hook
+
 
 def ok(proc: subprocess.CompletedProcess[str], code: int = 0) -> str:
     assert proc.returncode == code, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout + proc.stderr
 
 
-@pytest.fixture
-def ci(tmp_path: Path) -> Iterator[CI]:
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def ci(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[CI]:
+    if shutil.which("ssh-keygen") is None:
+        pytest.skip("ssh-keygen is not installed")
     repo = tmp_path / "repo"
     for which in ("github", "gitlab"):
         result = CliRunner().invoke(cli, ["init", str(repo), "--ci", which, "--force"],
                                     env={INSTALL_SPEC_ENV: SPEC})
         assert result.exit_code == 0, result.output
-    server = Server(tmp_path, "api", flags=["--viewer-key", VIEWER], seed=repo / "local-seed.yaml")
-    server.start()
+    servers = {env: Server(tmp_path, f"api-{env}", flags=["--viewer-key", VIEWER],
+                           seed=repo / "local-seed.yaml") for env in ("staging", "prod")}
+    for server in servers.values():
+        server.start()
+    # What a team adds to what init wrote: endpoints, a prod patch, a rule, approvals.
+    project = (repo / "govsync.yaml").read_text()
+    project = project.replace(
+        "  staging:\n    paths: [manifests/]",
+        f"  staging:\n    paths: [manifests/]\n    endpoint: {servers['staging'].url}")
+    project = project.replace(
+        "  prod:\n    paths: [manifests/]",
+        f"  prod:\n    paths: [manifests/, envs/prod/]\n    endpoint: {servers['prod'].url}")
+    (repo / "govsync.yaml").write_text(project + RULES)
+    (repo / "envs" / "prod").mkdir(parents=True)
+    (repo / "envs" / "prod" / "patch.yaml").write_text(PROD_PATCH)
+    if request.param == "postgres":
+        if not os.environ.get("GOVSYNC_TEST_POSTGRES"):
+            pytest.skip("GOVSYNC_TEST_POSTGRES is not set")
+        pair = postgres_pair(str(tmp_path))
+        owner, reader = next(pair)
+    else:
+        pair = None
+        owner = reader = str(tmp_path / "shared-state.db")  # outside the checkout, as in CI
     try:
-        yield CI(tmp_path, repo, server)
+        yield CI(tmp_path, repo, servers, owner, reader)
     finally:
-        server.stop()
+        for server in servers.values():
+            server.stop()
+        if pair is not None:
+            next(pair, None)
 
 
 def tune_hook(repo: Path, old: str, new: str) -> None:
@@ -109,14 +201,16 @@ def tune_hook(repo: Path, old: str, new: str) -> None:
 
 class GitHubJob:
     def __init__(self, ci: CI, workflow: dict[str, Any], name: str,
-                 settings: Mapping[str, str]) -> None:
+                 settings: Mapping[str, str], matrix: Mapping[str, str] | None = None) -> None:
         self.ci = ci
         self.job = workflow["jobs"][name]
         self.output = ci.files / f"{name}.output"
         self.summary = ci.files / f"{name}.summary"
         self.env = {"GITHUB_OUTPUT": str(self.output), "GITHUB_STEP_SUMMARY": str(self.summary)}
+        contexts = {"vars": settings, "secrets": settings, "matrix": matrix or {}}
         for key, value in {**workflow["env"], **self.job.get("env", {})}.items():
-            self.env[key] = EXPRESSION.sub(lambda m: settings.get(m.group(2), ""), str(value))
+            self.env[key] = EXPRESSION.sub(
+                lambda m: contexts[m.group(1)].get(m.group(2), ""), str(value))
             assert "${{" not in self.env[key], (key, value)
 
     def step(self, name: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -132,62 +226,118 @@ def test_github_jobs(ci: CI) -> None:
     workflow = yaml.safe_load((ci.repo / ".github/workflows/govsync.yml").read_text())
     shared, production = ci.shared, ci.production
 
+    listed = GitHubJob(ci, workflow, "environments", {})
+    ok(listed.step("Install govsync"))
+    ok(listed.step("List the environments"))
+    names = json.loads(listed.outputs()["names"])
+    assert names == ["staging", "prod"]  # govsync.yaml's order
+
     # Pull request: a job without its settings says which ones it misses.
     unset = GitHubJob(ci, workflow, "plan", {})
     out = ok(unset.step("Check the settings"), 1)
-    for name in ("GOVSYNC_ENDPOINT", "GOVSYNC_STATE_READONLY", "GOVSYNC_VIEWER_API_KEY"):
-        assert f"::error::variable {name}" in out or f"::error::secret {name}" in out, out
+    for name in ("GOVSYNC_STATE_READONLY", "GOVSYNC_VIEWER_API_KEY"):
+        assert f"::error::secret {name}" in out, out
+    assert "has no endpoint" not in out  # govsync.yaml gives both environments one
 
     plan = GitHubJob(ci, workflow, "plan", {**shared, **production})
     assert plan.env["GOVSYNC_API_KEY"] == VIEWER  # never the key that writes
-    assert plan.env["GOVSYNC_STATE"] == shared["GOVSYNC_STATE_READONLY"]
-    assert KEY not in json.dumps(plan.env)
+    assert plan.env["GOVSYNC_STATE"] == ci.reader
+    assert KEY not in json.dumps(plan.env) and SECRETS["GOVSYNC_LOGSTORE_API_KEY"] not in (
+        json.dumps(plan.env))
     ok(plan.step("Install govsync"))
-    assert ci.pip_log.read_text() == f"install -r {REQUIREMENTS}\n"
+    assert ci.pip_log.read_text() == f"install -r {REQUIREMENTS}\n" * 2  # both jobs
     ok(plan.step("Check the settings"))
-    assert "valid." in ok(plan.step("Validate"))
-    out = ok(plan.step("Plan"))
+    ok(plan.step("Validate"))
+    assert plan.outputs()["status"] == "0"
+    assert "(environment prod): valid." in (ci.repo / "validate.txt").read_text()
+    out = ok(plan.step("Plan every environment"))
     assert plan.outputs()["status"] == "0", out
-    comment = (ci.repo / "plan.md").read_text()
-    assert "| create | update |" in comment and "(create)" in comment, comment[:500]
-    assert (ci.repo / "plan.json").is_file() and plan.summary.read_text() == comment
-    failed = ok(plan.step("Fail on a blocked change or an error", STATUS="1"), 1)
-    assert "::error::govsync plan exited with 1" in failed
-    saved = ci.files / "artifact-plan.json"
-    shutil.move(ci.repo / "plan.json", saved)
+    plans = ci.repo / "plans"
+    assert sorted(p.name for p in plans.glob("*.json")) == ["prod.json", "staging.json"]
+    prod_md = (plans / "prod.md").read_text()
+    assert "timeoutMs: 3000" in prod_md  # the prod patch applied (not dropped)
+    assert "description: \"Checks the ticket (prod).\"" in prod_md
+    assert "timeoutMs: 5000" in (plans / "staging.md").read_text()
+    assert "workspace `prod`" in prod_md and "workspace `staging`" in (plans / "staging.md").read_text()
+    assert json.loads((plans / "prod.json").read_text())["mac"] is None  # evidence only
+    artifact = ci.files / "artifact"
+    shutil.copytree(plans, artifact)
 
-    # Merge: apply downloads the saved plan and applies it.
-    apply = GitHubJob(ci, workflow, "apply", {**shared, **production})
-    assert apply.env["GOVSYNC_API_KEY"] == KEY
-    ok(apply.step("Install govsync"))
-    ok(apply.step("Check the settings"))
-    shutil.copy(saved, ci.repo / "plan.json")
-    applied = ok(apply.step("Apply the saved plan"))
-    assert re.search(r"Apply: \d+ applied, 0 failed", applied), applied
+    # The bootstrap: the read-only role is made once, by an administrator.
+    if ci.owner.startswith("postgresql"):
+        grants = ok(ci.govsync("state", "readonly-role", ci.reader.split("//")[1].split("@")[0],
+                               "--state", ci.owner))
+        import psycopg
 
-    # A pull request whose saved plan expired: apply plans again, and says so.
-    tune_hook(ci.repo, "timeoutMs: 5000", "timeoutMs: 7000")
-    (ci.repo / "plan.json").unlink()
-    again = ok(apply.step("Plan again"))
-    assert "The saved plan has expired: planning again" in again
-    assert "Planned again at apply time" in apply.summary.read_text()
-    assert "Apply: 1 applied, 0 failed" in ok(apply.step("Apply the saved plan"))
+        with psycopg.connect(ci.owner, autocommit=True) as conn:
+            for statement in grants.strip().splitlines():
+                conn.execute(statement)
 
-    # Schedule: drift reads with the viewer key.
-    drift = GitHubJob(ci, workflow, "drift", {**shared, **production})
-    assert drift.env["GOVSYNC_API_KEY"] == VIEWER
-    ok(drift.step("Check the settings"))
-    assert "In sync." in ok(drift.step("Check for drift"))
+    # Reviewers approve prod's plan on their machines and post the signatures.
+    for key in ci.keys:
+        ok(ci.govsync("approve", str(artifact / "prod.json"), "--key", str(key)))
+    signatures = (artifact / "prod.json.sig").read_text()
+
+    # Merge: each environment's apply job, in order, with its own credentials.
+    def apply_job(env: str, reviewed: Path | None) -> GitHubJob:
+        job = GitHubJob(ci, workflow, "apply", {**shared, **production}, {"env": env})
+        assert job.env["GOVSYNC_ENV"] == env and job.env["GOVSYNC_API_KEY"] == KEY
+        ok(job.step("Install govsync"))
+        ok(job.step("Check the settings"))
+        shutil.rmtree(ci.repo / "plans", ignore_errors=True)
+        (ci.repo / "plans").mkdir()
+        if reviewed is not None:  # Download the reviewed plans, Collect the approvals
+            shutil.copy(reviewed, ci.repo / "plans" / f"{env}.json")
+            (ci.repo / "plans" / f"{env}.json.sig").write_text(signatures)
+        return job
+
+    staging = ok(apply_job("staging", artifact / "staging.json").step("Apply"))
+    assert re.search(r"Apply: \d+ applied, 0 failed", staging), staging
+    assert ci.hook("staging")["timeoutMs"] == 5000
+
+    # A forged artifact (the pull request's own job could have written anything)
+    # makes the prod apply refuse: it plans again and compares.
+    forged = ci.files / "forged.json"
+    data = json.loads((artifact / "prod.json").read_text())
+    for change in data["changes"]:
+        if change["address"] == "Hook/ticket_check":
+            change["request"]["timeoutMs"] = 3999
+    forged.write_text(json.dumps(data))
+    refused = ok(apply_job("prod", forged).step("Apply"), 1)
+    assert "differs from the reviewed" in refused and "request.timeoutMs" in refused
+    assert not ci.servers["prod"].objects().get("Hook")
+
+    prod = ok(apply_job("prod", artifact / "prod.json").step("Apply"))
+    assert re.search(r"Apply: \d+ applied, 0 failed", prod), prod
+    hook = ci.hook("prod")
+    assert hook["timeoutMs"] == 3000 and hook["description"] == "Checks the ticket (prod)."
+    again = ok(apply_job("prod", artifact / "prod.json").step("Apply"), 1)
+    assert "applied already" in again  # a reviewed plan applies once
+
+    # A later merge whose plans are gone: staging plans again; prod needs approvals.
+    tune_hook(ci.repo, "timeoutMs: 5000", "timeoutMs: 3500")
+    assert "Apply: 1 applied" in ok(apply_job("staging", None).step("Apply"))
+    refused = ok(apply_job("prod", None).step("Apply"), 1)
+    assert "requires 2 signed approval(s)" in refused
+    assert ci.hook("prod")["timeoutMs"] == 3000
+
+    # Schedule: drift per environment, with the read-only credentials.
+    for env, expected in (("staging", 0), ("prod", 0)):
+        drift = GitHubJob(ci, workflow, "drift", {**shared, **production}, {"env": env})
+        assert drift.env["GOVSYNC_API_KEY"] == VIEWER and drift.env["GOVSYNC_STATE"] == ci.reader
+        ok(drift.step("Check the settings"))
+        assert "In sync." in ok(drift.step("Check for drift"), expected)
 
 
 # -- GitLab CI -----------------------------------------------------------------------
 
 
 class StubGitLab:
-    """The GitLab API calls of the apply job, for one merged merge request."""
+    """The GitLab API calls of the apply jobs, for one merged merge request."""
 
     def __init__(self) -> None:
-        self.plan: bytes | None = None
+        self.plans: dict[str, bytes] = {}
+        self.notes: list[dict[str, Any]] = []
         self.calls: list[str] = []
         stub = self
 
@@ -214,11 +364,14 @@ class StubGitLab:
             "/api/v4/projects/1/repository/commits/c0ffee/merge_requests":
                 [{"iid": 7, "state": "merged", "target_branch": "main"}],
             "/api/v4/projects/1/merge_requests/7/pipelines": [{"id": 70, "status": "success"}],
-            "/api/v4/projects/1/pipelines/70/jobs?scope[]=success":
+            "/api/v4/projects/1/pipelines/70/jobs":
                 [{"id": 700, "name": "plan", "web_url": "https://gitlab.example.com/jobs/700"}],
+            "/api/v4/projects/1/merge_requests/7/notes?per_page=100": self.notes,
         }
-        if path == "/api/v4/projects/1/jobs/700/artifacts/plan.json":
-            return (200, self.plan) if self.plan is not None else (404, b"{}")
+        prefix = "/api/v4/projects/1/jobs/700/artifacts/plans/"
+        if path.startswith(prefix):
+            env = path[len(prefix):].removesuffix(".json")
+            return (200, self.plans[env]) if env in self.plans else (404, b"{}")
         if path in routes:
             return 200, json.dumps(routes[path]).encode()
         return 404, b'{"message": "404 Not Found"}'
@@ -239,9 +392,13 @@ class GitLabJob:
     def __init__(self, ci: CI, pipeline: dict[str, Any], name: str,
                  settings: Mapping[str, str]) -> None:
         self.ci = ci
-        job = pipeline[name]
+        job = dict(pipeline[name])
+        if "extends" in job:
+            job = {**pipeline[job["extends"]], **job}
+        self.job = job
         self.script = "\n".join([*pipeline["default"]["before_script"], *job["script"]])
-        self.env = {**{k: str(v) for k, v in pipeline["variables"].items()}, **settings}
+        self.env = {**{k: str(v) for k, v in pipeline["variables"].items()},
+                    **{k: str(v) for k, v in job.get("variables", {}).items()}, **settings}
 
     def run(self, **env: str) -> subprocess.CompletedProcess[str]:
         return self.ci.bash(self.script, {**self.env, **env})
@@ -250,43 +407,93 @@ class GitLabJob:
 def test_gitlab_jobs(ci: CI, gitlab: StubGitLab) -> None:
     pipeline = yaml.safe_load((ci.repo / ".gitlab-ci.yml").read_text())
     shared, production = ci.shared, ci.production
-    assert pipeline["apply"]["environment"] == "production"
-    assert pipeline["drift"]["environment"]["name"] == "production"
     project = {"CI_API_V4_URL": gitlab.url, "CI_PROJECT_ID": "1", "CI_COMMIT_SHA": "c0ffee",
                "CI_COMMIT_SHORT_SHA": "c0ffee", "CI_COMMIT_BRANCH": "main",
                "CI_MERGE_REQUEST_IID": "7", "CI_PIPELINE_URL": "https://gitlab.example.com/p/1"}
 
-    # Merge request: no production value reaches it (they are scoped to it).
-    ok(GitLabJob(ci, pipeline, "validate", shared).run())
+    # Merge request: no environment's value reaches it (they are scoped to them).
+    assert "(environment prod): valid." in ok(GitLabJob(ci, pipeline, "validate", shared).run())
     out = ok(GitLabJob(ci, pipeline, "plan", {}).run(**project), 1)
     assert "GOVSYNC_STATE_READONLY is not set" in out and "GOVSYNC_VIEWER_API_KEY is not set" in out
     out = ok(GitLabJob(ci, pipeline, "plan", shared).run(**project))
-    assert "GOVSYNC_GITLAB_TOKEN is not set: the plan is not posted" in out
+    assert "GOVSYNC_GITLAB_TOKEN is not set: the plans are not posted" in out
     assert ci.pip_log.read_text().splitlines()[0] == f"install --quiet -r {REQUIREMENTS}"
-    gitlab.plan = (ci.repo / "plan.json").read_bytes()
-    (ci.repo / "plan.json").unlink()
+    assert "timeoutMs: 3000" in (ci.repo / "plans" / "prod.md").read_text()
+    for env in ("staging", "prod"):
+        gitlab.plans[env] = (ci.repo / "plans" / f"{env}.json").read_bytes()
+    review = ci.files / "prod.json"
+    review.write_bytes(gitlab.plans["prod"])
+    for key in ci.keys:
+        ok(ci.govsync("approve", str(review), "--key", str(key)))
+    gitlab.notes.append({"body": "LGTM\n" + (ci.files / "prod.json.sig").read_text()})
+    shutil.rmtree(ci.repo / "plans")
+
+    if ci.owner.startswith("postgresql"):
+        grants = ok(ci.govsync("state", "readonly-role", ci.reader.split("//")[1].split("@")[0],
+                               "--state", ci.owner))
+        import psycopg
+
+        with psycopg.connect(ci.owner, autocommit=True) as conn:
+            for statement in grants.strip().splitlines():
+                conn.execute(statement)
 
     # Merge: without its token apply stops cleanly, saying what to set.
-    apply = GitLabJob(ci, pipeline, "apply", {**shared, **production})
-    out = ok(apply.run(**project), 1)
+    staging = GitLabJob(ci, pipeline, "apply:staging", {**shared, **production})
+    assert staging.env["GOVSYNC_ENV"] == "staging"
+    out = ok(staging.run(**project), 1)
     assert "GOVSYNC_GITLAB_TOKEN is not set: apply needs it" in out, out
     assert "Traceback" not in out and "KeyError" not in out
-    out = ok(apply.run(**project, GOVSYNC_GITLAB_TOKEN="wrong"), 1)
+    out = ok(staging.run(**project, GOVSYNC_GITLAB_TOKEN="wrong"), 1)
     assert "GitLab refused GOVSYNC_GITLAB_TOKEN (401" in out and "Traceback" not in out, out
 
-    out = ok(apply.run(**project, GOVSYNC_GITLAB_TOKEN=GITLAB_TOKEN))
-    assert "Applying the plan of !7 from https://gitlab.example.com/jobs/700" in out, out
-    assert "Planning again" not in out
+    out = ok(staging.run(**project, GOVSYNC_GITLAB_TOKEN=GITLAB_TOKEN))
+    assert "The reviewed plan of staging, from !7" in out, out
     assert re.search(r"Apply: \d+ applied, 0 failed", out), out
+    prod = GitLabJob(ci, pipeline, "apply:prod", {**shared, **production})
+    out = ok(prod.run(**project, GOVSYNC_GITLAB_TOKEN=GITLAB_TOKEN))
+    assert re.search(r"Apply: \d+ applied, 0 failed", out), out
+    assert ci.hook("prod")["timeoutMs"] == 3000 and ci.hook("staging")["timeoutMs"] == 5000
 
-    # The merge request's saved plan has expired: apply plans again, and says so.
-    tune_hook(ci.repo, "timeoutMs: 5000", "timeoutMs: 9000")
-    gitlab.plan = None
-    out = ok(apply.run(**project, GOVSYNC_GITLAB_TOKEN=GITLAB_TOKEN))
-    assert "has expired: planning again from the merged commit" in out, out
-    assert "Apply: 1 applied, 0 failed" in out, out
+    # A later merge whose reviewed plans have expired: staging plans again and
+    # applies; prod requires approvals, so it refuses.
+    tune_hook(ci.repo, "timeoutMs: 5000", "timeoutMs: 4500")
+    gitlab.plans.clear()
+    out = ok(staging.run(**project, GOVSYNC_GITLAB_TOKEN=GITLAB_TOKEN))
+    assert "There is no reviewed plan of staging" in out and "Apply: 1 applied" in out, out
+    out = ok(prod.run(**project, GOVSYNC_GITLAB_TOKEN=GITLAB_TOKEN), 1)
+    assert "requires 2 signed approval(s)" in out, out
 
-    # Schedule: drift, with the viewer key.
-    drift = GitLabJob(ci, pipeline, "drift", {**shared, **production})
-    assert "In sync." in ok(drift.run(**project))
-    assert os.path.isfile(ci.repo / "drift.md")
+    # Schedule: drift per environment, with the read-only credentials.
+    tune_hook(ci.repo, "timeoutMs: 4500", "timeoutMs: 5000")
+    for env, code in (("staging", 2), ("prod", 0)):
+        drift = GitLabJob(ci, pipeline, f"drift:{env}", {**shared, **production})
+        out = ok(drift.run(**project), code)
+        assert ("In sync." if code == 0 else f"Drift in {env}") in out, out
+        assert os.path.isfile(ci.repo / f"drift-{env}.md")
+
+
+# -- action.yml ------------------------------------------------------------------------
+
+
+def test_the_action_runs_the_environments_paths_and_commands_of_several_words(
+        ci: CI) -> None:
+    """Issue 23: `command: state list` was one word; the default paths replaced the
+    environment's (its patches dropped)."""
+    action = yaml.safe_load((Path(__file__).resolve().parents[2] / "action.yml").read_text())
+    [step] = [s for s in action["runs"]["steps"] if s.get("name") == "Run govsync"]
+    inputs = {name: str(spec.get("default", "")) for name, spec in action["inputs"].items()}
+
+    def run(**given: str) -> subprocess.CompletedProcess[str]:
+        values = {**inputs, **given}
+        env = {"COMMAND": values["command"], "PATHS": values["paths"], "ARGS": values["args"],
+               "ALLOWED": values["allowed-exit-codes"], "GOVSYNC_ENV": values["env"],
+               "GOVSYNC_WORKSPACE": values["workspace"],
+               "GITHUB_OUTPUT": str(ci.files / "action.output"),
+               "GOVSYNC_STATE": ci.reader, "GOVSYNC_API_KEY": VIEWER}
+        return ci.bash(step["run"], env)
+
+    planned = ok(run(env="prod", args="--without-secrets"))
+    assert "timeoutMs: 3000" in planned  # envs/prod's patch: the environment's paths
+    listed = ok(run(command="state list", env="prod"))
+    assert "workspace 'prod'" in listed
+    assert "exit-code=0" in (ci.files / "action.output").read_text()

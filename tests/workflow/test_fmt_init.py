@@ -347,7 +347,7 @@ def test_init_prints_next_steps(tmp_path: Path) -> None:
 def test_init_manifests_are_valid(repo: Path) -> None:
     result = run("validate", repo / "manifests")
     assert result.exit_code == 0, result.output
-    assert "10 objects in 5 files: valid." in result.stderr
+    assert "10 objects in 5 files: valid." in result.stdout
 
 
 def test_init_manifests_cover_every_family(repo: Path) -> None:
@@ -429,6 +429,9 @@ def _steps_text(job: dict[str, object]) -> str:
 
 
 def test_github_workflow() -> None:
+    """Issue 23: built around the project file (no path, workspace or environment named),
+    every environment planned in one comment, applied per environment with its own
+    credentials and the reviewed plan as evidence, checked for drift per environment."""
     text = (CI / "github-actions.yml").read_text()
     wf = yaml.safe_load(text)
     on = wf.get("on", wf.get(True))  # PyYAML reads the key `on` as a boolean
@@ -436,30 +439,35 @@ def test_github_workflow() -> None:
     assert "main" not in json.dumps(on)
     assert on["schedule"][0]["cron"]
     jobs = wf["jobs"]
-    assert set(jobs) == {"plan", "apply", "drift"}
+    assert set(jobs) == {"environments", "plan", "apply", "drift"}
+    for banned in ("MANIFESTS", "GOVSYNC_WORKSPACE", "manifests/", "vars.GOVSYNC_ENV"):
+        assert banned not in text, banned
 
     plan = _steps_text(jobs["plan"])
-    assert "govsync validate" in plan
-    assert "--out plan.json" in plan and "--format markdown" in plan
+    assert "govsync validate" in plan and "govsync environments" in plan
+    assert "--without-secrets" in plan and '--out \\"plans/$1.json\\"' in plan
     assert "<!-- govsync-plan -->" in plan and "updateComment" in plan and "createComment" in plan
+    comment = next(s for s in jobs["plan"]["steps"] if s.get("name") == "Comment the plans")
+    assert comment["if"] == "always()"  # a failing Validate still posts the comment
     upload = next(s for s in jobs["plan"]["steps"] if "upload-artifact" in s.get("uses", ""))
-    assert upload["with"]["path"] == "plan.json"
+    assert upload["with"]["path"] == "plans/*.json"
+    assert "secrets.GOVSYNC_STATE_READONLY" in jobs["plan"]["env"]["GOVSYNC_STATE"]
+    assert "GOVSYNC_LOGSTORE_API_KEY" not in jobs["plan"]["env"]  # no manifest secret
 
     apply = jobs["apply"]
-    assert "push" in apply["if"]
+    assert "push" in apply["if"] and apply["needs"] == "environments"
+    assert apply["strategy"]["max-parallel"] == 1
+    assert "matrix.env" in apply["environment"] and "matrix.env" in apply["env"]["GOVSYNC_ENV"]
     download = next(s for s in apply["steps"] if "download-artifact" in s.get("uses", ""))
     assert download["with"]["name"] == upload["with"]["name"]
-    assert "run-id" in download["with"]  # the pull request's run, not a new plan
+    assert "run-id" in download["with"]  # the pull request's run: evidence only
     runs = [s.get("run", "") for s in apply["steps"]]
-    assert any(re.search(r"govsync apply plan\.json .*--auto-approve", r) for r in runs)
-    # A new plan only when the saved one has expired.
-    assert [s.get("if") for s in apply["steps"] if "govsync plan" in s.get("run", "")] == [
-        "steps.find.outputs.replan == 'true'"]
+    assert any('govsync apply --reviewed "plans/$name.json"' in r for r in runs)
     assert "secrets.GOVSYNC_API_KEY" in apply["env"]["GOVSYNC_API_KEY"]
     assert apply["env"]["GOVSYNC_STATE"] == "${{ secrets.GOVSYNC_STATE }}"
 
     drift = jobs["drift"]
-    assert "schedule" in drift["if"]
+    assert "schedule" in drift["if"] and "matrix" in drift["strategy"]
     script = next(s["run"] for s in drift["steps"] if "govsync drift" in s.get("run", ""))
     assert "--format markdown" in script and 'exit "$status"' in script
     assert "pip install -r requirements-govsync.txt" in text
@@ -468,29 +476,37 @@ def test_github_workflow() -> None:
 def test_gitlab_pipeline() -> None:
     text = (CI / "gitlab-ci.yml").read_text()
     pipeline = yaml.safe_load(text)
-    plan, apply, drift = pipeline["plan"], pipeline["apply"], pipeline["drift"]
+    plan = pipeline["plan"]
     assert "merge_request_event" in json.dumps(plan["rules"])
+    for banned in ("MANIFESTS", "GOVSYNC_WORKSPACE", "manifests/"):
+        assert banned not in text, banned
+    assert pipeline["default"]["image"] == "python:3.11"  # with git, for a git+https spec
     plan_script = "\n".join(plan["script"])
-    assert "--out plan.json" in plan_script and "--format markdown" in plan_script
+    assert "govsync environments" in plan_script and "--without-secrets" in plan_script
     assert "<!-- govsync-plan -->" in plan_script and '"PUT"' in plan_script
-    assert "plan.json" in plan["artifacts"]["paths"]
+    assert "plans/" in plan["artifacts"]["paths"] and plan["artifacts"]["when"] == "always"
     assert "govsync validate" in json.dumps(pipeline["validate"])
 
-    assert "$CI_DEFAULT_BRANCH" in json.dumps(apply["rules"])
-    apply_script = "\n".join(apply["script"])
-    assert "/artifacts/plan.json" in apply_script
-    assert any(re.match(r"govsync apply plan\.json .*--auto-approve", line)
-               for line in apply["script"])
-    assert apply_script.count("govsync plan") == 1 and "if [ ! -f plan.json ]" in apply_script
+    template = pipeline[".apply"]
+    assert "$CI_DEFAULT_BRANCH" in json.dumps(template["rules"])
+    apply_script = "\n".join(template["script"])
+    assert '/artifacts/plans/{env}.json' in apply_script
+    assert 'govsync apply --reviewed "plans/$GOVSYNC_ENV.json"' in apply_script
+    for env in ("staging", "prod"):
+        job = pipeline[f"apply:{env}"]
+        assert job["extends"] == ".apply" and job["variables"]["GOVSYNC_ENV"] == env
+        assert job["resource_group"] == f"govsync-apply-{env}"
+        assert pipeline[f"drift:{env}"]["variables"]["GOVSYNC_ENV"] == env
+    assert pipeline["apply:prod"]["needs"] == ["apply:staging"]
 
-    assert "schedule" in json.dumps(drift["rules"])
-    assert "govsync drift" in "\n".join(drift["script"])
+    assert "schedule" in json.dumps(pipeline[".drift"]["rules"])
+    assert "govsync drift --without-secrets" in "\n".join(pipeline[".drift"]["script"])
     assert "pip install --quiet -r requirements-govsync.txt" in text
 
 
 def test_gitlab_embedded_scripts_compile() -> None:
     pipeline = yaml.safe_load((CI / "gitlab-ci.yml").read_text())
-    for job in ("plan", "apply"):
+    for job in ("plan", ".apply"):
         script = "\n".join(pipeline[job]["script"])
         body = re.search(r"<<'PY'\n(.*?)\nPY\n", script, re.S)
         assert body, job

@@ -406,6 +406,10 @@ class Storage(ABC):
         """Record the workspace's governance (a JSON object; the serial stays)."""
 
     @abstractmethod
+    def plan_applied(self, workspace: str, plan_id: str) -> str | None:
+        """When the saved plan ``plan_id`` was applied to the workspace (None: never)."""
+
+    @abstractmethod
     def unclaim_plan(self, workspace: str, plan_id: str) -> None:
         """Forget a claim of ``claim_plan``: for an apply that changed nothing at all, so
         that the same plan may be applied once more."""

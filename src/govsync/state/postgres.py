@@ -532,6 +532,14 @@ class PostgresStore(StateStore):
             cur.execute("UPDATE govsync_workspaces SET governance = %s WHERE name = %s",
                         (Jsonb(record) if record is not None else None, workspace))
 
+    def plan_applied(self, workspace: str, plan_id: str) -> str | None:
+        if "govsync_applied_plans" in self._schema[1] or self._fresh:
+            return None
+        row = self._read_one("cannot read the applied plans",
+                             "SELECT applied_at FROM govsync_applied_plans WHERE workspace = %s"
+                             " AND plan_id = %s", (workspace, plan_id))
+        return str(row[0]) if row else None
+
     def unclaim_plan(self, workspace: str, plan_id: str) -> None:
         with self._write(workspace, bump=False) as (cur, _):
             cur.execute("DELETE FROM govsync_applied_plans WHERE workspace = %s AND"

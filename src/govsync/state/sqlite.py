@@ -570,6 +570,12 @@ class SqliteStore(StateStore):
             "UPDATE workspaces SET governance = ? WHERE name = ?", (text, workspace)),
             bump=False)
 
+    def plan_applied(self, workspace: str, plan_id: str) -> str | None:
+        with self._transaction("cannot read the applied plans", write=False) as db:
+            row = db.execute("SELECT applied_at FROM applied_plans WHERE workspace = ? AND"
+                             " plan_id = ?", (workspace, plan_id)).fetchone()
+        return str(row[0]) if row else None
+
     def unclaim_plan(self, workspace: str, plan_id: str) -> None:
         self._write(workspace, lambda db: db.execute(
             "DELETE FROM applied_plans WHERE workspace = ? AND plan_id = ?",
