@@ -329,7 +329,7 @@ class Selection:
                     f"{given.variable}={redact.url(given.value)} contradicts environment "
                     f"{self.environment.name} of {self.project.file}, whose {key} is "
                     f"{redact.url(str(mine))}: unset {given.variable} (or give {given.flag} "
-                    "to override it on purpose); nothing was read or sent")
+                    "to override it on purpose); nothing was sent")
             return given.value
         found = self.setting(key)
         if found is not None:

@@ -49,10 +49,10 @@ def test_saved_plan_runs_exactly_its_changes(govsync: Govsync, server: Server,
     assert sorted(
         a for a, e in govsync.entries().items() if e["status"] == "applied"
     ) == [f"Hook/plan_hook_{i}" for i in range(5)]
-    # Applied once; the state moved on, so the same plan is refused now.
+    # Applied once: a saved plan applies at most once, so the same plan is refused now.
     again = govsync.run("apply", str(plan_file))
     assert again.code == 1, again
-    assert "state changed since the plan was made" in again.err
+    assert "was applied already" in again.err and "at most once" in again.err
 
 
 def test_saved_plan_refused_when_state_changed(govsync: Govsync, server: Server,

@@ -60,7 +60,7 @@ def test_validate_checks_every_environment_and_names_it(repo: Path) -> None:
     assert (f"{repo}/manifests/hook.yaml:6:14: (environment prod) spec.timeoutMs: must be an integer,"
             " not the string 'slow' (the value of variable timeout in environment prod)"
             ) in result.stderr
-    assert "(environment staging): valid" in result.stderr
+    assert "(environment staging): valid" in result.stdout
     assert run("validate", "--env", "staging").exit_code == 0
     assert run("validate", "--env", "prod", "--var", "timeout=20").exit_code == 0
 

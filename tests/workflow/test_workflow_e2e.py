@@ -167,7 +167,7 @@ def test_pull_request_workflow(tmp_path: Path, cleanup: list[Server | Govsync]) 
                 "schemas/manifest.schema.json"):
         assert (repo / rel).is_file(), rel
     gitignore = (repo / ".gitignore").read_text().split()
-    assert ".govsync/" in gitignore and "plan.json" in gitignore
+    assert ".govsync/" in gitignore and "plan*.json" in gitignore and "plans/" in gitignore
 
     # The server knows the groups: init's local seed, plus the team's group.
     seed = yaml.safe_load((repo / "local-seed.yaml").read_text())
@@ -319,9 +319,9 @@ def test_pull_request_workflow(tmp_path: Path, cleanup: list[Server | Govsync]) 
     assert f"Apply: {BATCH_HOOKS} applied, 0 failed" in first.out, first.result()
     batch = sorted(h["name"] for h in server.objects()["Hook"] if h["name"].startswith("batch_"))
     assert batch == sorted(f"batch_{i}" for i in range(BATCH_HOOKS))
-    # The plan was applied once: running it again is refused (the state moved on).
+    # The plan was applied once: running it again is refused (it applies at most once).
     again = ok(gov.run("apply", "plan.json", "--auto-approve"), 1)
-    assert "the state changed since the plan was made" in again.err, again
+    assert "was applied already" in again.err, again
     final = ok(gov.run("drift", "manifests"))
     assert "In sync." in final.out, final
 
