@@ -88,7 +88,7 @@ def page(title: str, body: str, *, assets: Assets = Assets.LINKED, prefix: str =
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        '<meta name="referrer" content="no-referrer">'
+        '<meta name="referrer" content="no-referrer"><link rel="icon" href="data:,">'
         f"<title>{esc(title)}</title>{head}</head><body>"
         '<a class="skip" href="#main">Skip to content</a>'
         f'<header class="top"><span class="brand">govsync</span>{nav}</header>'

@@ -30,6 +30,8 @@ NODE_HEIGHT = 26
 COLUMN = NODE_WIDTH + 80
 ROW = NODE_HEIGHT + 10
 MARGIN = 20
+# Room above the first row for each layer's heading ("depth 2").
+HEADING = 24
 # Characters of an address that fit in a node (the whole address is its tooltip).
 LABEL_CHARS = 36
 # Width over height that wrapped layers aim at.
@@ -45,6 +47,8 @@ class Layout:
     y: dict[str, int]
     width: int
     height: int
+    # The x of each layer's first column (its heading's place).
+    starts: list[int]
 
 
 def layers(graph: Graph) -> list[list[str]]:
@@ -85,15 +89,17 @@ def layout(graph: Graph) -> Layout:
     order: list[str] = []
     column = 0
     tallest = 0
+    starts = []
     for layer in stacked:
+        starts.append(MARGIN + column * COLUMN)
         for i, address in enumerate(layer):
             x[address] = MARGIN + (column + i // rows) * COLUMN
-            y[address] = MARGIN + (i % rows) * ROW
+            y[address] = MARGIN + HEADING + (i % rows) * ROW
             order.append(address)
         column += max(1, math.ceil(len(layer) / rows))
         tallest = max(tallest, min(len(layer), rows))
     return Layout(order, x, y, MARGIN * 2 + max(column, 1) * COLUMN - 80,
-                  MARGIN * 2 + max(tallest, 1) * ROW - 10)
+                  MARGIN * 2 + HEADING + max(tallest, 1) * ROW - 10, starts)
 
 
 def _action(graph: Graph, address: str) -> str:
@@ -145,6 +151,8 @@ def graph_svg(graph: Graph, *, node_url: str = "", selected: str | None = None) 
             "edges": edges, "width": NODE_WIDTH, "height": NODE_HEIGHT}
     text = script_json(data)
     count = len(drawn.order)
+    headings = "".join(f'<text class="layer" x="{x}" y="{MARGIN + 12}">depth {i}</text>'
+                       for i, x in enumerate(drawn.starts))
     return (
         f'<figure class="graph" data-count="{count}" data-node-url="{html.escape(node_url)}" '
         f'data-selected="{html.escape(selected or "")}">'
@@ -153,7 +161,7 @@ def graph_svg(graph: Graph, *, node_url: str = "", selected: str | None = None) 
         f'<svg class="graph-svg" viewBox="0 0 {drawn.width} {drawn.height}" '
         f'width="100%" height="100%" role="img" aria-label="Dependency graph of {count} '
         'objects, each after what it depends on" xmlns="http://www.w3.org/2000/svg">'
-        f'<g class="viewport"><path class="edges" d="{"".join(path)}"/>'
+        f'<g class="viewport">{headings}<path class="edges" d="{"".join(path)}"/>'
         '<path class="edges-lit" d=""/>'
         f'<g class="nodes">{"".join(nodes)}</g></g></svg></div>'
         f'<script type="application/json" class="graph-data">{text}</script>'

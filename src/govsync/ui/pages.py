@@ -77,7 +77,7 @@ def _sub_nav(prefix: str, name: str, section: str) -> str:
     base = f"{prefix}/environments/{name}"
     links = [("", "Status and changes"), ("/plan", "Plan"), ("/history", "History and audit"),
              ("/graph", "Graph")]
-    return ('<nav class="sub" aria-label="this environment"><ul class="legend">' + "".join(
+    return ('<nav class="sub" aria-label="this environment"><ul>' + "".join(
         f'<li><a href="{esc(base + path)}"' + (' aria-current="page"' if path == section
                                                else "") + f">{esc(label)}</a></li>"
         for path, label in links) + "</ul></nav>")
