@@ -163,18 +163,24 @@ def _value(value: Any) -> str:
 
 
 def _lines(lines: Sequence[linediff.Line]) -> str:
-    """A line diff as a table of tagged lines (screen readers hear added and removed)."""
-    words = {linediff.Tag.ADDED: "added", linediff.Tag.REMOVED: "removed",
-             linediff.Tag.SAME: "unchanged", linediff.Tag.HUNK: "lines",
-             linediff.Tag.NO_NEWLINE: ""}
-    rows = []
+    """A line diff as ``git diff`` shows it, in one ``<pre>``: removed lines in ``<del>``,
+    added ones in ``<ins>`` (what they are, for screen readers too), runs of each in one."""
+    out: list[str] = []
+    open_tag = ""
     for line in lines:
-        sign = line.tag.value if line.tag in (linediff.Tag.ADDED, linediff.Tag.REMOVED) else ""
-        text = ("\\ " + line.text) if line.tag == linediff.Tag.NO_NEWLINE else line.text
-        rows.append(f'<tr class="l-{words[line.tag] or "note"}"><td class="sign" '
-                    f'aria-label="{words[line.tag]}">{esc(sign)}</td>'
-                    f"<td><pre>{esc(text)}</pre></td></tr>")
-    return f'<table class="linediff">{"".join(rows)}</table>'
+        tag = {linediff.Tag.ADDED: "ins", linediff.Tag.REMOVED: "del"}.get(line.tag, "")
+        if tag != open_tag:
+            out.append((f"</{open_tag}>" if open_tag else "") + (f"<{tag}>" if tag else ""))
+            open_tag = tag
+        if line.tag == linediff.Tag.HUNK:
+            out.append(f'<span class="hunk">{esc(line.text)}</span>\n')
+        elif line.tag == linediff.Tag.NO_NEWLINE:
+            out.append(f'<span class="hunk">\\ {esc(line.text)}</span>\n')
+        else:
+            out.append(f"{esc(line.tag.value)}{esc(line.text)}\n")
+    if open_tag:
+        out.append(f"</{open_tag}>")
+    return f'<pre class="linediff">{"".join(out)}</pre>'
 
 
 def fields_table(change: Change) -> str:

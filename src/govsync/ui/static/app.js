@@ -49,12 +49,20 @@
     }
     var zoomer = null;
     frame.style.overflow = "hidden";
+    // A small graph gets a frame of its size, not a screenful.
+    var natural = svg.viewBox.baseVal.height;
+    frame.style.height = Math.max(220, Math.min(window.innerHeight * 0.72, natural + 40)) + "px";
     if (window.svgPanZoom) {
       zoomer = window.svgPanZoom(svg, {
         viewportSelector: ".viewport", fit: true, center: true, minZoom: 0.02,
         maxZoom: 40, zoomScaleSensitivity: 0.25, controlIconsEnabled: true,
         dblClickZoomEnabled: false
       });
+      var fitted = zoomer.getSizes();
+      if (fitted.realZoom > 1) {  // never larger than life
+        zoomer.zoom(zoomer.getZoom() / fitted.realZoom);
+        zoomer.center();
+      }
     }
     var marked = [];
 
