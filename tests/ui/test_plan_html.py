@@ -9,7 +9,6 @@ from pathlib import Path
 from uikit import API_KEY, CANARIES, gov
 
 
-
 def test_the_plan_file_stands_alone_and_shows_what_will_change(repo: Path) -> None:
     text = gov(repo, "plan", "--env", "prod", "--format", "html").stdout
     assert text.startswith("<!DOCTYPE html>")

@@ -136,10 +136,11 @@ def graph_svg(graph: Graph, *, node_url: str = "", selected: str | None = None) 
         if address == selected:
             cls += " selected"
         x, y = drawn.x[address], drawn.y[address]
-        tip = address + (f" ({action.value})" if action is not None else "")
+        label = _label(address)
+        # A tooltip only where the label is cut: 10,000 of them cost the browser 0.1 s.
+        tip = f"<title>{html.escape(address)}</title>" if label != address else ""
         body = (f'<rect x="{x}" y="{y}" width="{NODE_WIDTH}" height="{NODE_HEIGHT}" rx="4"/>'
-                f'<text x="{x + 8}" y="{y + half + 4}">{html.escape(_label(address))}</text>'
-                f"<title>{html.escape(tip)}</title>")
+                f'<text x="{x + 8}" y="{y + half + 4}">{html.escape(label)}</text>{tip}')
         if node_url:
             link = html.escape(f"{node_url}{'&' if '?' in node_url else '?'}node="
                                f"{quote(address, safe='')}")
