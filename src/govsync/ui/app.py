@@ -13,7 +13,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from urllib.parse import parse_qsl, urlencode
 
@@ -116,41 +116,29 @@ def create_app(sources: Mapping[str, Settings], *, token: str | None = None,
     def prefix(request: Request) -> str:
         return str(request.scope.get("root_path", "")).rstrip("/")
 
-    def view(request: Request) -> EnvironmentView | Response:
-        name = request.path_params["name"]
-        if name not in board.sources:
-            return HTMLResponse(page("govsync: not found", (
-                f"<h1>No environment {esc(name)}</h1><p>Known: "
-                + ", ".join(esc(n) for n in board.names) + "</p>"), prefix=prefix(request)),
-                status_code=404)
-        return board.view(name)
-
     def home(request: Request) -> Response:
         views = [board.view(n) for n in board.names]
         return HTMLResponse(pages.overview(views, board.names, prefix(request)))
+
+    def of_environment(render: Callable[[EnvironmentView, Request], str]
+                       ) -> Callable[[Request], Response]:
+        """An environment's page (404 for a name the dashboard does not show)."""
+        def endpoint(request: Request) -> Response:
+            name = request.path_params["name"]
+            if name not in board.sources:
+                return HTMLResponse(page("govsync: not found", (
+                    f"<h1>No environment {esc(name)}</h1><p>Known: "
+                    + ", ".join(esc(n) for n in board.names) + "</p>"),
+                    prefix=prefix(request)), status_code=404)
+            return HTMLResponse(render(board.view(name), request))
+
+        return endpoint
 
     def changes(request: Request) -> Filter:
         q = request.query_params
         return Filter(q.get("action", ""), q.get("kind", ""), q.get("q", ""), _int(q.get("page")))
 
-    def environment(request: Request) -> Response:
-        found = view(request)
-        if isinstance(found, Response):
-            return found
-        return HTMLResponse(pages.environment(found, board.names, changes(request),
-                                              prefix(request)))
-
-    def plan(request: Request) -> Response:
-        found = view(request)
-        if isinstance(found, Response):
-            return found
-        return HTMLResponse(pages.plan_page(found, board.names, changes(request),
-                                            prefix(request)))
-
-    def history(request: Request) -> Response:
-        found = view(request)
-        if isinstance(found, Response):
-            return found
+    def records(request: Request) -> pages.HistoryFilter:
         q = request.query_params
         since = q.get("since", "")
         try:
@@ -158,17 +146,16 @@ def create_app(sources: Mapping[str, Settings], *, token: str | None = None,
                      .strftime("%Y-%m-%dT%H:%M:%S.%fZ") if since else "")
         except ValueError:
             since = ""
-        chosen = pages.HistoryFilter(q.get("kind", ""), q.get("outcome", ""), q.get("who", ""),
-                                     q.get("address", ""), since)
-        return HTMLResponse(pages.history_page(found, board.names, chosen, prefix(request)))
+        return pages.HistoryFilter(q.get("kind", ""), q.get("outcome", ""), q.get("who", ""),
+                                   q.get("address", ""), since)
 
-    def graph(request: Request) -> Response:
-        found = view(request)
-        if isinstance(found, Response):
-            return found
-        q = request.query_params
-        return HTMLResponse(pages.graph_page(found, board.names, q.get("node", ""),
-                                             q.get("q", ""), prefix(request)))
+    environment = of_environment(
+        lambda v, r: pages.environment(v, board.names, changes(r), prefix(r)))
+    plan = of_environment(lambda v, r: pages.plan_page(v, board.names, changes(r), prefix(r)))
+    history = of_environment(
+        lambda v, r: pages.history_page(v, board.names, records(r), prefix(r)))
+    graph = of_environment(lambda v, r: pages.graph_page(
+        v, board.names, r.query_params.get("node", ""), r.query_params.get("q", ""), prefix(r)))
 
     def static(request: Request) -> Response:
         name = request.path_params["file"]
