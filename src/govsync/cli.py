@@ -885,7 +885,9 @@ def state_history(settings: Settings, limit: int, fmt: str) -> None:
 @cli.command("show")
 @click.argument("file", type=click.Path(dir_okay=False))
 @global_options
-@click.option("--format", "fmt", type=FORMATS, default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice([*FORMATS.choices, "html"]), default="text",
+              show_default=True,
+              help="html: the plan page with its approvals, as one self-contained file.")
 @click.option("--digest", is_flag=True,
               help="Print only the line approvers sign (its review digest), for "
                    "`ssh-keygen -Y sign -n govsync-plan`.")
@@ -900,6 +902,7 @@ def show_command(file: str, settings: Settings, fmt: str, digest: bool) -> None:
     \b
     Example:
       govsync show plan.json
+      govsync show plan.json --format html > plan.html
       govsync show plan.json --digest | ssh-keygen -Y sign -n govsync-plan -f ~/.ssh/id_ed25519
     """
     from govsync import approvals, commands, planfile, render
@@ -917,6 +920,12 @@ def show_command(file: str, settings: Settings, fmt: str, digest: bool) -> None:
         click.echo(render.plan_markdown(saved.plan, title="govsync saved plan"), nl=False)
         return
     verification, record = commands.inspect_saved(saved, settings)
+    if fmt == "html":
+        from govsync.ui import saved_plan_file
+
+        signers, required, source = _signers(record, settings, saved.plan.workspace)
+        click.echo(saved_plan_file(saved, verification, signers, required, source), nl=False)
+        return
     click.echo(show_text(saved, verification=verification, color=o.color,
                          verbose=o.verbose > 0), nl=False, color=o.color)
     signers, required, source = _signers(record, settings, saved.plan.workspace)
@@ -953,7 +962,7 @@ def ui_command(settings: Settings, listen_at: str) -> None:
     and shown with its pending changes field by field, blocked changes and
     their reasons, rule results, uncertain entries with the command that
     settles them, history and audit, and the dependency graph. Nothing is
-    ever written, and no page shows a secret. With GOVSYNC_UI_TOKEN set,
+    ever written, and no page shows a secret (--endpoint is not used). With GOVSYNC_UI_TOKEN set,
     every request must carry it (a browser: open any page once with
     ?token=TOKEN).
 

@@ -42,3 +42,14 @@ def test_the_file_of_1000_changes_is_under_2_mb(tmp_path: Path) -> None:
     text = gov(tmp_path, "plan", str(manifests), "--format", "html").stdout
     assert text.count('class="change"') == 1000
     assert len(text.encode()) < 2_000_000, len(text.encode())
+
+
+def test_a_saved_plan_shows_whose_approvals_count(repo: Path) -> None:
+    text = gov(repo, "show", "prod.json", "--format", "html").stdout
+    assert "<strong>2 of 2</strong> required approval(s) collected." in text
+    assert re.search(r"<li>alice@example.com <span class=muted>\(ssh-ed25519 SHA256:", text)
+    assert "<dt>review digest</dt><dd>sha256:" in text
+    # Applied since: apply would refuse it, and the page says so.
+    assert "stale: the state changed since it was made" in text
+    for value in (*CANARIES.values(), API_KEY):
+        assert value not in text

@@ -23,7 +23,8 @@ from govsync.ui.reading import (
     environments,
     plan_file,
     read_environment,
+    saved_plan_file,
 )
 
 __all__ = ["AgentReport", "Dashboard", "EnvironmentView", "Status", "StatusProvider",
-           "environments", "plan_file", "read_environment"]
+           "environments", "plan_file", "read_environment", "saved_plan_file"]

@@ -18,11 +18,13 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from govsync import audit, commands, governance
+from govsync import approvals, audit, commands, governance, planfile
+from govsync.approvals import AllowedSigner
 from govsync.errors import GovsyncError, ManifestError, Problem
 from govsync.manifests import load as load_manifests
 from govsync.manifests.model import Context, ManifestSet
 from govsync.plan import Action, Plan
+from govsync.planfile import SavedPlan
 from govsync.project import Selection
 from govsync.render import html
 from govsync.render.graph import Graph, change_graph, dependency_graph
@@ -194,6 +196,30 @@ def plan_file(plan: Plan, selection: Selection, manifests: ManifestSet | None = 
     the approvals the workspace needs and the graph of the changes."""
     graph = change_graph(plan, manifests.objects if manifests is not None else None)
     return html.plan_file(plan, html.PlanPage(_approvals(plan, selection)), graph)
+
+
+def saved_plan_file(saved: SavedPlan, verification: str, signers: list[AllowedSigner] | None,
+                    required: int, source: str) -> str:
+    """``govsync show PLAN --format html``: the plan page with the approvals ``PLAN.sig``
+    holds (the valid ones of distinct allowed signers, and why the others do not
+    count), whether the plan verifies, and its review digest."""
+    sig_path = approvals.signature_path(saved.path)
+    entries = approvals.read_signatures(sig_path)
+    if signers is None:
+        given = Approvals(required, (), source, note=(
+            f"{len(entries)} signature(s) in {sig_path}, not checked: there are no allowed "
+            "signers to check them against." if entries else f"No {sig_path}."))
+    else:
+        result = approvals.verify(planfile.review_message(saved.review_digest), entries,
+                                  signers, sig_path)
+        given = Approvals(
+            required, tuple(sorted({p for s in signers for p in s.people})), source,
+            tuple((a.principal, f"{a.key_type} {a.fingerprint}") for a in result.approvers),
+            tuple(result.not_counted), note=f"Signatures: {sig_path}.")
+    facts = (("saved plan", saved.path), ("authentication", verification),
+             ("review digest", f"sha256:{saved.review_digest}"))
+    return html.plan_file(saved.plan, html.PlanPage(given, facts=facts),
+                          change_graph(saved.plan))
 
 
 def _status(view: EnvironmentView) -> tuple[Status, str]:
