@@ -4,6 +4,7 @@ clicks through the same pages in Chromium.)"""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -131,9 +132,16 @@ def test_the_graph_says_what_an_object_depends_on_and_what_depends_on_it(
     assert "Hook/risk_score" in found.split('class="graph-found"', 1)[1].split("</ul>", 1)[0]
 
 
+def files(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
 def test_no_page_shows_a_secret_or_the_key_and_nothing_but_get_is_answered(
-        dashboard: Dashboard) -> None:
+        dashboard: Dashboard, repo: Path) -> None:
+    before = files(repo / ".govsync")
     pages = crawl(dashboard)
+    assert files(repo / ".govsync") == before  # read-only: not a byte written
     assert len(pages) > 20
     for path, text in pages.items():
         for value in (*CANARIES.values(), API_KEY):
