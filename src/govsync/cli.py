@@ -328,7 +328,9 @@ def _rules(manifests: ManifestSet, selection: Selection) -> list[Any]:
 @target_option
 @click.option("--out", "out_file", type=click.Path(dir_okay=False),
               help="Save the plan for `govsync apply FILE`.")
-@click.option("--format", "fmt", type=FORMATS, default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice([*FORMATS.choices, "html"]), default="text",
+              show_default=True,
+              help="html: the plan page as one self-contained file (a CI artifact).")
 @click.option("--without-secrets", is_flag=True,
               help="Do not read secrets' values (a pull request's plan: its jobs should not "
                    "hold them). Secrets show as (sensitive) and a changed value is not seen; "
@@ -346,6 +348,7 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
     Example:
       govsync plan manifests/ --out plan.json
       govsync plan manifests/ --format markdown > comment.md
+      govsync plan manifests/ --format html > plan.html
     """
     from govsync import commands, render
 
@@ -361,6 +364,10 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
             click.echo(chunk, nl=False)
     elif fmt == "markdown":
         click.echo(render.plan_markdown(result), nl=False)
+    elif fmt == "html":
+        from govsync.ui import plan_file
+
+        click.echo(plan_file(result, settings.selection, manifests), nl=False)
     else:
         click.echo(render.plan_text(result, color=o.color, verbose=o.verbose > 0), nl=False, color=o.color)
     from govsync.plan import blocked_advice
@@ -947,7 +954,9 @@ def state_history(settings: Settings, limit: int, fmt: str) -> None:
 @cli.command("show")
 @click.argument("file", type=click.Path(dir_okay=False))
 @global_options
-@click.option("--format", "fmt", type=FORMATS, default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice([*FORMATS.choices, "html"]), default="text",
+              show_default=True,
+              help="html: the plan page with its approvals, as one self-contained file.")
 @click.option("--digest", is_flag=True,
               help="Print only the line approvers sign (its review digest), for "
                    "`ssh-keygen -Y sign -n govsync-plan`.")
@@ -962,6 +971,7 @@ def show_command(file: str, settings: Settings, fmt: str, digest: bool) -> None:
     \b
     Example:
       govsync show plan.json
+      govsync show plan.json --format html > plan.html
       govsync show plan.json --digest | ssh-keygen -Y sign -n govsync-plan -f ~/.ssh/id_ed25519
     """
     from govsync import approvals, commands, planfile, render
@@ -979,6 +989,12 @@ def show_command(file: str, settings: Settings, fmt: str, digest: bool) -> None:
         click.echo(render.plan_markdown(saved.plan, title="govsync saved plan"), nl=False)
         return
     verification, record = commands.inspect_saved(saved, settings)
+    if fmt == "html":
+        from govsync.ui import saved_plan_file
+
+        signers, required, source = _signers(record, settings, saved.plan.workspace)
+        click.echo(saved_plan_file(saved, verification, signers, required, source), nl=False)
+        return
     click.echo(show_text(saved, verification=verification, color=o.color,
                          verbose=o.verbose > 0), nl=False, color=o.color)
     signers, required, source = _signers(record, settings, saved.plan.workspace)
@@ -1000,6 +1016,34 @@ def _signers(record: Any, settings: Settings, workspace: str
         return (approvals.read_allowed_signers(project.approvals), project.approvals.required,
                 project.approvals.allowed_signers)
     return None, 0, ""
+
+
+@cli.command("ui")
+@global_options
+@click.option("--listen", "listen_at", default="127.0.0.1:8421", show_default=True,
+              metavar="HOST:PORT", help="Where to serve the dashboard (beyond loopback only "
+                                        "with GOVSYNC_UI_TOKEN set).")
+def ui_command(settings: Settings, listen_at: str) -> None:
+    """Serve the dashboard, read-only: every environment's status, plan and history.
+
+    Every environment of the project (or the one --env names) is planned
+    against its recorded state without reading secrets or calling the API,
+    and shown with its pending changes field by field, blocked changes and
+    their reasons, rule results, uncertain entries with the command that
+    settles them, history and audit, and the dependency graph. Nothing is
+    ever written, and no page shows a secret (--endpoint is not used). With GOVSYNC_UI_TOKEN set,
+    every request must carry it (a browser: open any page once with
+    ?token=TOKEN).
+
+    \b
+    Example:
+      govsync ui                          # http://127.0.0.1:8421/
+      GOVSYNC_UI_TOKEN=... govsync ui --listen 0.0.0.0:8421
+    """
+    from govsync.envvars import UI_TOKEN
+    from govsync.ui.app import serve as serve_ui
+
+    serve_ui(settings, listen_at, os.environ.get(UI_TOKEN) or None)
 
 
 @cli.command()

@@ -67,7 +67,7 @@ def read_snapshot(settings: Settings, *, responses: bool = False) -> Snapshot:
 
 
 def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False,
-         read_secrets: bool = True) -> Plan:
+         read_secrets: bool = True, rule_errors: list[Problem] | None = None) -> Plan:
     """Diff the manifests against the workspace's state (no lock taken).
 
     Writes nothing, unless ``saving`` (``plan --out``) a workspace never written
@@ -75,7 +75,8 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False,
     workspace's key, so the workspace is made once the plan has passed every
     check (see ``_in_new_workspace``).  With an endpoint, policy owner groups
     are checked live (ListGroups).  GovernanceError when the workspace belongs
-    to another environment than the one selected."""
+    to another environment than the one selected.  With ``rule_errors``, the errors of
+    rules are put there and the plan returned all the same (the dashboard shows both)."""
     from govsync import governance
     from govsync.live import wanted
     from govsync.plan import make_plan
@@ -100,7 +101,7 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False,
     result.secrets_read = read_secrets
     _governed(result, record, proposed, selection.name)
     check_rules(result, manifests, governance.rules_to_check(record, proposed),
-                selection.name, snapshot)
+                selection.name, snapshot, rule_errors)
     if running is not None:
         from govsync.plan import Check, CheckStatus
 
@@ -173,13 +174,20 @@ def _in_new_workspace(planned: Plan, manifests: ManifestSet, settings: Settings)
 
 
 def check_rules(plan: Plan, manifests: ManifestSet, rules: tuple[Rule, ...],
-                environment: str | None, snapshot: Snapshot) -> None:
-    """Rules (guardrails) on the manifests: ManifestError for an error; results as checks."""
+                environment: str | None, snapshot: Snapshot,
+                errors: list[Problem] | None = None) -> None:
+    """Rules (guardrails) on the manifests: ManifestError for an error (or, given
+    ``errors``, the errors put there); results as checks."""
     if not rules:
         return  # (without importing the rules engine)
     from govsync.rules import check_plan
 
-    check_plan(plan, manifests, rules, environment, snapshot)
+    try:
+        check_plan(plan, manifests, rules, environment, snapshot)
+    except ManifestError as exc:
+        if errors is None:
+            raise
+        errors.extend(exc.problems)
 
 
 def write_plan(plan: Plan, settings: Settings, path: str,

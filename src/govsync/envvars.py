@@ -20,8 +20,10 @@ LOCAL_SEED: Final = "GOVSYNC_LOCAL_SEED"
 INSTALL_SPEC: Final = "GOVSYNC_INSTALL_SPEC"
 KEY_PASSPHRASE: Final = "GOVSYNC_KEY_PASSPHRASE"
 ACTOR: Final = "GOVSYNC_ACTOR"
+# The bearer token of the dashboard (`govsync ui`).
+UI_TOKEN: Final = "GOVSYNC_UI_TOKEN"
 
 # Every one of govsync's own settings: none may stand for a manifest's secret
 # (``{fromEnv: GOVSYNC_API_KEY}`` would send govsync's own key to an integration).
 OWN: Final = frozenset({ENDPOINT, API_KEY, STATE, WORKSPACE, ENV, PROJECT, LOG, INSECURE_HTTP,
-                        LOCAL_SEED, INSTALL_SPEC, KEY_PASSPHRASE, ACTOR})
+                        LOCAL_SEED, INSTALL_SPEC, KEY_PASSPHRASE, ACTOR, UI_TOKEN})

@@ -141,7 +141,11 @@ def test_a_name_cannot_close_the_markdown_code_fence(gov: Gov, workdir: Path) ->
     fences = [line for line in text.splitlines() if line.lstrip().startswith("```")]
     assert fences == ["```mermaid", "```", "```diff", "```"]
     assert '["Space/x#96;#96;#96;y (create)"]' in text  # the graph's label, as entity codes
-    assert "**merge me**" not in text.replace("\\n**merge me**", "")
+    # The multi-line description is shown as its lines, each inside the diff block
+    # behind its tag: a line of user text never starts a line of the comment.
+    block = text.split("```diff\n", 1)[1].split("\n```\n", 1)[0]
+    assert "+        **merge me**" in block.splitlines()
+    assert "**merge me**" not in text.replace(block, "")
 
 
 def blocked_users(n: int, pad: int) -> str:

@@ -146,3 +146,12 @@ def test_bench_peer_against_terraform(tmp_path: Path) -> None:
     text = results.read_text()
     assert text.startswith("# bench/peer results") and text.count("## A later run") == 1
     assert "| 20 | apply |" in text
+
+
+def test_bench_ui_prints_each_page_the_browser_and_the_plan_file(tmp_path: Path) -> None:
+    out = bench(str(ROOT / "bench/ui/run.py"), "--objects", "120", "--changes", "30",
+                "--runs", "1", cwd=tmp_path)
+    for page in ("/environments/prod ", "/environments/staging ", "/environments/prod/graph "):
+        assert page in out, out
+    assert "in headless Chromium" in out or "browser: skipped" in out
+    assert re.search(r"plan file: govsync plan --format html of 30 creates: [\d.]+ MB", out)

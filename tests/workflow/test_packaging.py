@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -104,6 +105,10 @@ def test_the_wheel_installs_and_runs_the_demo(source: tuple[Path, str], tmp_path
     [sdist] = dist.glob("govsync-*.tar.gz")
     assert wheel.name == f"govsync-{__version__}-py3-none-any.whl"
     assert "PASSED" in run([sys.executable, "-m", "twine", "check", "--strict", wheel, sdist])
+    # The dashboard's front-end files ship in it (no CDN), the vendored one with its licence.
+    shipped = set(zipfile.ZipFile(wheel).namelist())
+    assert {f"govsync/ui/static/{name}" for name in (
+        "app.css", "app.js", "svg-pan-zoom.min.js", "svg-pan-zoom.LICENSE")} <= shipped
 
     venv = fresh_venv(tmp_path / "venv")
     pip_install(venv, wheel)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from govsync.plan import Action, Change, CheckStatus, Plan
+from govsync.plan import Action, Change, CheckStatus, FieldChange, Plan
+from govsync.render import linediff
 from govsync.values import KNOWN_AFTER_APPLY_TEXT, SENSITIVE, shown
 
 if TYPE_CHECKING:
@@ -41,6 +42,64 @@ def fmt_value(value: Any) -> str:
     if isinstance(value, str) and value in (KNOWN_AFTER_APPLY_TEXT, SENSITIVE):
         return value
     return _SHOWN.encode(value)
+
+
+Style = Callable[[str, str | None], str]
+
+
+def _plain(text: str, fg: str | None) -> str:
+    return text
+
+
+# The colour of each kind of diff line in a terminal.
+_LINE_COLOURS: dict[linediff.Tag, str | None] = {
+    linediff.Tag.ADDED: "green", linediff.Tag.REMOVED: "red", linediff.Tag.HUNK: "cyan",
+    linediff.Tag.SAME: None, linediff.Tag.NO_NEWLINE: None}
+
+
+def _diff_line(line: linediff.Line, *, markdown: bool) -> str:
+    """A line of a field's line diff: under the field in text (``        -old``); in a
+    Markdown ``diff`` block its tag comes first, so that GitHub colours it."""
+    if line.tag in (linediff.Tag.ADDED, linediff.Tag.REMOVED, linediff.Tag.SAME):
+        return f"{line.tag}        {line.text}" if markdown else f"        {line.tag}{line.text}"
+    text = f"\\ {line.text}" if line.tag == linediff.Tag.NO_NEWLINE else line.text
+    return f"         {text}" if markdown else f"        {text}"
+
+
+def _lines_below(head: str, lines: list[linediff.Line], markdown: bool,
+                 style: Style) -> list[str]:
+    out = [head]
+    for line in lines:
+        text = _diff_line(line, markdown=markdown)
+        out.append(_md(text) if markdown else style(text, _LINE_COLOURS[line.tag]))
+    return out
+
+
+def field_change_lines(d: FieldChange, *, markdown: bool = False, style: Style = _plain,
+                       suffix: str = "") -> list[str]:
+    """A changed field: ``path: before -> after`` on one line, or, for a multi-line
+    string, ``path:`` and its line diff below (values arrive masked)."""
+    lines = linediff.field_lines(d.before, d.after)
+    if lines is None:
+        text = f"      {d.path}: {fmt_value(d.before)} -> {fmt_value(d.after)}{suffix}"
+        return [_md(text) if markdown else text]
+    # A side that is not a string (absent: null) is named on the field's line.
+    sides = [fmt_value(v) if not isinstance(v, str) else "" for v in (d.before, d.after)]
+    head = f"      {d.path}:" + (f" {sides[0] or '(lines below)'} -> "
+                                 f"{sides[1] or '(lines below)'}" if any(sides) else "")
+    return _lines_below(_md(head + suffix) if markdown else head + suffix, lines, markdown,
+                        style)
+
+
+def created_lines(key: str, value: Any, *, markdown: bool = False, style: Style = _plain,
+                  suffix: str = "") -> list[str]:
+    """A field of a create: ``key: value``, or a multi-line string as its lines."""
+    if not linediff.multiline(value):
+        text = f"      {key}: {fmt_value(value)}{suffix}"
+        return [_md(text) if markdown else text]
+    head = f"      {key}:{suffix}"
+    return _lines_below(_md(head) if markdown else head, linediff.lines_of(value), markdown,
+                        style)
 
 
 def summary_line(plan: Plan) -> str:
@@ -128,11 +187,10 @@ def plan_text(plan: Plan, *, color: bool = False, verbose: bool = False) -> str:
 
         if c.action == Action.CREATE and c.request is not None:
             for key in sorted(c.request):
-                lines.append(f"      {key}: {fmt_value(shown(c.request[key]))}{source(key)}")
+                lines += created_lines(key, shown(c.request[key]), style=style,
+                                       suffix=source(key))
         for d in c.diff:
-            lines.append(
-                f"      {d.path}: {fmt_value(d.before)} -> {fmt_value(d.after)}{source(d.path)}"
-            )
+            lines += field_change_lines(d, style=style, suffix=source(d.path))
         if c.reason:
             lines.append(style(f"      {c.reason}", fg))
     changed = governance_lines(plan)
@@ -206,9 +264,9 @@ def plan_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT, title: str = "govs
             body.append(_md(f"{symbol} {c.address} ({c.action})"))
             if c.action == Action.CREATE and c.request is not None:
                 for key in sorted(c.request):
-                    body.append(f"      {key}: {_md(fmt_value(shown(c.request[key])))}")
+                    body += created_lines(key, shown(c.request[key]), markdown=True)
             for d in c.diff:
-                body.append(f"      {d.path}: {_md(fmt_value(d.before))} -> {_md(fmt_value(d.after))}")
+                body += field_change_lines(d, markdown=True)
             if c.reason:
                 body.append(_md(f"      {c.reason}"))
         body += ["```", "", "</details>", ""]
@@ -347,6 +405,9 @@ def _unobservable_note(report: DriftReport) -> str:
 def drift_text(report: DriftReport, *, color: bool = False) -> str:
     import click
 
+    def style(text: str, fg: str | None) -> str:
+        return click.style(text, fg=fg) if color and fg else text
+
     headline = drift_headline(report)
     lines = [click.style(headline, bold=True) if color else headline]
     for c in report.drifted:
@@ -354,7 +415,7 @@ def drift_text(report: DriftReport, *, color: bool = False) -> str:
         head = f"{symbol} {c.address}  ({c.action})"
         lines.append(click.style(head, fg=fg) if color else head)
         for d in c.diff:
-            lines.append(f"      {d.path}: {fmt_value(d.before)} -> {fmt_value(d.after)}")
+            lines += field_change_lines(d, style=style)
         if c.reason:
             lines.append(f"      {c.reason}")
     for check in report.live:

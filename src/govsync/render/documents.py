@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from govsync.render import FORMAT_VERSION, fmt_value, plan_text
+from govsync.render import FORMAT_VERSION, created_lines, plan_text
 
 if TYPE_CHECKING:
     from govsync.errors import Problem
@@ -93,7 +93,9 @@ def requests_text(plan: Plan) -> str:
             continue
         operation, body = request_body(BY_KIND[change.kind], change, _sent(change.request))
         lines.append(f"  {operation} {change.address}")
-        lines += [f"      {path}: {value}" for path, value in _leaves(body, "")]
+        for path, value in _leaves(body, ""):
+            lines += ([f"      {path}: {value}"] if isinstance(value, _Shown)
+                      else created_lines(path, value))
     return "\n".join(lines) + "\n"
 
 
@@ -115,7 +117,7 @@ class _Shown(str):
     """A placeholder shown as it is, not as a JSON string."""
 
 
-def _leaves(value: Any, at: str) -> Iterable[tuple[str, str]]:
+def _leaves(value: Any, at: str) -> Iterable[tuple[str, Any]]:
     if isinstance(value, dict) and value:
         for key in sorted(value):
             yield from _leaves(value[key], f"{at}.{key}" if at else key)
@@ -123,4 +125,4 @@ def _leaves(value: Any, at: str) -> Iterable[tuple[str, str]]:
         for i, item in enumerate(value):
             yield from _leaves(item, f"{at}[{i}]")
     else:
-        yield at or "(body)", value if isinstance(value, _Shown) else fmt_value(value)
+        yield at or "(body)", value

@@ -155,10 +155,10 @@ def _serve(sock: socket.socket, store: Store, *, host: str, db: str, api_keys: S
         http=DroppableH11Protocol,
         lifespan="off",
     )
-    _Server(config, lambda: _stderr(listening)).run(sockets=[sock])
+    AnnouncingServer(config, lambda: _stderr(listening)).run(sockets=[sock])
 
 
-class _Server(uvicorn.Server):
+class AnnouncingServer(uvicorn.Server):
     """uvicorn's Server, announcing once it accepts connections."""
 
     def __init__(self, config: uvicorn.Config, on_listening: Callable[[], None]) -> None:

@@ -1,0 +1,118 @@
+"""Line diffs of multi-line strings (a Hook's ``code``...), as ``git diff`` shows them.
+
+A one-character change in a field of forty lines is invisible when both values
+are printed as escaped one-line strings.  A string field with a line break is
+shown instead as its lines: the lines that differ marked ``-`` and ``+``, with
+``CONTEXT`` unchanged lines around them and a hunk header (``@@ -5,7 +5,7 @@``)
+where lines are left out.  ``difflib`` (the standard library's) finds the
+lines; the text, Markdown and HTML renderers lay them out.
+
+Values reach this module already masked: a secret is ``(sensitive)``, one line,
+so it is never split into lines here.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+
+class Tag(StrEnum):
+    """What a line of a diff is (its first column in ``git diff``)."""
+
+    ADDED = "+"
+    REMOVED = "-"
+    SAME = " "
+    HUNK = "@"
+    # After a last line that has no line break (``\\ No newline at end of file``).
+    NO_NEWLINE = "\\"
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    tag: Tag
+    text: str
+
+
+# Unchanged lines shown around each change, as git does.
+CONTEXT = 3
+NO_NEWLINE_TEXT = "No newline at end of file"
+# Control characters other than tab would move the cursor or end a line: escaped.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029]")
+
+
+def multiline(value: Any) -> bool:
+    """Whether ``value`` is shown as lines: a string with a line break."""
+    return isinstance(value, str) and ("\n" in value or "\r" in value)
+
+
+def shown_line(text: str) -> str:
+    """One line as it is printed: control characters escaped (``\\x1b``), tabs kept."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                        else f"\\u{ord(m.group()):04x}", text)
+
+
+def _split(value: str) -> list[str]:
+    """The lines, each with its own line break (the last may have none)."""
+    return value.splitlines(keepends=True)
+
+
+def _line(tag: Tag, raw: str) -> Iterator[Line]:
+    body = raw.rstrip("\r\n")
+    yield Line(tag, shown_line(body))
+    if body == raw:  # the string ends without a line break
+        yield Line(Tag.NO_NEWLINE, NO_NEWLINE_TEXT)
+
+
+def lines_of(value: str) -> list[Line]:
+    """Every line of a new value (a create), each marked added."""
+    return [line for raw in _split(value) for line in _line(Tag.ADDED, raw)]
+
+
+def diff(before: str, after: str, context: int = CONTEXT) -> list[Line]:
+    """The lines that change from ``before`` to ``after`` with ``context`` lines around
+    them; a hunk header before each group, unless one group shows every line."""
+    old, new = _split(before), _split(after)
+    groups = list(difflib.SequenceMatcher(None, old, new, autojunk=False)
+                  .get_grouped_opcodes(context))
+    whole = len(groups) == 1 and groups[0][0][1] == 0 and groups[0][0][3] == 0 and (
+        groups[0][-1][2] == len(old) and groups[0][-1][4] == len(new))
+    out: list[Line] = []
+    for group in groups:
+        if not whole:
+            out.append(Line(Tag.HUNK, _hunk(group)))
+        for op, i1, i2, j1, j2 in group:
+            if op == "equal":
+                for raw in old[i1:i2]:
+                    out += _line(Tag.SAME, raw)
+                continue
+            for raw in old[i1:i2]:
+                out += _line(Tag.REMOVED, raw)
+            for raw in new[j1:j2]:
+                out += _line(Tag.ADDED, raw)
+    return out
+
+
+def _hunk(group: list[tuple[str, int, int, int, int]]) -> str:
+    """``@@ -start,count +start,count @@`` (lines counted from 1, as unified diffs do)."""
+    def span(start: int, stop: int) -> str:
+        count = stop - start
+        first = start + 1 if count else start
+        return f"{first}" if count == 1 else f"{first},{count}"
+
+    first, last = group[0], group[-1]
+    return f"@@ -{span(first[1], last[2])} +{span(first[3], last[4])} @@"
+
+
+def field_lines(before: Any, after: Any) -> list[Line] | None:
+    """A changed field as lines when either value is a multi-line string; None when
+    both fit on one line (shown ``before -> after`` as ever).  A value that is not
+    a string on the other side (absent: null) counts as no lines."""
+    if not (multiline(before) or multiline(after)):
+        return None
+    return diff(before if isinstance(before, str) else "",
+                after if isinstance(after, str) else "")
