@@ -99,7 +99,7 @@ def applied_entries(manifest_dir: str, snapshot: Any, *, responses: bool = False
     kinds (the spec with id and timestamps)."""
     from govsync.manifests import load
     from govsync.plan import make_plan
-    from govsync.state.base import APPLIED, Entry
+    from govsync.state import APPLIED, Entry
     from govsync.values import Resolver
 
     manifests = load([manifest_dir])

@@ -5,7 +5,7 @@ reference server stays at >= 1,000 writes/s with 100,000 stored objects).
 Three parts, run one after the other, never two at once:
 
 1. **state**: the state backends through their public library API
-   (``govsync.state.base.open_store``).  Per backend (SQLite file; PostgreSQL
+   (``govsync.state.open_store``).  Per backend (SQLite file; PostgreSQL
    when ``--postgres URL`` or GOVSYNC_TEST_POSTGRES is given) and per size
    (default 1,000 / 10,000 / 100,000 entries, a fresh workspace each):
 
@@ -179,7 +179,7 @@ def bench_size(name: str, url: str, ws: str, subset: list[Any], puts: int,
 
 def _measure(name: str, url: str, ws: str, subset: list[Any], puts: int,
              snapshot_runs: int) -> dict[str, Any]:
-    from govsync.state.base import APPLIED, Entry, LockHolder, open_store
+    from govsync.state import APPLIED, Entry, LockHolder, open_store
 
     n = len(subset)
     row: dict[str, Any] = {"backend": name, "entries": n, "load": load_average()}
@@ -326,7 +326,7 @@ def run_plan(cmd: list[str], cwd: str, out_path: str) -> tuple[float, float, int
 
 def part_plan(args: argparse.Namespace, tmp: str, entries_by_size: dict[int, list[Any]]
               ) -> list[str]:
-    from govsync.state.base import open_store
+    from govsync.state import open_store
 
     rows = []
     for n in args.plan_sizes:
@@ -638,7 +638,7 @@ def main() -> None:
     try:
         entries_by_size: dict[int, list[Any]] = {}
         if "state" in parts:
-            from govsync.state.base import empty_snapshot
+            from govsync.state import empty_snapshot
 
             largest = max(args.state_sizes)
             mdir = os.path.join(tmp, f"plan-{largest}", "manifests")

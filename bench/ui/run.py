@@ -57,7 +57,7 @@ environments:
 
 
 def make_project(root: str, objects: int) -> None:
-    from govsync.state.base import empty_snapshot
+    from govsync.state import empty_snapshot
     from govsync.state.sqlite import SqliteStore
 
     manifests = os.path.join(root, "manifests")

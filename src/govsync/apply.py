@@ -45,16 +45,8 @@ from govsync.errors import (
 )
 from govsync.plan import WORK, Action, Change, Plan
 from govsync.settings import API_KEY_ENV
-from govsync.state.base import (
-    APPLIED,
-    PENDING,
-    UNCERTAIN,
-    Entry,
-    GroupWriter,
-    Snapshot,
-    StateStore,
-    now,
-)
+from govsync.state import APPLIED, PENDING, UNCERTAIN, Entry, Snapshot, StateStore, now
+from govsync.state.writer import GroupWriter
 from govsync.values import SENSITIVE, MissingSecret, Resolver, UnknownId
 
 if TYPE_CHECKING:

@@ -487,7 +487,7 @@ def approve(saved: SavedPlan, private: Any, signers: list[AllowedSigner] | None,
     signature by the same key is replaced.  ``signers``: the allowed signers to check
     the key against first (None: not checked)."""
     from govsync import planfile, sshsig
-    from govsync.state.base import now
+    from govsync.state import now
 
     blob = sshsig.public_blob(private)
     fp = sshsig.fingerprint(blob)

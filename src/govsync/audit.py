@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from govsync import redact
 from govsync.errors import ConfigError
+from govsync.formats import FORMAT_VERSION
 
 if TYPE_CHECKING:
     from govsync.approvals import Approver
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
     from govsync.planfile import SavedPlan
     from govsync.settings import Settings
 
-FORMAT_VERSION = "1.0"
 # Who ran it in CI: the first of these that is set.
 ACTOR_VARIABLES = ("GOVSYNC_ACTOR", "GITHUB_ACTOR", "GITLAB_USER_LOGIN", "BUILD_REQUESTEDFOR")
 CSV_COLUMNS = ("at", "workspace", "environment", "user", "actor", "host", "planHash",
@@ -127,7 +127,7 @@ def parse_since(text: str) -> str:
 
 def records(settings: Settings, since: str | None = None) -> list[dict[str, Any]]:
     """The workspace's apply records, oldest first, from ``since`` on."""
-    from govsync.state.base import exists
+    from govsync.state import exists
 
     if not exists(settings.state):
         return []

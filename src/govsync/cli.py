@@ -397,7 +397,7 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
 
 def where(settings: Settings) -> str:
     """What a command acts on: environment, workspace, endpoint and state (masked)."""
-    from govsync.state.base import safe_url
+    from govsync.redact import url as safe_url
 
     env = settings.selection.name
     return (f"environment {env}, " if env else "") + (

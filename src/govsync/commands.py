@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from govsync.plan import Plan
     from govsync.planfile import SavedPlan
     from govsync.rules import Rule
-    from govsync.state.base import Entry, Snapshot, StateStore
+    from govsync.state import Entry, Snapshot, StateStore
 
 __all__ = ["Settings", "apply", "drift", "plan", "write_plan"]
 
@@ -58,7 +58,7 @@ def check_secrets_set(manifests: ManifestSet, settings: Settings) -> None:
 def read_snapshot(settings: Settings, *, responses: bool = False) -> Snapshot:
     """The workspace's state for a command that only reads: a state, or a workspace,
     that does not exist yet reads as empty and is not created."""
-    from govsync.state.base import empty_snapshot, exists
+    from govsync.state import empty_snapshot, exists
 
     if not exists(settings.state):
         return empty_snapshot(settings.workspace)
@@ -83,7 +83,7 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False,
 
     if read_secrets:
         check_secrets_set(manifests, settings)
-    from govsync.state.base import exists
+    from govsync.state import exists
 
     selection = settings.selection
     proposed = governance.of_project(selection.project, selection.environment)
@@ -200,7 +200,7 @@ def write_plan(plan: Plan, settings: Settings, path: str,
     read the key (a read-only role)."""
     from govsync import audit, planfile
     from govsync.errors import PlanKeyUnavailable
-    from govsync.state.base import exists
+    from govsync.state import exists
 
     plan.git = audit.git_state(audit.manifests_folder(manifests, settings))
     key: bytes | None = None
@@ -226,7 +226,8 @@ def inspect_saved(saved: SavedPlan, settings: Settings) -> tuple[str, Governance
     and the governance that workspace records (None: none, or not readable)."""
     from govsync import governance
     from govsync.errors import PlanKeyUnavailable
-    from govsync.state.base import exists, safe_url
+    from govsync.redact import url as safe_url
+    from govsync.state import exists
 
     workspace = saved.plan.workspace
     if not exists(settings.state):
@@ -264,7 +265,7 @@ def endpoint_change(snapshot: Snapshot, settings: Settings) -> str:
         return ""
     if normal_endpoint(settings.endpoint) == snapshot.endpoint:
         return ""
-    from govsync.state.base import safe_url
+    from govsync.redact import url as safe_url
 
     return (f"workspace {snapshot.workspace!r} was applied against {safe_url(snapshot.endpoint)}"
             f", not {safe_url(normal_endpoint(settings.endpoint))}: its ids may not exist there")
@@ -349,7 +350,7 @@ def apply(
     """
     from govsync import governance
     from govsync.planfile import SavedPlan
-    from govsync.state.base import LockHolder
+    from govsync.state import LockHolder
 
     saved = source if isinstance(source, SavedPlan) else None
     selection = settings.selection
@@ -653,7 +654,7 @@ def _differing(a: Any, b: Any, at: str = "") -> list[str]:
 def _interrupted(store: StateStore, settings: Settings, before: Snapshot) -> GovsyncError:
     """What an interrupted apply leaves: how much it applied, and how to settle the rest."""
     from govsync.api.catalog import readable_kinds
-    from govsync.state.base import APPLIED, PENDING, UNCERTAIN
+    from govsync.state import APPLIED, PENDING, UNCERTAIN
 
     try:
         entries = store.snapshot(settings.workspace, responses=False).entries
@@ -680,7 +681,7 @@ def _interrupted(store: StateStore, settings: Settings, before: Snapshot) -> Gov
 
 def history_record(plan: Plan, result: ApplyResult, saved: bool) -> dict[str, Any]:
     """Who applied what, when, with which outcome (no secret: addresses and codes)."""
-    from govsync.state.base import LockHolder, now
+    from govsync.state import LockHolder, now
 
     me = LockHolder.me()
     return {
@@ -745,7 +746,7 @@ def drift(manifests: ManifestSet, settings: Settings, *,
 @contextlib.contextmanager
 def _locked(settings: Settings) -> Iterator[StateStore]:
     """The state store with the workspace lock held."""
-    from govsync.state.base import LockHolder
+    from govsync.state import LockHolder
 
     with settings.open_state() as store:
         store.acquire(settings.workspace, LockHolder.me())
@@ -787,7 +788,7 @@ def state_resolve(settings: Settings, addresses: list[str], object_id: str | Non
 
     Refused while an apply holds the workspace (its creates in flight look
     uncertain until they are answered)."""
-    from govsync.state.base import APPLIED, PENDING, UNCERTAIN, now
+    from govsync.state import APPLIED, PENDING, UNCERTAIN, now
 
     if object_id is not None and len(addresses) != 1:
         raise ConfigError("--id settles one address at a time: give one address with --id ID")
@@ -852,7 +853,7 @@ def state_import(settings: Settings, address: str, object_id: str,
                  manifests: ManifestSet) -> Entry:
     """Adopt an object that exists on the server: the manifest's spec becomes its baseline."""
     from govsync.plan import make_plan
-    from govsync.state.base import APPLIED, Entry, now
+    from govsync.state import APPLIED, Entry, now
     from govsync.values import KNOWN_AFTER_APPLY, MissingSecret, Resolver
 
     manifest = manifests.objects.get(address)
@@ -883,65 +884,27 @@ def state_import(settings: Settings, address: str, object_id: str,
 
 def state_export(settings: Settings) -> dict[str, Any]:
     """The workspace as JSON (backup, or moving between SQLite and PostgreSQL)."""
-    import base64
-
-    from govsync.state.base import exists, safe_url
+    from govsync.redact import url as safe_url
+    from govsync.state import exists, export
 
     if not exists(settings.state):
         raise StateError(f"there is no state at {safe_url(settings.state)} to export")
     with settings.open_state() as store:
-        snap = store.snapshot(settings.workspace)
-    from govsync.render import FORMAT_VERSION
-
-    return {
-        "formatVersion": FORMAT_VERSION,
-        "govsyncState": 1,
-        "workspace": snap.workspace,
-        "lineage": snap.lineage,
-        "serial": snap.serial,
-        # The fingerprint key keeps secrets' fingerprints comparable after a move.
-        "fingerprintKey": base64.b64encode(snap.key).decode(),
-        "entries": [e.as_dict() for e in snap.entries.values()],
-    }
+        return export.document(store.snapshot(settings.workspace))
 
 
 def state_import_all(settings: Settings, data: Mapping[str, Any]) -> int:
     """Load an export into the workspace, replacing its entries; returns the new serial."""
-    import base64
+    from govsync.state import export
 
-    from govsync.render import FORMAT_VERSION
-    from govsync.state.base import Entry
-
-    if data.get("govsyncState") != 1:
-        raise StateError("not a govsync state export (missing govsyncState: 1)")
-    version = data.get("formatVersion", FORMAT_VERSION)  # exports before 1.0 had none
-    if str(version).split(".")[0] != FORMAT_VERSION.split(".")[0]:
-        raise StateError(f"the export has format {version!r}; this govsync reads "
-                         f"{FORMAT_VERSION}")
-    try:
-        entries = [
-            Entry(e["address"], e["kind"], e.get("id"), e["status"], e.get("spec"),
-                  e.get("response"), e.get("updatedAt", ""))
-            for e in data["entries"]
-        ]
-        key = base64.b64decode(data["fingerprintKey"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise StateError(f"invalid state export: {exc}") from exc
-    seen: dict[tuple[str, str], str] = {}
-    for e in entries:
-        if e.id and (e.kind, e.id) in seen:
-            raise StateError(f"invalid state export: id {e.id} is recorded at both "
-                             f"{seen[(e.kind, e.id)]} and {e.address} (one object has one "
-                             "address); nothing was changed")
-        if e.id:
-            seen[(e.kind, e.id)] = e.address
+    entries, lineage, key = export.read(data)
     with _locked(settings) as store:
-        return store.replace_all(settings.workspace, entries, data.get("lineage"), key)
+        return store.replace_all(settings.workspace, entries, lineage, key)
 
 
 def state_readonly_role(settings: Settings, role: str) -> list[str]:
     """The SQL that makes ``role`` the state's read-only role (PostgreSQL only)."""
-    from govsync.state.base import safe_url
+    from govsync.redact import url as safe_url
     from govsync.state.postgres import PostgresStore
 
     with settings.open_state() as store:
@@ -960,7 +923,7 @@ def state_unlock(settings: Settings) -> tuple[Any, bool]:
     The lock itself (flock, or PostgreSQL's session advisory lock) belongs to
     the holding process and ends with it; if that process still runs, the
     workspace stays locked until it exits."""
-    from govsync.state.base import LockHolder
+    from govsync.state import LockHolder
 
     with settings.open_state() as store:
         holder = store.holder(settings.workspace)
@@ -973,7 +936,7 @@ def state_unlock(settings: Settings) -> tuple[Any, bool]:
 
 
 def state_history(settings: Settings, limit: int = 20) -> list[dict[str, Any]]:
-    from govsync.state.base import exists
+    from govsync.state import exists
 
     if not exists(settings.state):
         return []

@@ -31,7 +31,8 @@ from govsync.api.kinds import Kind
 from govsync.errors import ManifestError, Problem
 from govsync.manifests.directives import Directive
 from govsync.manifests.model import Manifest, ManifestSet
-from govsync.state.base import APPLIED, FINGERPRINT_PREFIX, PENDING, UNCERTAIN, Entry, Snapshot
+from govsync.state import APPLIED, PENDING, UNCERTAIN, Entry, Snapshot
+from govsync.state.model import FINGERPRINT_PREFIX
 from govsync.values import (
     KNOWN_AFTER_APPLY,
     KNOWN_AFTER_APPLY_TEXT,

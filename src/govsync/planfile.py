@@ -42,10 +42,10 @@ from typing import Any
 from govsync.api.kinds import BY_KIND
 from govsync.errors import PlanError
 from govsync.files import Unreadable, read_regular
+from govsync.formats import FORMAT_VERSION, same_major
 from govsync.plan import Action, Change, Check, CheckStatus, FieldChange, Plan
 from govsync.values import PlannedSecret, Ref
 
-FORMAT_VERSION = "1.0"
 KIND = "govsync-plan"
 MAX_BYTES = 64 * 1024 * 1024
 _REF, _SECRET = "$ref", "$secret"
@@ -269,8 +269,7 @@ def read(path: str) -> SavedPlan:
         raise PlanError(f"{path} is not a govsync plan file: not JSON ({_first_line(exc)})") from exc
     if not isinstance(data, dict) or data.get("type") != KIND:
         raise PlanError(f"{path} is not a govsync plan file (made by `govsync plan --out`)")
-    major = str(data.get("formatVersion", "")).split(".")[0]
-    if major != FORMAT_VERSION.split(".")[0]:
+    if not same_major(data.get("formatVersion", "")):
         raise PlanError(f"{path} has plan format {data.get('formatVersion')!r}; this govsync "
                         f"reads {FORMAT_VERSION}: make the plan again with this version")
     if "mac" not in data:

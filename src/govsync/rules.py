@@ -38,7 +38,7 @@ from govsync.errors import ManifestError, Problem
 if TYPE_CHECKING:
     from govsync.manifests.model import Manifest, ManifestSet
     from govsync.plan import Change, Check, Plan
-    from govsync.state.base import Snapshot
+    from govsync.state import Snapshot
 
 RULE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$")
 MAX_EXPRESSION = 4096
@@ -450,7 +450,7 @@ def check_plan(plan: Plan, manifests: ManifestSet, rules: Sequence[Rule],
                environment: str | None, snapshot: Snapshot) -> None:
     """Evaluate rules on a plan: ManifestError for errors; the results (passes and
     warnings) become the plan's checks."""
-    from govsync.state.base import APPLIED
+    from govsync.state import APPLIED
 
     if not rules:
         return

@@ -14,7 +14,7 @@ from govsync.errors import ConfigError
 if TYPE_CHECKING:
     from govsync.api.client import AsyncClient
     from govsync.project import Selection
-    from govsync.state.base import StateStore
+    from govsync.state import StateStore
 
 DEFAULT_STATE = os.path.join(".govsync", "state.db")
 # Where ``--endpoint local`` keeps the embedded server's objects.
@@ -52,7 +52,7 @@ class Settings:
             )
 
     def open_state(self) -> StateStore:
-        from govsync.state.base import open_store
+        from govsync.state import open_store
 
         return open_store(self.state)
 

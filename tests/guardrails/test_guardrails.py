@@ -478,7 +478,7 @@ def test_an_unsaved_apply_records_the_hash_of_the_plan_it_applied(
     from govsync import commands, planfile
     from govsync.manifests import load
     from govsync.settings import Settings
-    from govsync.state.base import open_store
+    from govsync.state import open_store
 
     (tmp_path / "m.yaml").write_text(
         "apiVersion: govsync/v1\nkind: Space\nmetadata: {name: audited}\n---\n"

@@ -10,7 +10,7 @@ from typing import Any
 from click.testing import CliRunner, Result
 
 from govsync.cli import cli
-from govsync.state.base import Entry, Snapshot
+from govsync.state import Entry, Snapshot
 from govsync.state.sqlite import SqliteStore
 
 ROOT = Path(__file__).resolve().parents[2]

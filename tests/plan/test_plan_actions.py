@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from plan_helpers import LOCAL, Gov, by_address, edit, summary
 
-from govsync.state.base import Entry, LockHolder
+from govsync.state import Entry, LockHolder
 from govsync.state.sqlite import SqliteStore
 
 RISK_TIMEOUT = "timeoutMs: 1500   # policies fail closed after 1.5 s"

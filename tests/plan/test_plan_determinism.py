@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from plan_helpers import Gov
 
 from govsync.manifests import load as validate
-from govsync.state.base import Entry
+from govsync.state import Entry
 from govsync.state.sqlite import SqliteStore
 from govsync.values import Ref
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from plan_helpers import LOCAL, STATE_DB, Gov, edit, summary
 
-from govsync.state.base import Entry
+from govsync.state import Entry
 
 APPLIED_LINE = re.compile(r"^(\S+): (create|update) applied \(id [^)]+\) \[[0-9.]+s\]$")
 NEW_HOOK = """apiVersion: govsync/v1

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from statekit import POSTGRES_ENV, Backend
 
-from govsync.state.base import StateStore
+from govsync.state import StateStore
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from govsync.state.base import StateStore, open_store
+from govsync.state import StateStore, open_store
 from testkit import drop_pg_workspaces
 
 POSTGRES_ENV = "GOVSYNC_TEST_POSTGRES"

@@ -18,7 +18,7 @@ import pytest
 from statekit import Backend, drop_workspaces, unique_workspace
 
 from govsync.errors import LockLostError, StateLockedError
-from govsync.state.base import APPLIED, PENDING, Entry, LockHolder, StateStore
+from govsync.state import APPLIED, PENDING, Entry, LockHolder, StateStore
 
 ALICE = LockHolder("alice", "ci-runner-7", 4242, "govsync apply manifests/", "2024-05-01T10:00:00Z")
 BOB = LockHolder("bob", "laptop", 1717, "govsync apply .", "2024-05-01T10:00:01Z")
@@ -217,7 +217,7 @@ def test_writes_without_the_lock_are_not_fenced(backend: Backend, store: StateSt
 RACER = """
 import sys, time
 from govsync.errors import StateLockedError
-from govsync.state.base import LockHolder, open_store
+from govsync.state import LockHolder, open_store
 url, ws, start = sys.argv[1], sys.argv[2], float(sys.argv[3])
 store = open_store(url)
 time.sleep(max(0.0, start - time.time()))

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from govsync.errors import LockLostError, StateError
-from govsync.state.base import APPLIED, PENDING, Entry, GroupWriter
+from govsync.state import APPLIED, PENDING, Entry
 from govsync.state.sqlite import SqliteStore
+from govsync.state.writer import GroupWriter
 
 WS = "default"
 

@@ -21,7 +21,7 @@ from statekit import Backend
 
 from govsync.cli import cli
 from govsync.errors import StateDamagedError, StateError
-from govsync.state.base import APPLIED, Entry, EntryStatus, LockHolder, open_store
+from govsync.state import APPLIED, Entry, EntryStatus, LockHolder, open_store
 from govsync.state.sqlite import SqliteStore
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "manifests"

@@ -17,7 +17,7 @@ import pytest
 from statekit import Backend, drop_workspaces, unique_workspace
 
 from govsync.errors import StateError, StateLockedError
-from govsync.state.base import (
+from govsync.state import (
     APPLIED,
     PENDING,
     UNCERTAIN,
@@ -305,7 +305,7 @@ def test_workspaces_lock_independently(backend: Backend, store: StateStore) -> N
 
 HOLD_LOCK = """
 import sys, time
-from govsync.state.base import LockHolder, open_store
+from govsync.state import LockHolder, open_store
 store = open_store(sys.argv[1])
 store.acquire(sys.argv[2], LockHolder.me())
 print("locked", flush=True)
@@ -435,7 +435,7 @@ def test_postgres_lock_message_names_the_session(postgres_url: str) -> None:
 # the tables) and writes once.
 CREATE_TABLES = """
 import sys, time
-from govsync.state.base import Entry
+from govsync.state import Entry
 from govsync.state.postgres import PostgresStore
 time.sleep(max(0.0, float(sys.argv[2]) - time.time()))
 with PostgresStore(sys.argv[1]) as store:

@@ -28,7 +28,7 @@ import httpx
 from click.testing import CliRunner, Result
 
 from govsync.cli import cli
-from govsync.state.base import EntryStatus
+from govsync.state import EntryStatus
 from govsync.state.sqlite import SqliteStore
 from testkit import EXAMPLE_MANIFESTS, EXAMPLE_SECRET_VARS, EXAMPLE_SEED, free_port, stop
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from govsync.manifests import ManifestSet, load
-from govsync.state.base import Snapshot
+from govsync.state import Snapshot
 from govsync.state.sqlite import SqliteStore
 
 

@@ -17,7 +17,7 @@ from govsync.apply import Applier, Result, Throttle, chain_lengths, request_body
 from govsync.manifests import ManifestSet
 from govsync.plan import Action, Change, make_plan
 from govsync.server import Store, create_app
-from govsync.state.base import APPLIED, UNCERTAIN, Entry
+from govsync.state import APPLIED, UNCERTAIN, Entry
 from govsync.state.sqlite import SqliteStore
 
 KEY = "unit-key"

@@ -11,7 +11,7 @@ from govsync.api.kinds import BY_KIND
 from govsync.errors import ManifestError
 from govsync.manifests import ManifestSet
 from govsync.plan import Action, field_diff, make_plan
-from govsync.state.base import APPLIED, UNCERTAIN, Entry, Snapshot
+from govsync.state import APPLIED, UNCERTAIN, Entry, Snapshot
 from govsync.state.sqlite import SqliteStore
 
 HOOK = """

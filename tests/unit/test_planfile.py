@@ -14,7 +14,7 @@ from govsync.apply import run_order
 from govsync.errors import PlanError
 from govsync.manifests import ManifestSet
 from govsync.plan import Action, Plan, make_plan
-from govsync.state.base import Snapshot
+from govsync.state import Snapshot
 from govsync.values import PlannedSecret, Ref
 
 KEY = b"k" * 32

@@ -11,7 +11,7 @@ import pytest
 from govsync import render
 from govsync.manifests import ManifestSet
 from govsync.plan import Plan, make_plan
-from govsync.state.base import APPLIED, UNCERTAIN, Entry
+from govsync.state import APPLIED, UNCERTAIN, Entry
 from govsync.state.sqlite import SqliteStore
 from govsync.values import Resolver
 

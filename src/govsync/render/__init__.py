@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from govsync.formats import FORMAT_VERSION
 from govsync.plan import Action, Change, CheckStatus, FieldChange, Plan
 from govsync.render import linediff
 from govsync.values import KNOWN_AFTER_APPLY_TEXT, SENSITIVE, shown
@@ -13,8 +14,6 @@ from govsync.values import KNOWN_AFTER_APPLY_TEXT, SENSITIVE, shown
 if TYPE_CHECKING:
     from govsync.drift import DriftReport
 
-# Every JSON document govsync prints or writes carries it (contract section 3).
-FORMAT_VERSION = "1.0"
 
 SYMBOLS: dict[Action, tuple[str, str | None]] = {
     Action.CREATE: ("+", "green"),

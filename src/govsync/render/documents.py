@@ -10,13 +10,14 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from govsync.render import FORMAT_VERSION, created_lines, plan_text
+from govsync.formats import FORMAT_VERSION
+from govsync.render import created_lines, plan_text
 
 if TYPE_CHECKING:
     from govsync.errors import Problem
     from govsync.plan import Plan
     from govsync.planfile import SavedPlan
-    from govsync.state.base import Snapshot
+    from govsync.state import Snapshot
 
 
 def dumps(document: Mapping[str, Any]) -> str:

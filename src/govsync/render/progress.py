@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from govsync.apply import DONE, ApplyResult, Outcome, Result
-from govsync.render import FORMAT_VERSION
+from govsync.formats import FORMAT_VERSION
 from govsync.render.documents import dumps
 
 COLORS = {Result.APPLIED: "green", Result.FORGOTTEN: "green", Result.FAILED: "red",

@@ -19,9 +19,9 @@ from typing import Any
 
 from govsync.api.kinds import KINDS
 from govsync.apply import Result
+from govsync.formats import FORMAT_VERSION
 from govsync.plan import Action, CheckStatus
-from govsync.render import FORMAT_VERSION
-from govsync.state.base import EntryStatus
+from govsync.state import EntryStatus
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 

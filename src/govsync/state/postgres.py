@@ -66,20 +66,15 @@ from govsync.errors import (
     StateError,
     StateLockedError,
 )
-from govsync.state.base import (
+from govsync.redact import url as safe_url
+from govsync.state.codec import (
     NO_ANSWER_COLUMNS,
-    Entry,
-    LockHolder,
     Malformed,
-    Snapshot,
-    StateStore,
-    checked_status,
     entries_from_json_rows,
     json_object,
-    lock_lost,
-    now,
-    safe_url,
 )
+from govsync.state.model import Entry, LockHolder, Snapshot, checked_status, lock_lost, now
+from govsync.state.store import StateStore
 
 TABLES = ("govsync_workspaces", "govsync_objects", "govsync_locks", "govsync_history")
 # What the read-only role may read: enough to plan, drift and list, not the plan keys.

@@ -65,20 +65,14 @@ from govsync.errors import (
     StateError,
     StateLockedError,
 )
-from govsync.state.base import (
+from govsync.state.codec import (
     NO_ANSWER_COLUMNS,
-    Entry,
-    LockHolder,
     Malformed,
-    Snapshot,
-    StateStore,
-    checked_status,
-    dumps,
     entries_from_json_rows,
     json_object,
-    lock_lost,
-    now,
 )
+from govsync.state.model import Entry, LockHolder, Snapshot, checked_status, dumps, lock_lost, now
+from govsync.state.store import StateStore
 
 log = logging.getLogger(__name__)
 

@@ -26,11 +26,12 @@ from govsync.manifests.model import Context, ManifestSet
 from govsync.plan import Action, Plan
 from govsync.planfile import SavedPlan
 from govsync.project import Selection
+from govsync.redact import url as safe_url
 from govsync.render import html
 from govsync.render.graph import Graph, change_graph, dependency_graph
 from govsync.render.html import Approvals, RuleProblem
 from govsync.settings import Settings
-from govsync.state.base import exists, safe_url
+from govsync.state import exists
 
 
 class Status(StrEnum):

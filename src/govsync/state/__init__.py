@@ -1,0 +1,98 @@
+"""The state: what govsync has applied, per workspace and address.
+
+The face of the package: what the rest of govsync uses.  One concern per
+module inside:
+
+=============  ===============================================================
+``model``      entries, their statuses, snapshots of a workspace, lock holders
+``store``      the interfaces every backend implements (``Storage``,
+               ``Locker``, ``StateStore``), and fencing
+``codec``      stored rows to entries, every value checked
+``writer``     ``GroupWriter``: a workspace's writes committed in groups
+``export``     the document of ``state export`` and ``state import-all``
+``sqlite``     the embedded backend (one file)
+``postgres``   the shared backend (imported only for a ``postgresql://`` URL)
+=============  ===============================================================
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from govsync import redact
+from govsync.errors import StateError
+from govsync.state.model import (
+    APPLIED,
+    PENDING,
+    UNCERTAIN,
+    Entry,
+    EntryStatus,
+    LockHolder,
+    Snapshot,
+    empty_snapshot,
+    now,
+)
+from govsync.state.sqlite import SqliteStore
+from govsync.state.store import Locker, StateStore, Storage
+
+__all__ = [
+    "APPLIED",
+    "PENDING",
+    "UNCERTAIN",
+    "Entry",
+    "EntryStatus",
+    "LockHolder",
+    "Locker",
+    "Snapshot",
+    "StateStore",
+    "Storage",
+    "empty_snapshot",
+    "exists",
+    "now",
+    "open_store",
+    "sqlite_path",
+]
+
+SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def open_store(url: str) -> StateStore:
+    """A store for ``url``: a SQLite path (default, or ``sqlite:///path``) or
+    ``postgresql://...``.  Any other ``scheme://`` is a StateError."""
+    scheme = SCHEME.match(url)
+    name = scheme.group(1).lower() if scheme else ""
+    if name in ("postgresql", "postgres"):
+        try:
+            # psycopg: imported only for a state that needs it (and its extra).
+            from govsync.state.postgres import PostgresStore
+        except ModuleNotFoundError as exc:
+            if exc.name not in ("psycopg", "psycopg_binary", "psycopg_c"):
+                raise
+            raise StateError(
+                f"{redact.url(url)} needs PostgreSQL support, which is not installed: "
+                "pip install 'govsync[postgres]'") from None
+        return PostgresStore(url)
+    if name not in ("", "sqlite"):
+        raise StateError(
+            f"unsupported state URL {redact.url(url)}: the scheme {name!r} is not a state "
+            "backend; use a SQLite file path (e.g. .govsync/state.db, or sqlite:///path) "
+            "or postgresql://user@host/database")
+    path = sqlite_path(url)
+    assert path is not None
+    return SqliteStore(path)
+
+
+def sqlite_path(url: str) -> str | None:
+    """The file of a SQLite state URL (None for another backend)."""
+    scheme = SCHEME.match(url)
+    name = scheme.group(1).lower() if scheme else ""
+    if name not in ("", "sqlite"):
+        return None
+    return url.removeprefix("sqlite:///").removeprefix("sqlite://")
+
+
+def exists(url: str) -> bool:
+    """Whether there is a state at ``url`` to read (a server backend always has one)."""
+    path = sqlite_path(url)
+    return path is None or os.path.lexists(path)

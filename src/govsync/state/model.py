@@ -1,0 +1,214 @@
+"""What the state records: entries, snapshots of a workspace, lock holders.
+
+Per address the state keeps the object's id, the spec last applied (resolved
+request; secrets only as keyed fingerprints) and the API's answer (secrets
+scrubbed).  A workspace has a lineage (a random id fixed when it is created)
+and a serial that increases on every write, so a saved plan can tell that
+the state moved on.
+
+Statuses of an entry (``EntryStatus``):
+
+* ``applied``   the object exists; ``id`` and ``spec`` are known.
+* ``pending``   a create is about to be sent (the intent); if govsync dies
+                before the answer, the next run treats it as uncertain.
+* ``uncertain`` a create was sent and its outcome is unknown; apply never
+                repeats it blindly (``govsync state resolve`` settles it).
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import socket
+import sys
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from govsync.errors import StateError
+
+
+class EntryStatus(StrEnum):
+    """The status of a state entry (stored and exported as its value)."""
+
+    APPLIED = "applied"
+    PENDING = "pending"
+    UNCERTAIN = "uncertain"
+
+
+APPLIED, PENDING, UNCERTAIN = EntryStatus.APPLIED, EntryStatus.PENDING, EntryStatus.UNCERTAIN
+FINGERPRINT_PREFIX = "hmac-sha256:"
+
+
+def now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+class Entry:
+    """What the state records of one address: its id, status, the spec last applied and the
+    answer.
+
+    A store may hand the spec over as the JSON text it keeps (``spec_json``,
+    already checked to be one JSON object): it is parsed when ``spec`` is first
+    read.  A plan reads it through ``read_spec``, which keeps nothing, so the
+    specs of a state of 100,000 entries stay text (35 MB less)."""
+
+    __slots__ = ("address", "kind", "id", "status", "response", "updated_at", "_spec",
+                 "_spec_json")
+
+    def __init__(self, address: str, kind: str, id: str | None, status: EntryStatus,
+                 spec: dict[str, Any] | None = None, response: dict[str, Any] | None = None,
+                 updated_at: str = "", *, spec_json: str | None = None) -> None:
+        self.address = address
+        self.kind = kind
+        self.id = id
+        self.status = status
+        self.response = response
+        self.updated_at = updated_at
+        self._spec = spec
+        self._spec_json = spec_json if spec is None else None
+
+    @property
+    def spec(self) -> dict[str, Any] | None:
+        if self._spec_json is not None:
+            self._spec, self._spec_json = json.loads(self._spec_json), None
+        return self._spec
+
+    @spec.setter
+    def spec(self, value: dict[str, Any] | None) -> None:
+        self._spec, self._spec_json = value, None
+
+    def read_spec(self) -> dict[str, Any] | None:
+        """The spec, parsed again each time from the stored text if it is still text."""
+        return json.loads(self._spec_json) if self._spec_json is not None else self._spec
+
+    def spec_text(self) -> str | None:
+        """The spec as JSON text (the stored text when there is one)."""
+        if self._spec_json is not None:
+            return self._spec_json
+        return None if self._spec is None else dumps(self._spec)
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.address, self.kind, self.id, self.status, self.read_spec(),
+                self.response, self.updated_at)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Entry):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as a dataclass's
+
+    def __repr__(self) -> str:
+        return (f"Entry(address={self.address!r}, kind={self.kind!r}, id={self.id!r}, "
+                f"status={self.status!r}, spec={self.read_spec()!r}, "
+                f"response={self.response!r}, updated_at={self.updated_at!r})")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "address": self.address,
+            "kind": self.kind,
+            "id": self.id,
+            "status": self.status,
+            "spec": self.spec,
+            "response": self.response,
+            "updatedAt": self.updated_at,
+        }
+
+
+def checked_status(entry: Entry) -> EntryStatus:
+    """The entry's status, or StateError: a store writes no status it does not know."""
+    try:
+        return EntryStatus(entry.status)
+    except ValueError:
+        raise StateError(f"{entry.address}: unknown entry status {entry.status!r} "
+                         f"(known: {', '.join(EntryStatus)})") from None
+
+
+@dataclass
+class Snapshot:
+    """One consistent read of a workspace."""
+
+    workspace: str
+    lineage: str
+    serial: int
+    entries: dict[str, Entry]
+    key: bytes = field(repr=False, default=b"")
+    endpoint: str | None = None
+    """The API endpoint the workspace was last applied against (None: never recorded)."""
+    governance: dict[str, Any] | None = None
+    """What the workspace records of its governance (environment, approvals, rules), as
+    ``governance.Governance.as_dict`` wrote it; None: never recorded."""
+
+    def content_digest(self) -> str:
+        """SHA-256 of what is recorded (addresses, ids, statuses, specs): equal for two
+        serials between which the writes cancelled out (an intent, then its removal)."""
+        digest = hashlib.sha256()
+        for address in sorted(self.entries):
+            e = self.entries[address]
+            digest.update(dumps([address, e.kind, e.id, str(e.status), e.read_spec()]).encode())
+            digest.update(b"\n")
+        return digest.hexdigest()
+
+    def fingerprint(self, value: str) -> str:
+        """A keyed fingerprint of a secret value: comparable, never reversible."""
+        digest = hmac.new(self.key, value.encode(), hashlib.sha256).hexdigest()
+        return FINGERPRINT_PREFIX + digest
+
+
+@dataclass
+class LockHolder:
+    """Who holds a workspace lock: user, host, process, command and since when."""
+
+    user: str
+    host: str
+    pid: int
+    command: str
+    since: str
+
+    @classmethod
+    def me(cls) -> LockHolder:
+        try:
+            user = getpass.getuser()
+        except Exception:  # no user name in some containers
+            user = str(os.getuid()) if hasattr(os, "getuid") else "unknown"
+        command = " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv))
+        return cls(user, socket.gethostname(), os.getpid(), command[:200], now())
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LockHolder:
+        """Tolerates records written by another govsync version (extra or missing keys)."""
+        return cls(str(data.get("user", "")), str(data.get("host", "")),
+                   int(data.get("pid") or 0), str(data.get("command", "")),
+                   str(data.get("since", "")))
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def unknown(cls) -> LockHolder:
+        return cls("unknown", "unknown", 0, "another process", "")
+
+    def __str__(self) -> str:
+        return f"{self.user}@{self.host} pid {self.pid} since {self.since} ({self.command})"
+
+
+def lock_lost(workspace: str, why: str) -> str:
+    """The message of a LockLostError."""
+    return (f"the lock on workspace {workspace!r} was lost ({why}): this apply sends nothing "
+            "more; run `govsync plan` to see what is uncertain")
+
+
+def empty_snapshot(workspace: str) -> Snapshot:
+    """What a state that does not exist yet reads as: nothing recorded.  Its key is
+    made up and thrown away, so nothing planned from it can be saved."""
+    return Snapshot(workspace, "", 0, {}, secrets.token_bytes(32))
