@@ -33,6 +33,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
 from govsync.api.kinds import BY_KIND, Kind
+from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.errors import (
     AmbiguousError,
     ApiError,
@@ -44,7 +45,6 @@ from govsync.errors import (
     UnauthorizedError,
 )
 from govsync.plan import WORK, Action, Change, Plan
-from govsync.settings import API_KEY_ENV
 from govsync.state import APPLIED, PENDING, UNCERTAIN, Entry, Snapshot, StateStore, now
 from govsync.state.writer import GroupWriter
 from govsync.values import SENSITIVE, MissingSecret, Resolver, UnknownId

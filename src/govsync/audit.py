@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from govsync import redact
+from govsync import redact, runtime
 from govsync.errors import ConfigError
 from govsync.formats import FORMAT_VERSION
 
@@ -131,7 +131,7 @@ def records(settings: Settings, since: str | None = None) -> list[dict[str, Any]
 
     if not exists(settings.state):
         return []
-    with settings.open_state() as store:
+    with runtime.open_state(settings) as store:
         found = store.history(settings.workspace, 1_000_000_000)
     out = []
     for item in reversed(found):

@@ -7,6 +7,7 @@ few dozen objects start fast.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import re
@@ -17,9 +18,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from govsync import __version__, envvars
+from govsync.envvars import API_KEY as API_KEY_ENV
+from govsync.envvars import DEFAULT_STATE, LOCAL_DB
+from govsync.envvars import LOG as LOG_ENV
 from govsync.errors import ConfigError, GovsyncError, ManifestError
 from govsync.project import Given, Selection
-from govsync.settings import API_KEY_ENV, DEFAULT_STATE, LOCAL_DB, LOG_ENV, Settings
+from govsync.settings import Settings
 
 if TYPE_CHECKING:
     from govsync.manifests.model import ManifestSet
@@ -176,8 +180,7 @@ def target_option(func: F) -> F:
                        "repeatable. The summary counts what was left out.")
     @functools.wraps(func)
     def wrapper(*args: Any, targets: tuple[str, ...], settings: Settings, **kwargs: Any) -> Any:
-        settings.targets = targets
-        return func(*args, settings=settings, **kwargs)
+        return func(*args, settings=dataclasses.replace(settings, targets=targets), **kwargs)
 
     return wrapper  # type: ignore[return-value]
 

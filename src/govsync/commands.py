@@ -10,9 +10,12 @@ API client, from the live checks to the last change.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from govsync import runtime
+from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.errors import (
     ApiError,
     ApprovalError,
@@ -28,7 +31,7 @@ from govsync.errors import (
     TransportError,
     UnauthorizedError,
 )
-from govsync.settings import API_KEY_ENV, Settings
+from govsync.settings import Settings
 
 if TYPE_CHECKING:
     from govsync.api.client import AsyncClient
@@ -62,7 +65,7 @@ def read_snapshot(settings: Settings, *, responses: bool = False) -> Snapshot:
 
     if not exists(settings.state):
         return empty_snapshot(settings.workspace)
-    with settings.open_state() as store:
+    with runtime.open_state(settings) as store:
         return store.snapshot(settings.workspace, responses=responses, create=False)
 
 
@@ -89,7 +92,7 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False,
     proposed = governance.of_project(selection.project, selection.environment)
     running = None
     if exists(settings.state):
-        with settings.open_state() as store:
+        with runtime.open_state(settings) as store:
             snapshot = store.snapshot(settings.workspace, responses=False, create=False)
             running = store.running(settings.workspace)
     else:
@@ -122,7 +125,7 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False,
     if values:
         if settings.endpoint:
             async def check() -> None:
-                async with settings.client(max_retries=1) as client:
+                async with runtime.client(settings, max_retries=1) as client:
                     await check_live(result, manifests, client, targeted, unreachable=True)
 
             import asyncio  # here, not at the top: offline commands never need it
@@ -149,7 +152,7 @@ def _may_save(settings: Settings) -> bool:
     from govsync.errors import PlanKeyUnavailable
 
     try:
-        with settings.open_state() as store:
+        with runtime.open_state(settings) as store:
             store.plan_key(settings.workspace)
     except PlanKeyUnavailable:
         return False
@@ -163,7 +166,7 @@ def _in_new_workspace(planned: Plan, manifests: ManifestSet, settings: Settings)
     saved plan carries are made with the workspace's key."""
     from govsync.plan import make_plan
 
-    with settings.open_state() as store:
+    with runtime.open_state(settings) as store:
         snapshot = store.snapshot(settings.workspace, responses=False)
     if snapshot.serial or snapshot.entries:
         raise StateError("the state changed while the plan was made: run `govsync plan` again")
@@ -205,7 +208,7 @@ def write_plan(plan: Plan, settings: Settings, path: str,
     plan.git = audit.git_state(audit.manifests_folder(manifests, settings))
     key: bytes | None = None
     if exists(settings.state):
-        with settings.open_state() as store:
+        with runtime.open_state(settings) as store:
             snapshot = store.snapshot(settings.workspace, responses=False, create=False)
             if snapshot.lineage != plan.lineage or snapshot.serial != plan.serial:
                 raise StateError("the state changed while the plan was made: run `govsync "
@@ -233,7 +236,7 @@ def inspect_saved(saved: SavedPlan, settings: Settings) -> tuple[str, Governance
     if not exists(settings.state):
         return f"not checked: there is no state at {safe_url(settings.state)}", None
     try:
-        with settings.open_state() as store:
+        with runtime.open_state(settings) as store:
             snapshot = store.snapshot(workspace, responses=False, create=False)
             record = governance.recorded(snapshot.governance, workspace)
             if not saved.authenticated:
@@ -367,12 +370,12 @@ def apply(
         if settings.targets and sorted(settings.targets) != sorted(reviewed.plan.targets):
             raise ConfigError("--target differs from the reviewed plan's targets: leave it "
                               "out (the reviewed plan's targets are used)")
-        settings.targets = tuple(reviewed.plan.targets)
+        settings = dataclasses.replace(settings, targets=tuple(reviewed.plan.targets))
     proposed = governance.of_project(selection.project, selection.environment)
     if saved is None:
         assert not isinstance(source, SavedPlan)
         check_secrets_set(source, settings)
-    with settings.open_state() as store:
+    with runtime.open_state(settings) as store:
         store.acquire(settings.workspace, LockHolder.me(), timeout=lock_timeout)
         try:
             # The API's answers recorded in state are for `state show`: planning
@@ -515,7 +518,7 @@ async def _apply(
     throttle = Throttle(parallelism)
     hashing = None
     # The client is made before anything is shown: no endpoint is an error now.
-    async with settings.client(on_retry=throttle.on_retry, lanes=parallelism) as client:
+    async with runtime.client(settings, on_retry=throttle.on_retry, lanes=parallelism) as client:
         if manifests is not None:
             # Owner groups of the policies this apply creates (the field cannot
             # change after create), so an apply with nothing to do sends nothing.
@@ -722,7 +725,7 @@ def drift(manifests: ManifestSet, settings: Settings, *,
     skipped = "no endpoint configured (GOVSYNC_ENDPOINT / --endpoint)"
     if settings.endpoint:
         async def read() -> dict[str, set[str]]:
-            async with settings.client(max_retries=1) as client:
+            async with runtime.client(settings, max_retries=1) as client:
                 return await live.read(client, values)
 
         try:
@@ -748,7 +751,7 @@ def _locked(settings: Settings) -> Iterator[StateStore]:
     """The state store with the workspace lock held."""
     from govsync.state import LockHolder
 
-    with settings.open_state() as store:
+    with runtime.open_state(settings) as store:
         store.acquire(settings.workspace, LockHolder.me())
         try:
             yield store
@@ -758,7 +761,7 @@ def _locked(settings: Settings) -> Iterator[StateStore]:
 
 def state_entry(settings: Settings, address: str) -> Entry:
 
-    with settings.open_state() as store:
+    with runtime.open_state(settings) as store:
         entry = store.snapshot(settings.workspace).entries.get(address)
     if entry is None:
         raise StateError(f"{address} is not in the state of workspace {settings.workspace!r} "
@@ -889,7 +892,7 @@ def state_export(settings: Settings) -> dict[str, Any]:
 
     if not exists(settings.state):
         raise StateError(f"there is no state at {safe_url(settings.state)} to export")
-    with settings.open_state() as store:
+    with runtime.open_state(settings) as store:
         return export.document(store.snapshot(settings.workspace))
 
 
@@ -907,7 +910,7 @@ def state_readonly_role(settings: Settings, role: str) -> list[str]:
     from govsync.redact import url as safe_url
     from govsync.state.postgres import PostgresStore
 
-    with settings.open_state() as store:
+    with runtime.open_state(settings) as store:
         if not isinstance(store, PostgresStore):
             raise ConfigError(
                 f"{safe_url(settings.state)} is a SQLite file: it has no roles. Readers of "
@@ -925,7 +928,7 @@ def state_unlock(settings: Settings) -> tuple[Any, bool]:
     workspace stays locked until it exits."""
     from govsync.state import LockHolder
 
-    with settings.open_state() as store:
+    with runtime.open_state(settings) as store:
         holder = store.holder(settings.workspace)
         try:  # taking the lock replaces a leftover record; releasing it clears ours
             store.acquire(settings.workspace, LockHolder.me(), timeout=0)
@@ -940,5 +943,5 @@ def state_history(settings: Settings, limit: int = 20) -> list[dict[str, Any]]:
 
     if not exists(settings.state):
         return []
-    with settings.open_state() as store:
+    with runtime.open_state(settings) as store:
         return store.history(settings.workspace, limit)

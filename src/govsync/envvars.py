@@ -1,12 +1,20 @@
-"""The environment variables govsync itself reads: each name written once, here.
+"""The environment variables govsync itself reads, and the defaults of its global
+settings: each written once, here.
 
 The bottom of the package: it imports nothing of govsync's, and every module
-that names one of these variables takes the name from here.
+that names one of these variables or defaults takes it from here.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Final
+
+# Defaults of the global settings (with a project file, the two files live beside it).
+DEFAULT_STATE: Final = os.path.join(".govsync", "state.db")
+# Where ``--endpoint local`` keeps the embedded server's objects.
+LOCAL_DB: Final = os.path.join(".govsync", "local-api.db")
+DEFAULT_WORKSPACE: Final = "default"
 
 ENDPOINT: Final = "GOVSYNC_ENDPOINT"
 API_KEY: Final = "GOVSYNC_API_KEY"

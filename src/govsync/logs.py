@@ -21,8 +21,8 @@ import logging
 import sys
 from collections.abc import Iterable
 
+from govsync.envvars import LOG as LOG_ENV
 from govsync.errors import ConfigError
-from govsync.settings import LOG_ENV
 from govsync.values import SENSITIVE
 
 LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING}

@@ -30,10 +30,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from govsync import redact
+from govsync.envvars import API_KEY as API_KEY_ENV
+from govsync.envvars import DEFAULT_STATE, LOCAL_DB
 from govsync.errors import ConfigError, ManifestError, Problem
 from govsync.files import display_path
 from govsync.manifests.wording import closest
-from govsync.settings import API_KEY_ENV, DEFAULT_STATE, LOCAL_DB
 
 if TYPE_CHECKING:
     from govsync.approvals import Approvals

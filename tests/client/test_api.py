@@ -12,7 +12,8 @@ import pytest
 from govsync import errors
 from govsync.api import models as m
 from govsync.api.catalog import OPERATIONS
-from govsync.api.client import AsyncClient, connect, unwrap
+from govsync.api.client import AsyncClient, unwrap
+from govsync.runtime import connect
 
 pytestmark = pytest.mark.anyio
 

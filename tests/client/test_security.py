@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from govsync import errors
-from govsync.api.client import AsyncClient, connect
+from govsync.api.client import AsyncClient
+from govsync.runtime import connect
 
 pytestmark = pytest.mark.anyio
 

@@ -1,7 +1,7 @@
 """The client of the control API, generated from the operation catalog.
 
     AsyncClient(base_url, api_key)  over httpx.AsyncClient
-    connect(endpoint, api_key)      an AsyncClient for a URL or for ``local``
+    check_endpoint(endpoint, key)   what ``runtime.connect`` connects with
 
 The client has one method per catalog operation (``create_space``,
 ``list_groups``...) beside ``call(name, body)`` and ``list_all_groups()``.
@@ -38,7 +38,6 @@ from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, Union
 
 import httpx
@@ -46,18 +45,15 @@ import httpx
 from govsync import errors, paths
 from govsync.api.catalog import BY_NAME, OPERATIONS, Operation
 from govsync.api.status import SPEC_CODES as _CODES
-from govsync.api.transport import (
-    check_base_url,
-    key_auth,
-    local_transport,
-)
-from govsync.settings import API_KEY_ENV
+from govsync.api.transport import check_base_url, key_auth
+from govsync.envvars import API_KEY as API_KEY_ENV
+from govsync.envvars import ENDPOINT as ENDPOINT_ENV
 from govsync.values import SENSITIVE
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = ["AsyncClient", "RetryEvent", "connect", "local_transport", "unwrap"]
+__all__ = ["AsyncClient", "RetryEvent", "check_endpoint", "unwrap"]
 
 log = logging.getLogger(__name__)
 # A library's loggers say nothing unless asked (GOVSYNC_LOG): without a handler of
@@ -515,7 +511,7 @@ for _op in OPERATIONS:
     _install(_op)
 
 
-# --- connect(): from --endpoint to a client ----------------------------------
+# --- from --endpoint to what to connect with ---------------------------------
 
 
 def check_endpoint(endpoint: str | None, api_key: str | None) -> tuple[str, str | None]:
@@ -523,21 +519,9 @@ def check_endpoint(endpoint: str | None, api_key: str | None) -> tuple[str, str 
     endpoint = (endpoint or "").strip()
     if not endpoint:
         raise errors.ConfigError("no API endpoint configured: pass --endpoint URL or set "
-                                 "GOVSYNC_ENDPOINT (`local` for the embedded reference server)")
+                                 f"{ENDPOINT_ENV} (`local` for the embedded reference server)")
     if endpoint == "local":
         return endpoint, api_key or LOCAL_API_KEY
     if not api_key:
         raise errors.ConfigError(f"no API key: set {API_KEY_ENV}")
     return endpoint, api_key
-
-
-def connect(endpoint: str | None, api_key: str | None, *, insecure_http: bool = False,
-            local_db: str | Path | None = None, **kw: Any) -> AsyncClient:
-    """An AsyncClient for ``--endpoint``: a URL, or ``local`` (in-process, no key needed)."""
-    endpoint, api_key = check_endpoint(endpoint, api_key)
-    if endpoint == "local":
-        if local_db is None:
-            raise errors.ConfigError("the embedded server needs its database file (local_db)")
-        return AsyncClient(LOCAL_BASE_URL, api_key, transport=local_transport(local_db), **kw)
-    return AsyncClient(endpoint, api_key, insecure_http=insecure_http, **kw)
-

@@ -4,16 +4,15 @@ The key is added to each request by an ``httpx.Auth`` whose repr hides it.
 A plain ``http://`` URL is refused unless its host is loopback or the user
 passed ``--insecure-http``; certificate verification is never turned off.
 
-``local_transport`` builds the embedded reference server (the ``local``
-endpoint) over a SQLite file and calls it in-process through
-``httpx.ASGITransport``; the server package is imported only when it is called.
+``asgi_transport`` calls an ASGI app in-process (the embedded reference
+server of the ``local`` endpoint, which ``runtime.py`` builds) through
+``httpx.ASGITransport``.
 """
 
 from __future__ import annotations
 
 import ipaddress
 from collections.abc import Callable, Generator
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -21,7 +20,7 @@ import httpx
 
 from govsync import errors
 
-__all__ = ["check_base_url", "key_auth", "local_transport"]
+__all__ = ["asgi_transport", "check_base_url", "key_auth"]
 
 
 
@@ -82,12 +81,7 @@ class _LocalTransport(httpx.ASGITransport):
             self._on_close()
 
 
-def local_transport(db_path: str | Path) -> httpx.AsyncBaseTransport:
-    """The embedded reference server over ``db_path``, called in-process."""
-    from govsync.server import Store, create_app
-
-    if str(db_path) != ":memory:":
-        Path(db_path).parent.mkdir(parents=True, exist_ok=True)
-    store = Store(str(db_path))
-    return _LocalTransport(create_app(store, api_keys=None), getattr(store, "close", None))
-
+def asgi_transport(app: Callable[..., Any],
+                   on_close: Callable[[], object] | None = None) -> httpx.AsyncBaseTransport:
+    """``app`` called in-process; ``on_close`` runs when the client closes."""
+    return _LocalTransport(app, on_close)

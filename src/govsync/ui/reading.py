@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from govsync import approvals, audit, commands, governance, planfile
+from govsync import approvals, audit, commands, governance, planfile, runtime
 from govsync.approvals import AllowedSigner
 from govsync.errors import GovsyncError, ManifestError, Problem
 from govsync.manifests import load as load_manifests
@@ -146,7 +146,7 @@ def read_environment(name: str, settings: Settings, *, agent: AgentReport | None
                      for p in errors]
     try:
         if exists(settings.state):
-            with settings.open_state() as store:
+            with runtime.open_state(settings) as store:
                 view.history = store.history(settings.workspace, history_limit)
                 holder = store.running(settings.workspace)
                 if holder is not None:

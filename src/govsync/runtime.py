@@ -1,0 +1,72 @@
+"""The one place that opens what the settings name: the state store, and the API
+client for an endpoint (a URL, or ``local``: the embedded reference server, in
+process).
+
+Every command that reads or writes the state, or talks to the API, goes
+through these functions; nothing below this layer opens either.  The client
+(httpx) and the embedded server (Starlette) are imported only by the
+functions that make them: offline commands never load them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from govsync.errors import ConfigError
+from govsync.settings import Settings
+from govsync.state import StateStore, open_store
+
+if TYPE_CHECKING:
+    from govsync.api.client import AsyncClient
+
+
+def open_state(settings: Settings) -> StateStore:
+    """The state store the settings name (a SQLite file or a PostgreSQL database)."""
+    return open_store(settings.state)
+
+
+def client(settings: Settings, **kw: Any) -> AsyncClient:
+    """An API client for the configured endpoint (ConfigError when none)."""
+    return connect(settings.endpoint, settings.api_key, insecure_http=settings.insecure_http,
+                   local_db=settings.local_db, local_seed=settings.local_seed, **kw)
+
+
+def connect(endpoint: str | None, api_key: str | None, *, insecure_http: bool = False,
+            local_db: str | Path | None = None, local_seed: str | None = None,
+            **kw: Any) -> AsyncClient:
+    """An AsyncClient for ``--endpoint``: a URL, or ``local`` (in-process, no key needed)."""
+    from govsync.api.client import LOCAL_BASE_URL, AsyncClient, check_endpoint
+    from govsync.api.transport import asgi_transport
+    from govsync.server import Store, create_app
+
+    endpoint, api_key = check_endpoint(endpoint, api_key)
+    if endpoint == "local":
+        if local_db is None:
+            raise ConfigError("the embedded server needs its database file (local_db)")
+        seed_local(local_seed, str(local_db))
+        if str(local_db) != ":memory:":
+            Path(local_db).parent.mkdir(parents=True, exist_ok=True)
+        store = Store(str(local_db))
+        transport = asgi_transport(create_app(store, api_keys=None), store.close)
+        return AsyncClient(LOCAL_BASE_URL, api_key, transport=transport, **kw)
+    return AsyncClient(endpoint, api_key, insecure_http=insecure_http, **kw)
+
+
+def seed_local(seed: str | None, local_db: str) -> None:
+    """Preload the embedded server's database with a seed file (idempotent)."""
+    from govsync.server import Store
+
+    if local_db == ":memory:":
+        return
+    os.makedirs(os.path.dirname(local_db) or ".", exist_ok=True)
+    if not seed:
+        return
+    store = Store(local_db)
+    try:
+        store.load_seed(seed)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot load seed {seed}: {exc}") from exc
+    finally:
+        store.close()
