@@ -1,13 +1,14 @@
 """The audit trail: what each apply's history entry records beyond the
 changes, and ``govsync audit export`` for access reviews.
 
-An apply's record (state ``history``) holds who ran it (user, host, the CI
-actor when there is one), the plan's hash (SHA-256 of the saved plan file's
-bytes, which is what approvers sign; of the plan's canonical JSON when the
-plan was not saved), the approvers, the manifests' git commit and whether
-the work tree was dirty, the environment, and every change with its outcome.
-Nothing in it is a secret: addresses, ids, codes; a password in a URL of the
-recorded command line is masked.
+An apply's record (state ``history``, built by ``record`` alone) holds who
+ran it (user, host, the CI actor when there is one), the plan's id, its
+review digest (what approvers sign) and hash (SHA-256 of the saved plan
+file's bytes; of the plan's canonical JSON when the plan was not saved), the
+approvers, the manifests' git commit and whether the work tree was dirty, the
+environment, and every change with its outcome.  Nothing in it is a secret:
+addresses, ids, codes; a credential in a URL of the recorded command line is
+masked.  Functions here take the values they record, never the settings.
 """
 
 from __future__ import annotations
@@ -21,18 +22,17 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from govsync import redact, runtime
+from govsync import envvars, redact
 from govsync.errors import ConfigError
 from govsync.formats import FORMAT_VERSION
+from govsync.state import LockHolder, now
 
 if TYPE_CHECKING:
-    from govsync.approvals import Approver
-    from govsync.manifests.model import ManifestSet
-    from govsync.planfile import SavedPlan
-    from govsync.settings import Settings
+    from govsync.apply import ApplyResult
+    from govsync.plan import Plan
 
 # Who ran it in CI: the first of these that is set.
-ACTOR_VARIABLES = ("GOVSYNC_ACTOR", "GITHUB_ACTOR", "GITLAB_USER_LOGIN", "BUILD_REQUESTEDFOR")
+ACTOR_VARIABLES = (envvars.ACTOR, "GITHUB_ACTOR", "GITLAB_USER_LOGIN", "BUILD_REQUESTEDFOR")
 CSV_COLUMNS = ("at", "workspace", "environment", "user", "actor", "host", "planHash",
                "savedPlan", "approvers", "gitCommit", "gitDirty", "ok", "address", "action",
                "outcome", "id", "code", "error")
@@ -66,47 +66,44 @@ def git_state(folder: str) -> dict[str, Any] | None:
     return {"commit": commit.strip(), "dirty": bool(status and status.strip())}
 
 
-def manifests_folder(manifests: ManifestSet | None, settings: Settings) -> str:
+def manifests_folder(files: Iterable[str], project_file: str | None) -> str:
     """Where the manifests are: their common folder, else the project's, else here."""
-    files = manifests.files if manifests is not None else []
-    if files:
+    folders = [os.path.dirname(os.path.abspath(f)) for f in files]
+    if folders:
         try:
-            return os.path.commonpath([os.path.dirname(os.path.abspath(f)) for f in files])
+            return os.path.commonpath(folders)
         except ValueError:
             pass
-    project = settings.selection.project
-    if project is not None:
-        return os.path.dirname(os.path.abspath(project.file))
+    if project_file is not None:
+        return os.path.dirname(os.path.abspath(project_file))
     return "."
 
 
-def context(source: ManifestSet | SavedPlan, settings: Settings,
-            approvers: list[Approver]) -> dict[str, Any]:
-    """The audit fields of an apply known before it runs."""
-    from govsync.planfile import SavedPlan
+def actor(environ: Mapping[str, str]) -> str | None:
+    """Who ran it in CI (None: not in CI)."""
+    return next((environ[v] for v in ACTOR_VARIABLES if environ.get(v)), None)
 
-    saved = source if isinstance(source, SavedPlan) else None
-    folder = manifests_folder(None if saved is not None else source, settings)  # type: ignore[arg-type]
-    actor = next((settings.environ[v] for v in ACTOR_VARIABLES if settings.environ.get(v)), None)
-    fields: dict[str, Any] = {
-        "environment": settings.selection.name,
-        "actor": actor,
-        "approvers": [a.as_dict() for a in approvers],
-        # A saved plan's own commit (what was reviewed); else the checkout's.
-        "git": saved.plan.git if saved is not None and saved.plan.git else git_state(folder),
+
+def record(plan: Plan, result: ApplyResult, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """An apply's history record: who applied what, when, with which outcome, and the
+    audit ``fields`` (environment, actor, approvers, git, planId, reviewDigest,
+    planHash, planFile, savedPlan); nothing secret (a credential in a URL masked)."""
+    me = LockHolder.me()
+    body = {
+        "at": now(),
+        "user": me.user,
+        "host": me.host,
+        "command": me.command,
+        "serialBefore": plan.serial,
+        "summary": result.summary(),
+        "ok": result.ok,
+        "changes": [
+            {"address": o.address, "action": o.action, "status": o.status, "id": o.id,
+             "code": o.code, "error": o.error}
+            for o in result.outcomes
+        ],
     }
-    if saved is not None:
-        fields["planHash"] = "sha256:" + saved.file_digest
-        fields["planFile"] = os.path.basename(saved.path)
-    return fields
-
-
-def record(history: dict[str, Any], fields: Mapping[str, Any]) -> dict[str, Any]:
-    """An apply's history record with the audit fields (and nothing secret).
-
-    ``fields`` hold the plan's hash: a saved plan's file hash (``context``), or
-    the applied plan's digest, which apply computes while its requests run."""
-    return dict(scrub({**history, **fields}))
+    return dict(scrub({**body, **fields}))
 
 
 # -- export ---------------------------------------------------------------------------
@@ -125,20 +122,15 @@ def parse_since(text: str) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def records(settings: Settings, since: str | None = None) -> list[dict[str, Any]]:
-    """The workspace's apply records, oldest first, from ``since`` on."""
-    from govsync.state import exists
-
-    if not exists(settings.state):
-        return []
-    with runtime.open_state(settings) as store:
-        found = store.history(settings.workspace, 1_000_000_000)
+def records(history: Iterable[Mapping[str, Any]], workspace: str,
+            since: str | None = None) -> list[dict[str, Any]]:
+    """A workspace's apply records (``history`` newest first, as a store reads it),
+    oldest first, from ``since`` on."""
     out = []
-    for item in reversed(found):
+    for item in reversed(list(history)):
         if since is not None and str(item.get("at", "")) < since:
             continue
-        out.append({"formatVersion": FORMAT_VERSION, "workspace": settings.workspace,
-                    **scrub(item)})
+        out.append({"formatVersion": FORMAT_VERSION, "workspace": workspace, **scrub(item)})
     return out
 
 
@@ -174,7 +166,8 @@ def csv_text(items: Iterable[Mapping[str, Any]]) -> str:
     return buffer.getvalue()
 
 
-def export(settings: Settings, *, since: str | None = None, fmt: str = "json") -> str:
+def export(history: Iterable[Mapping[str, Any]], workspace: str, *, since: str | None = None,
+           fmt: str = "json") -> str:
     """``govsync audit export``: JSON lines (one apply a line) or CSV (one change a row)."""
-    items = records(settings, parse_since(since) if since else None)
+    items = records(history, workspace, parse_since(since) if since else None)
     return csv_text(items) if fmt == "csv" else json_lines(items)

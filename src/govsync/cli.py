@@ -1207,9 +1207,9 @@ def audit_export(settings: Settings, since: str | None, fmt: str) -> None:
       govsync audit export --env prod > audit.jsonl
       govsync audit export --since 2025-01-01 --format csv
     """
-    from govsync.audit import export
+    from govsync import commands
 
-    click.echo(export(settings, since=since, fmt=fmt), nl=False)
+    click.echo(commands.audit_export(settings, since=since, fmt=fmt), nl=False)
 
 
 # -- moving in from another tool --------------------------------------------------------

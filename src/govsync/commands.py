@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from govsync import runtime
+from govsync import audit, runtime
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.errors import (
     ApiError,
@@ -205,7 +206,8 @@ def write_plan(plan: Plan, settings: Settings, path: str,
     from govsync.errors import PlanKeyUnavailable
     from govsync.state import exists
 
-    plan.git = audit.git_state(audit.manifests_folder(manifests, settings))
+    plan.git = audit.git_state(audit.manifests_folder(
+        manifests.files if manifests is not None else (), _project_file(settings)))
     key: bytes | None = None
     if exists(settings.state):
         with runtime.open_state(settings) as store:
@@ -493,8 +495,22 @@ async def _apply(
     # The rules again, on exactly what would be sent, for the workspace's environment.
     check_sent(governance.rules_to_check(record, target), enforced.environment,
                evidence.path if evidence is not None else "this apply", the_plan.work())
-    audit_fields = audit.context(source, settings, approvers)
-    audit_fields.update(planId=the_plan.id, reviewDigest=_review_digest(the_plan))
+    saved = source if isinstance(source, SavedPlan) else None
+    audit_fields: dict[str, Any] = {
+        "environment": name,
+        "actor": audit.actor(settings.environ),
+        "approvers": [a.as_dict() for a in approvers],
+        # A saved plan's own commit (what was reviewed); else the checkout's.
+        "git": (saved.plan.git if saved is not None and saved.plan.git else audit.git_state(
+            audit.manifests_folder(manifests.files if manifests else (),
+                                   _project_file(settings)))),
+        "savedPlan": saved is not None,
+        "planId": the_plan.id,
+        "reviewDigest": _review_digest(the_plan),
+    }
+    if saved is not None:
+        audit_fields["planHash"] = "sha256:" + saved.file_digest
+        audit_fields["planFile"] = os.path.basename(saved.path)
     resolver = Resolver({}, snapshot.fingerprint, settings.environ)
     for change in the_plan.work():
         for path, variable, why in resolver.stale_secrets(change.request):
@@ -559,8 +575,7 @@ async def _apply(
         if hashing is not None:
             audit_fields = {**audit_fields, "planHash": "sha256:" + await hashing}
     try:
-        store.add_history(settings.workspace, audit.record(
-            history_record(the_plan, result, manifests is None), audit_fields))
+        store.add_history(settings.workspace, audit.record(the_plan, result, audit_fields))
     except StateError as exc:
         if not result.stopped:
             result.stopped = f"the apply's history was not recorded: {exc}"
@@ -682,26 +697,20 @@ def _interrupted(store: StateStore, settings: Settings, before: Snapshot) -> Gov
         "or those that do not exist with `govsync state resolve ADDR... --absent`")
 
 
-def history_record(plan: Plan, result: ApplyResult, saved: bool) -> dict[str, Any]:
-    """Who applied what, when, with which outcome (no secret: addresses and codes)."""
-    from govsync.state import LockHolder, now
+def _project_file(settings: Settings) -> str | None:
+    project = settings.selection.project
+    return project.file if project is not None else None
 
-    me = LockHolder.me()
-    return {
-        "at": now(),
-        "user": me.user,
-        "host": me.host,
-        "command": me.command,
-        "savedPlan": saved,
-        "serialBefore": plan.serial,
-        "summary": result.summary(),
-        "ok": result.ok,
-        "changes": [
-            {"address": o.address, "action": o.action, "status": o.status, "id": o.id,
-             "code": o.code, "error": o.error}
-            for o in result.outcomes
-        ],
-    }
+
+def audit_export(settings: Settings, *, since: str | None, fmt: str) -> str:
+    """``govsync audit export``: the workspace's apply records."""
+    from govsync.state import exists
+
+    if not exists(settings.state):
+        return audit.export([], settings.workspace, since=since, fmt=fmt)
+    with runtime.open_state(settings) as store:
+        history = store.history(settings.workspace, 1_000_000_000)
+    return audit.export(history, settings.workspace, since=since, fmt=fmt)
 
 
 def drift(manifests: ManifestSet, settings: Settings, *,

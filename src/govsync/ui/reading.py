@@ -130,7 +130,8 @@ def read_environment(name: str, settings: Settings, *, agent: AgentReport | None
     try:
         manifests = load_manifests(selection.paths(()), context=Context(
             selection.variables(), selection.name))
-        git = audit.git_state(audit.manifests_folder(manifests, settings))
+        git = audit.git_state(audit.manifests_folder(
+            manifests.files, selection.project.file if selection.project else None))
         if git:
             view.revision = git["commit"][:12] + (" (with uncommitted changes)"
                                                   if git["dirty"] else "")
