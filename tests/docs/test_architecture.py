@@ -1,0 +1,195 @@
+"""docs/architecture.md as a rule a machine checks (issue 22).
+
+The page lists the modules top to bottom.  A module imports only modules
+listed further down (modules on one line, or inside one package, may import
+each other), and never in a cycle.  Imports sit at the top of modules: one
+inside a function is allowed only for a heavy package (HEAVY), or a module of
+govsync that imports one at its top (so offline commands never pay for it).
+Names under ``if TYPE_CHECKING:`` follow the layering too, so they cannot hide
+an upward edge.  Every module of the package is on the page.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "src" / "govsync"
+# Third-party (and slow standard-library) packages that offline commands must not
+# load, so they may be imported where they are used.
+HEAVY = frozenset({
+    "httpx", "httpcore", "anyio", "h11", "certifi", "ssl", "asyncio", "cel_expr_python",
+    "cryptography", "networkx", "starlette", "uvicorn", "psycopg", "pydantic", "pydantic_core",
+    "rich", "deepdiff", "ruamel", "playwright", "prometheus_client", "difflib", "resource",
+})
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[name] = path
+    return found
+
+
+MODULES = modules()
+
+
+def layers() -> list[set[str]]:
+    """The page's list: each line's modules.  A package (``api/``) stands for those of
+    its modules that no other line names (``api/client.py``)."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    block = re.search(r"```text\n(.*?)```", text, re.S)
+    assert block, "docs/architecture.md has no ```text block listing the modules"
+    lines = [re.split(r"\s{2,}", line.strip())[0].split(", ")
+             for line in block.group(1).splitlines() if line and line[0] != " "]
+
+    def module(item: str) -> str:
+        item = item.strip().removesuffix(".py").removesuffix("/__init__")
+        return "govsync." + item.replace("/", ".")
+
+    named = {module(i) for items in lines for i in items if not i.strip().endswith("/")}
+    out: list[set[str]] = []
+    for items in lines:
+        layer: set[str] = set()
+        for item in items:
+            if item.strip().endswith("/"):
+                package = module(item.strip().rstrip("/"))
+                layer |= {m for m in MODULES
+                          if (m == package or m.startswith(package + ".")) and m not in named}
+            else:
+                layer.add(module(item))
+        out.append(layer)
+    return out
+
+
+LAYERS = layers()
+LAYER_OF = {m: i for i, layer in enumerate(LAYERS) for m in layer}
+
+
+def resolve(name: str) -> str | None:
+    """The module of govsync an imported name is (or is in)."""
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        candidate = ".".join(parts[:i])
+        if candidate in MODULES:
+            return candidate
+    return None
+
+
+def imports(module: str) -> Iterator[tuple[str, int, str, bool, bool]]:
+    """(imported, line, top name, inside a function, under TYPE_CHECKING) of a module."""
+    tree = ast.parse(MODULES[module].read_text())
+
+    def visit(node: ast.AST, inner: bool, checking: bool) -> Iterator[
+            tuple[str, int, str, bool, bool]]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                yield from visit(child, inner, True)
+                continue
+            if isinstance(child, ast.Import):
+                for alias in child.names:
+                    yield alias.name, child.lineno, alias.name.split(".")[0], inner, checking
+            elif isinstance(child, ast.ImportFrom) and child.level == 0 and child.module:
+                for alias in child.names:
+                    full = f"{child.module}.{alias.name}"
+                    # `from govsync.x import y`: the module y when it is one, else x.
+                    name = full if full in MODULES else child.module
+                    yield name, child.lineno, child.module.split(".")[0], inner, checking
+            yield from visit(child, inner or isinstance(
+                child, ast.FunctionDef | ast.AsyncFunctionDef), checking)
+
+    yield from visit(tree, False, False)
+
+
+def heavy_modules() -> set[str]:
+    """govsync's modules that import a heavy package at their top, directly or not."""
+    graph = nx.DiGraph()
+    heavy: set[str] = set()
+    for module in MODULES:
+        graph.add_node(module)
+        for name, _, top, inner, checking in imports(module):
+            if inner or checking:
+                continue
+            if top in HEAVY:
+                heavy.add(module)
+            target = resolve(name)
+            if target and target != module:
+                graph.add_edge(module, target)
+    return {m for m in MODULES if heavy & ({m} | nx.descendants(graph, m))}
+
+
+HEAVY_MODULES = heavy_modules()
+
+
+def test_every_module_is_on_the_page() -> None:
+    missing = sorted(set(MODULES) - set(LAYER_OF) - {"govsync", "govsync.__main__"})
+    assert not missing, f"not in docs/architecture.md: {missing}"
+    unknown = sorted(set(LAYER_OF) - set(MODULES))
+    assert not unknown, f"docs/architecture.md names modules that do not exist: {unknown}"
+
+
+def package_of(module: str) -> str:
+    """The top-level package a module is in (itself for a top-level module)."""
+    return ".".join(module.split(".")[:2])
+
+
+@pytest.mark.parametrize("module", sorted(LAYER_OF))
+def test_imports_point_down_the_page(module: str) -> None:
+    wrong = []
+    for name, line, _, _, _ in imports(module):
+        target = resolve(name)
+        if target is None or target == module or target in ("govsync", "govsync.__main__"):
+            continue
+        here, there = LAYER_OF[module], LAYER_OF.get(target)
+        assert there is not None, f"{module} imports {target}, which the page does not list"
+        same_line = here == there
+        if there < here or (same_line and package_of(module) != package_of(target)
+                            and len({package_of(m) for m in LAYERS[here]}) == 1):
+            wrong.append(f"{MODULES[module].name}:{line} imports {target} (listed above it)")
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_sit_at_the_top_unless_heavy(module: str) -> None:
+    wrong = []
+    for name, line, top, inner, _ in imports(module):
+        if not inner:
+            continue
+        target = resolve(name) if top == "govsync" else None
+        if top == "govsync" and target in HEAVY_MODULES:
+            continue
+        if top != "govsync" and top in HEAVY:
+            continue
+        wrong.append(f"{MODULES[module].relative_to(PACKAGE.parent)}:{line}: import {name} "
+                     "inside a function: move it to the top of the module")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_import_cycle() -> None:
+    graph = nx.DiGraph()
+    for module in MODULES:
+        for name, _, _, _, checking in imports(module):
+            target = resolve(name)
+            if target and target != module and not checking:
+                # A package's face importing its own modules, and each of them
+                # importing the others, is not a cycle: Python loads the face first.
+                if module.startswith(target + ".") and MODULES[target].name == "__init__.py":
+                    continue
+                graph.add_edge(module, target)
+    cycles = [c for c in nx.simple_cycles(graph) if len(c) > 1]
+    assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles[:10])
+
+
+def test_the_page_is_checked_against_real_edges() -> None:
+    """A test that cannot fail is a defect: the rule catches a made-up upward edge."""
+    top, bottom = LAYERS[0], LAYERS[-1]
+    assert min(LAYER_OF[m] for m in top) < min(LAYER_OF[m] for m in bottom)
+    assert "govsync.cli" in top and "govsync.errors" in bottom
