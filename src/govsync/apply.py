@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
+from govsync.api.catalog import BY_NAME
 from govsync.api.kinds import BY_KIND, Kind
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.errors import (
@@ -216,13 +217,14 @@ def run_order(changes: list[Change]) -> list[str]:
 
 
 def request_body(kind: Kind, change: Change, send: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """(operation, body) for a change, following the kind's row."""
+    """(operation, body) for a change: the operation its plan chose (``change.operation``,
+    chosen once, by ``plan.py``), the body shaped by its action and the kind's row."""
+    if change.operation is None:
+        raise ValueError(f"{change.address}: the plan holds no operation for this change")
+    op = BY_NAME[change.operation]
     if change.action == Action.CREATE:
-        op = kind.create
         obj = send
     else:
-        assert kind.update is not None
-        op = kind.update
         fields = send if kind.replace_all else {k: send[k] for k in kind.updatable if k in send}
         obj = {"id": change.id, **fields} if kind.update_with_id else fields
     wrap = op.wrap

@@ -37,14 +37,16 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from fnmatch import fnmatchcase
+from typing import Any
 
+from govsync import planfile, sshsig
 from govsync.errors import ApprovalError
-from govsync.files import Unreadable, read_regular
+from govsync.files import Unreadable, display_path, read_regular
+from govsync.manifests.wording import unknown, unknown_keys
+from govsync.planfile import SavedPlan
 from govsync.sshsig import SshsigError
-
-if TYPE_CHECKING:
-    from govsync.planfile import SavedPlan
+from govsync.state import now
 
 NAMESPACE = "govsync-plan"
 APPROVAL_KEYS = ("required", "allowedSigners", "environments")
@@ -73,8 +75,6 @@ class Approvals:
 def parse(value: Any, file: str, locate: Locate, report: Report, environments: Sequence[str],
           base: str) -> Approvals | None:
     """The ``approvals:`` mapping of a project file; every problem goes to ``report``."""
-    from govsync.files import display_path
-    from govsync.manifests.wording import unknown, unknown_keys
 
     if value is None:
         return None
@@ -137,7 +137,6 @@ class AllowedSigner:
         return frozenset(p.strip().lower() for p in self.principals.split(",") if p.strip())
 
     def allows(self, namespace: str) -> bool:
-        from fnmatch import fnmatchcase
 
         return self.namespaces is None or any(fnmatchcase(namespace, p) for p in self.namespaces)
 
@@ -225,7 +224,6 @@ def read_allowed_signers(approvals: Approvals) -> list[AllowedSigner]:
 
 def parse_allowed_signers(text: str, path: str) -> list[AllowedSigner]:
     """The lines of an allowed-signers file; ApprovalError naming ``path:LINE``."""
-    from govsync import sshsig
 
     signers: list[AllowedSigner] = []
     for number, line in enumerate(text.splitlines(), 1):
@@ -300,7 +298,6 @@ class Entry:
 
 def read_signatures(path: str) -> list[Entry]:
     """The entries of ``PLAN.sig`` ([] when there is none); ApprovalError when malformed."""
-    from govsync import sshsig
 
     if not os.path.lexists(path):
         return []
@@ -374,7 +371,6 @@ class Verification:
 def verify(message: bytes, entries: list[Entry], signers: list[AllowedSigner], sig_path: str,
            *, now: float | None = None) -> Verification:
     """Check each signature over ``message``; count distinct keys and principals."""
-    from govsync import sshsig
 
     moment = time.time() if now is None else now
     result = Verification()
@@ -457,7 +453,6 @@ def check(plan_path: str, message: bytes, signers: list[AllowedSigner], required
 def load_key(key_path: str, passphrase: bytes | None) -> Any:
     """An SSH private key from a file (never a FIFO or a device); ApprovalError, or
     ``sshsig.PassphraseNeeded`` for an encrypted key."""
-    from govsync import sshsig
 
     try:
         key_data = read_regular(key_path, 1024 * 1024)
@@ -486,8 +481,6 @@ def approve(saved: SavedPlan, private: Any, signers: list[AllowedSigner] | None,
     """Sign the plan's review digest and add the signature to ``PLAN.sig``; an earlier
     signature by the same key is replaced.  ``signers``: the allowed signers to check
     the key against first (None: not checked)."""
-    from govsync import planfile, sshsig
-    from govsync.state import now
 
     blob = sshsig.public_blob(private)
     fp = sshsig.fingerprint(blob)
@@ -525,7 +518,6 @@ def describe(saved: SavedPlan, signers: list[AllowedSigner] | None, required: in
              source: str) -> list[str]:
     """Lines for ``govsync show``: the plan's signatures and, with the allowed
     signers, whose count; never raises for a missing signature file."""
-    from govsync import planfile
 
     sig_path = signature_path(saved.path)
     entries = read_signatures(sig_path)

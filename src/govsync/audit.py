@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any
 from govsync import envvars, redact
 from govsync.errors import ConfigError
 from govsync.formats import FORMAT_VERSION
+from govsync.plan import Plan
 from govsync.state import LockHolder, now
 
 if TYPE_CHECKING:
     from govsync.apply import ApplyResult
-    from govsync.plan import Plan
 
 # Who ran it in CI: the first of these that is set.
 ACTOR_VARIABLES = (envvars.ACTOR, "GITHUB_ACTOR", "GITLAB_USER_LOGIN", "BUILD_REQUESTEDFOR")

@@ -9,24 +9,45 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import gc
+import json
 import os
 import re
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import click
 
-from govsync import __version__, envvars
+from govsync import __version__, approvals, commands, envvars, logs, planfile, render
+from govsync.api.catalog import readable_kinds
+from govsync.commands import read_snapshot
+from govsync.docs import write_docs
 from govsync.envvars import API_KEY as API_KEY_ENV
-from govsync.envvars import DEFAULT_STATE, LOCAL_DB
+from govsync.envvars import DEFAULT_STATE, LOCAL_DB, UI_TOKEN
 from govsync.envvars import LOG as LOG_ENV
-from govsync.errors import ConfigError, GovsyncError, ManifestError
-from govsync.project import Given, Selection
+from govsync.errors import (
+    ConfigError,
+    GovsyncError,
+    ManifestError,
+    MigrateError,
+    Problem,
+    StateError,
+)
+from govsync.fmt import format_paths
+from govsync.init import init, next_steps
+from govsync.manifests import load as load_manifests
+from govsync.manifests.model import Context, ManifestSet
+from govsync.manifests.parallel import forked_reader
+from govsync.migrate import migrate_terraform
+from govsync.plan import blocked_advice
+from govsync.project import Given, Selection, select
+from govsync.redact import url as safe_url
+from govsync.render.graph import change_graph, dependency_graph
+from govsync.render.graph import render as render_graph
+from govsync.rules import check_manifests
 from govsync.settings import Settings
-
-if TYPE_CHECKING:
-    from govsync.manifests.model import ManifestSet
+from govsync.sshsig import PassphraseNeeded
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -99,11 +120,11 @@ class GovsyncGroup(click.Group):
 def project_options(func: F) -> F:
     """--project, --env, --var collapsed into one ``selection`` argument."""
 
-    @click.option("--project", "project_file", envvar="GOVSYNC_PROJECT", show_envvar=True,
+    @click.option("--project", "project_file", envvar=envvars.PROJECT, show_envvar=True,
                   metavar="FILE",
                   help="The project file (default: govsync.yaml here or in the nearest "
                        "parent folder that has one).")
-    @click.option("--env", "env_name", envvar="GOVSYNC_ENV", show_envvar=True, metavar="NAME",
+    @click.option("--env", "env_name", envvar=envvars.ENV, show_envvar=True, metavar="NAME",
                   help="The project's environment: its paths, workspace, endpoint, state and "
                        "variables.")
     @click.option("--var", "variables", multiple=True, metavar="NAME=VALUE",
@@ -111,7 +132,6 @@ def project_options(func: F) -> F:
     @functools.wraps(func)
     def wrapper(*args: Any, project_file: str | None, env_name: str | None,
                 variables: tuple[str, ...], **kwargs: Any) -> Any:
-        from govsync.project import select
 
         return func(*args, selection=select(project_file, env_name or None, list(variables)),
                     **kwargs)
@@ -124,17 +144,17 @@ def global_options(func: F) -> F:
     one ``settings`` argument.  Precedence, highest first: the option, its environment
     variable, the environment's entry in govsync.yaml, its top level, the default."""
 
-    @click.option("--endpoint", envvar="GOVSYNC_ENDPOINT", show_envvar=True, metavar="URL",
+    @click.option("--endpoint", envvar=envvars.ENDPOINT, show_envvar=True, metavar="URL",
                   help="API base URL, or `local` for the embedded reference server. The key "
                        f"comes from {API_KEY_ENV}.")
-    @click.option("--state", "state_url", envvar="GOVSYNC_STATE", default=DEFAULT_STATE,
+    @click.option("--state", "state_url", envvar=envvars.STATE, default=DEFAULT_STATE,
                   show_default=True, show_envvar=True, metavar="URL",
                   help="State store: a SQLite file, or a postgresql:// URL.")
-    @click.option("--workspace", envvar="GOVSYNC_WORKSPACE", default="default", show_default=True,
+    @click.option("--workspace", envvar=envvars.WORKSPACE, default=envvars.DEFAULT_WORKSPACE, show_default=True,
                   show_envvar=True, help="Workspace within the state store.")
-    @click.option("--insecure-http", is_flag=True, envvar="GOVSYNC_INSECURE_HTTP", show_envvar=True,
+    @click.option("--insecure-http", is_flag=True, envvar=envvars.INSECURE_HTTP, show_envvar=True,
                   help="Allow a plain http:// endpoint on a non-loopback host.")
-    @click.option("--local-seed", envvar="GOVSYNC_LOCAL_SEED", show_envvar=True,
+    @click.option("--local-seed", envvar=envvars.LOCAL_SEED, show_envvar=True,
                   metavar="FILE",
                   type=click.Path(exists=True, dir_okay=False),
                   help="With --endpoint local: preload the embedded server with this seed.")
@@ -205,12 +225,7 @@ def load(paths: tuple[str, ...] | list[str], selection: Selection | None = None,
     processes (fork).  These are process-wide acts, so they are the entry
     point's choice, not the library's.
     """
-    import gc
 
-    from govsync.manifests import load as load_manifests
-    from govsync.manifests.model import Context
-    from govsync.manifests.parallel import forked_reader
-    from govsync.project import Selection
 
     selection = selection or Selection()
     context = Context(selection.variables(), selection.name)
@@ -252,7 +267,6 @@ def cli(ctx: click.Context, verbose: int, quiet: bool, no_color: bool) -> None:
     if os.environ.get(LOG_ENV) or "govsync.logs" in sys.modules:
         # Without GOVSYNC_LOG, logging is configured only to undo an earlier
         # invocation's set-up in this process (logging costs start-up).
-        from govsync import logs
 
         logs.configure(os.environ.get(LOG_ENV), hidden=[os.environ.get(API_KEY_ENV, "")])
     ctx.obj = Output(verbose, quiet, no_color)
@@ -277,7 +291,6 @@ def validate(paths: tuple[str, ...], selection: Selection, fmt: str) -> None:
       govsync validate --env prod
       govsync validate manifests/ --format json | jq '.errors[]'
     """
-    from govsync.errors import Problem
 
     selections = selection.each_environment()
     found: dict[Problem, list[str]] = {}
@@ -320,7 +333,6 @@ def _rules(manifests: ManifestSet, selection: Selection) -> list[Any]:
     """The project's rules on loaded manifests: their warnings (ManifestError for errors)."""
     if not selection.rules:
         return []  # (without importing the rules engine)
-    from govsync.rules import check_manifests
 
     return check_manifests(manifests, selection.rules, selection.name).warnings
 
@@ -353,7 +365,6 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
       govsync plan manifests/ --format markdown > comment.md
       govsync plan manifests/ --format html > plan.html
     """
-    from govsync import commands, render
 
     if out_file and not os.path.isdir(os.path.dirname(os.path.abspath(out_file))):
         # Before the plan, which may make the workspace for the file: nothing is left.
@@ -373,7 +384,6 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
         click.echo(plan_file(result, settings.selection, manifests), nl=False)
     else:
         click.echo(render.plan_text(result, color=o.color, verbose=o.verbose > 0), nl=False, color=o.color)
-    from govsync.plan import blocked_advice
 
     blocked = len(result.blocked())
     why = (f"{blocked} blocked change(s): the API cannot make them, so apply will refuse "
@@ -400,7 +410,6 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
 
 def where(settings: Settings) -> str:
     """What a command acts on: environment, workspace, endpoint and state (masked)."""
-    from govsync.redact import url as safe_url
 
     env = settings.selection.name
     return (f"environment {env}, " if env else "") + (
@@ -477,7 +486,6 @@ def apply(paths: tuple[str, ...], settings: Settings, auto_approve: bool, parall
       govsync apply --env prod --reviewed plan.json     # CI, on merge
       govsync apply plan.json --format json | jq 'select(.type == "summary")'
     """
-    from govsync import commands, planfile, render
 
     o = out()
 
@@ -547,7 +555,6 @@ def _apply_json(paths: tuple[str, ...], settings: Settings, saved_plan: bool,
 
     The summary line comes last whatever happens, an error before anything
     was sent included (its message is the summary's ``stopped``)."""
-    from govsync import commands, planfile, render
     from govsync.apply import ApplyResult
     from govsync.render.progress import JsonReporter
 
@@ -595,7 +602,6 @@ def drift(paths: tuple[str, ...], settings: Settings, fmt: str, without_secrets:
     Example:
       govsync drift manifests/ --endpoint https://api.example.com --format markdown
     """
-    from govsync import commands, render
 
     report = commands.drift(load(paths, settings.selection, short=True), settings,
                             read_secrets=not without_secrets)
@@ -628,14 +634,13 @@ def environments_command(selection: Selection, fmt: str) -> None:
       for env in $(govsync environments); do govsync plan --env "$env"; done
       govsync environments --format json
     """
-    from govsync.project import Selection as Chosen
     from govsync.render.documents import environments_public
 
     project = selection.project
     rows = []
     approvals = project.approvals if project is not None else None
     for env in (project.environments.values() if project is not None else ()):
-        chosen = Chosen(project, env, selection.overrides)
+        chosen = Selection(project, env, selection.overrides)
         given = {key: Given(os.environ.get(variable) or None,
                             "environment" if os.environ.get(variable) else "default",
                             flag, variable)
@@ -681,11 +686,9 @@ def graph_command(paths: tuple[str, ...], settings: Settings, fmt: str, of_plan:
       govsync graph manifests/ --format dot | dot -Tsvg > graph.svg
       govsync graph manifests/ --plan --endpoint local
     """
-    from govsync.render.graph import change_graph, dependency_graph, render
 
     manifests = load(paths, settings.selection)
     if of_plan:
-        from govsync import commands
 
         the_graph = change_graph(commands.plan(manifests, settings, read_secrets=False),
                                  manifests.objects)
@@ -694,7 +697,7 @@ def graph_command(paths: tuple[str, ...], settings: Settings, fmt: str, of_plan:
                        "dependency graph).")
     else:
         the_graph = dependency_graph(manifests.objects)
-    click.echo(render(the_graph, fmt), nl=False)
+    click.echo(render_graph(the_graph, fmt), nl=False)
 
 
 @cli.group()
@@ -709,7 +712,6 @@ def state() -> None:
 
 
 def _echo_json(data: Any) -> None:
-    import json
 
     click.echo(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False))
 
@@ -724,7 +726,6 @@ def state_list(settings: Settings, fmt: str) -> None:
     Example:
       govsync state list --workspace prod
     """
-    from govsync.commands import read_snapshot
 
     snap = read_snapshot(settings)
     if fmt == "json":
@@ -752,7 +753,6 @@ def state_show(address: str, settings: Settings) -> None:
     Example:
       govsync state show Hook/risk_score
     """
-    from govsync import commands
 
     _echo_json(commands.state_entry(settings, address).as_dict())
 
@@ -769,7 +769,6 @@ def state_forget(addresses: tuple[str, ...], settings: Settings) -> None:
     Example:
       govsync state forget Space/old-analytics Hook/old-risk
     """
-    from govsync import commands
 
     for entry in commands.state_forget(settings, list(addresses)):
         click.echo(f"Forgot {entry.address} (id {entry.id}); it stays on the server.")
@@ -792,8 +791,6 @@ def state_import(address: str, object_id: str, paths: tuple[str, ...], settings:
     Example:
       govsync state import Space/analytics space-0a1b2c manifests/
     """
-    from govsync import commands
-    from govsync.api.catalog import readable_kinds
 
     default = () if settings.selection.project is not None else (".",)
     entry = commands.state_import(settings, address, object_id,
@@ -818,7 +815,6 @@ def state_mv(old: str, new: str, settings: Settings) -> None:
     Example:
       govsync state mv DataLabel/ssn DataLabel/national-id
     """
-    from govsync import commands
 
     entry = commands.state_move(settings, old, new)
     click.echo(f"Moved {old} to {new} (id {entry.id}); nothing was sent.")
@@ -839,7 +835,6 @@ def state_resolve(addresses: tuple[str, ...], object_id: str | None, absent: boo
       govsync state resolve Hook/risk_score --id hook-123
       govsync state resolve Hook/risk_score Hook/fraud_score --absent
     """
-    from govsync import commands
 
     if bool(object_id) == absent:
         raise click.UsageError("give exactly one of --id ID and --absent")
@@ -858,7 +853,6 @@ def state_export(settings: Settings) -> None:
       govsync state export > backup.json
       govsync state import-all backup.json --state postgresql://ci@db/govsync
     """
-    from govsync import commands
 
     _echo_json(commands.state_export(settings))
 
@@ -873,10 +867,7 @@ def state_import_all(file: Any, settings: Settings) -> None:
     Example:
       govsync state import-all backup.json --workspace prod
     """
-    import json
 
-    from govsync import commands
-    from govsync.errors import StateError
 
     try:
         data = json.load(file)
@@ -902,7 +893,6 @@ def state_readonly_role(role: str, settings: Settings) -> None:
     Example:
       govsync state readonly-role govsync_reader --state "$GOVSYNC_STATE" | psql "$GOVSYNC_STATE"
     """
-    from govsync import commands
 
     for statement in commands.state_readonly_role(settings, role):
         click.echo(statement)
@@ -917,7 +907,6 @@ def state_unlock(settings: Settings) -> None:
     Example:
       govsync state unlock --workspace prod
     """
-    from govsync import commands
 
     holder, free = commands.state_unlock(settings)
     if not free:
@@ -939,7 +928,6 @@ def state_history(settings: Settings, limit: int, fmt: str) -> None:
     Example:
       govsync state history --limit 5
     """
-    from govsync import commands
 
     records = commands.state_history(settings, limit)
     if fmt == "json":
@@ -977,7 +965,6 @@ def show_command(file: str, settings: Settings, fmt: str, digest: bool) -> None:
       govsync show plan.json --format html > plan.html
       govsync show plan.json --digest | ssh-keygen -Y sign -n govsync-plan -f ~/.ssh/id_ed25519
     """
-    from govsync import approvals, commands, planfile, render
     from govsync.render.documents import show_text
 
     saved = planfile.read(file)
@@ -1009,7 +996,6 @@ def _signers(record: Any, settings: Settings, workspace: str
              ) -> tuple[list[Any] | None, int, str]:
     """The allowed signers to check approvals against: those the workspace records,
     else the project's (None: neither has any)."""
-    from govsync import approvals
 
     if record is not None and record.required:
         return (record.allowed(workspace), record.required,
@@ -1043,7 +1029,6 @@ def ui_command(settings: Settings, listen_at: str) -> None:
       govsync ui                          # http://127.0.0.1:8421/
       GOVSYNC_UI_TOKEN=... govsync ui --listen 0.0.0.0:8421
     """
-    from govsync.envvars import UI_TOKEN
     from govsync.ui.app import serve as serve_ui
 
     serve_ui(settings, listen_at, os.environ.get(UI_TOKEN) or None)
@@ -1140,10 +1125,8 @@ def approve(plan_file: str, key_file: str, assume_yes: bool, selection: Selectio
     Example:
       govsync approve plan.json --key ~/.ssh/id_ed25519
     """
-    from govsync import approvals, planfile
     from govsync.render import plan_text
     from govsync.render.documents import requests_text
-    from govsync.sshsig import PassphraseNeeded
 
     saved = planfile.read(plan_file)
     env = f", environment {saved.plan.environment}" if saved.plan.environment else ""
@@ -1158,14 +1141,14 @@ def approve(plan_file: str, key_file: str, assume_yes: bool, selection: Selectio
     allowed = selection.project.approvals if selection.project else None
     signers = approvals.read_allowed_signers(allowed) if allowed is not None else None
     source = allowed.allowed_signers if allowed is not None else ""
-    secret = os.environ.get("GOVSYNC_KEY_PASSPHRASE")
+    secret = os.environ.get(envvars.KEY_PASSPHRASE)
     passphrase = secret.encode() if secret else None
     try:
         private = approvals.load_key(key_file, passphrase)
     except PassphraseNeeded as exc:
         if passphrase is not None or not sys.stdin.isatty():
             raise GovsyncError(f"{key_file}: the key is encrypted and the passphrase is "
-                               f"missing or wrong ({exc}): set GOVSYNC_KEY_PASSPHRASE or run "
+                               f"missing or wrong ({exc}): set {envvars.KEY_PASSPHRASE} or run "
                                "on a terminal") from exc
         typed = click.prompt(f"Passphrase for {key_file}", hide_input=True, default="",
                              show_default=False)
@@ -1207,7 +1190,6 @@ def audit_export(settings: Settings, since: str | None, fmt: str) -> None:
       govsync audit export --env prod > audit.jsonl
       govsync audit export --since 2025-01-01 --format csv
     """
-    from govsync import commands
 
     click.echo(commands.audit_export(settings, since=since, fmt=fmt), nl=False)
 
@@ -1253,10 +1235,7 @@ def migrate_terraform_command(tfstate: str, out_dir: str, owner_group: str | Non
       govsync migrate terraform formal.tfstate --out manifests/
       govsync plan manifests/          # every object an import, nothing created
     """
-    import gc
 
-    from govsync.errors import MigrateError
-    from govsync.migrate import migrate_terraform
 
     # A migration makes millions of small acyclic objects (the state's JSON, the
     # manifests, their YAML read back): the cyclic collector would rescan them
@@ -1315,7 +1294,6 @@ def fmt_command(paths: tuple[str, ...], check: bool) -> None:
       govsync fmt manifests/
       govsync fmt --check manifests/    # in CI or a pre-commit hook
     """
-    from govsync.fmt import format_paths
 
     report = format_paths(list(paths), write=not check)
     for problem in report.problems:
@@ -1338,7 +1316,7 @@ def fmt_command(paths: tuple[str, ...], check: bool) -> None:
 @click.option("--force", is_flag=True, help="Overwrite files that already exist.")
 @click.option("--ci", type=click.Choice(["github", "gitlab", "none"]), default="github",
               show_default=True, help="CI pipeline to add: GitHub Actions, GitLab CI, or none.")
-@click.option("--install-spec", envvar="GOVSYNC_INSTALL_SPEC", show_envvar=True, metavar="SPEC",
+@click.option("--install-spec", envvar=envvars.INSTALL_SPEC, show_envvar=True, metavar="SPEC",
               help="The pip requirement CI installs govsync with (requirements-govsync.txt); "
                    "default: how this govsync was installed.")
 def init_command(directory: str, force: bool, ci: str, install_spec: str | None) -> None:
@@ -1354,7 +1332,6 @@ def init_command(directory: str, force: bool, ci: str, install_spec: str | None)
       govsync init governance/
       govsync init --ci gitlab
     """
-    from govsync.init import init, next_steps
 
     result = init(directory, force=force, ci=ci, install_spec=install_spec)
     for rel in result.created:
@@ -1379,7 +1356,6 @@ def docs_command(out_dir: str, check: bool) -> None:
       govsync docs --out docs/
       govsync docs --check
     """
-    from govsync.docs import write_docs
 
     stale = write_docs(out_dir, cli, check=check)
     if check and stale:
@@ -1401,7 +1377,6 @@ def main() -> None:
     # dicts, JSON); with the default thresholds (700, 10, 10) the collector
     # scans them again and again: at 100,000 objects, 2.5 s of 6.  Collecting
     # less often keeps cycles collected at a tenth of the cost.
-    import gc
 
     gc.set_threshold(50_000, 20, 100)
     try:

@@ -15,16 +15,23 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from govsync import audit, runtime
+from govsync import approvals, audit, envvars, governance, live, planfile, redact, runtime
+from govsync import drift as d
+from govsync.api.catalog import readable_kinds
+from govsync.api.kinds import BY_KIND
+from govsync.approvals import Approver
+from govsync.drift import DriftReport
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.errors import (
     ApiError,
     ApprovalError,
     BlockedPlanError,
     ConfigError,
+    GovernanceError,
     GovsyncError,
     ManifestError,
     PlanError,
+    PlanKeyUnavailable,
     Problem,
     StalePlanError,
     StateError,
@@ -32,27 +39,47 @@ from govsync.errors import (
     TransportError,
     UnauthorizedError,
 )
+from govsync.governance import Governance
+from govsync.live import LiveValue, wanted
+from govsync.manifests.model import ManifestSet
+from govsync.plan import (
+    Action,
+    Check,
+    CheckStatus,
+    Plan,
+    blocked_advice,
+    make_plan,
+    missing_secrets,
+    recorded_at,
+)
+from govsync.planfile import SavedPlan, plan_digest, review_digest, reviewed_change
+from govsync.redact import url as safe_url
+from govsync.rules import Rule, check_plan, check_sent
 from govsync.settings import Settings
+from govsync.state import (
+    APPLIED,
+    PENDING,
+    UNCERTAIN,
+    Entry,
+    LockHolder,
+    Snapshot,
+    StateStore,
+    empty_snapshot,
+    exists,
+    export,
+    now,
+)
+from govsync.values import KNOWN_AFTER_APPLY, MissingSecret, Resolver
 
 if TYPE_CHECKING:
     from govsync.api.client import AsyncClient
     from govsync.apply import ApplyResult, Reporter
-    from govsync.approvals import Approver
-    from govsync.drift import DriftReport
-    from govsync.governance import Governance
-    from govsync.live import LiveValue
-    from govsync.manifests.model import ManifestSet
-    from govsync.plan import Plan
-    from govsync.planfile import SavedPlan
-    from govsync.rules import Rule
-    from govsync.state import Entry, Snapshot, StateStore
 
 __all__ = ["Settings", "apply", "drift", "plan", "write_plan"]
 
 
 def check_secrets_set(manifests: ManifestSet, settings: Settings) -> None:
     """Every secret's variable is set: checked before any state is touched."""
-    from govsync.plan import missing_secrets
 
     problems = missing_secrets(manifests, settings.environ)
     if problems:
@@ -62,7 +89,6 @@ def check_secrets_set(manifests: ManifestSet, settings: Settings) -> None:
 def read_snapshot(settings: Settings, *, responses: bool = False) -> Snapshot:
     """The workspace's state for a command that only reads: a state, or a workspace,
     that does not exist yet reads as empty and is not created."""
-    from govsync.state import empty_snapshot, exists
 
     if not exists(settings.state):
         return empty_snapshot(settings.workspace)
@@ -81,13 +107,9 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False,
     are checked live (ListGroups).  GovernanceError when the workspace belongs
     to another environment than the one selected.  With ``rule_errors``, the errors of
     rules are put there and the plan returned all the same (the dashboard shows both)."""
-    from govsync import governance
-    from govsync.live import wanted
-    from govsync.plan import make_plan
 
     if read_secrets:
         check_secrets_set(manifests, settings)
-    from govsync.state import exists
 
     selection = settings.selection
     proposed = governance.of_project(selection.project, selection.environment)
@@ -107,7 +129,6 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False,
     check_rules(result, manifests, governance.rules_to_check(record, proposed),
                 selection.name, snapshot, rule_errors)
     if running is not None:
-        from govsync.plan import Check, CheckStatus
 
         result.checks.append(Check("lock", CheckStatus.WARNING, (
             f"an apply is running on workspace {settings.workspace!r} ({running}): the creates "
@@ -115,7 +136,6 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False,
             "`govsync state resolve` meanwhile (it is refused while the apply runs)")))
     changed = endpoint_change(snapshot, settings)
     if changed:
-        from govsync.plan import Check, CheckStatus
 
         result.checks.append(Check("endpoint", CheckStatus.WARNING,
                                    f"{changed}; apply will refuse without --allow-endpoint-change"))
@@ -142,7 +162,6 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False,
 def _governed(plan: Plan, record: Governance | None, proposed: Governance,
               environment: str | None) -> None:
     """The plan's environment, and the governance change it carries (if any)."""
-    from govsync import governance
 
     plan.environment = environment
     plan.governance = governance.change(record, proposed)
@@ -150,7 +169,6 @@ def _governed(plan: Plan, record: Governance | None, proposed: Governance,
 
 def _may_save(settings: Settings) -> bool:
     """Whether these credentials may read (or make) the workspace's plan key."""
-    from govsync.errors import PlanKeyUnavailable
 
     try:
         with runtime.open_state(settings) as store:
@@ -165,7 +183,6 @@ def _in_new_workspace(planned: Plan, manifests: ManifestSet, settings: Settings)
     made now that the plan has passed every check, so a plan that fails leaves no
     state behind; then planned again, since the fingerprints of the secrets a
     saved plan carries are made with the workspace's key."""
-    from govsync.plan import make_plan
 
     with runtime.open_state(settings) as store:
         snapshot = store.snapshot(settings.workspace, responses=False)
@@ -184,7 +201,6 @@ def check_rules(plan: Plan, manifests: ManifestSet, rules: tuple[Rule, ...],
     ``errors``, the errors put there); results as checks."""
     if not rules:
         return  # (without importing the rules engine)
-    from govsync.rules import check_plan
 
     try:
         check_plan(plan, manifests, rules, environment, snapshot)
@@ -202,9 +218,6 @@ def write_plan(plan: Plan, settings: Settings, path: str,
     Returns '' when it is authenticated, else why it is saved for review only
     (``apply --reviewed``): made without secrets, or by credentials that may not
     read the key (a read-only role)."""
-    from govsync import audit, planfile
-    from govsync.errors import PlanKeyUnavailable
-    from govsync.state import exists
 
     plan.git = audit.git_state(audit.manifests_folder(
         manifests.files if manifests is not None else (), _project_file(settings)))
@@ -229,10 +242,6 @@ def write_plan(plan: Plan, settings: Settings, path: str,
 def inspect_saved(saved: SavedPlan, settings: Settings) -> tuple[str, Governance | None]:
     """For ``show``: whether the plan verifies against its workspace's state (in words),
     and the governance that workspace records (None: none, or not readable)."""
-    from govsync import governance
-    from govsync.errors import PlanKeyUnavailable
-    from govsync.redact import url as safe_url
-    from govsync.state import exists
 
     workspace = saved.plan.workspace
     if not exists(settings.state):
@@ -259,7 +268,6 @@ def inspect_saved(saved: SavedPlan, settings: Settings) -> tuple[str, Governance
 
 def normal_endpoint(endpoint: str) -> str:
     """The endpoint as the state records and compares it: no credentials in it."""
-    from govsync import redact
 
     return redact.identity(endpoint)
 
@@ -270,7 +278,6 @@ def endpoint_change(snapshot: Snapshot, settings: Settings) -> str:
         return ""
     if normal_endpoint(settings.endpoint) == snapshot.endpoint:
         return ""
-    from govsync.redact import url as safe_url
 
     return (f"workspace {snapshot.workspace!r} was applied against {safe_url(snapshot.endpoint)}"
             f", not {safe_url(normal_endpoint(settings.endpoint))}: its ids may not exist there")
@@ -283,8 +290,6 @@ def _key_rejected(exc: UnauthorizedError) -> ConfigError:
 
 
 def _skip_live(plan: Plan, values: list[LiveValue], why: str) -> None:
-    from govsync import live
-    from govsync.plan import Check, CheckStatus
 
     for ref in live.refs(values):
         plan.checks.append(Check(ref.check, CheckStatus.SKIPPED, f"{ref.noun}s not checked: {why}"))
@@ -298,8 +303,6 @@ async def check_live(plan: Plan, manifests: ManifestSet, client: AsyncClient,
     an ApiError naming it and why with ``unreachable`` (plan: a wrong endpoint in
     CI must not give a green pull request), else the check is skipped (apply: its
     own requests then say it)."""
-    from govsync import live
-    from govsync.plan import Check, CheckStatus
 
     values = live.wanted(manifests, addresses)
     if not values:
@@ -312,7 +315,7 @@ async def check_live(plan: Plan, manifests: ManifestSet, client: AsyncClient,
         if unreachable:
             raise ApiError(f"cannot run the live checks ({' and '.join(live.operations(values))})"
                            f": {exc.message}; check the endpoint (--endpoint, "
-                           "GOVSYNC_ENDPOINT or the project's environment)") from exc
+                           f"{envvars.ENDPOINT} or the project's environment)") from exc
         _skip_live(plan, values, f"endpoint unreachable ({exc.message})")
         return
     except ApiError as exc:
@@ -353,9 +356,6 @@ def apply(
     Before anything is sent, with the lock held: the workspace's recorded
     environment, its recorded approvals, and its rules on what would be sent.
     """
-    from govsync import governance
-    from govsync.planfile import SavedPlan
-    from govsync.state import LockHolder
 
     saved = source if isinstance(source, SavedPlan) else None
     selection = settings.selection
@@ -405,7 +405,6 @@ def apply(
 
 def _same_scope(evidence: SavedPlan, settings: Settings) -> None:
     """A saved (or reviewed) plan is for this run's environment and workspace."""
-    from govsync.errors import GovernanceError
 
     plan, name = evidence.plan, settings.selection.name
     if plan.environment != name:
@@ -426,7 +425,6 @@ def _same_scope(evidence: SavedPlan, settings: Settings) -> None:
 
 def _authentic(saved: SavedPlan, store: StateStore, snapshot: Snapshot, workspace: str) -> None:
     """A saved plan made by ``plan --out`` for this state, and not stale."""
-    from govsync.errors import PlanKeyUnavailable
 
     if saved.authenticated:
         try:
@@ -462,12 +460,7 @@ async def _apply(
     reporter: Reporter | None,
     allow_endpoint_change: bool,
 ) -> tuple[Plan, ApplyResult]:
-    from govsync import audit, governance
     from govsync.apply import Applier, ApplyResult, Throttle
-    from govsync.plan import Action, blocked_advice, make_plan
-    from govsync.planfile import SavedPlan
-    from govsync.rules import check_sent
-    from govsync.values import Resolver
 
     name = settings.selection.name
     if isinstance(source, SavedPlan):
@@ -545,7 +538,6 @@ async def _apply(
         if "planHash" not in audit_fields:
             import asyncio
 
-            from govsync.planfile import plan_digest
 
             hashing = asyncio.get_running_loop().run_in_executor(None, plan_digest, the_plan)
         if confirm is not None and not confirm(the_plan):
@@ -595,7 +587,6 @@ def _not_applied(store: StateStore, workspace: str, evidence: SavedPlan) -> None
 
 
 def _review_digest(plan: Plan) -> str:
-    from govsync.planfile import review_digest
 
     return "sha256:" + review_digest(plan)
 
@@ -604,7 +595,6 @@ def _approved(enforced: Governance, evidence: SavedPlan | None, plan: Plan, work
               *, recorded: bool) -> list[Approver]:
     """The approvers the workspace requires (ApprovalError if too few): signatures over
     the plan's review digest by distinct allowed signers."""
-    from govsync import approvals, planfile
 
     if enforced.required == 0:
         return []
@@ -627,9 +617,6 @@ def _approved(enforced: Governance, evidence: SavedPlan | None, plan: Plan, work
 def _same_as_reviewed(plan: Plan, reviewed: SavedPlan) -> None:
     """GovernanceError, with the difference, unless ``plan`` does exactly what the
     reviewed plan showed."""
-    from govsync.errors import GovernanceError
-    from govsync.plan import Action
-    from govsync.planfile import review_digest, reviewed_change
 
     if review_digest(plan) == review_digest(reviewed.plan):
         return
@@ -671,8 +658,6 @@ def _differing(a: Any, b: Any, at: str = "") -> list[str]:
 
 def _interrupted(store: StateStore, settings: Settings, before: Snapshot) -> GovsyncError:
     """What an interrupted apply leaves: how much it applied, and how to settle the rest."""
-    from govsync.api.catalog import readable_kinds
-    from govsync.state import APPLIED, PENDING, UNCERTAIN
 
     try:
         entries = store.snapshot(settings.workspace, responses=False).entries
@@ -704,7 +689,6 @@ def _project_file(settings: Settings) -> str | None:
 
 def audit_export(settings: Settings, *, since: str | None, fmt: str) -> str:
     """``govsync audit export``: the workspace's apply records."""
-    from govsync.state import exists
 
     if not exists(settings.state):
         return audit.export([], settings.workspace, since=since, fmt=fmt)
@@ -720,9 +704,6 @@ def drift(manifests: ManifestSet, settings: Settings, *,
     With an endpoint configured, an unreachable API is an error (exit 1): a
     drift job must not report "in sync" when it could not look.
     """
-    from govsync import drift as d
-    from govsync import live
-    from govsync.plan import make_plan
 
     if read_secrets:
         check_secrets_set(manifests, settings)
@@ -731,7 +712,7 @@ def drift(manifests: ManifestSet, settings: Settings, *,
                          targets=settings.targets, read_secrets=read_secrets)
     values = live.wanted(manifests)
     existing: dict[str, set[str]] | None = None
-    skipped = "no endpoint configured (GOVSYNC_ENDPOINT / --endpoint)"
+    skipped = f"no endpoint configured ({envvars.ENDPOINT} / --endpoint)"
     if settings.endpoint:
         async def read() -> dict[str, set[str]]:
             async with runtime.client(settings, max_retries=1) as client:
@@ -758,7 +739,6 @@ def drift(manifests: ManifestSet, settings: Settings, *,
 @contextlib.contextmanager
 def _locked(settings: Settings) -> Iterator[StateStore]:
     """The state store with the workspace lock held."""
-    from govsync.state import LockHolder
 
     with runtime.open_state(settings) as store:
         store.acquire(settings.workspace, LockHolder.me())
@@ -800,7 +780,6 @@ def state_resolve(settings: Settings, addresses: list[str], object_id: str | Non
 
     Refused while an apply holds the workspace (its creates in flight look
     uncertain until they are answered)."""
-    from govsync.state import APPLIED, PENDING, UNCERTAIN, now
 
     if object_id is not None and len(addresses) != 1:
         raise ConfigError("--id settles one address at a time: give one address with --id ID")
@@ -828,7 +807,6 @@ def _one_address(entries: Mapping[str, Entry], kind: str, object_id: str,
                  address: str) -> None:
     """StateError when ``object_id`` is recorded at another address: one object, one
     address (an update sent to one would change the other's object too)."""
-    from govsync.plan import recorded_at
 
     holder = recorded_at(entries, kind, object_id)
     if holder is not None and holder != address:
@@ -839,7 +817,6 @@ def _one_address(entries: Mapping[str, Entry], kind: str, object_id: str,
 
 def state_move(settings: Settings, old: str, new: str) -> Entry:
     """Re-address an entry at once, without calling the API (as a Moved document does)."""
-    from govsync.api.kinds import BY_KIND
 
     kinds = {a.split("/", 1)[0] for a in (old, new) if "/" in a}
     if any(a.count("/") != 1 or not a.split("/")[1] for a in (old, new)) or not kinds <= set(
@@ -864,9 +841,6 @@ def state_move(settings: Settings, old: str, new: str) -> Entry:
 def state_import(settings: Settings, address: str, object_id: str,
                  manifests: ManifestSet) -> Entry:
     """Adopt an object that exists on the server: the manifest's spec becomes its baseline."""
-    from govsync.plan import make_plan
-    from govsync.state import APPLIED, Entry, now
-    from govsync.values import KNOWN_AFTER_APPLY, MissingSecret, Resolver
 
     manifest = manifests.objects.get(address)
     if manifest is None:
@@ -896,8 +870,6 @@ def state_import(settings: Settings, address: str, object_id: str,
 
 def state_export(settings: Settings) -> dict[str, Any]:
     """The workspace as JSON (backup, or moving between SQLite and PostgreSQL)."""
-    from govsync.redact import url as safe_url
-    from govsync.state import exists, export
 
     if not exists(settings.state):
         raise StateError(f"there is no state at {safe_url(settings.state)} to export")
@@ -907,7 +879,6 @@ def state_export(settings: Settings) -> dict[str, Any]:
 
 def state_import_all(settings: Settings, data: Mapping[str, Any]) -> int:
     """Load an export into the workspace, replacing its entries; returns the new serial."""
-    from govsync.state import export
 
     entries, lineage, key = export.read(data)
     with _locked(settings) as store:
@@ -916,7 +887,6 @@ def state_import_all(settings: Settings, data: Mapping[str, Any]) -> int:
 
 def state_readonly_role(settings: Settings, role: str) -> list[str]:
     """The SQL that makes ``role`` the state's read-only role (PostgreSQL only)."""
-    from govsync.redact import url as safe_url
     from govsync.state.postgres import PostgresStore
 
     with runtime.open_state(settings) as store:
@@ -935,7 +905,6 @@ def state_unlock(settings: Settings) -> tuple[Any, bool]:
     The lock itself (flock, or PostgreSQL's session advisory lock) belongs to
     the holding process and ends with it; if that process still runs, the
     workspace stays locked until it exits."""
-    from govsync.state import LockHolder
 
     with runtime.open_state(settings) as store:
         holder = store.holder(settings.workspace)
@@ -948,7 +917,6 @@ def state_unlock(settings: Settings) -> tuple[Any, bool]:
 
 
 def state_history(settings: Settings, limit: int = 20) -> list[dict[str, Any]]:
-    from govsync.state import exists
 
     if not exists(settings.state):
         return []

@@ -15,6 +15,10 @@ from typing import Any
 
 import click
 
+from govsync.api.kinds import KINDS
+from govsync.files import write_generated
+from govsync.project import ENV_KEYS, TOP_KEYS
+
 CLI_MD = "cli.md"
 KINDS_MD = "kinds.md"
 JSON_DIR = "json"
@@ -38,7 +42,6 @@ def json_schemas() -> dict[str, str]:
 
 def write_docs(directory: str, root: click.Command, *, check: bool = False) -> list[str]:
     """Write (or with ``check``, compare) the documents; returns the stale file names."""
-    from govsync.files import write_generated
 
     return write_generated(directory, rendered(root), check=check)
 
@@ -91,7 +94,6 @@ def cli_reference(root: click.Command) -> str:
 
 
 def kinds_reference() -> str:
-    from govsync.api.kinds import KINDS
     from govsync.schema import manifest_schema
 
     schema = manifest_schema(variables=False)
@@ -168,7 +170,6 @@ def kinds_reference() -> str:
 
 def _directives_reference(defs: dict[str, Any]) -> list[str]:
     """Patch, Moved, Import (no address in plans or state) and the project file."""
-    from govsync.project import ENV_KEYS, TOP_KEYS
 
     text = {
         "Patch": "Changes another document's spec with an RFC 7386 JSON Merge Patch "

@@ -10,13 +10,14 @@ import os
 import stat
 from collections.abc import Mapping, Sequence
 
+import yaml
+
 from govsync.errors import Problem
 
 
 def yaml_loader() -> type:
     """PyYAML's safe loader: the C one (libyaml) when the install has it, about
     twenty times faster than the pure-Python one, which is the fallback."""
-    import yaml
 
     loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     return loader
@@ -29,7 +30,6 @@ def nesting_refused(exc: BaseException) -> bool:
     scanner reads up to 1,024 characters ahead, so on ``[[[[...`` it can refuse
     before govsync's count of the parser's events reaches govsync's own, lower,
     limit.  It is the same refusal, and callers word it as theirs."""
-    import yaml
 
     return (isinstance(exc, yaml.MarkedYAMLError)
             and exc.problem == "exceeded maximum nesting depth")

@@ -37,8 +37,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
+
 from govsync.errors import ManifestError, Problem
 from govsync.files import manifest_files, yaml_loader
+from govsync.manifests.yamlio import iter_documents
 
 TOP_ORDER = ("apiVersion", "kind", "metadata", "spec")
 METADATA_ORDER = ("name", "dependsOn")
@@ -70,7 +73,6 @@ def format_paths(paths: Sequence[str], *, write: bool = True) -> FormatReport:
     A file with a YAML error is reported (``FILE:LINE:COL``) and left alone;
     the other files are still formatted.
     """
-    from govsync.manifests.yamlio import iter_documents
 
     report = FormatReport()
     files, report.problems = manifest_files(paths)
@@ -298,7 +300,6 @@ def _line_kinds(lines: list[str]) -> list[str]:
     """What each line is: blank, comment, content, or inside a multi-line scalar
     (its first line is content).  The last line of a keep-chomped block
     scalar (``|+``) is KEEP_END: blank lines after it would join its value."""
-    import yaml
 
     kinds = [BLANK if not line.strip() else COMMENT if line.lstrip().startswith("#") else CONTENT
              for line in lines]
@@ -370,7 +371,6 @@ def _reindent_comments(lines: list[str], kinds: list[str]) -> list[str]:
 
 def _reorder_keys(lines: list[str], kinds: list[str]) -> list[str]:
     """Put top-level and metadata keys of a block-mapping document in order."""
-    import yaml
 
     loader = yaml_loader()
     try:
@@ -396,7 +396,6 @@ def _reorder_keys(lines: list[str], kinds: list[str]) -> list[str]:
 
 def _block_keys(node: Any) -> list[tuple[str, int]] | None:
     """(key, line) of a block mapping's keys, or None when there is nothing to do."""
-    import yaml
 
     if not isinstance(node, yaml.MappingNode) or node.flow_style or not node.value:
         return None
@@ -467,7 +466,6 @@ def _permutation(
 
 def _load(text: str) -> list[Any] | None:
     """The documents of ``text`` as govsync's loader reads them (PyYAML), None if it cannot."""
-    import yaml
 
     loader = yaml_loader()
     try:

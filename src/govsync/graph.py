@@ -11,15 +11,18 @@ for graph analysis (depth) in tools.
 
 from __future__ import annotations
 
+import graphlib
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from govsync.errors import GraphError, Problem
 
 if TYPE_CHECKING:
+    # (Not at run time: importing manifests/ runs its face, whose loader imports this.)
     import networkx as nx
 
     from govsync.manifests.model import Manifest
+
 
 
 def dependencies(manifest: Manifest) -> Iterable[str]:
@@ -103,7 +106,6 @@ def order_or_cycles(objects: Mapping[str, Manifest]) -> tuple[list[str], list[Pr
     Objects come level by level (all whose dependencies are met), each level
     sorted by address, so the order is stable whatever the files' order.
     """
-    import graphlib
 
     sorter: graphlib.TopologicalSorter[str] = graphlib.TopologicalSorter()
     for address, manifest in objects.items():

@@ -18,11 +18,10 @@ from dataclasses import dataclass, field
 from importlib import metadata, resources
 from urllib.parse import unquote, urlsplit
 
+from govsync import envvars
 from govsync.errors import ConfigError
 
 SCHEMA_PATH = "schemas/manifest.schema.json"
-# The modeline every template manifest starts with (they live in manifests/).
-MODELINE = "# yaml-language-server: $schema=../" + SCHEMA_PATH
 CI_FILES = {
     "github": ("ci/github-actions.yml", ".github/workflows/govsync.yml"),
     "gitlab": ("ci/gitlab-ci.yml", ".gitlab-ci.yml"),
@@ -31,7 +30,7 @@ GITIGNORE = ".gitignore"
 REQUIREMENTS = "requirements-govsync.txt"
 # What the user passes when init cannot tell how govsync was installed.
 INSTALL_SPEC_OPTION = "--install-spec"
-INSTALL_SPEC_ENV = "GOVSYNC_INSTALL_SPEC"
+INSTALL_SPEC_ENV = envvars.INSTALL_SPEC
 # CI keeps its state in PostgreSQL.
 EXTRAS = "[postgres]"
 # The versions of govsync published on the package index (PyPI).  A release
@@ -281,12 +280,12 @@ def next_steps(result: InitResult) -> str:
         "  govsync validate manifests/     # check the example manifests offline\n"
         "  # try them on the embedded reference server, preloaded with the example\n"
         "  # policy's owner group (local-seed.yaml); dummy secrets will do:\n"
-        "  export GOVSYNC_ENDPOINT=local GOVSYNC_LOCAL_SEED=local-seed.yaml\n"
+        f"  export {envvars.ENDPOINT}=local {envvars.LOCAL_SEED}=local-seed.yaml\n"
         "  export GOVSYNC_LOGSTORE_API_KEY=demo GOVSYNC_AI_PROVIDER_API_KEY=demo\n"
         "  govsync plan manifests/\n"
         "  govsync apply manifests/        # answer yes\n"
         "  # then make them yours (owner groups, keys, hosts), commit and push;\n"
-        f"  # CI installs the govsync of {REQUIREMENTS}; it needs GOVSYNC_ENDPOINT,\n"
+        f"  # CI installs the govsync of {REQUIREMENTS}; it needs {envvars.ENDPOINT},\n"
         "  # the state and API keys and the {fromEnv: ...} secrets: see README.md,\n"
         "  # section CI.\n"
     )

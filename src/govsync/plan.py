@@ -18,6 +18,7 @@ never a secret value.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -28,7 +29,8 @@ from typing import Any
 from govsync import __version__, paths
 from govsync.api.catalog import readable_kinds
 from govsync.api.kinds import Kind
-from govsync.errors import ManifestError, Problem
+from govsync.errors import ConfigError, ManifestError, Problem
+from govsync.graph import order
 from govsync.manifests.directives import Directive
 from govsync.manifests.model import Manifest, ManifestSet
 from govsync.state import APPLIED, PENDING, UNCERTAIN, Entry, Snapshot
@@ -256,7 +258,6 @@ def make_plan(
                         read_secrets=read_secrets)
     changes: list[Change] = []
     if len(manifests.order) != len(manifests.objects):
-        from govsync.graph import order
 
         manifests.order = order(manifests.objects)
     for address in manifests.order:
@@ -298,9 +299,7 @@ def make_plan(
 
 def _target(plan: Plan, manifests: ManifestSet, patterns: Sequence[str]) -> None:
     """Keep the changes whose address matches a pattern, and what they depend on."""
-    import fnmatch
 
-    from govsync.errors import ConfigError
 
     addresses = [c.address for c in plan.changes]
     chosen: set[str] = set()

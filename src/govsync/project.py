@@ -27,18 +27,17 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from govsync import redact
+from govsync import approvals, redact, rules
+from govsync.approvals import Approvals
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.envvars import DEFAULT_STATE, LOCAL_DB
 from govsync.errors import ConfigError, ManifestError, Problem
-from govsync.files import display_path
-from govsync.manifests.wording import closest
-
-if TYPE_CHECKING:
-    from govsync.approvals import Approvals
-    from govsync.rules import Rule
+from govsync.files import display_path, refused
+from govsync.manifests.wording import closest, unknown_keys
+from govsync.manifests.yamlio import RawDocument, iter_documents, locate, read_text
+from govsync.rules import Rule
 
 PROJECT_FILE = "govsync.yaml"
 API_VERSION = "govsync/v1"
@@ -108,8 +107,6 @@ def find(start: str = ".") -> str | None:
 
 def load(path: str) -> Project:
     """Read and check a project file; ManifestError with every problem."""
-    from govsync.files import refused
-    from govsync.manifests.yamlio import RawDocument, iter_documents, read_text
 
     shown = display_path(path)
     problem = refused(path, None, path)
@@ -131,7 +128,6 @@ def load(path: str) -> Project:
 
 
 def _check(doc: Any, base: str) -> Project:
-    from govsync.manifests.yamlio import locate
 
     problems: list[Problem] = []
 
@@ -171,7 +167,6 @@ def _check(doc: Any, base: str) -> Project:
         env = _environment(name, body, ("environments", name), base, problem)
         environments[name] = Environment(name, env.paths, env.workspace or name, env.endpoint,
                                          env.state, env.vars)
-    from govsync import approvals, rules
 
     def at(where: tuple[Any, ...]) -> tuple[int, int]:
         line, col = locate(doc.root, where)
@@ -187,7 +182,6 @@ def _check(doc: Any, base: str) -> Project:
 
 def _keys(body: dict[Any, Any], at: tuple[Any, ...], allowed: tuple[str, ...],
           problem: Any) -> None:
-    from govsync.manifests.wording import unknown_keys
 
     credentials = {k for k in body if isinstance(k, str) and _KEY_LIKE.match(k)}
     for key in credentials:
@@ -231,7 +225,6 @@ def _environment(name: str, body: dict[str, Any], at: tuple[Any, ...], base: str
 
 def parse_var(text: str) -> tuple[str, Any]:
     """``--var NAME=VALUE``: VALUE read as a YAML scalar (``7`` is a number, ``"7"`` a string)."""
-    from govsync.manifests.yamlio import RawDocument, iter_documents
 
     name, sep, raw = text.partition("=")
     if not sep or not VAR_NAME.match(name):

@@ -31,14 +31,16 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from govsync.errors import ManifestError, Problem
-
-if TYPE_CHECKING:
-    from govsync.manifests.model import Manifest, ManifestSet
-    from govsync.plan import Change, Check, Plan
-    from govsync.state import Snapshot
+from govsync import values
+from govsync.api.kinds import BY_KIND
+from govsync.bounded import BudgetExceeded, run_bounded
+from govsync.errors import GovernanceError, ManifestError, Problem
+from govsync.manifests.model import Manifest, ManifestSet
+from govsync.manifests.wording import unknown, unknown_keys
+from govsync.plan import Action, Change, Check, CheckStatus, Plan
+from govsync.state import APPLIED, Snapshot
 
 RULE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$")
 MAX_EXPRESSION = 4096
@@ -94,8 +96,6 @@ Locate = Callable[[tuple[Any, ...]], tuple[int, int]]
 def parse(value: Any, file: str, locate: Locate, report: Report,
           environments: Sequence[str]) -> tuple[Rule, ...]:
     """The ``rules:`` list of a project file; every problem goes to ``report``."""
-    from govsync.api.kinds import BY_KIND
-    from govsync.manifests.wording import unknown_keys
 
     if value is None:
         return ()
@@ -160,7 +160,6 @@ def _match(value: Any, at: tuple[Any, ...], name: str, report: Report, *,
            known_kinds: tuple[str, ...], known_envs: Sequence[str]
            ) -> tuple[tuple[str, ...] | None | bool, tuple[str, ...] | None | bool]:
     """(kinds, environments): None when not given, False when wrong (reported)."""
-    from govsync.manifests.wording import unknown, unknown_keys
 
     if value is None:
         return None, None
@@ -286,7 +285,6 @@ class Outcome:
 
     def checks(self, rules: Sequence[Rule]) -> list[Check]:
         """One check per rule that passed, one per violation of a warning rule."""
-        from govsync.plan import Check, CheckStatus
 
         out: list[Check] = []
         for rule in rules:
@@ -321,7 +319,6 @@ class Subject:
 
 def object_spec(manifest: Manifest, ids: Mapping[str, str]) -> Any:
     """The spec a rule sees: references as ids (or unknown), secrets hidden."""
-    from govsync import values
 
     def leaf(hole: Any) -> Any:
         if isinstance(hole, values.Ref):
@@ -334,7 +331,6 @@ def object_spec(manifest: Manifest, ids: Mapping[str, str]) -> Any:
 def manifest_subjects(manifests: ManifestSet, ids: Mapping[str, str],
                       changes: Mapping[str, Change] | None) -> Iterator[Subject]:
     """Every object of the manifests (validate and plan), with its change in a plan."""
-    from govsync.plan import Action
 
     for address in sorted(manifests.objects):
         manifest = manifests.objects[address]
@@ -351,7 +347,6 @@ def change_subjects(changes: Iterable[Change], where: str) -> Iterator[Subject]:
     """The changes apply sends, as the rules see them: the request itself, ids of
     objects still to be made as ``(known after apply)`` and secrets as
     ``(sensitive)``.  ``where``: what to name in a problem (the plan file)."""
-    from govsync import values
 
     for change in changes:
         if change.request is None:
@@ -372,7 +367,6 @@ def evaluate(rules: Sequence[Rule], subjects: Callable[[], Iterable[Subject]],
     compiled = compile_rules(rules)
     if not compiled:
         return Outcome()
-    from govsync.bounded import BudgetExceeded, run_bounded
 
     try:
         return run_bounded(lambda progress: _evaluate(compiled, subjects, environment,
@@ -450,7 +444,6 @@ def check_plan(plan: Plan, manifests: ManifestSet, rules: Sequence[Rule],
                environment: str | None, snapshot: Snapshot) -> None:
     """Evaluate rules on a plan: ManifestError for errors; the results (passes and
     warnings) become the plan's checks."""
-    from govsync.state import APPLIED
 
     if not rules:
         return
@@ -467,7 +460,6 @@ def check_sent(rules: Sequence[Rule], environment: str | None, where: str,
                changes: Sequence[Change]) -> None:
     """Apply: the rules again, on exactly what will be sent (a saved plan's requests,
     or a plan made again); GovernanceError naming each violation."""
-    from govsync.errors import GovernanceError
 
     if not rules:
         return

@@ -19,6 +19,7 @@ from govsync.api import models as m
 from govsync.api.catalog import OPERATIONS
 from govsync.api.kinds import KINDS, Kind
 from govsync.api.status import SPEC_CODES
+from govsync.files import write_generated
 from govsync.manifests.directives import DIRECTIVE_KINDS
 from govsync.manifests.documents import API_VERSION, ENV_NAME
 from govsync.project import VAR_NAME
@@ -274,6 +275,5 @@ def rendered() -> dict[str, str]:
 
 def write_schemas(directory: str, *, check: bool = False) -> list[str]:
     """Write (or with ``check``, compare) the schemas; returns the stale file names."""
-    from govsync.files import write_generated
 
     return write_generated(directory, rendered(), check=check)

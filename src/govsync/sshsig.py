@@ -21,6 +21,7 @@ import base64
 import binascii
 import hashlib
 import struct
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -211,7 +212,6 @@ def load_private_key(data: bytes, passphrase: bytes | None = None) -> Any:
 
     SshsigError for a malformed or unsupported key; ``PassphraseNeeded`` when
     the key is encrypted and no (or a wrong) passphrase was given."""
-    import warnings
 
     kind = private_key_type(data)
     if kind is not None and kind not in KEY_TYPES:

@@ -115,7 +115,7 @@ def test_import_an_object_made_outside_govsync(govsync: Govsync, server: Server,
 
     async def create() -> dict[str, Any]:
         async with AsyncClient(server.url, KEY) as client:
-            return await client.create_connector(
+            return await client.call("CreateConnector",
                 {"name": "made-by-hand", "spaceId": space_id, "terminationProtection": True})
 
     obj, connector_id = unwrap("CreateConnector", asyncio.run(create()))

@@ -17,7 +17,7 @@ MISSING_HOOK = {"hook": {"id": "hook-missing", "name": "h", "code": "return true
 async def test_400_invalid_request_with_field_violations(server: Any, aclient_for: Any) -> None:
     async with aclient_for(server) as client:
         with pytest.raises(errors.InvalidRequestError) as caught:
-            await client.create_space({"description": "no name"})
+            await client.call("CreateSpace", {"description": "no name"})
     exc = caught.value
     assert (exc.status, exc.code, exc.operation) == (400, "invalid_request", "CreateSpace")
     assert exc.message and str(exc).startswith("CreateSpace: 400 invalid_request: ")
@@ -29,7 +29,7 @@ async def test_400_invalid_request_with_field_violations(server: Any, aclient_fo
 async def test_401_unauthorized(server: Any, aclient_for: Any) -> None:
     async with aclient_for(server, key="wrong-key") as client:
         with pytest.raises(errors.UnauthorizedError) as caught:
-            await client.list_groups({})
+            await client.call("ListGroups", {})
     assert (caught.value.status, caught.value.code) == (401, "unauthorized")
     assert caught.value.message
 
@@ -37,14 +37,14 @@ async def test_401_unauthorized(server: Any, aclient_for: Any) -> None:
 async def test_401_without_key(server: Any, aclient_for: Any) -> None:
     async with aclient_for(server, key=None) as client:
         with pytest.raises(errors.UnauthorizedError):
-            await client.create_space(SPACE)
+            await client.call("CreateSpace", SPACE)
 
 
 async def test_403_forbidden_for_viewer_key(server: Any, aclient_for: Any, viewer_key: str) -> None:
     async with aclient_for(server, key=viewer_key) as client:
-        assert "groups" in await client.list_groups({})
+        assert "groups" in await client.call("ListGroups", {})
         with pytest.raises(errors.ForbiddenError) as caught:
-            await client.create_space(SPACE)
+            await client.call("CreateSpace", SPACE)
     assert (caught.value.status, caught.value.code) == (403, "forbidden")
     assert server.seen["CreateSpace"] == 1
 
@@ -52,7 +52,7 @@ async def test_403_forbidden_for_viewer_key(server: Any, aclient_for: Any, viewe
 async def test_404_not_found(server: Any, aclient_for: Any) -> None:
     async with aclient_for(server) as client:
         with pytest.raises(errors.NotFoundError) as caught:
-            await client.update_hook(MISSING_HOOK)
+            await client.call("UpdateHook", MISSING_HOOK)
     assert (caught.value.status, caught.value.code) == (404, "not_found")
     assert server.seen["UpdateHook"] == 1  # retry-safe, but a 404 is an answer
 
@@ -63,7 +63,7 @@ async def test_500_from_fault_injection_is_retried_then_raised(
     app = make_server(fault_rate=1.0, rng=error_rng)
     async with aclient_for(app, max_retries=2) as client:
         with pytest.raises(errors.ServerError) as caught:
-            await client.create_space(SPACE)
+            await client.call("CreateSpace", SPACE)
     assert (caught.value.status, caught.value.code) == (500, "internal_error")
     assert "after 3 attempts" in caught.value.message
     assert app.seen["CreateSpace"] == 3 and len(sleeps) == 2
@@ -72,7 +72,7 @@ async def test_500_from_fault_injection_is_retried_then_raised(
 async def test_create_permission_connect_shape_400(server: Any, aclient_for: Any) -> None:
     async with aclient_for(server) as client:
         with pytest.raises(errors.InvalidRequestError) as caught:
-            await client.create_permission({"name": "", "code": "allow"})
+            await client.call("CreatePermission", {"name": "", "code": "allow"})
     exc = caught.value
     assert (exc.status, exc.code) == (400, "invalid_request")
     assert exc.message
@@ -90,7 +90,7 @@ async def test_create_permission_connect_shape_codes(
     key = viewer_key if key == "viewer" else key
     async with aclient_for(server, key=key) as client:
         with pytest.raises(cls) as caught:
-            await client.create_permission({"name": "p", "code": "allow"})
+            await client.call("CreatePermission", {"name": "p", "code": "allow"})
     assert caught.value.code == code and caught.value.message
 
 
@@ -98,7 +98,7 @@ async def test_create_permission_succeeds_with_connect_headers(
     server: Any, aclient_for: Any,
 ) -> None:
     async with aclient_for(server) as client:
-        body = await client.create_permission({"name": "read-all", "code": "allow"})
+        body = await client.call("CreatePermission", {"name": "read-all", "code": "allow"})
     assert body["permission"]["name"] == "read-all"
 
 
@@ -109,6 +109,6 @@ async def test_non_json_error_body_uses_status_defaults(aclient_for: Any) -> Non
 
     async with aclient_for(app) as client:
         with pytest.raises(errors.ForbiddenError) as caught:
-            await client.list_groups({})
+            await client.call("ListGroups", {})
     assert caught.value.code == "forbidden"
     assert str(caught.value) == "ListGroups: 403 forbidden: Forbidden"

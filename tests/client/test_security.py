@@ -37,14 +37,14 @@ async def test_key_is_in_no_log_record_repr_or_exception(
     app.script("CreateSpace", 503, "drop")
     async with aclient_for(app, key=CANARY) as client:
         assert CANARY not in repr(client) and CANARY not in str(vars(client))
-        await client.list_groups({})
+        await client.call("ListGroups", {})
         with pytest.raises(errors.AmbiguousError) as caught:
-            await client.create_space({"name": "s"})
+            await client.call("CreateSpace", {"name": "s"})
         raised.append(caught.value)
     # The wrong key (the canary) is refused: 401, and the message must not echo it.
     async with aclient_for(make_server(), key=CANARY) as client:
         with pytest.raises(errors.UnauthorizedError) as caught:
-            await client.create_space({"name": "s"})
+            await client.call("CreateSpace", {"name": "s"})
         raised.append(caught.value)
     # Over a real socket too: connection refused, retried, then TransportError.
     with socket.socket() as sock:
@@ -53,7 +53,7 @@ async def test_key_is_in_no_log_record_repr_or_exception(
     async with AsyncClient(f"http://127.0.0.1:{port}", CANARY, max_retries=1,
                            sleep=lambda s: None) as client:
         with pytest.raises(errors.TransportError) as caught:
-            await client.list_groups({})
+            await client.call("ListGroups", {})
         raised.append(caught.value)
     async with AsyncClient(f"https://{CANARY}@api.example.com", CANARY) as client:
         assert CANARY not in repr(client) and CANARY not in client.base_url
@@ -82,7 +82,7 @@ async def test_secret_values_are_scrubbed_from_error_messages(aclient_for: Any) 
 
     async with aclient_for(echoing) as client:
         with pytest.raises(errors.InvalidRequestError) as caught:
-            await client.create_integration_log({
+            await client.call("CreateIntegrationLog", {
                 "name": "logs", "logStoreB": {"site": "eu", "apiKey": secret, "accountId": "a"}})
     assert secret not in str(caught.value)
     assert secret not in json.dumps(caught.value.details)

@@ -48,20 +48,20 @@ LANES = pytest.mark.parametrize("lanes", [1, 4])
 async def test_client_over_tcp(serve: Callable[..., str], lanes: int) -> None:
     url = serve()
     async with AsyncClient(url, KEY, lanes=lanes) as client:
-        created = await client.create_space({"name": "over-tcp"})
+        created = await client.call("CreateSpace", {"name": "over-tcp"})
         assert created["space"]["name"] == "over-tcp"
-        assert "groups" in await client.list_groups({})
+        assert "groups" in await client.call("ListGroups", {})
         with pytest.raises(errors.InvalidRequestError):
-            await client.create_space({})
+            await client.call("CreateSpace", {})
         groups = await client.list_all_groups(page_size=2)
     assert groups == []
     assert [s["name"] for s in _spaces(url)] == ["over-tcp"]
     async with AsyncClient(url, "not-the-key", lanes=lanes) as client:
         with pytest.raises(errors.UnauthorizedError):
-            await client.list_groups({})
+            await client.call("ListGroups", {})
     async with AsyncClient(url, None, lanes=lanes) as client:
         with pytest.raises(errors.UnauthorizedError):
-            await client.list_groups({})
+            await client.call("ListGroups", {})
 
 
 @LANES
@@ -71,7 +71,7 @@ async def test_many_calls_in_flight_over_tcp(serve: Callable[..., str], lanes: i
 
     url = serve("--latency-ms", "20")
     async with AsyncClient(url, KEY, lanes=lanes) as client:
-        made = await asyncio.gather(*(client.create_space({"name": f"s{i}"}) for i in range(12)))
+        made = await asyncio.gather(*(client.call("CreateSpace", {"name": f"s{i}"}) for i in range(12)))
     assert sorted(m["space"]["name"] for m in made) == sorted(f"s{i}" for i in range(12))
     assert sorted(s["name"] for s in _spaces(url)) == sorted(f"s{i}" for i in range(12))
 
@@ -88,7 +88,7 @@ async def test_faults_over_tcp_never_repeat_a_create_after_a_drop(
         for i in range(8):
             name = f"faulty-{i}"
             with pytest.raises((errors.ServerError, errors.AmbiguousError)) as caught:
-                await client.create_space({"name": name})
+                await client.call("CreateSpace", {"name": name})
             outcomes[name] = type(caught.value)
     stored = [s["name"] for s in _spaces(url)]
     for name, outcome in outcomes.items():

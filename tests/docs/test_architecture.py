@@ -184,6 +184,11 @@ def test_no_import_cycle() -> None:
                 if module.startswith(target + ".") and MODULES[target].name == "__init__.py":
                     continue
                 graph.add_edge(module, target)
+                # Importing a package's module runs the package's face first.
+                face = target.rsplit(".", 1)[0]
+                if (face in MODULES and MODULES[face].name == "__init__.py"
+                        and not module.startswith(face + ".") and face != "govsync"):
+                    graph.add_edge(module, face)
     cycles = [c for c in nx.simple_cycles(graph) if len(c) > 1]
     assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles[:10])
 
@@ -192,4 +197,4 @@ def test_the_page_is_checked_against_real_edges() -> None:
     """A test that cannot fail is a defect: the rule catches a made-up upward edge."""
     top, bottom = LAYERS[0], LAYERS[-1]
     assert min(LAYER_OF[m] for m in top) < min(LAYER_OF[m] for m in bottom)
-    assert "govsync.cli" in top and "govsync.errors" in bottom
+    assert "govsync.cli" in top and "govsync.api.status" in bottom

@@ -6,6 +6,7 @@ in-process (``httpx.ASGITransport``)."""
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,6 +16,11 @@ import pytest
 from govsync.manifests import ManifestSet, load
 from govsync.state import Snapshot
 from govsync.state.sqlite import SqliteStore
+
+# tools/: the repository's development tools (checkgen), not shipped in the package.
+TOOLS = Path(__file__).resolve().parents[2] / "tools"
+if str(TOOLS) not in sys.path:
+    sys.path.insert(0, str(TOOLS))
 
 
 @pytest.fixture

@@ -25,7 +25,9 @@ KEY = "unit-key"
 
 def change(address: str, after: list[str] | None = None, action: Action = Action.CREATE,
            **kw: Any) -> Change:
-    return Change(address, action, address.split("/")[0], after=after or [], **kw)
+    kind = BY_KIND[address.split("/")[0]]
+    kw.setdefault("operation", kind.create_op if action == Action.CREATE else kind.update_op)
+    return Change(address, action, kind.name, after=after or [], **kw)
 
 
 def test_request_body_follows_the_kinds_row() -> None:

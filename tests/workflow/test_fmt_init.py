@@ -17,7 +17,7 @@ from click.testing import CliRunner, Result
 
 from govsync.cli import cli
 from govsync.fmt import format_paths, format_text
-from govsync.init import MODELINE, scaffold
+from govsync.init import SCHEMA_PATH, scaffold
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "manifests"
@@ -367,7 +367,8 @@ def test_init_manifests_point_editors_at_the_schema(repo: Path) -> None:
     jsonschema = pytest.importorskip("jsonschema")
     for path in sorted((repo / "manifests").glob("*.yaml")):
         first = path.read_text().splitlines()[0]
-        assert first == MODELINE, path.name
+        # The modeline that editors (yaml-language-server) read: the schema init writes.
+        assert first == "# yaml-language-server: $schema=../" + SCHEMA_PATH, path.name
         schema_path = path.parent / first.split("$schema=", 1)[1]
         validator = jsonschema.Draft202012Validator(json.loads(schema_path.read_text()))
         for doc in data(path.read_text()):

@@ -3,8 +3,8 @@
     AsyncClient(base_url, api_key)  over httpx.AsyncClient
     check_endpoint(endpoint, key)   what ``runtime.connect`` connects with
 
-The client has one method per catalog operation (``create_space``,
-``list_groups``...) beside ``call(name, body)`` and ``list_all_groups()``.
+The client calls any catalog operation by name (``call("CreateSpace", body)``)
+and reads every group (``list_all_groups()``).
 Request building, error mapping and the retry policy live in ``_Core``,
 which does no I/O: each call is a generator that yields what it needs done
 (send this request, sleep this long) and receives the outcome; the client
@@ -42,8 +42,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, Union
 
 import httpx
 
-from govsync import errors, paths
-from govsync.api.catalog import BY_NAME, OPERATIONS, Operation
+from govsync import __version__, errors, paths
+from govsync.api.catalog import BY_NAME, Operation
 from govsync.api.status import SPEC_CODES as _CODES
 from govsync.api.transport import check_base_url, key_auth
 from govsync.envvars import API_KEY as API_KEY_ENV
@@ -357,7 +357,6 @@ def _poster(http: httpx.AsyncClient) -> Callable[..., httpx.Request]:
 
 
 def _headers() -> dict[str, str]:
-    from govsync import __version__
     return {"Accept": "application/json", "User-Agent": f"govsync/{__version__}"}
 
 
@@ -482,33 +481,6 @@ class AsyncClient:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    if TYPE_CHECKING:
-        def __getattr__(self, name: str) -> Callable[..., Awaitable[dict[str, Any]]]: ...
-
-
-def _doc(op: Operation) -> str:
-    where = f"the object is under {op.response_key!r}" if op.response_key else "fields at top level"
-    safe = "retried" if op.retry_safe else "never resent"
-    return f"POST {op.path} ({op.verb}); the whole JSON answer, {where}; {safe} after an " \
-        "ambiguous failure."
-
-
-def _install(op: Operation) -> None:
-    name = _snake(op.name)
-    assert not hasattr(AsyncClient, name), name
-
-    async def method(self: AsyncClient, body: Body | None = None, *,
-                     headers: Mapping[str, str] | None = None) -> dict[str, Any]:
-        return await self.call(op, body, headers=headers)
-
-    method.__name__ = name
-    method.__qualname__ = f"AsyncClient.{name}"
-    method.__doc__ = _doc(op)
-    setattr(AsyncClient, name, method)
-
-
-for _op in OPERATIONS:
-    _install(_op)
 
 
 # --- from --endpoint to what to connect with ---------------------------------

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from govsync.errors import ManifestError, Problem
 from govsync.files import manifest_files
+from govsync.graph import order_or_cycles
 from govsync.manifests.directives import DIRECTIVE_KINDS, Directive, check_directive, merge_patch
 from govsync.manifests.documents import Override, check_document, identity
 from govsync.manifests.links import check_links
@@ -166,7 +167,6 @@ def load(paths: Sequence[str], *, read: Reader = read_files,
     problems.extend(check_links(objects.values(), objects.keys(), unknown))
     # The cycle check runs on the valid part of the graph even when other
     # documents have errors (edges to them are left out): every error at once.
-    from govsync.graph import order_or_cycles
 
     order, cycles = order_or_cycles(objects)
     problems.extend(cycles)

@@ -7,7 +7,9 @@ reads in the calling process.
 
 from __future__ import annotations
 
+import logging
 import os
+import pickle
 
 from govsync.manifests.loader import FileResult, read_file, read_files
 from govsync.manifests.model import Context
@@ -38,7 +40,6 @@ def forked_reader(files: list[tuple[str, str]], context: Context) -> list[FileRe
             half = min(i + 1, len(files) - 1)
             break
 
-    import pickle
 
     read_fd, write_fd = os.pipe()
     pid = os.fork()
@@ -72,7 +73,6 @@ def forked_reader(files: list[tuple[str, str]], context: Context) -> list[FileRe
     if failure is None and status != 0:
         failure = ValueError(f"the reading process failed (status {status})")
     if failure is not None:
-        import logging
 
         logging.getLogger(__name__).warning(
             "reading in two processes failed (%s): reading the rest here", failure)

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import click
+
+from govsync.drift import DriftReport
 from govsync.formats import FORMAT_VERSION
+from govsync.governance import Governance
 from govsync.plan import Action, Change, CheckStatus, FieldChange, Plan
 from govsync.render import linediff
+from govsync.render.graph import change_graph, legend, mermaid
 from govsync.values import KNOWN_AFTER_APPLY_TEXT, SENSITIVE, shown
-
-if TYPE_CHECKING:
-    from govsync.drift import DriftReport
-
 
 SYMBOLS: dict[Action, tuple[str, str | None]] = {
     Action.CREATE: ("+", "green"),
@@ -159,7 +160,6 @@ def governance_lines(plan: Plan) -> list[str]:
     """The workspace's governance the plan changes, one line each ([]: none)."""
     if plan.governance is None:
         return []
-    from govsync.governance import Governance
 
     before = plan.governance["from"]
     to = Governance.from_dict(plan.governance["to"], plan.workspace)
@@ -168,7 +168,6 @@ def governance_lines(plan: Plan) -> list[str]:
 
 
 def plan_text(plan: Plan, *, color: bool = False, verbose: bool = False) -> str:
-    import click
 
     def style(text: str, fg: str | None, bold: bool = False) -> str:
         return click.style(text, fg=fg, bold=bold) if color and (fg or bold) else text
@@ -297,7 +296,6 @@ def _graph_part(plan: Plan, room: int, free: int, limit: int) -> str:
     """The Mermaid graph of the changes, collapsed, if it fits in ``room`` (what the
     changes leave); else a note, if the note and a note of left-out changes fit in
     ``free`` (what the header leaves)."""
-    from govsync.render.graph import change_graph, legend, mermaid
 
     graph = change_graph(plan)
     block = (f"<details><summary><b>Graph</b> of the changes "
@@ -402,7 +400,6 @@ def _unobservable_note(report: DriftReport) -> str:
 
 
 def drift_text(report: DriftReport, *, color: bool = False) -> str:
-    import click
 
     def style(text: str, fg: str | None) -> str:
         return click.style(text, fg=fg) if color and fg else text

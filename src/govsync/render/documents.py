@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from govsync.api.kinds import BY_KIND
+from govsync.errors import Problem
 from govsync.formats import FORMAT_VERSION
+from govsync.plan import Action, Plan
+from govsync.planfile import SavedPlan
+from govsync.redact import url
 from govsync.render import created_lines, plan_text
-
-if TYPE_CHECKING:
-    from govsync.errors import Problem
-    from govsync.plan import Plan
-    from govsync.planfile import SavedPlan
-    from govsync.state import Snapshot
+from govsync.state import Snapshot
+from govsync.values import PlannedSecret, Ref
 
 
 def dumps(document: Mapping[str, Any]) -> str:
@@ -47,7 +48,6 @@ def state_list_public(snapshot: Snapshot) -> dict[str, Any]:
 def environments_public(project: str | None, rows: list[dict[str, Any]]) -> dict[str, Any]:
     """``govsync environments --format json``: every environment, resolved (no secret:
     URLs are masked)."""
-    from govsync.redact import url
 
     return {"formatVersion": FORMAT_VERSION, "project": project, "environments": [
         {**row, "endpoint": url(row["endpoint"]) if row["endpoint"] else None,
@@ -79,9 +79,7 @@ def show_text(saved: SavedPlan, *, verification: str, color: bool = False,
 def requests_text(plan: Plan) -> str:
     """Every request the plan sends, field by field, exactly as apply builds it
     (secrets by their variable, ids of objects this plan creates as not known yet)."""
-    from govsync.api.kinds import BY_KIND
     from govsync.apply import request_body
-    from govsync.plan import Action
 
     work = [c for c in plan.work() if c.action != Action.ORPHAN]
     if not work:
@@ -101,7 +99,6 @@ def requests_text(plan: Plan) -> str:
 
 
 def _sent(value: Any) -> Any:
-    from govsync.values import PlannedSecret, Ref
 
     if isinstance(value, PlannedSecret):
         return _Shown(f"(sensitive: the value of ${value.variable})")
