@@ -15,11 +15,14 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from importlib import metadata, resources
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 from govsync import envvars
 from govsync.errors import ConfigError
+
+if TYPE_CHECKING:
+    from importlib import metadata
 
 SCHEMA_PATH = "schemas/manifest.schema.json"
 CI_FILES = {
@@ -86,6 +89,8 @@ def installed_spec(dist: metadata.Distribution | None = None) -> InstallSpec:
     """
     if dist is None:
         try:
+            from importlib import metadata  # 11 ms: only `govsync init` asks
+
             dist = metadata.distribution("govsync")
         except metadata.PackageNotFoundError:
             return InstallSpec(None, "govsync is not installed as a package "
@@ -196,6 +201,8 @@ def install_warning(install: InstallSpec) -> str:
 
 def scaffold(ci: str = "github", install: InstallSpec | None = None) -> dict[str, str]:
     """Every file of a new repository: relative path -> content."""
+    from importlib import resources
+
     from govsync.schema import MANIFEST_SCHEMA, rendered
 
     templates = resources.files("govsync") / "templates"
