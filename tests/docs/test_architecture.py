@@ -200,3 +200,15 @@ def test_the_page_is_checked_against_real_edges() -> None:
     top, bottom = LAYERS[0], LAYERS[-1]
     assert min(LAYER_OF[m] for m in top) < min(LAYER_OF[m] for m in bottom)
     assert "govsync.cli" in top and "govsync.api.status" in bottom
+
+
+def test_the_exception_diagram_names_every_exception() -> None:
+    """errors.py opens with the diagram of the tree: every class is on it."""
+    import govsync.errors as errors
+
+    diagram = errors.__doc__ or ""
+    classes = [name for name, value in vars(errors).items()
+               if isinstance(value, type) and issubclass(value, errors.GovsyncError)
+               and not name.startswith("_")]
+    missing = [name for name in classes if not re.search(rf"\b{name}\b", diagram)]
+    assert not missing, f"errors.py's diagram lacks {missing}"
