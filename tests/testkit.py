@@ -6,11 +6,15 @@ its conftest).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
 import sys
 import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -97,3 +101,42 @@ def drop_pg_workspaces(url: str, workspaces: list[str]) -> None:
                 continue
             conn.execute(f'DELETE FROM "{table}" WHERE "{column}" = ANY(%s)',  # noqa: S608
                          (workspaces,))
+
+
+@dataclass(frozen=True)
+class ReaderRole:
+    """A PostgreSQL schema of a test's own, its owner's URL and a real login role
+    that starts with no privileges (``govsync state readonly-role`` grants them)."""
+
+    writer: str
+    reader: str
+    role: str
+
+    def grant(self, statements: str) -> None:
+        """Run, as the owner, the GRANTs ``govsync state readonly-role`` printed."""
+        import psycopg
+
+        with psycopg.connect(self.writer, autocommit=True) as conn:
+            for statement in statements.strip().splitlines():
+                conn.execute(statement)
+
+
+@contextlib.contextmanager
+def reader_role(url: str, prefix: str) -> Iterator[ReaderRole]:
+    """Make a schema and a login role on the PostgreSQL server at ``url``; drop both after."""
+    import psycopg
+
+    suffix = uuid.uuid4().hex[:10]
+    schema, role = f"{prefix}_{suffix}", f"{prefix}_reader_{suffix}"
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f'CREATE SCHEMA "{schema}"')
+        admin.execute(f'CREATE ROLE "{role}" LOGIN')
+    options = f"options=-csearch_path%3D{schema}"
+    try:
+        yield ReaderRole(f"{url}?{options}",
+                         f"postgresql://{role}@{url.split('@', 1)[1]}?{options}", role)
+    finally:
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
+            admin.execute(f'DROP OWNED BY "{role}"')
+            admin.execute(f'DROP ROLE "{role}"')

@@ -15,7 +15,6 @@ import json
 import os
 import shutil
 import sqlite3
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ import pytest
 from govkit import Repo
 
 from govsync import planfile
+from testkit import ReaderRole, reader_role
 
 FORGED_TIMEOUT = 4999  # within the rules: only the forgery stands in its way
 
@@ -114,38 +114,22 @@ def test_a_copy_of_the_sqlite_state_forges_nothing(sqlite_repo: Repo) -> None:
 
 
 @pytest.fixture
-def pg(tmp_path: Path) -> Iterator[tuple[str, str, str]]:
-    """(writer URL, reader URL, schema): a schema of its own and a real reader role."""
+def pg() -> Iterator[ReaderRole]:
+    """A schema of the test's own and a real reader role."""
     url = os.environ.get("GOVSYNC_TEST_POSTGRES", "")
     if not url:
         pytest.skip("GOVSYNC_TEST_POSTGRES is not set")
     if shutil.which("ssh-keygen") is None:
         pytest.skip("ssh-keygen is not installed")
-    import psycopg
-
-    suffix = uuid.uuid4().hex[:10]
-    schema, role = f"gs_{suffix}", f"govsync_reader_{suffix}"
-    with psycopg.connect(url, autocommit=True) as admin:
-        admin.execute(f'CREATE SCHEMA "{schema}"')
-        admin.execute(f'CREATE ROLE "{role}" LOGIN')
-    options = f"options=-csearch_path%3D{schema}"
-    writer = f"{url}?{options}"
-    host = url.split("@", 1)[1]
-    reader = f"postgresql://{role}@{host}?{options}"
-    try:
-        yield writer, reader, role
-    finally:
-        with psycopg.connect(url, autocommit=True) as admin:
-            admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
-            admin.execute(f'DROP OWNED BY "{role}"')
-            admin.execute(f'DROP ROLE "{role}"')
+    with reader_role(url, "gs") as made:
+        yield made
 
 
 @pytest.mark.postgres
-def test_the_read_only_role_forges_nothing(tmp_path: Path, pg: tuple[str, str, str]) -> None:
+def test_the_read_only_role_forges_nothing(tmp_path: Path, pg: ReaderRole) -> None:
     import psycopg
 
-    writer, reader, role = pg
+    writer, reader, role = pg.writer, pg.reader, pg.role
     repo = Repo(tmp_path / "repo", writer)
     try:
         # The reader plans a fresh database: it reads as empty, and nothing is made.
@@ -155,9 +139,7 @@ def test_the_read_only_role_forges_nothing(tmp_path: Path, pg: tuple[str, str, s
             assert conn.execute("SELECT to_regclass('govsync_workspaces')").fetchone() == (None,)
         grants = repo.gov("state", "readonly-role", role, "--state", writer)
         assert grants.code == 0, grants
-        with psycopg.connect(writer, autocommit=True) as conn:
-            for statement in grants.out.splitlines():
-                conn.execute(statement)
+        pg.grant(grants.out)
         assert repo.gov("apply", "--env", "staging", "--auto-approve").code == 0
         repo.set_timeout(3000)
         # The reader's plan of a pull request: saved for review only.

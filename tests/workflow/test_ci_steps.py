@@ -17,6 +17,7 @@ own actions: the test does what they do with files.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -24,7 +25,6 @@ import shutil
 import subprocess
 import sys
 import threading
-import uuid
 from collections.abc import Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -37,6 +37,7 @@ from workflowkit import KEY, Server
 
 from govsync.cli import cli
 from govsync.init import INSTALL_SPEC_ENV, REQUIREMENTS
+from testkit import ReaderRole, reader_role
 
 pytestmark = pytest.mark.slow
 
@@ -74,35 +75,15 @@ approvals:
 """
 
 
-def postgres_pair(tmp: str) -> Iterator[tuple[str, str]]:
-    """(owner URL, read-only role URL) in a schema of their own; the role made for real."""
-    import psycopg
-
-    url = os.environ["GOVSYNC_TEST_POSTGRES"]
-    suffix = uuid.uuid4().hex[:10]
-    schema, role = f"ci_{suffix}", f"ci_reader_{suffix}"
-    with psycopg.connect(url, autocommit=True) as admin:
-        admin.execute(f'CREATE SCHEMA "{schema}"')
-        admin.execute(f'CREATE ROLE "{role}" LOGIN')
-    options = f"options=-csearch_path%3D{schema}"
-    try:
-        yield f"{url}?{options}", f"postgresql://{role}@{url.split('@', 1)[1]}?{options}"
-    finally:
-        with psycopg.connect(url, autocommit=True) as admin:
-            admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
-            admin.execute(f'DROP OWNED BY "{role}"')
-            admin.execute(f'DROP ROLE "{role}"')
-
-
 class CI:
     """A checkout of the scaffolded, then governed, repository, its two API servers,
     and the values CI gives its jobs."""
 
     def __init__(self, tmp_path: Path, repo: Path, servers: dict[str, Server],
-                 owner: str, reader: str) -> None:
+                 owner: str, reader: str, role: ReaderRole | None) -> None:
         self.repo = repo
         self.servers = servers
-        self.owner, self.reader = owner, reader
+        self.owner, self.reader, self.role = owner, reader, role
         self.bin = tmp_path / "bin"
         self.bin.mkdir()
         (self.bin / "pip").write_text(STUB_PIP)
@@ -136,6 +117,12 @@ class CI:
     def govsync(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
         """govsync as an administrator or a reviewer runs it (not a CI step)."""
         return self.bash(" ".join(f"'{a}'" for a in ("govsync", *args)), env)
+
+    def grant_reader(self) -> None:
+        """The bootstrap an administrator runs once: the read-only role's GRANTs."""
+        if self.role is not None:
+            self.role.grant(ok(self.govsync("state", "readonly-role", self.role.role,
+                                            "--state", self.owner)))
 
     def hook(self, env: str) -> dict[str, Any]:
         (hook,) = [h for h in self.servers[env].objects().get("Hook", [])
@@ -172,21 +159,18 @@ def ci(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[CI]:
     (repo / "govsync.yaml").write_text(project + RULES)
     (repo / "envs" / "prod").mkdir(parents=True)
     (repo / "envs" / "prod" / "patch.yaml").write_text(PROD_PATCH)
-    if request.param == "postgres":
-        if not os.environ.get("GOVSYNC_TEST_POSTGRES"):
-            pytest.skip("GOVSYNC_TEST_POSTGRES is not set")
-        pair = postgres_pair(str(tmp_path))
-        owner, reader = next(pair)
-    else:
-        pair = None
-        owner = reader = str(tmp_path / "shared-state.db")  # outside the checkout, as in CI
-    try:
-        yield CI(tmp_path, repo, servers, owner, reader)
-    finally:
+    with contextlib.ExitStack() as stack:
         for server in servers.values():
-            server.stop()
-        if pair is not None:
-            next(pair, None)
+            stack.callback(server.stop)
+        if request.param == "postgres":
+            url = os.environ.get("GOVSYNC_TEST_POSTGRES")
+            if not url:
+                pytest.skip("GOVSYNC_TEST_POSTGRES is not set")
+            role = stack.enter_context(reader_role(url, "ci"))
+            yield CI(tmp_path, repo, servers, role.writer, role.reader, role)
+        else:
+            state = str(tmp_path / "shared-state.db")  # outside the checkout, as in CI
+            yield CI(tmp_path, repo, servers, state, state, None)
 
 
 def tune_hook(repo: Path, old: str, new: str) -> None:
@@ -264,14 +248,7 @@ def test_github_jobs(ci: CI) -> None:
     shutil.copytree(plans, artifact)
 
     # The bootstrap: the read-only role is made once, by an administrator.
-    if ci.owner.startswith("postgresql"):
-        grants = ok(ci.govsync("state", "readonly-role", ci.reader.split("//")[1].split("@")[0],
-                               "--state", ci.owner))
-        import psycopg
-
-        with psycopg.connect(ci.owner, autocommit=True) as conn:
-            for statement in grants.strip().splitlines():
-                conn.execute(statement)
+    ci.grant_reader()
 
     # Reviewers approve prod's plan on their machines and post the signatures.
     for key in ci.keys:
@@ -428,14 +405,7 @@ def test_gitlab_jobs(ci: CI, gitlab: StubGitLab) -> None:
     gitlab.notes.append({"body": "LGTM\n" + (ci.files / "prod.json.sig").read_text()})
     shutil.rmtree(ci.repo / "plans")
 
-    if ci.owner.startswith("postgresql"):
-        grants = ok(ci.govsync("state", "readonly-role", ci.reader.split("//")[1].split("@")[0],
-                               "--state", ci.owner))
-        import psycopg
-
-        with psycopg.connect(ci.owner, autocommit=True) as conn:
-            for statement in grants.strip().splitlines():
-                conn.execute(statement)
+    ci.grant_reader()
 
     # Merge: without its token apply stops cleanly, saying what to set.
     staging = GitLabJob(ci, pipeline, "apply:staging", {**shared, **production})
