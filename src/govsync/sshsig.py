@@ -213,7 +213,9 @@ def load_private_key(data: bytes, passphrase: bytes | None = None) -> Any:
     SshsigError for a malformed or unsupported key; ``PassphraseNeeded`` when
     the key is encrypted and no (or a wrong) passphrase was given."""
 
-    kind = private_key_type(data)
+    header = _private_header(data)
+    kind = header[1] if header else None
+    encrypted = header is not None and header[0] != "none"
     if kind is not None and kind not in KEY_TYPES:
         raise SshsigError(f"key type {kind[:40]} is not supported"
                           + (" (DSA keys are deprecated)" if kind == "ssh-dss" else "")
@@ -239,7 +241,9 @@ def load_private_key(data: bytes, passphrase: bytes | None = None) -> Any:
             raise PassphraseNeeded(str(exc)) from exc
         raise SshsigError("the key is not encrypted: give no passphrase") from exc
     except ValueError as exc:
-        if passphrase is not None and "password" in str(exc).lower():
+        # An encrypted key that does not decrypt: the passphrase is wrong (the
+        # library's words for it differ from release to release).
+        if passphrase is not None and (encrypted or "password" in str(exc).lower()):
             raise PassphraseNeeded("wrong passphrase") from exc
         raise SshsigError("not an OpenSSH private key (as ssh-keygen writes them)") from exc
     except UnsupportedAlgorithm as exc:
@@ -253,6 +257,14 @@ _PRIVATE_END = b"-----END OPENSSH PRIVATE KEY-----"
 def private_key_type(data: bytes) -> str | None:
     """The type of an OpenSSH private key, read from its public part (readable without
     the passphrase); None when it is not in that format."""
+    header = _private_header(data)
+    return header[1] if header else None
+
+
+def _private_header(data: bytes) -> tuple[str, str] | None:
+    """(cipher, key type) of an OpenSSH private key: both readable without the
+    passphrase (cipher ``none`` when the key is not encrypted); None when the data is
+    not in that format."""
     start, end = data.find(_PRIVATE_BEGIN), data.find(_PRIVATE_END)
     if start < 0 or end < start:
         return None
@@ -262,12 +274,12 @@ def private_key_type(data: bytes) -> str | None:
         if not blob.startswith(magic):
             return None
         r = _Reader(blob[len(magic):])
-        r.string()  # cipher
+        cipher = r.string().decode("ascii", "replace")
         r.string()  # kdf
         r.string()  # kdf options
         if r.u32() < 1:
             return None
-        return key_type(r.string())
+        return cipher, key_type(r.string())
     except (binascii.Error, ValueError):
         return None
 

@@ -98,7 +98,7 @@ def test_a_passphrase_protected_key_approves(sqlite_repo: Repo) -> None:
     assert repo.gov("plan", "--env", "prod", "--out", str(plan)).code == 0
     wrong = repo.gov("approve", str(plan), "--key", str(locked),
                      env=repo.environ(GOVSYNC_KEY_PASSPHRASE="wrong"))
-    one_line_error(wrong, "passphrase")
+    one_line_error(wrong, "wrong passphrase")
     right = repo.gov("approve", str(plan), "--key", str(locked),
                      env=repo.environ(GOVSYNC_KEY_PASSPHRASE="correct horse"))
     assert right.code == 0, right

@@ -317,9 +317,6 @@ def test_an_encrypted_key_needs_its_passphrase(keys: dict[str, Any]) -> None:
     assert sshsig.verify(sshsig.parse(sshsig.dearmor(armored)), MESSAGE)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a wrong passphrase is SshsigError('not an "
-                   "OpenSSH private key'), not PassphraseNeeded: cryptography words it 'Corrupt "
-                   "data: broken checksum', without the 'password' load_private_key looks for")
 @pytest.mark.parametrize("name", ["ed25519", "rsa"])
 def test_a_wrong_passphrase_is_passphrase_needed(keys: dict[str, Any], name: str) -> None:
     data = openssh(keys[name], b"correct horse")
