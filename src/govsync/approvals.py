@@ -50,6 +50,8 @@ from govsync.state import now
 
 NAMESPACE = "govsync-plan"
 APPROVAL_KEYS = ("required", "allowedSigners", "environments")
+# The allowed-signers options govsync reads (each with its value), as ssh-keygen does.
+OPTIONS = ("namespaces", "valid-after", "valid-before")
 MAX_BYTES = 4 * 1024 * 1024
 
 Report = Callable[..., None]
@@ -253,10 +255,14 @@ def parse_allowed_signers(text: str, path: str) -> list[AllowedSigner]:
         if "cert-authority" in options:
             raise ApprovalError(f"{where}: cert-authority (SSH certificates) is not supported by "
                                 "govsync: list each signer's own public key instead")
-        unknown = sorted(set(options) - {"namespaces", "valid-after", "valid-before"})
+        unknown = sorted(set(options) - set(OPTIONS))
         if unknown:
             raise ApprovalError(f"{where}: unknown option {unknown[0]!r}: use namespaces=, "
                                 "valid-after= or valid-before=")
+        empty = sorted(name for name, value in options.items() if not value)
+        if empty:  # as ssh-keygen: an option without its value restricts nothing, so refused
+            raise ApprovalError(f"{where}: option {empty[0]} has no value: write "
+                                f"{empty[0]}=\"...\" or leave the option out")
         if kind not in sshsig.KEY_TYPES:
             raise ApprovalError(f"{where}: key type {kind[:40]} is not supported: use "
                                 "ssh-ed25519, ecdsa-sha2-nistp256/384/521 or ssh-rsa")
@@ -268,14 +274,12 @@ def parse_allowed_signers(text: str, path: str) -> list[AllowedSigner]:
         except (binascii.Error, ValueError) as exc:
             raise ApprovalError(f"{where}: the {kind} key is malformed ({exc}): copy it "
                                 "again from the signer's .pub file") from exc
-        namespaces = options.get("namespaces")
+        namespaces, after, before = (options.get(name) for name in OPTIONS)
         signers.append(AllowedSigner(
             principals, blob,
-            tuple(n.strip() for n in namespaces.split(",")) if namespaces is not None else None,
-            _timestamp(str(options["valid-after"]), where, "valid-after")
-            if options.get("valid-after") else None,
-            _timestamp(str(options["valid-before"]), where, "valid-before")
-            if options.get("valid-before") else None,
+            tuple(n.strip() for n in namespaces.split(",")) if namespaces else None,
+            _timestamp(after, where, "valid-after") if after else None,
+            _timestamp(before, where, "valid-before") if before else None,
             where, " ".join(tokens[:len(tokens) - len(rest) + 2])))
     return signers
 
