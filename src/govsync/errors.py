@@ -59,6 +59,19 @@ class Problem:
 class GovsyncError(Exception):
     """Root of every error govsync raises on purpose."""
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled as it is, not rebuilt through __init__ (whose parameters differ from
+        # class to class): an error raised in a child process (bounded.py) comes back whole.
+        return (_rebuilt, (type(self), self.args, self.__dict__))
+
+
+def _rebuilt(cls: type[GovsyncError], args: tuple[Any, ...],
+             attrs: dict[str, Any]) -> GovsyncError:
+    error = cls.__new__(cls, *args)
+    error.args = args
+    error.__dict__.update(attrs)
+    return error
+
 
 class ConfigError(GovsyncError):
     """The command line or environment is incomplete or contradictory."""

@@ -140,6 +140,10 @@ def _rule(data: Mapping[str, Any], workspace: str) -> Rule:
     for value in (data["name"], data["expression"], data["message"]):
         if not isinstance(value, str):
             raise TypeError("a rule's name, expression and message are strings")
+    for value in (kinds, envs):
+        if value is not None and not (isinstance(value, list)
+                                      and all(isinstance(v, str) for v in value)):
+            raise TypeError("a rule's kinds and environments are lists of strings")
     return Rule(data["name"], data["expression"], data["message"], Severity(data["severity"]),
                 tuple(kinds) if kinds is not None else None,
                 tuple(envs) if envs is not None else None,

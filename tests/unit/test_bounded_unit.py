@@ -42,9 +42,6 @@ def test_an_exception_of_the_work_is_raised_again() -> None:
         run_bounded(work, seconds=10, memory=64 * MIB)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: ManifestError does not survive pickling (it is "
-                   "rebuilt from its message, as if that were the problem list), so one raised "
-                   "in the child comes back with its message scrambled")
 def test_a_govsync_error_of_the_work_keeps_its_message() -> None:
     problem = Problem("govsync.yaml", 3, 5, "rule r: broken")
 

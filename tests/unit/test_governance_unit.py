@@ -105,9 +105,6 @@ def test_a_malformed_record_is_a_damaged_state(name: str) -> None:
     assert "\n" not in text
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a recorded rule whose kinds or environments is "
-                   "a string (not a list) is read as its letters, so the rule silently matches "
-                   "nothing, instead of a StateDamagedError")
 @pytest.mark.parametrize("key", ["kinds", "environments"])
 def test_a_rules_match_that_is_a_string_is_damaged(key: str) -> None:
     data = damaged(lambda d: d["rules"][0].update({key: "Hook" if key == "kinds" else "prod"}))
