@@ -71,14 +71,19 @@ def _child(work: Callable[[Callable[[str], None]], Any], fd: int,
             _send(fd, _STEP, name.encode())
 
         try:
-            result = work(step)
+            tag, value = _DONE, work(step)
         except MemoryError:
             code = 3
             return
         except Exception as exc:  # the parent raises it again
-            _send(fd, _FAILED, pickle.dumps(exc))
-            return
-        _send(fd, _DONE, pickle.dumps(result))
+            tag, value = _FAILED, exc
+        try:
+            payload = pickle.dumps(value)
+        except Exception as exc:  # said as what it is, not as a lack of memory
+            tag, payload = _FAILED, pickle.dumps(RuntimeError(
+                f"the bounded work's {'result' if tag == _DONE else 'error'} "
+                f"{type(value).__name__} cannot be sent back ({type(exc).__name__})"))
+        _send(fd, tag, payload)
     except BaseException:
         code = 4
     finally:

@@ -203,7 +203,7 @@ class Compiled:
 
 
 _UNDECLARED = re.compile(r"undeclared reference to '([^']*)'")
-_AT = re.compile(r"<input>:(\d+):(\d+): ")
+_AT = re.compile(r"<input>:(-?\d+):(-?\d+): ")
 
 
 def _cel_message(exc: BaseException) -> str:
@@ -214,7 +214,7 @@ def _cel_message(exc: BaseException) -> str:
     first = first.split("ERROR: ", 1)[-1]
     where = _AT.search(first)
     first = _AT.sub("", first).replace(" (in container '')", "").strip()
-    if where:
+    if where and int(where.group(1)) > 0:  # CEL says -1:-1 for no place (too deep)
         first += f" (line {where.group(1)}, column {where.group(2)} of the expression)"
     return first
 

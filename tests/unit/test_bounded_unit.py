@@ -110,3 +110,10 @@ def test_an_abort_is_taken_for_running_out_of_memory() -> None:
     with pytest.raises(BudgetExceeded) as info:
         run_bounded(work, seconds=10, memory=32 * MIB)
     assert str(info.value) == "more than 32 MiB of memory (in evaluating)"
+
+
+def test_a_result_that_does_not_pickle_is_said_as_such() -> None:
+    # (Python words it as an AttributeError or a PicklingError, by version.)
+    with pytest.raises(RuntimeError, match=r"^the bounded work's result function cannot be "
+                                           r"sent back \((AttributeError|PicklingError)\)$"):
+        run_bounded(lambda step: (lambda: None), seconds=10, memory=64 * MIB)

@@ -174,6 +174,12 @@ def test_compile_errors_are_worded_at_the_rule() -> None:
     assert len(rules.compile_rules([Rule("dyn", "object.name", "m")])) == 1
 
 
+def test_an_expression_too_deep_to_parse_has_no_place_of_cels_own() -> None:
+    deep = compile_one("1" + " + 1" * 5000)
+    assert deep == ("p.yaml:3:5: rule r1: the expression does not compile: Exceeded max "
+                    "recursion depth of 32 when parsing."), deep
+
+
 def test_every_rule_that_does_not_compile_is_named() -> None:
     with pytest.raises(ManifestError) as info:
         rules.compile_rules([Rule("ok", "true", "m"), Rule("x", "1", "m", file="a.yaml", line=2),
