@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -82,6 +83,14 @@ def stop(proc: subprocess.Popen[bytes], *, kill: bool = False) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def stored_objects(url: str, key: str) -> dict[str, list[dict[str, Any]]]:
+    """Everything a served reference server holds, by kind (``/_govsync/objects``)."""
+    response = httpx.get(f"{url}/_govsync/objects", headers={"X-API-KEY": key}, timeout=30)
+    response.raise_for_status()
+    data: dict[str, list[dict[str, Any]]] = response.json()
+    return data
 
 
 def drop_pg_workspaces(url: str, workspaces: list[str]) -> None:

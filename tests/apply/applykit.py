@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import yaml
 
 from govsync.api.kinds import BY_KIND
@@ -39,6 +38,7 @@ from testkit import (  # noqa: F401  (re-exported for the apply tests)
     EXAMPLES,
     ROOT,
     free_port,
+    stored_objects,
 )
 from testkit import serve as serve_process
 from testkit import stop as stop_process
@@ -127,11 +127,7 @@ class Server:
             stop_process(proc)
 
     def objects(self) -> dict[str, list[dict[str, Any]]]:
-        response = httpx.get(f"{self.url}/_govsync/objects", headers={"X-API-KEY": KEY},
-                             timeout=30)
-        response.raise_for_status()
-        data: dict[str, list[dict[str, Any]]] = response.json()
-        return data
+        return stored_objects(self.url, KEY)
 
 
 # -- govsync ---------------------------------------------------------------------------

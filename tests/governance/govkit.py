@@ -19,9 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-from testkit import serve, stop
+from testkit import serve, stop, stored_objects
 
 KEY = "governance-test-key"
 
@@ -152,11 +150,7 @@ class Repo:
         return self.gov("apply", "--env", env, str(plan))
 
     def objects(self) -> dict[str, list[dict[str, Any]]]:
-        response = httpx.get(f"{self.url}/_govsync/objects", headers={"X-API-KEY": KEY},
-                             timeout=30)
-        response.raise_for_status()
-        data: dict[str, list[dict[str, Any]]] = response.json()
-        return data
+        return stored_objects(self.url, KEY)
 
     def hooks(self) -> dict[str, dict[str, Any]]:
         return {h["name"]: h for h in self.objects().get("Hook", [])}
