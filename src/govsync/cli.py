@@ -24,7 +24,7 @@ from govsync.api.catalog import readable_kinds
 from govsync.commands import read_snapshot
 from govsync.docs import write_docs
 from govsync.envvars import API_KEY as API_KEY_ENV
-from govsync.envvars import DEFAULT_STATE, LOCAL_DB, UI_TOKEN
+from govsync.envvars import DEFAULT_STATE, UI_TOKEN
 from govsync.envvars import LOG as LOG_ENV
 from govsync.errors import (
     ConfigError,
@@ -46,7 +46,7 @@ from govsync.redact import url as safe_url
 from govsync.render.graph import change_graph, dependency_graph
 from govsync.render.graph import render as render_graph
 from govsync.rules import check_manifests
-from govsync.settings import Settings
+from govsync.settings import Settings, resolve
 from govsync.sshsig import PassphraseNeeded
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -139,6 +139,15 @@ def project_options(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def given(ctx: click.Context, param: str, value: str | None, flag: str, variable: str) -> Given:
+    """A global option's value and where it came from (option, environment, default)."""
+    source = ctx.get_parameter_source(param)
+    where = ("option" if source == click.core.ParameterSource.COMMANDLINE
+             else "environment" if source == click.core.ParameterSource.ENVIRONMENT
+             else "default")
+    return Given(value, where, flag, variable)
+
+
 def global_options(func: F) -> F:
     """--endpoint, --state, --workspace... and the project's environment, collapsed into
     one ``settings`` argument.  Precedence, highest first: the option, its environment
@@ -165,24 +174,14 @@ def global_options(func: F) -> F:
                 **kwargs: Any) -> Any:
         ctx = click.get_current_context()
 
-        def chosen(param: str, value: Any, setting: str, flag: str, variable: str) -> Any:
-            source = ctx.get_parameter_source(param)
-            where = ("option" if source == click.core.ParameterSource.COMMANDLINE
-                     else "environment" if source == click.core.ParameterSource.ENVIRONMENT
-                     else "default")
-            return selection.choose(setting, Given(value, where, flag, variable))
-
-        settings = Settings(
-            endpoint=chosen("endpoint", endpoint, "endpoint", "--endpoint",
-                            envvars.ENDPOINT) or None,
+        settings = resolve(
+            selection,
+            endpoint=given(ctx, "endpoint", endpoint, "--endpoint", envvars.ENDPOINT),
+            state=given(ctx, "state_url", state_url, "--state", envvars.STATE),
+            workspace=given(ctx, "workspace", workspace, "--workspace", envvars.WORKSPACE),
             api_key=os.environ.get(API_KEY_ENV) or None,
-            state=chosen("state_url", state_url, "state", "--state", envvars.STATE),
-            workspace=chosen("workspace", workspace, "workspace", "--workspace",
-                             envvars.WORKSPACE),
             insecure_http=insecure_http,
             local_seed=local_seed,
-            local_db=selection.default("local_db") or LOCAL_DB,
-            selection=selection,
         )
         return func(*args, settings=settings, **kwargs)
 

@@ -27,6 +27,7 @@ HEAVY = frozenset({
     "httpx", "httpcore", "anyio", "h11", "certifi", "ssl", "asyncio", "cel_expr_python",
     "cryptography", "networkx", "starlette", "uvicorn", "psycopg", "pydantic", "pydantic_core",
     "rich", "deepdiff", "ruamel", "playwright", "prometheus_client", "difflib", "resource",
+    "croniter",
 })
 
 
