@@ -252,6 +252,8 @@ def _sinks(value: Any, at: tuple[Any, ...], report: Report) -> tuple[Sink, ...]:
             continue
         names.add(name)
         events = _events(body.get("events"), (*here, "events"), report)
+        if kind == SinkType.GITHUB and "events" not in body:
+            events |= {Event.SYNCED}  # the commit status turns green, the issue closes
         url = secret = token = None
         repository = None
         api_url = GITHUB_API

@@ -239,11 +239,16 @@ def merged_cycle(newest: dict[str, Any] | None, record: dict[str, Any]) -> dict[
 
 
 def leader_record(holder: LockHolder, epoch: int, previous: Any) -> dict[str, Any]:
-    """The agent's value ``leader``: who leads, since when, with which epoch, and whom
-    it took over from (None: nobody led before)."""
+    """The agent's value ``leader``: who leads, since when, with which epoch, who led
+    before (None: nobody), and whether it took over (the one before never gave it
+    back: it was killed or cut off).  A leader that stops records ``released``."""
     before = previous.get("holder") if isinstance(previous, dict) else None
-    return {"holder": holder.as_dict(), "epoch": epoch, "since": now(),
-            "previous": before if isinstance(before, dict) else None}
+    before = before if isinstance(before, dict) else None
+    # A leader that ended without giving its leadership back (killed, or cut off).
+    took_over = before is not None and not (isinstance(previous, dict)
+                                            and previous.get("released"))
+    return {"holder": holder.as_dict(), "epoch": epoch, "since": now(), "previous": before,
+            "tookOver": took_over}
 
 
 def leader_epoch(value: Any) -> int:
