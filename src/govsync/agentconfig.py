@@ -46,7 +46,7 @@ GITHUB_API = "https://api.github.com"
 SINK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 REPOSITORY = re.compile(r"^[A-Za-z0-9_.\-]+/[A-Za-z0-9_.\-]+$")
 VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s)?$")
 
 
 class Event(StrEnum):
@@ -119,8 +119,8 @@ def parse_duration(text: str) -> float:
         match = DURATION.match(value)
         if not value or match is None:
             raise ValueError(f"{text!r} is not a duration: write 30s, 5m, 1h or 1h30m")
-        hours, minutes, secs = (int(g or 0) for g in match.groups())
-        seconds = float(hours * 3600 + minutes * 60 + secs)
+        hours, minutes, secs = match.groups()
+        seconds = int(hours or 0) * 3600 + int(minutes or 0) * 60 + float(secs or 0)
     if seconds <= 0:
         raise ValueError(f"{text!r}: a duration is more than 0 seconds")
     return seconds

@@ -121,8 +121,8 @@ class Agent:
         return self.checkout.branch if self.checkout is not None else None
 
     def run(self, *, once: bool = False) -> int:
-        """Cycle until stopped (``once``: one round).  The exit code of ``--once``: 0 every
-        environment Synced, 2 some not (changes, blocked, locked...), 1 an Error."""
+        """Cycle until stopped (then 0), or one round with ``once``: 0 every environment
+        Synced, 2 some not (changes, blocked, locked...), 1 an Error."""
         try:
             while not self.stopping.is_set():
                 woken = self.woken.is_set()
@@ -140,6 +140,8 @@ class Agent:
                     store.close()
                 except StateError as exc:  # its leaderships end with its sessions anyway
                     log.warning("closing the state store: %s", exc)
+        if not once:
+            return 0  # stopped (SIGTERM): what was in flight is recorded
         statuses = [k.cycle.status for k in self.known.values() if k.cycle is not None]
         if self.problem or Status.ERROR in statuses or not statuses:
             return 1
