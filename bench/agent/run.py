@@ -25,7 +25,6 @@ import os
 import platform
 import re
 import resource
-import shutil
 import signal
 import socket
 import subprocess
