@@ -35,8 +35,10 @@ import urllib.request
 import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "plan"))
 
+from common import compile_package  # noqa: E402
 from generate import applied_entries, write  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -258,6 +260,7 @@ def main() -> None:
     parser.add_argument("--idle-seconds", type=float, default=600.0)
     parser.add_argument("--interval", type=float, default=10.0, help="take-over's interval")
     args = parser.parse_args()
+    compile_package()
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python "
           f"{platform.python_version()}")
     with tempfile.TemporaryDirectory() as work:
