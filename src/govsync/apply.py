@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import graphlib
 import heapq
+import threading
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
@@ -261,8 +262,12 @@ class Applier:
         reporter: Reporter | None = None,
         api_key: str | None = None,
         endpoint: str | None = None,
+        stopping: threading.Event | None = None,
     ) -> None:
         self.store = store
+        # Set by another thread (the agent, on SIGTERM): what is in flight is
+        # answered and recorded, nothing more is sent.
+        self.stopping = stopping
         # To record as the workspace's endpoint once it has answered (None: nothing to).
         self.endpoint = endpoint
         # Never recorded, even echoed inside an answer (with the request's secrets).
@@ -336,9 +341,15 @@ class Applier:
             elif dep in self.unsure:
                 return _outcome(change, Result.SKIPPED,
                                 f"{dep} is uncertain (settle it with govsync state resolve)")
+        if self.stopping is not None and self.stopping.is_set():
+            self._stop("stopping", "stopped on request: the changes not sent yet were not "
+                                   "sent (the next apply sends them)")
         if self.result.stopped:
             return _outcome(change, Result.SKIPPED, f"not sent: {self.result.stopped_short}")
         async with self.throttle.slot(-self._chain[change.address]):
+            if self.stopping is not None and self.stopping.is_set():
+                self._stop("stopping", "stopped on request: the changes not sent yet were "
+                                       "not sent (the next apply sends them)")
             if self.result.stopped:  # checked once a slot is ours: queued changes stop too
                 return _outcome(change, Result.SKIPPED,
                                 f"not sent: {self.result.stopped_short}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -346,6 +347,7 @@ def apply(
     lock_timeout: float = 0.0,
     reporter: Reporter | None = None,
     allow_endpoint_change: bool = False,
+    stopping: threading.Event | None = None,
 ) -> tuple[Plan, ApplyResult]:
     """Plan the manifests (or take a saved plan) and apply it under the workspace lock.
 
@@ -355,6 +357,8 @@ def apply(
     ``confirm`` is shown the plan and returns whether to go on (None: go on).
     Before anything is sent, with the lock held: the workspace's recorded
     environment, its recorded approvals, and its rules on what would be sent.
+    ``stopping``, once set (by another thread), lets the calls in flight end and be
+    recorded, and sends nothing more (the agent on SIGTERM).
     """
 
     saved = source if isinstance(source, SavedPlan) else None
@@ -396,7 +400,7 @@ def apply(
                     source, store, snapshot, settings, record=record, proposed=proposed,
                     evidence=evidence, reviewed=reviewed is not None, confirm=confirm,
                     parallelism=parallelism, forget_orphans=forget_orphans, reporter=reporter,
-                    allow_endpoint_change=allow_endpoint_change))
+                    allow_endpoint_change=allow_endpoint_change, stopping=stopping))
             except KeyboardInterrupt:
                 raise _interrupted(store, settings, snapshot) from None
         finally:
@@ -459,6 +463,7 @@ async def _apply(
     forget_orphans: bool,
     reporter: Reporter | None,
     allow_endpoint_change: bool,
+    stopping: threading.Event | None = None,
 ) -> tuple[Plan, ApplyResult]:
     from govsync.apply import Applier, ApplyResult, Throttle
 
@@ -555,7 +560,7 @@ async def _apply(
                            else None)
         applier = Applier(store, snapshot, client, environ=settings.environ, throttle=throttle,
                           reporter=reporter, api_key=settings.api_key,
-                          endpoint=record_endpoint)
+                          endpoint=record_endpoint, stopping=stopping)
         result = await applier.run(the_plan, work)
         if evidence is not None and work and not result.took_effect:
             # Nothing changed (a refused key, say): the plan is as good as before.

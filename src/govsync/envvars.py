@@ -30,8 +30,13 @@ KEY_PASSPHRASE: Final = "GOVSYNC_KEY_PASSPHRASE"
 ACTOR: Final = "GOVSYNC_ACTOR"
 # The bearer token of the dashboard (`govsync ui`).
 UI_TOKEN: Final = "GOVSYNC_UI_TOKEN"
+# The agent: the secret of its push webhook (X-Hub-Signature-256), and the address
+# where people reach it (for the links its notifications carry).
+AGENT_WEBHOOK_SECRET: Final = "GOVSYNC_AGENT_WEBHOOK_SECRET"
+AGENT_URL: Final = "GOVSYNC_AGENT_URL"
 
 # Every one of govsync's own settings: none may stand for a manifest's secret
 # (``{fromEnv: GOVSYNC_API_KEY}`` would send govsync's own key to an integration).
 OWN: Final = frozenset({ENDPOINT, API_KEY, STATE, WORKSPACE, ENV, PROJECT, LOG, INSECURE_HTTP,
-                        LOCAL_SEED, INSTALL_SPEC, KEY_PASSPHRASE, ACTOR, UI_TOKEN})
+                        LOCAL_SEED, INSTALL_SPEC, KEY_PASSPHRASE, ACTOR, UI_TOKEN,
+                        AGENT_WEBHOOK_SECRET, AGENT_URL})

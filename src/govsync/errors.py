@@ -11,6 +11,7 @@
      │    └── GovernanceError      a run contradicts what its workspace records (environment,
      │                             approvals, rules), or a reviewed plan differs
      ├── MigrateError              a Terraform state cannot be migrated (carries every problem)
+     ├── AgentError                the agent cannot reach its repository or a notification sink
      ├── StateError                the state store failed or refuses
      │    ├── StateLockedError     another process holds the workspace lock
      │    ├── LockLostError        this process's workspace lock was lost: it writes nothing more
@@ -119,6 +120,10 @@ class MigrateError(GovsyncError):
     def __init__(self, problems: list[str]) -> None:
         self.problems = problems
         super().__init__("\n".join(problems))
+
+
+class AgentError(GovsyncError):
+    """The agent cannot reach its repository, or a notification sink refused a message."""
 
 
 class StateError(GovsyncError):

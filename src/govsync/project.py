@@ -29,7 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from govsync import approvals, redact, rules
+from govsync import agentconfig, approvals, redact, rules
+from govsync.agentconfig import AgentSettings
 from govsync.approvals import Approvals
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.envvars import DEFAULT_STATE, LOCAL_DB
@@ -44,8 +45,8 @@ API_VERSION = "govsync/v1"
 ENV_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 TOP_KEYS = ("apiVersion", "kind", "paths", "workspace", "endpoint", "state", "vars",
-            "environments", "rules", "approvals")
-ENV_KEYS = ("paths", "workspace", "endpoint", "state", "vars")
+            "environments", "rules", "approvals", "agent")
+ENV_KEYS = ("paths", "workspace", "endpoint", "state", "vars", "agent")
 # Keys a user might put a credential under: refused with the reason.
 _KEY_LIKE = re.compile(r"(?i)^(api[-_]?key|x-api-key|apikey|token|password|secret)$")
 
@@ -60,6 +61,8 @@ class Environment:
     endpoint: str | None = None
     state: str | None = None
     vars: Mapping[str, Any] = field(default_factory=dict)
+    # The agent's settings here (contract section 9; None: none).
+    agent: AgentSettings | None = None
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,11 @@ class Project:
     def variables(self, env: Environment | None, overrides: Mapping[str, Any]) -> dict[str, Any]:
         """Top-level vars, overridden by the environment's, overridden by ``--var``."""
         return {**self.top.vars, **(env.vars if env else {}), **overrides}
+
+    def agent(self, env: Environment | None) -> AgentSettings:
+        """The agent's settings of ``env``: its own over the project's top level."""
+        top = self.top.agent or AgentSettings()
+        return env.agent.over(top) if env is not None and env.agent is not None else top
 
     def paths(self, env: Environment | None) -> tuple[str, ...] | None:
         if env is not None and env.paths is not None:
@@ -166,7 +174,7 @@ def _check(doc: Any, base: str) -> Project:
         _keys(body, ("environments", name), ENV_KEYS, problem)
         env = _environment(name, body, ("environments", name), base, problem)
         environments[name] = Environment(name, env.paths, env.workspace or name, env.endpoint,
-                                         env.state, env.vars)
+                                         env.state, env.vars, env.agent)
 
     def at(where: tuple[Any, ...]) -> tuple[int, int]:
         line, col = locate(doc.root, where)
@@ -219,8 +227,9 @@ def _environment(name: str, body: dict[str, Any], at: tuple[Any, ...], base: str
         if not isinstance(key, str) or not VAR_NAME.match(key):
             problem((*at, "vars", key), f"variable name {key!r}: start with a letter or '_' and "
                     "use only letters, digits and '_'", key=True)
+    agent = agentconfig.parse(body.get("agent"), (*at, "agent"), base, problem)
     return Environment(name, paths, strings["workspace"], strings["endpoint"], strings["state"],
-                       dict(variables))
+                       dict(variables), agent)
 
 
 def parse_var(text: str) -> tuple[str, Any]:

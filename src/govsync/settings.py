@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from govsync import envvars
 from govsync.errors import ConfigError
-from govsync.project import Selection
+from govsync.project import Given, Selection
 
 WORKSPACE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 
@@ -43,3 +43,21 @@ class Settings:
             raise ConfigError(
                 f"invalid workspace name {self.workspace!r}: use letters, digits, '.', '_' "
                 "and '-' (at most 64 characters)")
+
+
+def resolve(selection: Selection, *, endpoint: Given, state: Given, workspace: Given,
+            api_key: str | None, insecure_http: bool = False, local_seed: str | None = None
+            ) -> Settings:
+    """The settings of ``selection`` (a project's environment, or none) from the global
+    options as given (``Selection.choose``: option, environment variable, the
+    environment's entry, the project's top level, the default)."""
+    return Settings(
+        endpoint=selection.choose("endpoint", endpoint) or None,
+        api_key=api_key,
+        state=selection.choose("state", state) or envvars.DEFAULT_STATE,
+        workspace=selection.choose("workspace", workspace) or envvars.DEFAULT_WORKSPACE,
+        insecure_http=insecure_http,
+        local_seed=local_seed,
+        local_db=selection.default("local_db") or envvars.LOCAL_DB,
+        selection=selection,
+    )

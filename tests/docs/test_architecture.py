@@ -28,7 +28,7 @@ HEAVY = frozenset({
     "cryptography", "networkx", "starlette", "uvicorn", "psycopg", "pydantic", "pydantic_core",
     "rich", "deepdiff", "ruamel", "playwright", "prometheus_client", "difflib", "resource",
     # importlib.metadata: 11 ms, for `govsync init` (which install made this govsync).
-    "importlib",
+    "importlib", "croniter",
 })
 
 

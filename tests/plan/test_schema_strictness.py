@@ -87,6 +87,6 @@ def test_invalid_for_both(gov: Gov, workdir: Path, document: dict[str, Any]) -> 
 def test_every_example_manifest_is_valid() -> None:
     for path in sorted((ROOT / "examples").rglob("*.yaml")):
         for document in yaml.safe_load_all(path.read_text(encoding="utf-8")):
-            if isinstance(document, dict) and "apiVersion" in document:
+            if isinstance(document, dict) and str(document.get("apiVersion", "")).startswith("govsync/"):
                 errors = [e.message for e in VALIDATOR.iter_errors(document)]
                 assert not errors, (path, errors)

@@ -463,7 +463,8 @@ def test_postgres_creates_its_tables_concurrently(postgres_url: str,
             "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
             (schema,))}
         assert tables == {"govsync_workspaces", "govsync_objects", "govsync_locks",
-                          "govsync_history", "govsync_applied_plans", "govsync_plan_keys"}
+                          "govsync_history", "govsync_applied_plans", "govsync_plan_keys",
+                          "govsync_agent"}
         serial = admin.execute(f"SELECT serial FROM {schema}.govsync_workspaces").fetchall()
     assert serial == [(6,)]
 

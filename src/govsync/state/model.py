@@ -208,7 +208,50 @@ def lock_lost(workspace: str, why: str) -> str:
             "more; run `govsync plan` to see what is uncertain")
 
 
+def leadership_lost(workspace: str, why: str) -> str:
+    """The message of a LockLostError for an agent's lost leadership."""
+    return (f"this agent no longer leads workspace {workspace!r} ({why}): it records "
+            "nothing more for it")
+
+
 def empty_snapshot(workspace: str) -> Snapshot:
     """What a state that does not exist yet reads as: nothing recorded.  Its key is
     made up and thrown away, so nothing planned from it can be saved."""
     return Snapshot(workspace, "", 0, {}, secrets.token_bytes(32))
+
+
+# -- the agent's records (contract section 9) ------------------------------------------
+
+# The agent's values of a workspace (``Storage.agent``).
+AGENT_LEADER = "leader"
+AGENT_CYCLE = "cycle"
+
+
+def merged_cycle(newest: dict[str, Any] | None, record: dict[str, Any]) -> dict[str, Any] | None:
+    """``record`` merged into ``newest`` (the workspace's newest history record) when
+    both are agent cycles with one ``key``; None when it is to be appended."""
+    if (newest is None or newest.get("type") != record.get("type")
+            or record.get("key") is None or newest.get("key") != record.get("key")):
+        return None
+    cycles = newest.get("cycles")
+    return {**record, "since": newest.get("since") or newest.get("at"),
+            "cycles": (cycles if isinstance(cycles, int) else 1) + 1}
+
+
+def leader_record(holder: LockHolder, epoch: int, previous: Any) -> dict[str, Any]:
+    """The agent's value ``leader``: who leads, since when, with which epoch, who led
+    before (None: nobody), and whether it took over (the one before never gave it
+    back: it was killed or cut off).  A leader that stops records ``released``."""
+    before = previous.get("holder") if isinstance(previous, dict) else None
+    before = before if isinstance(before, dict) else None
+    # A leader that ended without giving its leadership back (killed, or cut off).
+    took_over = before is not None and not (isinstance(previous, dict)
+                                            and previous.get("released"))
+    return {"holder": holder.as_dict(), "epoch": epoch, "since": now(), "previous": before,
+            "tookOver": took_over}
+
+
+def leader_epoch(value: Any) -> int:
+    """The epoch of a recorded ``leader`` value (0: none, or unreadable)."""
+    epoch = value.get("epoch") if isinstance(value, dict) else None
+    return epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else 0

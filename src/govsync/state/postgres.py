@@ -11,9 +11,11 @@ connection's ``search_path`` (choose another with
 * ``govsync_history``       one JSONB record per apply
 * ``govsync_applied_plans`` the saved plans each workspace applied (each applies once)
 * ``govsync_plan_keys``     the key that authenticates each workspace's saved plans
+* ``govsync_agent``         the agent's values of each workspace (pause, last cycle,
+                            leader, notifications sent)
 
-The read-only role (``readonly_grants``) may read the first four and never
-the last two: whoever can only read the state cannot forge a saved plan.
+The read-only role (``readonly_grants``) may read the first four and the
+agent's, and never the applied plans and plan keys: whoever can only read the state cannot forge a saved plan.
 
 Every write is one transaction that also bumps the workspace serial.  It
 bumps the serial *first*: the ``UPDATE`` takes the workspace row lock, so two
@@ -73,12 +75,25 @@ from govsync.state.codec import (
     entries_from_json_rows,
     json_object,
 )
-from govsync.state.model import Entry, LockHolder, Snapshot, checked_status, lock_lost, now
+from govsync.state.model import (
+    AGENT_CYCLE,
+    AGENT_LEADER,
+    Entry,
+    LockHolder,
+    Snapshot,
+    checked_status,
+    leader_epoch,
+    leader_record,
+    leadership_lost,
+    lock_lost,
+    merged_cycle,
+    now,
+)
 from govsync.state.store import StateStore
 
 TABLES = ("govsync_workspaces", "govsync_objects", "govsync_locks", "govsync_history")
 # What the read-only role may read: enough to plan, drift and list, not the plan keys.
-READABLE_TABLES = TABLES
+READABLE_TABLES = (*TABLES, "govsync_agent")
 
 # Tables added since the first release, made by the first write of an older database.
 ADDED_TABLES = {
@@ -91,6 +106,13 @@ ADDED_TABLES = {
     "govsync_plan_keys": """CREATE TABLE IF NOT EXISTS govsync_plan_keys (
         workspace TEXT PRIMARY KEY,
         plan_key BYTEA NOT NULL
+    )""",
+    # The agent's values of each workspace (Storage.agent): pause, last cycle, leader...
+    "govsync_agent": """CREATE TABLE IF NOT EXISTS govsync_agent (
+        workspace TEXT NOT NULL,
+        name TEXT NOT NULL,
+        value JSONB NOT NULL,
+        PRIMARY KEY (workspace, name)
     )""",
 }
 
@@ -165,6 +187,12 @@ HOLDER_WAIT_SECONDS = 1.0
 C = 'COLLATE "C"'
 
 
+def lead_key(workspace: str) -> int:
+    """The advisory lock key of the agent's leadership of a workspace: ``lock_key`` of
+    ``agent:WORKSPACE`` (no workspace name has a colon, so no workspace has it)."""
+    return lock_key(f"agent:{workspace}")
+
+
 def lock_key(workspace: str) -> int:
     """The advisory lock key of a workspace: the first 8 bytes of
     sha256("govsync:" + workspace) as a signed 64-bit integer."""
@@ -193,6 +221,7 @@ class PostgresStore(StateStore):
         self._secrets = _passwords(url)
         self._mutex = threading.RLock()  # one transaction at a time on self.db
         self._held: dict[str, _Lock] = {}
+        self._leading: dict[str, _Lock] = {}  # the agent's leaderships (Leadership)
         self._lock_db: psycopg.Connection[Any] | None = None
         self.db = self._connect()
         try:
@@ -436,6 +465,11 @@ class PostgresStore(StateStore):
                 raise LockLostError(lock_lost(
                     workspace, "its workspace record was removed from the state"))
             self._fence(cur, workspace, int(row[1]), bool(row[2]))
+            lead = self._leading.get(workspace)
+            if lead is not None:
+                why = self._leadership_lost(cur, workspace, lead)
+                if why:
+                    raise LockLostError(leadership_lost(workspace, why))
             yield cur, [int(row[0])]
 
     def _fence(self, cur: psycopg.Cursor[Any], workspace: str, epoch: int,
@@ -454,6 +488,19 @@ class PostgresStore(StateStore):
         if not alive:
             raise LockLostError(lock_lost(
                 workspace, f"the PostgreSQL session holding it (pid {lock.session_pid}) ended"))
+
+    def _leadership_lost(self, cur: psycopg.Cursor[Any], workspace: str, lead: _Lock) -> str:
+        """Why this store no longer leads the workspace ('' while it does)."""
+        cur.execute(f"SELECT (SELECT value FROM govsync_agent WHERE workspace = %s AND name = %s),"
+                    f" {_ALIVE}", (workspace, AGENT_LEADER,
+                                   *_key_params(lead_key(workspace), lead.session_pid)))
+        row = cur.fetchone()
+        assert row is not None
+        if leader_epoch(row[0]) != lead.epoch:
+            return "another agent took it over"
+        if not row[1]:
+            return f"the PostgreSQL session holding it (pid {lead.session_pid}) ended"
+        return ""
 
     def put_many(self, workspace: str, entries: Sequence[Entry]) -> int:
         # The last entry of an address holds (one statement cannot upsert a row twice).
@@ -526,6 +573,42 @@ class PostgresStore(StateStore):
         with self._write(workspace, bump=False) as (cur, _):
             cur.execute("UPDATE govsync_workspaces SET governance = %s WHERE name = %s",
                         (Jsonb(record) if record is not None else None, workspace))
+
+    def agent(self, workspace: str) -> dict[str, Any]:
+        if "govsync_agent" in self._schema[1] or self._fresh:
+            return {}
+        with self._mutex, self._errors(f"cannot read the agent's records of {workspace!r}"):
+            rows = self.db.execute("SELECT name, value FROM govsync_agent WHERE workspace = %s",
+                                   (workspace,)).fetchall()
+        return {str(name): value for name, value in rows}
+
+    def set_agent(self, workspace: str, name: str, value: Any) -> None:
+        with self._write(workspace, bump=False) as (cur, _):
+            if value is None:
+                cur.execute("DELETE FROM govsync_agent WHERE workspace = %s AND name = %s",
+                            (workspace, name))
+            else:
+                cur.execute("INSERT INTO govsync_agent (workspace, name, value) VALUES"
+                            " (%s, %s, %s) ON CONFLICT (workspace, name) DO UPDATE SET"
+                            " value = EXCLUDED.value", (workspace, name, Jsonb(value)))
+
+    def add_cycle(self, workspace: str, record: dict[str, Any]) -> None:
+        with self._write(workspace, bump=False) as (cur, _):
+            # Under the workspace row lock (_write): no other writer comes between.
+            cur.execute("SELECT id, record FROM govsync_history WHERE workspace = %s"
+                        " ORDER BY id DESC LIMIT 1", (workspace,))
+            row = cur.fetchone()
+            merged = merged_cycle(row[1] if row else None, record)
+            if merged is not None:
+                assert row is not None
+                cur.execute("UPDATE govsync_history SET at = now(), record = %s WHERE id = %s",
+                            (Jsonb(merged), row[0]))
+            else:
+                cur.execute("INSERT INTO govsync_history (workspace, record) VALUES (%s, %s)",
+                            (workspace, Jsonb(record)))
+            cur.execute("INSERT INTO govsync_agent (workspace, name, value) VALUES (%s, %s, %s)"
+                        " ON CONFLICT (workspace, name) DO UPDATE SET value = EXCLUDED.value",
+                        (workspace, AGENT_CYCLE, Jsonb(merged or record)))
 
     def plan_applied(self, workspace: str, plan_id: str) -> str | None:
         if "govsync_applied_plans" in self._schema[1] or self._fresh:
@@ -734,8 +817,64 @@ class PostgresStore(StateStore):
         )
         return int(row[0]) if row else None
 
+    # -- the agent's leadership ---------------------------------------------------
+    def lead(self, workspace: str, holder: LockHolder) -> int | None:
+        with self._mutex:
+            if workspace in self._leading:
+                return self._leading[workspace].epoch if self.leads(workspace) else None
+        self._ensure_schema()
+        with self._mutex, self._errors(f"cannot take the agent's lead of {workspace!r}"):
+            conn = self._lock_connection()
+            row = conn.execute("SELECT pg_try_advisory_lock(%s), pg_backend_pid()",
+                               (lead_key(workspace),)).fetchone()
+        if row is None or not row[0]:
+            return None
+        session_pid = int(row[1])
+        try:
+            with self._write(workspace, bump=False) as (cur, _):
+                cur.execute("SELECT value FROM govsync_agent WHERE workspace = %s AND"
+                            " name = %s FOR UPDATE", (workspace, AGENT_LEADER))
+                found = cur.fetchone()
+                previous = found[0] if found else None
+                epoch = leader_epoch(previous) + 1
+                cur.execute("INSERT INTO govsync_agent (workspace, name, value) VALUES"
+                            " (%s, %s, %s) ON CONFLICT (workspace, name) DO UPDATE SET"
+                            " value = EXCLUDED.value",
+                            (workspace, AGENT_LEADER,
+                             Jsonb(leader_record(holder, epoch, previous))))
+        except BaseException:
+            with self._mutex, contextlib.suppress(StateError):
+                self._unlock_key(lead_key(workspace), session_pid)
+            raise
+        with self._mutex:
+            self._leading[workspace] = _Lock(epoch, session_pid)
+        return epoch
+
+    def leads(self, workspace: str) -> bool:
+        lead = self._leading.get(workspace)
+        if lead is None:
+            return False
+        with self._transaction(f"cannot read the agent's records of {workspace!r}") as cur:
+            return not self._leadership_lost(cur, workspace, lead)
+
+    def resign(self, workspace: str) -> None:
+        with self._mutex:
+            lead = self._leading.pop(workspace, None)
+            if lead is not None:
+                with contextlib.suppress(StateError):
+                    self._unlock_key(lead_key(workspace), lead.session_pid)
+
+    def _unlock_key(self, key: int, session_pid: int) -> None:
+        conn = self._lock_db
+        if conn is None or conn.closed or conn.info.backend_pid != session_pid:
+            return  # the session is gone, and its locks with it
+        with self._errors("cannot give an advisory lock back"):
+            conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+
     def close(self) -> None:
         with self._mutex:
+            for workspace in list(self._leading):
+                self.resign(workspace)
             for workspace in list(self._held):
                 try:
                     self.release(workspace)
@@ -756,8 +895,12 @@ _ALIVE = (
 
 
 def _alive_params(workspace: str, session_pid: int) -> tuple[int, int, int]:
-    key = lock_key(workspace) & 0xFFFFFFFFFFFFFFFF
-    return (session_pid, key >> 32, key & 0xFFFFFFFF)
+    return _key_params(lock_key(workspace), session_pid)
+
+
+def _key_params(key: int, session_pid: int) -> tuple[int, int, int]:
+    unsigned = key & 0xFFFFFFFFFFFFFFFF
+    return (session_pid, unsigned >> 32, unsigned & 0xFFFFFFFF)
 
 
 def _ensure(cur: psycopg.Cursor[Any], workspace: str) -> None:

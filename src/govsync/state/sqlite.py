@@ -71,7 +71,21 @@ from govsync.state.codec import (
     entries_from_json_rows,
     json_object,
 )
-from govsync.state.model import Entry, LockHolder, Snapshot, checked_status, dumps, lock_lost, now
+from govsync.state.model import (
+    AGENT_CYCLE,
+    AGENT_LEADER,
+    Entry,
+    LockHolder,
+    Snapshot,
+    checked_status,
+    dumps,
+    leader_epoch,
+    leader_record,
+    leadership_lost,
+    lock_lost,
+    merged_cycle,
+    now,
+)
 from govsync.state.store import StateStore
 
 log = logging.getLogger(__name__)
@@ -84,6 +98,13 @@ ADDED_TABLES = {
     plan_id TEXT NOT NULL,
     applied_at TEXT NOT NULL,
     PRIMARY KEY (workspace, plan_id)
+)""",
+    # The agent's values of each workspace (Storage.agent): pause, last cycle, leader...
+    "agent": """CREATE TABLE IF NOT EXISTS agent (
+    workspace TEXT NOT NULL,
+    name TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (workspace, name)
 )""",
 }
 
@@ -150,6 +171,7 @@ class SqliteStore(StateStore):
         self.url = path
         self.path = path
         self._locks: dict[str, _Lock] = {}
+        self._leading: dict[str, _Lock] = {}  # the agent's leaderships (Leadership)
         self._mutex = threading.RLock()  # one transaction at a time on self.db
         try:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -407,6 +429,7 @@ class SqliteStore(StateStore):
                                write=True) as db:
             if not self._fence(db, workspace):
                 _ensure(db, workspace)
+            self._fence_leadership(db, workspace)
             body(db)
             if bump:
                 db.execute("UPDATE workspaces SET serial = serial + 1 WHERE name = ?",
@@ -437,6 +460,31 @@ class SqliteStore(StateStore):
             raise LockLostError(lock_lost(
                 workspace, f"the lock file {self._lock_path(workspace)} was removed"))
         return True
+
+    def _fence_leadership(self, db: sqlite3.Connection, workspace: str) -> None:
+        """Inside a write transaction: refuse if this store lost a leadership it held."""
+        lead = self._leading.get(workspace)
+        if lead is None:
+            return
+        why = self._leadership_lost(db, workspace, lead)
+        if why:
+            raise LockLostError(leadership_lost(workspace, why))
+
+    def _leadership_lost(self, db: sqlite3.Connection, workspace: str, lead: _Lock) -> str:
+        """Why this store no longer leads the workspace ('' while it does)."""
+        row = db.execute("SELECT value FROM agent WHERE workspace = ? AND name = ?",
+                         (workspace, AGENT_LEADER)).fetchone()
+        recorded = _json(row[0]) if row else None
+        if leader_epoch(recorded) != lead.epoch:
+            return "another agent took it over"
+        mine = os.fstat(lead.fd)
+        try:
+            there = os.stat(self._lead_path(workspace))
+        except FileNotFoundError:
+            there = None
+        if there is None or (there.st_ino, there.st_dev) != (mine.st_ino, mine.st_dev):
+            return f"its lock file {self._lead_path(workspace)} was removed"
+        return ""
 
     # -- read --------------------------------------------------------------------
     def _create(self, workspace: str) -> None:
@@ -563,6 +611,48 @@ class SqliteStore(StateStore):
         self._write(workspace, lambda db: db.execute(
             "UPDATE workspaces SET governance = ? WHERE name = ?", (text, workspace)),
             bump=False)
+
+    def agent(self, workspace: str) -> dict[str, Any]:
+        with self._transaction(f"cannot read the agent's records of {workspace!r}",
+                               write=False) as db:
+            rows = db.execute("SELECT name, value FROM agent WHERE workspace = ?",
+                              (workspace,)).fetchall()
+        try:
+            return {str(name): json.loads(value) for name, value in rows}
+        except (TypeError, ValueError):
+            raise self._damaged(f"a record of the agent of workspace {workspace!r} is not "
+                                "JSON") from None
+
+    def set_agent(self, workspace: str, name: str, value: Any) -> None:
+        text = dumps(value) if value is not None else None
+
+        def body(db: sqlite3.Connection) -> None:
+            if text is None:
+                db.execute("DELETE FROM agent WHERE workspace = ? AND name = ?",
+                           (workspace, name))
+            else:
+                db.execute("INSERT OR REPLACE INTO agent (workspace, name, value)"
+                           " VALUES (?, ?, ?)", (workspace, name, text))
+
+        self._write(workspace, body, bump=False)
+
+    def add_cycle(self, workspace: str, record: dict[str, Any]) -> None:
+        at = str(record.get("at") or now())
+
+        def body(db: sqlite3.Connection) -> None:
+            row = db.execute("SELECT seq, record FROM history WHERE workspace = ?"
+                             " ORDER BY seq DESC LIMIT 1", (workspace,)).fetchone()
+            merged = merged_cycle(_json(row[1]) if row else None, record)
+            if merged is not None:
+                db.execute("UPDATE history SET at = ?, record = ? WHERE seq = ?",
+                           (at, dumps(merged), row[0]))
+            else:
+                db.execute("INSERT INTO history (workspace, at, record) VALUES (?, ?, ?)",
+                           (workspace, at, dumps(record)))
+            db.execute("INSERT OR REPLACE INTO agent (workspace, name, value) VALUES (?, ?, ?)",
+                       (workspace, AGENT_CYCLE, dumps(merged or record)))
+
+        self._write(workspace, body, bump=False)
 
     def plan_applied(self, workspace: str, plan_id: str) -> str | None:
         with self._transaction("cannot read the applied plans", write=False) as db:
@@ -715,7 +805,68 @@ class SqliteStore(StateStore):
         except (TypeError, ValueError, AttributeError):
             return None  # an unreadable record names nobody; the lock still holds
 
+    # -- the agent's leadership ----------------------------------------------------
+    def _lead_path(self, workspace: str) -> str:
+        return f"{self.path}.{workspace}.agent.lock"
+
+    def lead(self, workspace: str, holder: LockHolder) -> int | None:
+        with self._mutex:
+            if workspace in self._leading:
+                return self._leading[workspace].epoch if self.leads(workspace) else None
+        path = self._lead_path(workspace)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise StateError(f"cannot open the lock file {path}: {exc}") from exc
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                return None
+            mine, there = os.fstat(fd), os.stat(path)
+            if (mine.st_ino, mine.st_dev) != (there.st_ino, there.st_dev):
+                os.close(fd)  # removed meanwhile: the next try locks the new file
+                return None
+            epochs: list[int] = []
+
+            def body(db: sqlite3.Connection) -> None:
+                row = db.execute("SELECT value FROM agent WHERE workspace = ? AND name = ?",
+                                 (workspace, AGENT_LEADER)).fetchone()
+                previous = _json(row[0]) if row else None
+                epochs.append(leader_epoch(previous) + 1)
+                db.execute("INSERT OR REPLACE INTO agent (workspace, name, value)"
+                           " VALUES (?, ?, ?)", (workspace, AGENT_LEADER,
+                                                 dumps(leader_record(holder, epochs[0],
+                                                                     previous))))
+
+            self._write(workspace, body, bump=False)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.close(fd)  # closing it gives the flock back
+            raise
+        with self._mutex:
+            self._leading[workspace] = _Lock(fd, epochs[0])
+        return epochs[0]
+
+    def leads(self, workspace: str) -> bool:
+        lead = self._leading.get(workspace)
+        if lead is None:
+            return False
+        with self._transaction(f"cannot read the agent's records of {workspace!r}",
+                               write=False) as db:
+            return not self._leadership_lost(db, workspace, lead)
+
+    def resign(self, workspace: str) -> None:
+        with self._mutex:
+            lead = self._leading.pop(workspace, None)
+        if lead is not None:
+            with contextlib.suppress(OSError):
+                os.close(lead.fd)  # the flock goes with the descriptor
+
     def close(self) -> None:
+        for workspace in list(self._leading):
+            self.resign(workspace)
         try:
             for workspace in list(self._locks):
                 # On failure the fd is closed anyway: the kernel releases the flock.
@@ -809,6 +960,14 @@ def _make_key(path: str) -> None:
     finally:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+
+
+def _json(text: Any) -> Any:
+    """A stored JSON text, or None when it is not JSON (a damaged record names nobody)."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return None
 
 
 def _ensure(db: sqlite3.Connection, workspace: str) -> None:

@@ -109,6 +109,24 @@ class Storage(ABC):
         """Record the workspace's governance (a JSON object; the serial stays)."""
 
     @abstractmethod
+    def agent(self, workspace: str) -> dict[str, Any]:
+        """What the agent records of the workspace, by name (``pause``, ``cycle``,
+        ``leader``, ``notifications``: each a JSON value); {} when nothing is."""
+
+    @abstractmethod
+    def set_agent(self, workspace: str, name: str, value: Any) -> None:
+        """Record one of the agent's values (None: remove it), in one fenced
+        transaction; the serial stays (it is not an entry)."""
+
+    @abstractmethod
+    def add_cycle(self, workspace: str, record: dict[str, Any]) -> None:
+        """Keep an agent cycle's result: in the history, and as the agent's value
+        ``cycle``, in one fenced transaction.  A record whose ``key`` equals that of
+        the newest history record of the workspace is merged into it (``cycles``
+        counted up, ``at`` moved on, ``since`` kept), so that a thousand equal
+        cycles are one record, not a thousand; any other record is appended."""
+
+    @abstractmethod
     def plan_applied(self, workspace: str, plan_id: str) -> str | None:
         """When the saved plan ``plan_id`` was applied to the workspace (None: never)."""
 
@@ -160,7 +178,34 @@ class Locker(ABC):
         """Who holds, or last held without releasing, the workspace lock."""
 
 
-class StateStore(Storage, Locker):
+class Leadership(ABC):
+    """Which agent acts for a workspace (contract section 9): one at a time.
+
+    Apart from the workspace lock: the leader takes that lock only while it
+    applies, as a person's apply does, so a person still meets an ordinary
+    lock.  Leadership is held as long as the store is open (PostgreSQL: a
+    session-level advisory lock of its own key; SQLite: a file lock), and ends
+    with the process or its session, so another agent takes it over at its
+    next try.  Every write of a store that leads the workspace is fenced by
+    its leadership too (the epoch it took, and the lock still held)."""
+
+    @abstractmethod
+    def lead(self, workspace: str, holder: LockHolder) -> int | None:
+        """Take the leadership of the workspace if nobody holds it (never waits):
+        its epoch (one more than the last leader's), or None.  Records the holder
+        as the agent's value ``leader``, with the previous leader (a take-over).
+        Leading already: the epoch again, if the leadership is still held."""
+
+    @abstractmethod
+    def leads(self, workspace: str) -> bool:
+        """Whether this store still holds the leadership it took (False once lost)."""
+
+    @abstractmethod
+    def resign(self, workspace: str) -> None:
+        """Give the leadership back (nothing happens if this store does not hold it)."""
+
+
+class StateStore(Storage, Locker, Leadership):
     """What every backend provides: storage and locking over one database."""
 
     @abstractmethod

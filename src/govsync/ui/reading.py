@@ -225,15 +225,21 @@ def saved_plan_file(saved: SavedPlan, verification: str, signers: list[AllowedSi
 
 
 def _status(view: EnvironmentView) -> tuple[Status, str]:
-    plan = view.plan
-    if view.error or plan is None:
-        return Status.ERROR, view.error or "not planned"
-    if view.lock:
-        return Status.LOCKED, f"an apply holds the lock: {view.lock}"
+    return status_of(view.plan, len(view.problems), view.lock, view.error)
+
+
+def status_of(plan: Plan | None, rule_errors: int, lock: str, error: str) -> tuple[Status, str]:
+    """An environment's one status, and why: from its plan, its rule errors, who holds
+    its lock ('' nobody) and the error that kept it from being planned ('' none).
+    The dashboard's and the agent's."""
+    if error or plan is None:
+        return Status.ERROR, error or "not planned"
+    if lock:
+        return Status.LOCKED, f"an apply holds the lock: {lock}"
     blocked = len(plan.blocked())
-    if blocked or view.problems:
+    if blocked or rule_errors:
         parts = ([f"{blocked} blocked change(s)"] if blocked else []) + (
-            [f"{len(view.problems)} rule error(s)"] if view.problems else [])
+            [f"{rule_errors} rule error(s)"] if rule_errors else [])
         return Status.BLOCKED, "; ".join(parts)
     summary = plan.summary()
     if summary[Action.UNCERTAIN]:

@@ -1,0 +1,22 @@
+"""``govsync agent``: continuous reconciliation (contract section 9).
+
+=============  ====================================================================
+``loop``       ``Agent``: rounds of cycles, leadership per workspace, statuses,
+               notifications' ledger; ``Options`` from the command line
+``cycle``      one environment's cycle: plan, apply when it may, its status
+``checkout``   the git checkout of ``--repo``
+``notify``     webhook, Slack and GitHub sinks; one thread and queue per sink
+``metrics``    the Prometheus metrics
+``web``        the HTTP side: probes, metrics, the JSON API, the push webhook,
+               the dashboard at ``/``
+``control``    ``pause`` and ``resume``, recorded in the workspace
+=============  ====================================================================
+"""
+
+from __future__ import annotations
+
+from govsync.agent.control import pause, resume
+from govsync.agent.loop import Agent, Options
+from govsync.agent.web import Served, create_app
+
+__all__ = ["Agent", "Options", "Served", "create_app", "pause", "resume"]

@@ -1,0 +1,295 @@
+"""One environment's cycle: plan it, apply it when it may be, and say its status.
+
+Everything goes through ``commands``: the plan is ``govsync plan``'s, and an
+apply is ``commands.apply``, so it passes exactly the checks a person's apply
+passes (rules again at apply, the approvals the workspace records, the
+governance binding, the workspace lock, a saved plan applied at most once).
+The agent never fights a person: a held lock makes the cycle ``Locked``, a
+paused environment is planned and never applied, a freeze window only plans.
+An environment that requires approvals is applied only from a saved plan that
+carries them, found in the folder its ``agent.plans`` names.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from govsync import commands, governance, planfile
+from govsync.agentconfig import AgentSettings, Event
+from govsync.errors import (
+    ApprovalError,
+    BlockedPlanError,
+    GovernanceError,
+    GovsyncError,
+    LockLostError,
+    ManifestError,
+    PlanError,
+    Problem,
+    StateLockedError,
+)
+from govsync.manifests import load as load_manifests
+from govsync.manifests.model import Context, ManifestSet
+from govsync.plan import Action, Plan
+from govsync.planfile import SavedPlan
+from govsync.settings import Settings
+from govsync.state import LockHolder, now
+from govsync.ui.reading import DRIFT_RECORD, Status, status_of
+
+# The pending changes a cycle's record lists (the plan has them all).
+LISTED_CHANGES = 100
+# The event each status sends.
+STATUS_EVENTS = {
+    Status.SYNCED: Event.SYNCED, Status.OUT_OF_SYNC: Event.OUT_OF_SYNC,
+    Status.BLOCKED: Event.BLOCKED, Status.UNCERTAIN: Event.UNCERTAIN,
+    Status.LOCKED: Event.LOCKED, Status.PAUSED: Event.PAUSED, Status.ERROR: Event.ERROR,
+}
+
+
+@dataclass(frozen=True)
+class Target:
+    """An environment as the agent reconciles it: its name (its workspace's, without a
+    project environment), the settings that plan and apply it, its ``agent:``."""
+
+    name: str
+    settings: Settings
+    agent: AgentSettings
+
+    @property
+    def workspace(self) -> str:
+        return self.settings.workspace
+
+
+@dataclass
+class Cycle:
+    """What one cycle found and did."""
+
+    environment: str
+    workspace: str
+    status: Status
+    reason: str
+    revision: str | None
+    at: str = field(default_factory=now)
+    seconds: float = 0.0
+    summary: dict[str, int] = field(default_factory=dict)
+    changes: list[dict[str, Any]] = field(default_factory=list)
+    applied: dict[str, Any] | None = None  # when this cycle applied: when, ok, summary
+
+    @property
+    def pending(self) -> int:
+        return sum(n for a, n in self.summary.items()
+                   if a not in (Action.NOOP, Action.UNCERTAIN))
+
+    @property
+    def uncertain(self) -> int:
+        return self.summary.get(Action.UNCERTAIN, 0)
+
+    def events(self) -> list[Event]:
+        """What this cycle tells the sinks: the apply's outcome, then the status."""
+        found = []
+        if self.applied is not None and not self.applied.get("interrupted"):
+            found.append(Event.APPLIED if self.applied.get("ok") else Event.FAILED)
+        found.append(STATUS_EVENTS[self.status])
+        return found
+
+    def record(self) -> dict[str, Any]:
+        """The history record (``type: drift``, as the dashboard reads it); equal cycles
+        share a ``key`` and are merged into one record by the state."""
+        me = LockHolder.me()
+        body: dict[str, Any] = {
+            "type": DRIFT_RECORD, "environment": self.environment,
+            "status": str(self.status), "reason": self.reason, "revision": self.revision,
+            "summary": {k: n for k, n in self.summary.items() if n},
+            "pending": self.pending, "uncertain": self.uncertain,
+            "changes": self.changes, "applied": self.applied,
+        }
+        key = hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+        return {**body, "at": self.at, "ok": self.status == Status.SYNCED,
+                "user": me.user, "host": me.host, "pid": me.pid, "seconds": self.seconds,
+                "cycles": 1, "key": key}
+
+    def as_dict(self) -> dict[str, Any]:
+        """The cycle as the JSON API shows it."""
+        return {"status": str(self.status), "reason": self.reason, "revision": self.revision,
+                "at": self.at, "seconds": round(self.seconds, 3),
+                "summary": {k: n for k, n in self.summary.items() if n},
+                "pendingChanges": self.pending, "uncertainEntries": self.uncertain,
+                "applied": self.applied}
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any], environment: str,
+                    workspace: str) -> Cycle | None:
+        """A cycle recorded by an agent (the leader's ``cycle`` value); None if unreadable."""
+        try:
+            summary = {str(k): int(v) for k, v in dict(record.get("summary") or {}).items()}
+            return cls(environment, workspace, Status(record["status"]),
+                       str(record.get("reason") or ""), record.get("revision"),
+                       str(record.get("at") or ""), float(record.get("seconds") or 0.0),
+                       summary, list(record.get("changes") or []), record.get("applied"))
+        except (KeyError, TypeError, ValueError):
+            return None
+
+
+def run(target: Target, *, revision: str | None, paused: Mapping[str, Any] | None,
+        frozen: str | None, stopping: threading.Event | None = None) -> Cycle:
+    """Plan ``target`` and, when its ``autoApply`` allows and nothing stands in the
+    way, apply it; never raises for what an environment may meet (a bad manifest,
+    an unreachable endpoint, a held lock): those are its status."""
+    started = time.perf_counter()
+    cycle = Cycle(target.name, target.workspace, Status.ERROR, "", revision)
+    try:
+        _run(cycle, target, paused, frozen, stopping)
+    except ManifestError as exc:
+        cycle.status, cycle.reason = Status.ERROR, problems(exc.problems)
+    except GovsyncError as exc:
+        cycle.status, cycle.reason = Status.ERROR, str(exc)
+    cycle.seconds = time.perf_counter() - started
+    return cycle
+
+
+def problems(found: list[Problem]) -> str:
+    first = found[0] if found else None
+    where = f"{first.file}:{first.line}:{first.col}: " if first and first.file else ""
+    return (f"{len(found)} problem(s) in the manifests or the project (`govsync validate` "
+            f"lists them); the first: {where}{first.message if first else ''}")
+
+
+def _plan(cycle: Cycle, manifests: ManifestSet, settings: Settings) -> Plan:
+    errors: list[Problem] = []
+    plan = commands.plan(manifests, settings, rule_errors=errors)
+    lock = next((c.detail for c in plan.checks if c.name == "lock"), "")
+    # "an apply is running on workspace 'w' (HOLDER): the creates ...": the holder
+    holder = lock.partition(" (")[2].partition("): the creates")[0] or lock
+    cycle.status, cycle.reason = status_of(plan, len(errors), holder, "")
+    if errors:
+        cycle.reason += "; " + problems(errors).split("; the first: ", 1)[1]
+    cycle.summary = plan.summary()
+    cycle.changes = [{"address": c.address, "action": str(c.action), "fields": c.fields[:20]}
+                     for c in plan.changes if c.action != Action.NOOP][:LISTED_CHANGES]
+    return plan
+
+
+def _run(cycle: Cycle, target: Target, paused: Mapping[str, Any] | None, frozen: str | None,
+         stopping: threading.Event | None) -> None:
+    settings = target.settings
+    selection = settings.selection
+    manifests = load_manifests(selection.paths(()), context=Context(selection.variables(),
+                                                                    selection.name))
+    plan = _plan(cycle, manifests, settings)
+    appliable = (cycle.status in (Status.OUT_OF_SYNC, Status.UNCERTAIN)
+                 and (plan.work() or plan.governance is not None))
+    if paused is not None:
+        cycle.status, cycle.reason = Status.PAUSED, (
+            f"paused by {paused.get('by', 'someone')} at {paused.get('at', '?')}: "
+            f"{paused.get('reason', '')}; {cycle.reason}")
+        return
+    if not appliable or not target.agent.auto_apply:
+        return
+    if frozen is not None:
+        cycle.reason += f"; not applied: in the freeze window {frozen!r}"
+        return
+    if stopping is not None and stopping.is_set():
+        return
+    if _required(plan, settings):
+        _apply_approved(cycle, target, manifests, stopping)
+    else:
+        _apply(cycle, target, manifests, None, stopping)
+
+
+def _required(plan: Plan, settings: Settings) -> int:
+    """How many signed approvals an apply of this workspace needs (as commands.apply
+    counts them: those the workspace records, else those it is about to record)."""
+    if plan.governance is not None:
+        return governance.Governance.from_dict(plan.governance["from"], plan.workspace).required
+    selection = settings.selection
+    return governance.of_project(selection.project, selection.environment).required
+
+
+def _apply_approved(cycle: Cycle, target: Target, manifests: ManifestSet,
+                    stopping: threading.Event | None) -> None:
+    """Apply from an approved saved plan of the ``plans`` folder, if one verifies."""
+    folder = target.agent.plans
+    why = (f"waiting for approvals: workspace {target.workspace!r} requires signed "
+           "approvals, so it is applied only from an approved saved plan")
+    if folder is None:
+        cycle.reason += f"; {why}: name their folder in agent.plans"
+        return
+    found = sorted(glob.glob(os.path.join(folder, "*.json")), key=os.path.getmtime,
+                   reverse=True)
+    refusals = []
+    for path in found:
+        try:
+            saved = planfile.read(path)
+        except PlanError as exc:
+            refusals.append(str(exc))
+            continue
+        if (saved.plan.environment != target.settings.selection.name
+                or saved.plan.workspace != target.workspace):
+            continue
+        try:
+            if _apply(cycle, target, manifests, saved, stopping):
+                return
+        except (ApprovalError, GovernanceError, PlanError) as exc:
+            refusals.append(f"{os.path.basename(path)}: {exc}")
+    shown = f" ({'; '.join(refusals[:3])})" if refusals else ""
+    cycle.status = Status.OUT_OF_SYNC
+    cycle.reason += f"; {why}, and {folder} holds none that applies{shown}"
+
+
+def _apply(cycle: Cycle, target: Target, manifests: ManifestSet, saved: SavedPlan | None,
+           stopping: threading.Event | None) -> bool:
+    """Apply (the manifests, or an approved saved plan); the status as a plan after it
+    finds it.  Whether it applied.  A saved plan's refusal (approvals, staleness) is
+    raised for the caller to try the next one."""
+    settings = target.settings
+    try:
+        if saved is None:
+            _, result = commands.apply(manifests, settings, stopping=stopping)
+        elif saved.authenticated:
+            _, result = commands.apply(saved, settings, stopping=stopping)
+        else:
+            _, result = commands.apply(manifests, settings, reviewed=saved, stopping=stopping)
+    except StateLockedError as exc:
+        cycle.status, cycle.reason = Status.LOCKED, f"not applied: {exc}"
+        return False
+    except (BlockedPlanError, ManifestError) as exc:
+        text = problems(exc.problems) if isinstance(exc, ManifestError) else str(exc)
+        cycle.status, cycle.reason = Status.BLOCKED, f"not applied: {text}"
+        return False
+    except ApprovalError as exc:
+        if saved is not None:
+            raise
+        cycle.status, cycle.reason = Status.OUT_OF_SYNC, f"waiting for approvals: {exc}"
+        return False
+    except (LockLostError, PlanError) as exc:
+        if saved is not None and not isinstance(exc, LockLostError):
+            raise
+        cycle.status, cycle.reason = Status.ERROR, f"apply failed: {exc}"
+        cycle.applied = {"at": now(), "ok": False, "reason": str(exc)}
+        return True
+    interrupted = bool(stopping is not None and stopping.is_set() and result.stopped)
+    cycle.applied = {"at": now(), "ok": result.ok, "summary": {
+        k: n for k, n in result.summary().items() if n}, "reason": result.stopped,
+        "plan": os.path.basename(saved.path) if saved is not None else None,
+        "interrupted": interrupted}
+    if not result.requests and result.ok and not result.outcomes:
+        cycle.applied = None  # nothing was sent (the workspace recorded its governance)
+    failed = [o for o in result.outcomes if o.status == "failed"]
+    after = Cycle(cycle.environment, cycle.workspace, Status.ERROR, "", cycle.revision)
+    _plan(after, manifests, settings)
+    cycle.status, cycle.reason = after.status, after.reason
+    cycle.summary, cycle.changes = after.summary, after.changes
+    if interrupted:
+        cycle.reason = f"the apply was stopped (the agent is stopping); {cycle.reason}"
+    elif not result.ok:
+        why = result.stopped or (f"{failed[0].address}: {failed[0].error}" if failed else "")
+        cycle.status, cycle.reason = Status.ERROR, (
+            f"the apply failed ({len(failed)} change(s) failed): {why}; {after.reason}")
+    return True

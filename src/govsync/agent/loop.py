@@ -1,0 +1,459 @@
+"""The agent: every interval (or at once, woken by a verified push), the checkout
+brought current and each environment's cycle run, by the one agent that leads it.
+
+Leadership (``StateStore.lead``) is per workspace and held for as long as the
+agent runs; an agent that does not lead an environment reads the status its
+leader recorded, and tries to lead it at each of its intervals, so it takes
+over within one interval of the leader's end.  Each cycle's result is kept in
+the workspace's history and as the agent's ``cycle`` value, so a restarted
+agent, or another replica, shows it.  ``stop`` (the command line calls it on
+SIGTERM) lets the calls in flight end and be recorded, then ``run`` returns.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from govsync import agentconfig, project, runtime
+from govsync.agent import cycle as cycles
+from govsync.agent.checkout import Checkout, revision_of
+from govsync.agent.cycle import Cycle, Target
+from govsync.agent.metrics import Metrics
+from govsync.agent.notify import (
+    Delivery,
+    Ledger,
+    Message,
+    Notifier,
+    Result,
+    SinkHealth,
+    delivery_id,
+)
+from govsync.agentconfig import DEFAULT_INTERVAL
+from govsync.errors import GovsyncError, LockLostError, ManifestError, StateError
+from govsync.project import Given, Selection
+from govsync.redact import url as safe_url
+from govsync.settings import Settings, resolve
+from govsync.state import LockHolder, StateStore, now
+from govsync.state.model import AGENT_CYCLE, AGENT_LEADER
+from govsync.ui.reading import AgentReport, Status
+
+log = logging.getLogger(__name__)
+
+PAUSE = "pause"
+NOTIFICATIONS = "notifications"
+# How long a stopping agent waits for its notifications' queues.
+FLUSH_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the command line gives the agent (the project is read at every cycle)."""
+
+    project: str | None = None  # --project; with --repo, relative to the checkout
+    repo: str | None = None
+    branch: str | None = None
+    checkout: str = os.path.join(".govsync", "agent", "checkout")
+    interval: float | None = None  # --interval: over every environment's own
+    environments: tuple[str, ...] = ()  # --env: only these (none: all)
+    endpoint: Given = field(default_factory=lambda: Given(None, "default", "--endpoint", ""))
+    state: Given = field(default_factory=lambda: Given(None, "default", "--state", ""))
+    workspace: Given = field(default_factory=lambda: Given(None, "default", "--workspace", ""))
+    api_key: str | None = field(default=None, repr=False)
+    insecure_http: bool = False
+    local_seed: str | None = None
+    url: str | None = None  # where people reach this agent (links in notifications)
+
+
+@dataclass
+class Known:
+    """What the agent knows of one environment."""
+
+    target: Target
+    cycle: Cycle | None = None
+    leading: bool = False
+    leader: dict[str, Any] | None = None
+    paused: dict[str, Any] | None = None
+    frozen: str | None = None
+    due: float = 0.0
+    ledger: Ledger | None = None  # while leading
+
+
+class Agent:
+    def __init__(self, options: Options, environ: Mapping[str, str]) -> None:
+        self.options = options
+        self.environ = environ
+        self.metrics = Metrics()
+        self.stopping = threading.Event()
+        self.woken = threading.Event()
+        self.known: dict[str, Known] = {}
+        self.problem = ""  # what kept the agent from reading its project
+        self.revision: str | None = None
+        self.ready = False
+        self.started = time.monotonic()
+        self.heartbeat = time.monotonic()
+        self._lock = threading.RLock()
+        self._stores: dict[str, StateStore] = {}
+        self._holder = LockHolder.me()
+        self.checkout = (Checkout(options.repo, options.branch, options.checkout)
+                         if options.repo else None)
+        self.notifier = Notifier(environ, self._settled)
+
+    # -- control --------------------------------------------------------------------
+    def stop(self) -> None:
+        """Finish what is in flight, record it, and return from ``run`` (SIGTERM)."""
+        self.stopping.set()
+        self.woken.set()
+
+    def wake(self) -> None:
+        """Run every environment's cycle now (a verified push)."""
+        self.woken.set()
+
+    @property
+    def branch(self) -> str | None:
+        return self.checkout.branch if self.checkout is not None else None
+
+    def run(self, *, once: bool = False) -> int:
+        """Cycle until stopped (then 0), or one round with ``once``: 0 every environment
+        Synced, 2 some not (changes, blocked, locked...), 1 an Error."""
+        try:
+            while not self.stopping.is_set():
+                woken = self.woken.is_set()
+                self.woken.clear()
+                self._round(force=woken or once)
+                self.ready = True
+                if once:
+                    break
+                self._wait()
+        finally:
+            self.notifier.close(FLUSH_SECONDS)
+            self._release()
+            for store in self._stores.values():
+                try:
+                    store.close()
+                except StateError as exc:  # its leaderships end with its sessions anyway
+                    log.warning("closing the state store: %s", exc)
+        if not once:
+            return 0  # stopped (SIGTERM): what was in flight is recorded
+        statuses = [k.cycle.status for k in self.known.values() if k.cycle is not None]
+        if self.problem or Status.ERROR in statuses or not statuses:
+            return 1
+        return 0 if all(s == Status.SYNCED for s in statuses) else 2
+
+    def _release(self) -> None:
+        """Record that this agent gave its leaderships back (not a take-over, then)."""
+        for known in self.known.values():
+            store = self._stores.get(known.target.settings.state)
+            if not known.leading or store is None:
+                continue
+            try:
+                leader = store.agent(known.target.workspace).get(AGENT_LEADER)
+                if isinstance(leader, dict):
+                    store.set_agent(known.target.workspace, AGENT_LEADER,
+                                    {**leader, "released": now()})
+            except StateError as exc:
+                log.warning("agent: %s", exc)
+
+    def _wait(self) -> None:
+        with self._lock:
+            dues = [k.due for k in self.known.values()]
+        wait = (min(dues) if dues else time.monotonic() + self.interval(None)) - time.monotonic()
+        self.woken.wait(max(0.0, wait))
+
+    def interval(self, target: Target | None) -> float:
+        """An environment's interval: --interval, else its agent.interval, else 5 minutes."""
+        if self.options.interval is not None:
+            return self.options.interval
+        if target is not None and target.agent.interval is not None:
+            return target.agent.interval
+        return DEFAULT_INTERVAL
+
+    # -- a round --------------------------------------------------------------------
+    def _round(self, *, force: bool) -> None:
+        self.heartbeat = time.monotonic()
+        problem = ""
+        try:
+            if self.checkout is not None:
+                self.revision = self.checkout.update()
+            targets = self._targets()
+        except ManifestError as exc:
+            problem = cycles.problems(exc.problems)
+            targets = {n: k.target for n, k in self.known.items()}
+        except GovsyncError as exc:
+            problem = str(exc)
+            targets = {n: k.target for n, k in self.known.items()}
+        self.problem = problem
+        with self._lock:
+            for name in list(self.known):
+                if name not in targets:
+                    self._forget(name)
+            for name, target in targets.items():
+                known = self.known.setdefault(name, Known(target))
+                known.target = target
+        for name in targets:
+            if self.stopping.is_set():
+                return
+            known = self.known[name]
+            if not force and known.due > time.monotonic():
+                continue
+            self._environment(known, problem)
+            known.due = time.monotonic() + self.interval(known.target)
+            self.heartbeat = time.monotonic()
+
+    def _project_file(self) -> str | None:
+        given = self.options.project
+        if self.checkout is None:
+            return given
+        return os.path.join(self.checkout.directory, given or project.PROJECT_FILE)
+
+    def _targets(self) -> dict[str, Target]:
+        """Every environment of the project as it is now (or the one workspace of a
+        project without environments, or of no project)."""
+        path = self._project_file()
+        if path is not None and not os.path.isfile(path):
+            raise GovsyncError(f"there is no project file {path}" + (
+                f" in {self.checkout.shown} at {self.checkout.branch}"
+                if self.checkout is not None else ""))
+        base = project.select(path, None, [])
+        if self.checkout is None:
+            folder = os.path.dirname(base.project.file) if base.project else "."
+            self.revision = revision_of(folder or ".")
+        the_project = base.project
+        if the_project is None or not the_project.environments:
+            settings = self._settings(base)
+            return {settings.workspace: Target(settings.workspace, settings,
+                                               the_project.agent(None) if the_project
+                                               else agentconfig.AgentSettings())}
+        unknown = [e for e in self.options.environments if e not in the_project.environments]
+        if unknown:
+            the_project.environment(unknown[0])  # ConfigError listing the known ones
+        targets = {}
+        for name, env in sorted(the_project.environments.items()):
+            if self.options.environments and name not in self.options.environments:
+                continue
+            settings = self._settings(Selection(the_project, env))
+            targets[name] = Target(name, settings, the_project.agent(env))
+        return targets
+
+    def _settings(self, selection: Selection) -> Settings:
+        o = self.options
+        return dataclasses.replace(resolve(
+            selection, endpoint=o.endpoint, state=o.state, workspace=o.workspace,
+            api_key=o.api_key, insecure_http=o.insecure_http, local_seed=o.local_seed),
+            environ=self.environ)
+
+    def _store(self, settings: Settings) -> StateStore:
+        """The agent's own store of a state (it holds the leaderships): kept open."""
+        store = self._stores.get(settings.state)
+        if store is None:
+            store = self._stores[settings.state] = runtime.open_state(settings)
+        return store
+
+    def _forget(self, name: str) -> None:
+        known = self.known.pop(name)
+        store = self._stores.get(known.target.settings.state)
+        if store is not None:
+            store.resign(known.target.workspace)
+
+    # -- an environment -------------------------------------------------------------
+    def _environment(self, known: Known, problem: str) -> None:
+        target = known.target
+        workspace = target.workspace
+        try:
+            store = self._store(target.settings)
+            known.leading = self._lead(known, store)
+            values = store.agent(workspace)
+        except StateError as exc:
+            known.leading = False
+            self._show(known, Cycle(target.name, workspace, Status.ERROR,
+                                    f"the state cannot be read: {exc}", self.revision),
+                       ran=True)
+            return
+        known.leader = values.get(AGENT_LEADER)
+        known.paused = values.get(PAUSE) if isinstance(values.get(PAUSE), dict) else None
+        if not known.leading:
+            recorded = values.get(AGENT_CYCLE)
+            found = (Cycle.from_record(recorded, target.name, workspace)
+                     if isinstance(recorded, dict) else None)
+            if found is not None:
+                self._show(known, found, ran=False)
+            return
+        if known.ledger is None:
+            known.ledger = Ledger.from_value(values.get(NOTIFICATIONS))
+            self._resend(known)
+        known.frozen = agentconfig.frozen(target.agent.freeze or (), target.agent.timezone,
+                                          datetime.now(UTC))
+        if problem:
+            result = Cycle(target.name, workspace, Status.ERROR, problem, self.revision)
+        else:
+            result = cycles.run(target, revision=self.revision, paused=known.paused,
+                                frozen=known.frozen, stopping=self.stopping)
+        try:
+            store.add_cycle(workspace, result.record())
+        except LockLostError as exc:
+            log.warning("%s", exc)
+            self._resign(known, store)
+            return
+        except StateError as exc:
+            result.reason += f" (this cycle's record was not kept: {exc})"
+        self._show(known, result, ran=True)
+        self._notify(known, store, result)
+
+    def _lead(self, known: Known, store: StateStore) -> bool:
+        workspace = known.target.workspace
+        if known.leading and store.leads(workspace):
+            return True
+        if known.leading:  # lost (its session ended, or another agent took over)
+            self._resign(known, store)
+        epoch = store.lead(workspace, self._holder)
+        if epoch is None:
+            self.metrics.leader.labels(known.target.name).set(0)
+            return False
+        leader = store.agent(workspace).get(AGENT_LEADER)
+        if isinstance(leader, dict) and leader.get("tookOver") and isinstance(
+                leader.get("previous"), dict):
+            self.metrics.takeovers.labels(known.target.name).inc()
+            log.warning("agent: took over %s from %s", known.target.name,
+                        LockHolder.from_dict(leader["previous"]))
+        self.metrics.leader.labels(known.target.name).set(1)
+        return True
+
+    def _resign(self, known: Known, store: StateStore) -> None:
+        store.resign(known.target.workspace)
+        known.leading = False
+        known.ledger = None
+        self.metrics.leader.labels(known.target.name).set(0)
+
+    def _show(self, known: Known, result: Cycle, *, ran: bool) -> None:
+        with self._lock:
+            known.cycle = result
+        self.metrics.observe(result, ran=ran)
+
+    # -- notifications --------------------------------------------------------------
+    def _link(self, name: str) -> str | None:
+        base = self.options.url
+        return f"{base.rstrip('/')}/environments/{name}" if base else None
+
+    def _notify(self, known: Known, store: StateStore, result: Cycle) -> None:
+        sinks = known.target.agent.notify or ()
+        if not sinks or known.ledger is None:
+            return
+        deliveries = []
+        with self._lock:
+            for sink in sinks:
+                for event in result.events():
+                    if event not in sink.events:
+                        continue
+                    message = Message(
+                        delivery_id(result.environment, sink.name, result.revision, event),
+                        event, result.environment, result.workspace, result.revision,
+                        str(result.status), result.reason,
+                        {k: n for k, n in result.summary.items() if n}, self._link(
+                            result.environment), now())
+                    if not known.ledger.claim(sink.name, result.revision, event, message):
+                        self.metrics.notifications.labels(sink.name, Result.DEDUPLICATED).inc()
+                        continue
+                    deliveries.append(Delivery(sink, message, known.ledger.issue(sink.name)))
+            if not deliveries:
+                return
+            try:
+                store.set_agent(result.workspace, NOTIFICATIONS, known.ledger.value())
+            except StateError as exc:
+                # Not claimed: not sent (the next cycle, or leader, claims it again).
+                log.warning("agent: notifications of %s not recorded, not sent: %s",
+                            result.environment, exc)
+                known.ledger = None
+                return
+        for delivery in deliveries:
+            self.notifier.send(delivery)
+
+    def _resend(self, known: Known) -> None:
+        """Deliveries a previous leader claimed and did not send: sent now."""
+        assert known.ledger is not None
+        sinks = {s.name: s for s in known.target.agent.notify or ()}
+        for sink, message in known.ledger.queued():
+            if sink in sinks:
+                self.notifier.send(Delivery(sinks[sink], message, known.ledger.issue(sink)))
+
+    def _settled(self, delivery: Delivery, result: str, error: str,
+                 facts: Mapping[str, Any]) -> None:
+        """A notifier thread's report of a delivery: counted, and kept in the ledger."""
+        self.metrics.notifications.labels(delivery.sink.name, result).inc()
+        with self._lock:
+            known = self.known.get(delivery.message.environment)
+            if known is None or known.ledger is None:
+                return
+            if not known.ledger.settle(delivery, result, error, facts):
+                return
+            value = known.ledger.value()
+            store = self._stores.get(known.target.settings.state)
+        if store is None:
+            return
+        try:
+            store.set_agent(known.target.workspace, NOTIFICATIONS, value)
+        except StateError as exc:
+            log.warning("agent: a notification's result was not recorded: %s", exc)
+
+    # -- what it shows --------------------------------------------------------------
+    def report(self, name: str) -> AgentReport | None:
+        """The dashboard's StatusProvider: the agent's word on an environment."""
+        with self._lock:
+            known = self.known.get(name)
+            found = known.cycle if known is not None else None
+        if found is None:
+            return None
+        return AgentReport(found.status, found.revision, found.at, found.reason)
+
+    def environments(self) -> list[dict[str, Any]]:
+        """``/api/v1/environments``: each environment's status and what stands behind it."""
+        with self._lock:
+            return [self._environment_json(k) for _, k in sorted(self.known.items())]
+
+    def environment(self, name: str) -> dict[str, Any] | None:
+        with self._lock:
+            known = self.known.get(name)
+            return self._environment_json(known) if known is not None else None
+
+    def _environment_json(self, known: Known) -> dict[str, Any]:
+        target, found = known.target, known.cycle
+        health: dict[str, SinkHealth] = {
+            sink: h for (env, sink), h in self.notifier.health.items()
+            if env == target.name}
+        applied = found.applied if found is not None else None
+        return {
+            "name": target.name,
+            "workspace": target.workspace,
+            "state": safe_url(target.settings.state),
+            "status": str(found.status) if found is not None else None,
+            "reason": found.reason if found is not None else "not planned yet",
+            "revision": found.revision if found is not None else self.revision,
+            "lastCycle": found.as_dict() if found is not None else None,
+            "lastApply": applied,
+            "pendingChanges": found.pending if found is not None else None,
+            "uncertainEntries": found.uncertain if found is not None else None,
+            "autoApply": bool(target.agent.auto_apply),
+            "interval": self.interval(target),
+            "paused": known.paused,
+            "frozen": known.frozen,
+            "acting": known.leading,
+            "leader": known.leader,
+            "notifications": {name: h.as_dict() for name, h in sorted(health.items())},
+        }
+
+    def settings_of(self, name: str) -> Settings | None:
+        with self._lock:
+            known = self.known.get(name)
+            return known.target.settings if known is not None else None
+
+    def dashboard_sources(self) -> dict[str, Settings]:
+        """What the dashboard reads: each environment's settings, without the endpoint."""
+        with self._lock:
+            return {n: dataclasses.replace(k.target.settings, endpoint=None)
+                    for n, k in sorted(self.known.items())}

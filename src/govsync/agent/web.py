@@ -1,0 +1,183 @@
+"""The agent's HTTP side (contract section 9), served by uvicorn on ``--listen``:
+
+=====================================  ==============================================
+``GET /healthz``                       200 while the agent's loop is alive
+``GET /readyz``                        200 once every environment was cycled once
+``GET /metrics``                       Prometheus text
+``POST /hooks/git``                    GitHub's push webhook: ``X-Hub-Signature-256``
+                                       checked with GOVSYNC_AGENT_WEBHOOK_SECRET (401
+                                       otherwise, and nothing changes); a push to the
+                                       branch runs every cycle at once
+``GET /api/v1/environments``           each environment's status (JSON)
+``GET /api/v1/environments/{name}``    one of them
+``GET /api/v1/environments/{name}/history``  its history records, newest first
+``/``                                  the dashboard (``govsync ui``'s), with the
+                                       agent's statuses
+=====================================  ==============================================
+
+The API and the dashboard need the dashboard's bearer token when one is set
+(GOVSYNC_UI_TOKEN, the same mechanism as ``govsync ui``); probes, metrics and
+the webhook (authenticated by its signature) do not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import socket
+import threading
+import time
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from govsync import runtime
+from govsync.agent.loop import Agent
+from govsync.agent.metrics import CONTENT_TYPE
+from govsync.errors import GovsyncError
+from govsync.formats import FORMAT_VERSION
+from govsync.server.serve import listen
+from govsync.ui.app import Guard
+from govsync.ui.app import create_app as dashboard_app
+
+# GitHub sends at most 25 MB; a push of the manifests is far less.
+MAX_BODY = 5 * 1024 * 1024
+HISTORY_LIMIT = 100
+# The loop is alive while it beats at least this often (beyond its longest wait).
+STALE_AFTER = 3600.0
+
+
+def _json(body: Any, status: int = 200) -> JSONResponse:
+    return JSONResponse(body, status_code=status)
+
+
+class LazyDashboard:
+    """The dashboard over the agent's environments, made again when they change."""
+
+    def __init__(self, agent: Agent, token: str | None) -> None:
+        self.agent = agent
+        self.token = token
+        self._app: ASGIApp | None = None
+        self._names: list[str] = []
+        self._lock = threading.Lock()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        sources = self.agent.dashboard_sources()
+        with self._lock:
+            if self._app is None or list(sources) != self._names:
+                self._app = dashboard_app(sources, token=self.token, statuses=self.agent.report)
+                self._names = list(sources)
+            app = self._app
+        await app(scope, receive, send)
+
+
+def create_app(agent: Agent, *, token: str | None, webhook_secret: str | None) -> ASGIApp:
+    def healthz(request: Request) -> Response:
+        quiet = time.monotonic() - agent.heartbeat
+        if quiet > max(STALE_AFTER, 3 * max((agent.interval(k.target)
+                                             for k in agent.known.values()), default=0)):
+            return _json({"status": "stale", "reason": f"no cycle for {quiet:.0f} s"}, 503)
+        return _json({"status": "ok"})
+
+    def readyz(request: Request) -> Response:
+        if not agent.ready:
+            return _json({"status": "starting", "reason": "the first cycles are running"}, 503)
+        return _json({"status": "ready", "problem": agent.problem or None})
+
+    def metrics(request: Request) -> Response:
+        return Response(agent.metrics.text(), media_type=CONTENT_TYPE)
+
+    async def hook(request: Request) -> Response:
+        if not webhook_secret:
+            return _json({"error": "this agent has no webhook secret "
+                                   "(GOVSYNC_AGENT_WEBHOOK_SECRET): it accepts no webhook"}, 401)
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_BODY:
+                return _json({"error": "the body is too large"}, 413)
+        given = request.headers.get("x-hub-signature-256", "")
+        expected = "sha256=" + hmac.new(webhook_secret.encode(), body,
+                                        hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(given.encode(), expected.encode()):
+            return _json({"error": "the X-Hub-Signature-256 signature does not verify"}, 401)
+        event = request.headers.get("x-github-event", "push")
+        if event == "ping":
+            return _json({"ok": True, "event": "ping"})
+        try:
+            data = json.loads(body or b"{}")
+        except ValueError:
+            return _json({"error": "the body is not JSON"}, 400)
+        ref = data.get("ref") if isinstance(data, dict) else None
+        branch = agent.branch
+        if event != "push" or (branch and ref != f"refs/heads/{branch}"):
+            return _json({"ok": True, "ignored": f"not a push to {branch or 'the branch'}"})
+        agent.wake()
+        return _json({"ok": True, "cycle": "started"}, 202)
+
+    def environments(request: Request) -> Response:
+        return _json({"formatVersion": FORMAT_VERSION, "revision": agent.revision,
+                      "problem": agent.problem or None,
+                      "environments": agent.environments()})
+
+    def environment(request: Request) -> Response:
+        found = agent.environment(request.path_params["name"])
+        if found is None:
+            return _json({"error": f"no environment {request.path_params['name']!r}"}, 404)
+        return _json({"formatVersion": FORMAT_VERSION, **found})
+
+    def history(request: Request) -> Response:
+        name = request.path_params["name"]
+        settings = agent.settings_of(name)
+        if settings is None:
+            return _json({"error": f"no environment {name!r}"}, 404)
+        try:
+            limit = max(1, min(1000, int(request.query_params.get("limit", HISTORY_LIMIT))))
+        except ValueError:
+            limit = HISTORY_LIMIT
+        try:
+            with runtime.open_state(settings) as store:
+                records = store.history(settings.workspace, limit)
+        except GovsyncError as exc:
+            return _json({"error": str(exc)}, 503)
+        return _json({"formatVersion": FORMAT_VERSION, "environment": name,
+                      "workspace": settings.workspace, "records": records})
+
+    api = Guard(Starlette(routes=[
+        Route("/environments", environments, methods=["GET"]),
+        Route("/environments/{name}", environment, methods=["GET"]),
+        Route("/environments/{name}/history", history, methods=["GET"]),
+    ]), token)
+    return Starlette(routes=[
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+        Route("/hooks/git", hook, methods=["POST"]),
+        Mount("/api/v1", app=api),
+        Mount("/", app=LazyDashboard(agent, token)),
+    ])
+
+
+class Served:
+    """The HTTP side running on a thread of its own (``stop`` ends it)."""
+
+    def __init__(self, app: ASGIApp, host: str, port: int) -> None:
+        self.sock: socket.socket = listen(host, port)
+        self.port = int(self.sock.getsockname()[1])
+        config = uvicorn.Config(app, workers=1, log_level="warning", access_log=False,
+                                proxy_headers=False, server_header=False, lifespan="off")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
+                                       daemon=True, name="govsync-agent-http")
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(10.0)
+        self.sock.close()
