@@ -411,9 +411,8 @@ class PlanPage:
 
 def plan_body(plan: Plan, extra: PlanPage, graph: Graph, *, chosen: Filter | None = None,
               path: str = "", graph_url: str = "") -> str:
-    """The plan page's content: what will change, what is blocked and why, the rules,
-    the approvals, and what depends on what."""
-    env = f" (environment {plan.environment})" if plan.environment else ""
+    """The plan page's content below its heading: what will change, what is blocked and
+    why, the rules, the approvals, and what depends on what."""
     facts = [("workspace", plan.workspace), ("environment", plan.environment or "none"),
              ("state", f"serial {plan.serial}, lineage {plan.lineage or 'none yet'}"),
              ("made by", f"govsync {plan.version}"), *extra.facts]
@@ -432,8 +431,7 @@ def plan_body(plan: Plan, extra: PlanPage, graph: Graph, *, chosen: Filter | Non
                  "this file: run <code>govsync ui</code> to explore it.</p>")
     else:
         drawn = graph_section(graph, title="What depends on what", node_url=graph_url)
-    return (f"<h1>Plan for workspace <code>{esc(plan.workspace)}</code>{esc(env)}</h1>"
-            f'<dl class="facts">{dl}</dl>{summary_table(plan)}{governance_section(plan)}'
+    return (f'<dl class="facts">{dl}</dl>{summary_table(plan)}{governance_section(plan)}'
             f"{blocked_section(plan)}{checks_section(plan, extra.errors)}"
             f"{approvals_section(extra.approvals)}{uncertain_section(plan)}"
             f"{changes_section(plan, chosen=chosen, path=path)}{drawn}")
@@ -444,6 +442,8 @@ def plan_file(plan: Plan, extra: PlanPage, graph: Graph) -> str:
     nothing loaded), for a CI artifact."""
     made = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     extra = PlanPage(extra.approvals, extra.errors, (*extra.facts, ("written", made)))
-    return page(f"govsync plan: {plan.workspace}", plan_body(plan, extra, graph),
+    env = f" (environment {plan.environment})" if plan.environment else ""
+    heading = f"<h1>Plan for workspace <code>{esc(plan.workspace)}</code>{esc(env)}</h1>"
+    return page(f"govsync plan: {plan.workspace}", heading + plan_body(plan, extra, graph),
                 assets=Assets.INLINE)
 
