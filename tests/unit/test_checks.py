@@ -194,7 +194,7 @@ def test_the_committed_checks_are_current() -> None:
 
 # Heavy packages that validate and an offline plan never load (issues 12 and 22).
 HEAVY = ("pydantic", "httpx", "cel_expr_python", "cryptography", "networkx", "starlette",
-         "uvicorn", "psycopg", "rich", "asyncio")
+         "uvicorn", "psycopg", "rich", "asyncio", "govsync.migrate")
 # Runs govsync's console entry and reports, as it exits, which of them were imported.
 PROBE = """
 import json, os, sys
