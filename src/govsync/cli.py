@@ -24,7 +24,6 @@ from govsync import __version__, approvals, commands, envvars, logs, planfile, r
 from govsync.agentconfig import parse_duration
 from govsync.api.catalog import readable_kinds
 from govsync.commands import read_snapshot
-from govsync.docs import write_docs
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.envvars import DEFAULT_STATE, UI_TOKEN
 from govsync.envvars import LOG as LOG_ENV
@@ -36,8 +35,6 @@ from govsync.errors import (
     Problem,
     StateError,
 )
-from govsync.fmt import format_paths
-from govsync.init import init, next_steps
 from govsync.manifests import load as load_manifests
 from govsync.manifests.model import Context, ManifestSet
 from govsync.manifests.parallel import forked_reader
@@ -1447,6 +1444,8 @@ def fmt_command(paths: tuple[str, ...], check: bool) -> None:
       govsync fmt --check manifests/    # in CI or a pre-commit hook
     """
 
+    from govsync.fmt import format_paths  # its command only: docs/architecture.md
+
     report = format_paths(list(paths), write=not check)
     for problem in report.problems:
         click.echo(str(problem), err=True)
@@ -1485,6 +1484,8 @@ def init_command(directory: str, force: bool, ci: str, install_spec: str | None)
       govsync init --ci gitlab
     """
 
+    from govsync.init import init, next_steps  # its command only: docs/architecture.md
+
     result = init(directory, force=force, ci=ci, install_spec=install_spec)
     for rel in result.created:
         click.echo(f"created {os.path.join(directory, rel)}")
@@ -1508,6 +1509,8 @@ def docs_command(out_dir: str, check: bool) -> None:
       govsync docs --out docs/
       govsync docs --check
     """
+
+    from govsync.docs import write_docs  # its command only: docs/architecture.md
 
     stale = write_docs(out_dir, cli, check=check)
     if check and stale:

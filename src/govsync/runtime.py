@@ -38,11 +38,12 @@ def connect(endpoint: str | None, api_key: str | None, *, insecure_http: bool = 
             **kw: Any) -> AsyncClient:
     """An AsyncClient for ``--endpoint``: a URL, or ``local`` (in-process, no key needed)."""
     from govsync.api.client import LOCAL_BASE_URL, AsyncClient, check_endpoint
-    from govsync.api.transport import asgi_transport
-    from govsync.server import Store, create_app
 
     endpoint, api_key = check_endpoint(endpoint, api_key)
-    if endpoint == "local":
+    if endpoint == "local":  # the server's modules load only for the embedded server
+        from govsync.api.transport import asgi_transport
+        from govsync.server import Store, create_app
+
         if local_db is None:
             raise ConfigError("the embedded server needs its database file (local_db)")
         seed_local(local_seed, str(local_db))

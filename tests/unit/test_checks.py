@@ -194,7 +194,8 @@ def test_the_committed_checks_are_current() -> None:
 
 # Heavy packages that validate and an offline plan never load (issues 12 and 22).
 HEAVY = ("pydantic", "httpx", "cel_expr_python", "cryptography", "networkx", "starlette",
-         "uvicorn", "psycopg", "rich", "asyncio", "govsync.migrate")
+         "uvicorn", "psycopg", "rich", "asyncio", "govsync.migrate", "govsync.server",
+         "govsync.fmt", "govsync.init", "govsync.docs")
 # Runs govsync's console entry and reports, as it exits, which of them were imported.
 PROBE = """
 import json, os, sys
@@ -225,3 +226,33 @@ def test_validate_and_an_offline_plan_never_import_heavy_packages(tmp_path: Any)
                               capture_output=True, text=True, env=env)
         assert done.returncode == 0, done.stderr
         assert "LOADED=[]" in done.stderr, (argv, done.stderr)
+
+
+SERVER_SIDE = ("govsync.server", "starlette", "uvicorn", "govsync.fmt", "govsync.init",
+               "govsync.docs", "govsync.migrate")
+
+
+def test_a_plan_against_an_endpoint_never_imports_the_server(tmp_path: Any) -> None:
+    """Start-up of the pull-request job: a plan against a served API loads the HTTP
+    client but not the reference server's modules (87 ms, once loaded by every
+    connection), nor any other command's."""
+    from testkit import EXAMPLES, serve, stop
+
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text("apiVersion: govsync/v1\nkind: Policy\nmetadata: {name: p}\n"
+                        "spec: {description: d, code: 'package p', status: active,"
+                        " groupName: data-platform}\n")  # a live reference: ListGroups
+    proc, url = serve(["--api-key", "k", "--db", str(tmp_path / "srv.db"),
+                       "--seed", str(EXAMPLES / "server-seed.yaml")], key="k")
+    try:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GOVSYNC_")}
+        env.update(GOVSYNC_ENDPOINT=url, GOVSYNC_API_KEY="k")
+        argv = ["plan", str(manifest), "--state", str(tmp_path / "s.db")]
+        done = subprocess.run([sys.executable, "-c", PROBE, json.dumps(argv),
+                               json.dumps([*SERVER_SIDE, "httpx"])],
+                              capture_output=True, text=True, env=env)
+    finally:
+        stop(proc)
+    assert done.returncode == 0, done.stderr
+    assert "Check groups: passed" in done.stdout, done.stdout
+    assert 'LOADED=["httpx"]' in done.stderr, done.stderr
