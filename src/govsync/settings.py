@@ -1,6 +1,6 @@
 """The global options of every command, resolved: plain values, frozen.
 
-``cli.py`` builds them from the options, environment variables and project
+``govsync.cli`` builds them from the options, environment variables and project
 file (``project.Selection.choose``); ``runtime.py`` alone turns them into a
 state store and an API client.  Lower layers take the narrow values they
 need, never this object.

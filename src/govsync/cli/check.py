@@ -1,0 +1,145 @@
+"""`govsync validate` and `govsync environments`: the manifests and the project file,
+checked offline (no state, no API)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import click
+
+from govsync import envvars
+from govsync.cli.root import (
+    echo_json,
+    load,
+    out,
+    paths_argument,
+    project_options,
+)
+from govsync.errors import (
+    GovsyncError,
+    ManifestError,
+    Problem,
+)
+from govsync.manifests.model import ManifestSet
+from govsync.project import Given, Selection
+from govsync.rules import check_manifests
+
+
+@click.command()
+@paths_argument
+@project_options
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True,
+              help="json: {formatVersion, valid, errors: [{file, line, column, message}]}.")
+def validate(paths: tuple[str, ...], selection: Selection, fmt: str) -> None:
+    """Check manifests offline: syntax, fields, references, cycles.
+
+    Every error is printed as FILE:LINE:COL: message, all of them at once.
+    Exit 0 when valid, 1 when not. In a project with environments and no
+    --env, every environment is checked and each error names its own.
+
+    \b
+    Example:
+      govsync validate manifests/
+      govsync validate --env prod
+      govsync validate manifests/ --format json | jq '.errors[]'
+    """
+
+    selections = selection.each_environment()
+    found: dict[Problem, list[str]] = {}
+    for each in selections:
+        try:
+            manifests = load(paths, each, short=True)
+            warnings = _rules(manifests, each)
+        except ManifestError as exc:
+            for problem in exc.problems:
+                found.setdefault(problem, []).append(each.name or "")
+            continue
+        except GovsyncError as exc:
+            if fmt != "json":
+                raise
+            found.setdefault(Problem("", 0, 0, str(exc)), []).append(each.name or "")
+            continue
+        n, files = len(manifests.objects), len(manifests.files)
+        where = f" (environment {each.name})" if each.name else ""
+        if fmt != "json" and not out().quiet:
+            # The result, on stdout (errors and warnings go to stderr).
+            click.echo(f"{n} object{'s' if n != 1 else ''} in {files} file"
+                       f"{'s' if files != 1 else ''}{where}: valid.")
+        for warning in warnings:
+            click.echo(str(warning), err=True)
+    if found and len(selections) > 1:  # say which environment each error belongs to
+        found = {Problem(p.file, p.line, p.col, f"({_environments(envs)}) {p.message}"): envs
+                 for p, envs in found.items()}
+    if fmt == "json":
+        from govsync.render.documents import dumps, validate_public
+
+        click.echo(dumps(validate_public(found)), nl=False)
+        if found:
+            sys.exit(1)
+        return
+    if found:
+        raise ManifestError(list(found))
+
+
+def _environments(names: list[str]) -> str:
+    if len(names) == 1:
+        return f"environment {names[0]}"
+    return "environments " + ", ".join(names)
+
+
+def _rules(manifests: ManifestSet, selection: Selection) -> list[Any]:
+    """The project's rules on loaded manifests: their warnings (ManifestError for errors)."""
+    if not selection.rules:
+        return []  # (without importing the rules engine)
+
+    return check_manifests(manifests, selection.rules, selection.name).warnings
+
+
+@click.command("environments")
+@project_options
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True,
+              help="text: one name per line, in the project file's order; json: each with "
+                   "its workspace, endpoint, state (credentials masked), paths and approvals.")
+def environments_command(selection: Selection, fmt: str) -> None:
+    """List the environments of the project file (nothing when it has none).
+
+    Each is resolved as a command run with --env NAME would resolve it (the
+    environment variables included), so a CI job can loop over them and check
+    their settings first.
+
+    \b
+    Example:
+      for env in $(govsync environments); do govsync plan --env "$env"; done
+      govsync environments --format json
+    """
+    from govsync.render.documents import environments_public
+
+    project = selection.project
+    rows = []
+    approvals = project.approvals if project is not None else None
+    for env in (project.environments.values() if project is not None else ()):
+        chosen = Selection(project, env, selection.overrides)
+        given = {key: Given(os.environ.get(variable) or None,
+                            "environment" if os.environ.get(variable) else "default",
+                            flag, variable)
+                 for key, flag, variable in (("endpoint", "--endpoint", envvars.ENDPOINT),
+                                             ("state", "--state", envvars.STATE),
+                                             ("workspace", "--workspace", envvars.WORKSPACE))}
+        rows.append({
+            "name": env.name,
+            "workspace": chosen.choose("workspace", given["workspace"]),
+            "endpoint": chosen.choose("endpoint", given["endpoint"]),
+            "state": chosen.choose("state", given["state"]),
+            "paths": list(chosen.paths(())),
+            "approvals": (approvals.required if approvals is not None and (
+                approvals.environments is None or env.name in approvals.environments) else 0),
+        })
+    if fmt == "json":
+        echo_json(environments_public(project.file if project else None, rows))
+        return
+    for row in rows:
+        click.echo(row["name"])

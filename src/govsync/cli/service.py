@@ -1,0 +1,199 @@
+"""The long-running services over a project: `govsync ui` and `govsync agent`."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import click
+
+from govsync import envvars
+from govsync.agentconfig import parse_duration
+from govsync.cli.root import (
+    given,
+    global_options,
+)
+from govsync.envvars import API_KEY as API_KEY_ENV
+from govsync.envvars import UI_TOKEN
+from govsync.errors import (
+    ConfigError,
+)
+from govsync.project import Given, select
+from govsync.settings import Settings, resolve
+
+
+@click.command("ui")
+@global_options
+@click.option("--listen", "listen_at", default="127.0.0.1:8421", show_default=True,
+              metavar="HOST:PORT", help="Where to serve the dashboard (beyond loopback only "
+                                        "with GOVSYNC_UI_TOKEN set).")
+def ui_command(settings: Settings, listen_at: str) -> None:
+    """Serve the dashboard, read-only: every environment's status, plan and history.
+
+    Every environment of the project (or the one --env names) is planned
+    against its recorded state without reading secrets or calling the API,
+    and shown with its pending changes field by field, blocked changes and
+    their reasons, rule results, uncertain entries with the command that
+    settles them, history and audit, and the dependency graph. Nothing is
+    ever written, and no page shows a secret (--endpoint is not used). With GOVSYNC_UI_TOKEN set,
+    every request must carry it (a browser: open any page once with
+    ?token=TOKEN).
+
+    \b
+    Example:
+      govsync ui                          # http://127.0.0.1:8421/
+      GOVSYNC_UI_TOKEN=... govsync ui --listen 0.0.0.0:8421
+    """
+    from govsync.ui.app import serve as serve_ui
+
+    serve_ui(settings, listen_at, os.environ.get(UI_TOKEN) or None)
+
+
+@click.group("agent", invoke_without_command=True)
+@click.option("--project", "project_file", envvar=envvars.PROJECT, show_envvar=True,
+              metavar="FILE", help="The project file (with --repo: its path in the checkout; "
+                                   "default govsync.yaml).")
+@click.option("--repo", metavar="PATH|URL", help="The git repository to keep a checkout of "
+                                                 "(default: the project where it is, no git).")
+@click.option("--branch", metavar="NAME", help="Its branch (default: the repository's).")
+@click.option("--checkout", "checkout_dir", default=os.path.join(".govsync", "agent", "checkout"),
+              show_default=True, metavar="DIR", help="Where the checkout of --repo is kept.")
+@click.option("--listen", "listen_at", default="127.0.0.1:8420", show_default=True,
+              metavar="HOST:PORT", help="Where to serve /healthz, /readyz, /metrics, the API, "
+                                        "the webhook and the dashboard.")
+@click.option("--interval", metavar="DURATION", help="Every environment's interval (30s, 5m, "
+                                                     "1h), over the project's agent.interval "
+                                                     "(default 5m).")
+@click.option("--once", is_flag=True, help="One cycle of every environment, then exit: 0 all "
+                                           "Synced, 2 some not, 1 an error.")
+@click.option("--env", "env_names", multiple=True, metavar="NAME",
+              help="Only this environment (repeatable; default: every one).")
+@click.option("--endpoint", envvar=envvars.ENDPOINT, show_envvar=True, metavar="URL",
+              help="API base URL, or `local`, where the project's environments name none.")
+@click.option("--state", "state_url", envvar=envvars.STATE, show_envvar=True, metavar="URL",
+              help="State store, where the project's environments name none.")
+@click.option("--insecure-http", is_flag=True, envvar=envvars.INSECURE_HTTP, show_envvar=True,
+              help="Allow a plain http:// endpoint on a non-loopback host.")
+@click.pass_context
+def agent_command(ctx: click.Context, project_file: str | None, repo: str | None,
+                  branch: str | None, checkout_dir: str, listen_at: str, interval: str | None,
+                  once: bool, env_names: tuple[str, ...], endpoint: str | None,
+                  state_url: str | None, insecure_http: bool) -> None:
+    """Reconcile continuously: plan every environment each interval, apply where
+    its agent.autoApply allows, keep each one's status, alert, serve metrics.
+
+    Keeps a checkout of --repo at --branch current; each interval, and at once
+    on a verified push (POST /hooks/git, X-Hub-Signature-256 checked with
+    GOVSYNC_AGENT_WEBHOOK_SECRET), it plans each environment of the project
+    and records its status (Synced, OutOfSync, Blocked, Uncertain, Locked,
+    Paused, Error) in the workspace's history. An apply passes every check a
+    person's does; a held lock, a pause or a freeze window only plans. Several
+    agents may share one PostgreSQL state: one acts per environment, another
+    takes over when it ends. SIGTERM finishes the calls in flight, records
+    them and exits 0. The API and dashboard need GOVSYNC_UI_TOKEN beyond
+    loopback; GOVSYNC_AGENT_URL is the address links in notifications use.
+
+    \b
+    Example:
+      govsync agent --repo https://git.example.com/gov.git --branch main
+      govsync agent --once --env staging
+      govsync agent pause prod --reason "incident 4711"
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from govsync.agent import Agent, Options, Served, create_app
+    from govsync.ui.app import loopback, parse_listen
+
+    try:
+        every = parse_duration(interval) if interval is not None else None
+    except ValueError as exc:
+        raise ConfigError(f"--interval: {exc}") from None
+    host, port = parse_listen(listen_at)
+    token = os.environ.get(UI_TOKEN) or None
+    if token is None and not loopback(host) and not once:
+        raise ConfigError(f"--listen {listen_at} is reachable beyond this machine: set "
+                          f"{UI_TOKEN} to a token that the API and dashboard require")
+    options = Options(
+        project=project_file, repo=repo, branch=branch, checkout=checkout_dir, interval=every,
+        environments=env_names,
+        endpoint=given(ctx, "endpoint", endpoint, "--endpoint", envvars.ENDPOINT),
+        state=given(ctx, "state_url", state_url, "--state", envvars.STATE),
+        workspace=Given(os.environ.get(envvars.WORKSPACE) or None,
+                        "environment" if os.environ.get(envvars.WORKSPACE) else "default",
+                        "--workspace", envvars.WORKSPACE),
+        api_key=os.environ.get(API_KEY_ENV) or None, insecure_http=insecure_http,
+        local_seed=os.environ.get(envvars.LOCAL_SEED) or None,
+        url=os.environ.get(envvars.AGENT_URL) or None)
+    agent = Agent(options, os.environ)
+    # The entry point's: on SIGTERM (and Ctrl-C) the agent finishes what is in flight.
+    signal.signal(signal.SIGTERM, lambda *_: agent.stop())
+    signal.signal(signal.SIGINT, lambda *_: agent.stop())
+    served = None
+    if not once:
+        app = create_app(agent, token=token,
+                         webhook_secret=os.environ.get(envvars.AGENT_WEBHOOK_SECRET) or None)
+        served = Served(app, host, port)
+        click.echo(f"govsync agent: listening on http://{listen_at.rsplit(':', 1)[0]}:"
+                   f"{served.port}/", err=True)
+    try:
+        code = agent.run(once=once)
+    finally:
+        if served is not None:
+            served.stop()
+    if once:
+        for item in agent.environments():
+            click.echo(f"{item['name']}: {item['status']} ({item['reason']})")
+    sys.exit(code)
+
+
+def _environment_settings(environment: str) -> Settings:
+    """The settings of a project environment named as an argument (as --env would)."""
+    ctx = click.get_current_context()
+    selection = select(ctx.params.get("project_file"), environment, [])
+    return resolve(
+        selection,
+        endpoint=given(ctx, "endpoint", ctx.params.get("endpoint"), "--endpoint",
+                       envvars.ENDPOINT),
+        state=given(ctx, "state_url", ctx.params.get("state_url"), "--state", envvars.STATE),
+        workspace=given(ctx, "workspace", ctx.params.get("workspace"), "--workspace",
+                        envvars.WORKSPACE),
+        api_key=None)
+
+
+@agent_command.command("pause")
+@global_options
+@click.argument("environment", metavar="ENV")
+@click.option("--reason", required=True, metavar="TEXT", help="Why (shown and kept).")
+def agent_pause(settings: Settings, environment: str, reason: str) -> None:
+    """Pause the agent's applies of an environment (it is still planned).
+
+    Recorded in the environment's workspace: every agent sees it at its next
+    cycle, and it stays until `govsync agent resume ENV`.
+
+    \b
+    Example:
+      govsync agent pause prod --reason "incident 4711"
+    """
+    from govsync.agent import pause
+
+    pause(_environment_settings(environment), reason)
+    click.echo(f"paused {environment}: the agent plans it and applies nothing until "
+               f"`govsync agent resume {environment}`")
+
+
+@agent_command.command("resume")
+@global_options
+@click.argument("environment", metavar="ENV")
+def agent_resume(settings: Settings, environment: str) -> None:
+    """Resume the agent's applies of a paused environment.
+
+    \b
+    Example:
+      govsync agent resume prod
+    """
+    from govsync.agent import resume
+
+    lifted = resume(_environment_settings(environment))
+    click.echo(f"resumed {environment}" if lifted is not None
+               else f"{environment} was not paused")
