@@ -3,9 +3,10 @@
 The page lists the modules top to bottom.  A module imports only modules
 listed further down (modules on one line, or inside one package, may import
 each other), and never in a cycle.  Imports sit at the top of modules: one
-inside a function is allowed only for a heavy package (HEAVY), a module of
-govsync that imports one at its top (so offline commands never pay for it), or a
-package only its command needs (COMMAND_ONLY).
+inside a function is allowed only for a heavy package (HEAVY) or a module of
+govsync that imports one at its top (so offline commands never pay for it).  A
+module only one command needs is imported at the top of that command's module in
+cli/, which loads when the command runs (govsync.cli.root.COMMANDS).
 Names under ``if TYPE_CHECKING:`` follow the layering too, so they cannot hide
 an upward edge.  Every module of the package is on the page.
 """
@@ -30,14 +31,6 @@ HEAVY = frozenset({
     "rich", "deepdiff", "ruamel", "playwright", "prometheus_client", "difflib", "resource",
     # importlib.metadata: 11 ms, for `govsync init` (which install made this govsync).
     "importlib", "croniter",
-})
-# govsync's own packages that one command alone needs, imported by that command (what
-# else they cost every start-up, measured: `python -X importtime -m govsync validate`).
-COMMAND_ONLY = frozenset({
-    "govsync.migrate",  # 13 ms, for `govsync migrate`
-    "govsync.fmt",  # 5.6 ms, for `govsync fmt`
-    "govsync.init",  # 2.1 ms, for `govsync init`
-    "govsync.docs",  # 2.0 ms, for `govsync docs`
 })
 
 
@@ -176,8 +169,6 @@ def test_imports_sit_at_the_top_unless_heavy(module: str) -> None:
             continue
         target = resolve(name) if top == "govsync" else None
         if top == "govsync" and target in HEAVY_MODULES:
-            continue
-        if target and any(target == m or target.startswith(m + ".") for m in COMMAND_ONLY):
             continue
         if top != "govsync" and top in HEAVY:
             continue

@@ -10,18 +10,8 @@ from typing import Any
 import click
 
 from govsync import envvars
-from govsync.cli.root import (
-    echo_json,
-    load,
-    out,
-    paths_argument,
-    project_options,
-)
-from govsync.errors import (
-    GovsyncError,
-    ManifestError,
-    Problem,
-)
+from govsync.cli.root import echo_json, load, out, paths_argument, project_options
+from govsync.errors import GovsyncError, ManifestError, Problem
 from govsync.manifests.model import ManifestSet
 from govsync.project import Given, Selection
 from govsync.rules import check_manifests

@@ -25,10 +25,7 @@ from govsync import __version__, envvars, logs
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.envvars import DEFAULT_STATE
 from govsync.envvars import LOG as LOG_ENV
-from govsync.errors import (
-    GovsyncError,
-    ManifestError,
-)
+from govsync.errors import GovsyncError, ManifestError
 from govsync.manifests import load as load_manifests
 from govsync.manifests.model import Context, ManifestSet
 from govsync.manifests.parallel import forked_reader

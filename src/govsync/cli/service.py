@@ -10,15 +10,10 @@ import click
 
 from govsync import envvars
 from govsync.agentconfig import parse_duration
-from govsync.cli.root import (
-    given,
-    global_options,
-)
+from govsync.cli.root import given, global_options
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.envvars import UI_TOKEN
-from govsync.errors import (
-    ConfigError,
-)
+from govsync.errors import ConfigError
 from govsync.project import Given, select
 from govsync.settings import Settings, resolve
 

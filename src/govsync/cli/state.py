@@ -9,17 +9,9 @@ import click
 
 from govsync import commands
 from govsync.api.catalog import readable_kinds
-from govsync.cli.root import (
-    echo_json,
-    global_options,
-    load,
-    out,
-)
+from govsync.cli.root import echo_json, global_options, load, out
 from govsync.commands import read_snapshot
-from govsync.errors import (
-    GovsyncError,
-    StateError,
-)
+from govsync.errors import GovsyncError, StateError
 from govsync.settings import Settings
 
 

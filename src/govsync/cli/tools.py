@@ -9,13 +9,12 @@ import sys
 import click
 
 from govsync import envvars
-from govsync.cli.root import (
-    cli,
-    out,
-)
-from govsync.errors import (
-    MigrateError,
-)
+from govsync.cli.root import cli, out
+from govsync.docs import write_docs
+from govsync.errors import MigrateError
+from govsync.fmt import format_paths
+from govsync.init import init, next_steps
+from govsync.migrate import migrate_terraform
 
 
 @click.command()
@@ -125,15 +124,11 @@ def migrate_terraform_command(tfstate: str, out_dir: str, owner_group: str | Non
       govsync plan manifests/          # every object an import, nothing created
     """
 
-
     # A migration makes millions of small acyclic objects (the state's JSON, the
     # manifests, their YAML read back): the cyclic collector would rescan them
     # for nothing (40% of the time at 10,000 resources).  The command ends soon
     # after, as plan and validate do (see ``load``).
     gc.disable()
-    # Only this command needs it (13 ms of start-up): docs/architecture.md.
-    from govsync.migrate import migrate_terraform
-
     try:
         done = migrate_terraform(tfstate, out_dir, owner_group=owner_group)
     except MigrateError as exc:
@@ -187,8 +182,6 @@ def fmt_command(paths: tuple[str, ...], check: bool) -> None:
       govsync fmt --check manifests/    # in CI or a pre-commit hook
     """
 
-    from govsync.fmt import format_paths  # its command only: docs/architecture.md
-
     report = format_paths(list(paths), write=not check)
     for problem in report.problems:
         click.echo(str(problem), err=True)
@@ -227,8 +220,6 @@ def init_command(directory: str, force: bool, ci: str, install_spec: str | None)
       govsync init --ci gitlab
     """
 
-    from govsync.init import init, next_steps  # its command only: docs/architecture.md
-
     result = init(directory, force=force, ci=ci, install_spec=install_spec)
     for rel in result.created:
         click.echo(f"created {os.path.join(directory, rel)}")
@@ -252,8 +243,6 @@ def docs_command(out_dir: str, check: bool) -> None:
       govsync docs --out docs/
       govsync docs --check
     """
-
-    from govsync.docs import write_docs  # its command only: docs/architecture.md
 
     stale = write_docs(out_dir, cli, check=check)
     if check and stale:

@@ -18,10 +18,7 @@ from govsync.cli.root import (
     project_options,
     target_option,
 )
-from govsync.errors import (
-    ConfigError,
-    GovsyncError,
-)
+from govsync.errors import ConfigError, GovsyncError
 from govsync.plan import blocked_advice
 from govsync.project import Selection
 from govsync.redact import url as safe_url
