@@ -303,12 +303,10 @@ def main() -> None:
                 obj.stop()
     table = report(results, shapes, args, info, started_load, notes)
     print("\n" + table)
-    # The file keeps every run: a new one is appended as a section of its own.
-    if os.path.exists(args.out):
-        table = "\n## A later run\n" + table.split("\n", 1)[1]
-    with open(args.out, "a") as fh:
+    # The file holds the current figures (earlier runs: its history in git).
+    with open(args.out, "w") as fh:
         fh.write(table)
-    print(f"\nappended to: {args.out}; files: {root}")
+    print(f"\nwritten to: {args.out}; files: {root}")
 
 
 def check_synthetic(real_states: dict[int, str], root: str) -> None:

@@ -276,19 +276,14 @@ def cli(ctx: click.Context, verbose: int, quiet: bool, no_color: bool) -> None:
     Logs: GOVSYNC_LOG=debug|info|warning writes them to stderr (every API
     call: operation, status, duration, retries; never a secret or the key).
     """
-    if os.environ.get(LOG_ENV) or "govsync.logs" in sys.modules:
-        # Without GOVSYNC_LOG, logging is configured only to undo an earlier
-        # invocation's set-up in this process (logging costs start-up).
-
-        logs.configure(os.environ.get(LOG_ENV), hidden=[os.environ.get(API_KEY_ENV, "")])
+    # Also without GOVSYNC_LOG: it undoes an earlier invocation's set-up in this process.
+    logs.configure(os.environ.get(LOG_ENV), hidden=[os.environ.get(API_KEY_ENV, "")])
     ctx.obj = Output(verbose, quiet, no_color)
 
 
-
 def echo_json(data: Any) -> None:
-
+    """Indented, sorted JSON on stdout (the state commands' --format json)."""
     click.echo(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False))
-
 
 
 def main() -> None:
