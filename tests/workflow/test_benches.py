@@ -146,7 +146,7 @@ def test_bench_peer_against_terraform(tmp_path: Path) -> None:
     text = results.read_text()
     # The file holds the current run only (earlier ones: its git history).
     assert text.startswith("# bench/peer results") and text.count("# bench/peer results") == 1
-    assert text.count("| 20 | plan |") == 1
+    assert text.count("- 20 plan, govsync:") == 1
     assert "| 20 | apply |" in text
 
 
