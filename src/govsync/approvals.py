@@ -38,15 +38,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from fnmatch import fnmatchcase
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from govsync import planfile, sshsig
+from govsync import sshsig
 from govsync.errors import ApprovalError
 from govsync.files import Unreadable, display_path, read_regular
 from govsync.manifests.wording import unknown, unknown_keys
-from govsync.planfile import SavedPlan
 from govsync.sshsig import SshsigError
-from govsync.state import now
+
+if TYPE_CHECKING:
+    from govsync.planfile import SavedPlan
 
 NAMESPACE = "govsync-plan"
 APPROVAL_KEYS = ("required", "allowedSigners", "environments")
@@ -287,6 +288,12 @@ def parse_allowed_signers(text: str, path: str) -> list[AllowedSigner]:
 # -- the signature file ---------------------------------------------------------------
 
 
+def review_message(digest: str) -> bytes:
+    """The bytes approvers sign: a plan's review digest (``govsync show PLAN --digest``
+    prints them; planfile.review_digest computes the digest)."""
+    return f"govsync-plan-review sha256:{digest}\n".encode()
+
+
 def signature_path(plan_path: str) -> str:
     return plan_path + ".sig"
 
@@ -497,7 +504,7 @@ def approve(saved: SavedPlan, private: Any, signers: list[AllowedSigner] | None,
                 "it there first (a signature by it would not count)")
         who = listed[0].principals
     digest = saved.review_digest
-    armored = sshsig.sign(private, planfile.review_message(digest), NAMESPACE)
+    armored = sshsig.sign(private, review_message(digest), NAMESPACE)
     sig_path = signature_path(saved.path)
     entries = read_signatures(sig_path)
     kept = [e for e in entries if sshsig.parse(sshsig.dearmor(e.armored)).key != blob]
@@ -507,7 +514,7 @@ def approve(saved: SavedPlan, private: Any, signers: list[AllowedSigner] | None,
         parts += [c + "\n" for c in e.comments.splitlines()
                   if not c.startswith("# govsync approvals of ")]
         parts.append(e.armored)
-    parts.append(f"# approved by {who} ({fp}) at {now()}\n{armored}")
+    parts.append(f"# approved by {who} ({fp}) at {_when(time.time())}\n{armored}")
     tmp = f"{sig_path}.tmp-{os.getpid()}"
     try:
         with open(tmp, "w", encoding="ascii") as fh:
@@ -530,7 +537,7 @@ def describe(saved: SavedPlan, signers: list[AllowedSigner] | None, required: in
     if signers is None:
         return [f"Approvals: {len(entries)} signature(s) in {sig_path}, not checked: there "
                 "are no allowed signers to check them against."]
-    result = verify(planfile.review_message(saved.review_digest), entries, signers, sig_path)
+    result = verify(review_message(saved.review_digest), entries, signers, sig_path)
     lines = [f"Approvals: {len(result.approvers)} valid of {required} required "
              f"(allowed signers: {source})."]
     lines += [f"  approved by {a.principal} ({a.key_type} {a.fingerprint})"

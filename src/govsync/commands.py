@@ -55,7 +55,7 @@ from govsync.plan import (
 )
 from govsync.planfile import SavedPlan, plan_digest, review_digest, reviewed_change
 from govsync.redact import url as safe_url
-from govsync.rules import Rule, check_plan, check_sent
+from govsync.rules import Rule, check_sent
 from govsync.settings import Settings
 from govsync.state import (
     APPLIED,
@@ -204,7 +204,7 @@ def check_rules(plan: Plan, manifests: ManifestSet, rules: tuple[Rule, ...],
         return  # (without importing the rules engine)
 
     try:
-        check_plan(plan, manifests, rules, environment, snapshot)
+        governance.check_plan(plan, manifests, rules, environment, snapshot)
     except ManifestError as exc:
         if errors is None:
             raise
@@ -614,7 +614,7 @@ def _approved(enforced: Governance, evidence: SavedPlan | None, plan: Plan, work
             f"{scope} requires {n} signed approval(s): apply a saved, approved plan: "
             f"`govsync plan{env} --out plan.json`, then `govsync approve plan.json --key KEY` "
             f"by {n} allowed signer(s), then `govsync apply{env} plan.json`; nothing was sent")
-    message = planfile.review_message(planfile.review_digest(plan))
+    message = approvals.review_message(planfile.review_digest(plan))
     return approvals.check(evidence.path, message, enforced.allowed(workspace), n, scope,
                            source)
 

@@ -20,20 +20,26 @@ project file say:
   applied only with the approvals recorded;
 * the rules evaluated at apply, on what will be sent, are the recorded ones
   and the project's.
+
+Here too: the rules evaluated on a plan (``check_plan``), whose results become
+the plan's checks.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from govsync.approvals import AllowedSigner, parse_allowed_signers, read_allowed_signers
-from govsync.errors import GovernanceError, StateDamagedError
+from govsync.errors import GovernanceError, ManifestError, StateDamagedError
+from govsync.manifests.model import ManifestSet
+from govsync.plan import Check, CheckStatus, Plan
 from govsync.project import Environment, Project
-from govsync.rules import Rule, Severity
+from govsync.rules import Outcome, Rule, Severity, evaluate, manifest_subjects
+from govsync.state import APPLIED, Snapshot
 
 FORMAT = 1
 
@@ -223,3 +229,40 @@ def rules_to_check(record: Governance | None, proposed: Governance) -> tuple[Rul
 
 def _key(rule: Rule) -> str:
     return json.dumps(_rule_dict(rule), sort_keys=True)
+
+
+def check_plan(plan: Plan, manifests: ManifestSet, rules: Sequence[Rule],
+               environment: str | None, snapshot: Snapshot) -> None:
+    """Evaluate rules on a plan: ManifestError for errors; the results (passes and
+    warnings) become the plan's checks."""
+
+    if not rules:
+        return
+    ids = {a: e.id for a, e in snapshot.entries.items() if e.status == APPLIED and e.id}
+    changes = {c.address: c for c in plan.changes}
+    outcome = evaluate(rules, lambda: manifest_subjects(manifests, ids, changes), environment,
+                       planned=True)
+    if outcome.errors:
+        raise ManifestError(outcome.errors)
+    plan.checks.extend(rule_checks(outcome, rules))
+
+
+def rule_checks(outcome: Outcome, rules: Sequence[Rule]) -> list[Check]:
+    """One check per rule that passed, one per violation of a warning rule."""
+
+    out: list[Check] = []
+    for rule in rules:
+        if rule.name not in outcome.evaluated:
+            continue
+        found = outcome.violations.get(rule.name, [])
+        if not found:
+            n = outcome.evaluated[rule.name]
+            out.append(Check(f"rule {rule.name}", CheckStatus.PASSED,
+                             f"{n} object{'s' if n != 1 else ''} checked" if n
+                             else "no object of its kinds"))
+        status = CheckStatus.FAILED if rule.severity == Severity.ERROR else CheckStatus.WARNING
+        for address, problem in found:
+            out.append(Check(f"rule {rule.name}", status,
+                             f"{address} at {problem.file}:{problem.line}:{problem.col}: "
+                             f"{rule.message}"))
+    return out

@@ -166,11 +166,6 @@ def reviewed_change(c: Change) -> dict[str, Any]:
             else None}
 
 
-def review_message(digest: str) -> bytes:
-    """The bytes approvers sign (``govsync show PLAN --digest`` prints them)."""
-    return f"govsync-plan-review sha256:{digest}\n".encode()
-
-
 def mac(body: Mapping[str, Any], key: bytes) -> str:
     """The authentication code of a plan's body under the workspace's plan key."""
     derived = hmac.new(key, b"govsync saved plan v2", hashlib.sha256).digest()

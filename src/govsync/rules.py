@@ -31,7 +31,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from govsync import values
 from govsync.api.kinds import BY_KIND
@@ -39,8 +39,9 @@ from govsync.bounded import BudgetExceeded, run_bounded
 from govsync.errors import GovernanceError, ManifestError, Problem
 from govsync.manifests.model import Manifest, ManifestSet
 from govsync.manifests.wording import unknown, unknown_keys
-from govsync.plan import Action, Change, Check, CheckStatus, Plan
-from govsync.state import APPLIED, Snapshot
+
+if TYPE_CHECKING:  # the plan is governance.check_plan's: validate loads neither
+    from govsync.plan import Change
 
 RULE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$")
 MAX_EXPRESSION = 4096
@@ -283,26 +284,6 @@ class Outcome:
     # Rules validate left to plan (they mention `change`).
     plan_only: list[str] = field(default_factory=list)
 
-    def checks(self, rules: Sequence[Rule]) -> list[Check]:
-        """One check per rule that passed, one per violation of a warning rule."""
-
-        out: list[Check] = []
-        for rule in rules:
-            if rule.name not in self.evaluated:
-                continue
-            found = self.violations.get(rule.name, [])
-            if not found:
-                n = self.evaluated[rule.name]
-                out.append(Check(f"rule {rule.name}", CheckStatus.PASSED,
-                                 f"{n} object{'s' if n != 1 else ''} checked" if n
-                                 else "no object of its kinds"))
-            status = CheckStatus.FAILED if rule.severity == Severity.ERROR else CheckStatus.WARNING
-            for address, problem in found:
-                out.append(Check(f"rule {rule.name}", status,
-                                 f"{address} at {problem.file}:{problem.line}:{problem.col}: "
-                                 f"{rule.message}"))
-        return out
-
 
 @dataclass(frozen=True)
 class Subject:
@@ -313,7 +294,8 @@ class Subject:
     name: str
     spec: Any
     where: tuple[str, int, int]
-    # {action, fields} of its change; None in validate (no plan).
+    # {action, fields} of its change; None in validate (no plan), and in a plan for an
+    # object left unchanged (the rules see a no-op).
     change: dict[str, Any] | None = None
 
 
@@ -334,11 +316,9 @@ def manifest_subjects(manifests: ManifestSet, ids: Mapping[str, str],
 
     for address in sorted(manifests.objects):
         manifest = manifests.objects[address]
-        change: dict[str, Any] | None = None
-        if changes is not None:
-            found = changes.get(address)
-            change = ({"action": str(found.action), "fields": list(found.fields)}
-                      if found is not None else {"action": str(Action.NOOP), "fields": []})
+        found = changes.get(address) if changes is not None else None
+        change = ({"action": str(found.action), "fields": list(found.fields)}
+                  if found is not None else None)
         yield Subject(address, manifest.kind.name, manifest.name,
                       object_spec(manifest, ids), manifest.where(), change)
 
@@ -438,22 +418,6 @@ def _evaluate(compiled: list[Compiled], subjects: Callable[[], Iterable[Subject]
                             f"warning: {problem.message}"))
         outcome.evaluated[rule.name] = count
     return outcome
-
-
-def check_plan(plan: Plan, manifests: ManifestSet, rules: Sequence[Rule],
-               environment: str | None, snapshot: Snapshot) -> None:
-    """Evaluate rules on a plan: ManifestError for errors; the results (passes and
-    warnings) become the plan's checks."""
-
-    if not rules:
-        return
-    ids = {a: e.id for a, e in snapshot.entries.items() if e.status == APPLIED and e.id}
-    changes = {c.address: c for c in plan.changes}
-    outcome = evaluate(rules, lambda: manifest_subjects(manifests, ids, changes), environment,
-                       planned=True)
-    if outcome.errors:
-        raise ManifestError(outcome.errors)
-    plan.checks.extend(outcome.checks(rules))
 
 
 def check_sent(rules: Sequence[Rule], environment: str | None, where: str,

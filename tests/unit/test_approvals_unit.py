@@ -22,7 +22,7 @@ from govsync.planfile import SavedPlan
 
 SIGNERS = "allowed_signers"
 DIGEST = "ab" * 32
-MESSAGE = planfile.review_message(DIGEST)
+MESSAGE = approvals.review_message(DIGEST)
 JAN_2020 = 1577836800.0  # 2020-01-01T00:00:00Z
 JAN_2030 = 1893456000.0  # 2030-01-01T00:00:00Z
 
@@ -384,7 +384,7 @@ def test_what_does_not_count_and_why(tmp_path: Path, alice: Any, bob: Any,
     allowed = signers(f"alice@example.com {public_text(alice)}",
                       f"bob@example.com {public_text(bob)}")
     parts = [sign(carol), sign(alice, namespace="git"),
-             sign(bob, planfile.review_message("cd" * 32))]
+             sign(bob, approvals.review_message("cd" * 32))]
     result = verify(tmp_path, allowed, *parts)
     starts = [1, 1 + parts[0].count("\n"), 1 + parts[0].count("\n") + parts[1].count("\n")]
     carol_fp = sshsig.fingerprint(sshsig.public_blob(carol))
@@ -447,7 +447,7 @@ def test_check_returns_the_approvers(tmp_path: Path, alice: Any, bob: Any) -> No
 def test_check_says_how_many_whose_and_why_not_others(tmp_path: Path, alice: Any,
                                                       bob: Any) -> None:
     plan = tmp_path / "plan.json"
-    mine, theirs = sign(alice), sign(bob, planfile.review_message("cd" * 32))
+    mine, theirs = sign(alice), sign(bob, approvals.review_message("cd" * 32))
     (tmp_path / "plan.json.sig").write_text(mine + theirs)
     allowed = signers(f"alice@example.com {public_text(alice)}",
                       f"bob@example.com {public_text(bob)}")
@@ -492,7 +492,7 @@ def test_approve_signs_the_review_digest(saved: SavedPlan, alice: Any, bob: Any)
                       f"bob@example.com {public_text(bob)}")
     done = approvals.approve(saved, alice, allowed, "S")
     assert done == approvals.Signed("alice@example.com", saved.path + ".sig", False)
-    message = planfile.review_message(saved.review_digest)
+    message = approvals.review_message(saved.review_digest)
     found = approvals.check(saved.path, message, allowed, 1, "environment prod", "S")
     assert [a.principal for a in found] == ["alice@example.com"]
     text = Path(done.path).read_text()

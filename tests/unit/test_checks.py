@@ -197,7 +197,8 @@ HEAVY = ("pydantic", "httpx", "cel_expr_python", "cryptography", "networkx", "st
          "uvicorn", "psycopg", "rich", "asyncio", "govsync.migrate", "govsync.server",
          "govsync.fmt", "govsync.init", "govsync.docs")
 PLAN_ONLY = ("govsync.cli.workflow", "govsync.commands", "govsync.render", "govsync.apply",
-             "govsync.runtime", "govsync.cli.state", "govsync.cli.tools", "govsync.cli.service")
+             "govsync.runtime", "govsync.cli.state", "govsync.cli.tools", "govsync.cli.service",
+             "govsync.plan", "govsync.state", "govsync.planfile", "govsync.governance")
 # Runs govsync's console entry and reports, as it exits, which of them were imported.
 PROBE = """
 import json, os, sys
@@ -223,7 +224,8 @@ def test_validate_and_an_offline_plan_never_import_heavy_packages(tmp_path: Any)
                         "spec: {spaceRef: a}\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("GOVSYNC_")}
     # validate loads its own command's module only (govsync.cli.root.COMMANDS), not the
-    # plan's and apply's (commands.py, the renderers, the state's writers).
+    # plan's and apply's (commands.py, the renderers, the plan, the state): the project
+    # file's approvals and rules are read without them.
     for argv, heavy in (
             (["validate", str(manifest)], (*HEAVY, *PLAN_ONLY)),
             (["plan", str(manifest), "--state", str(tmp_path / "s.db")], HEAVY)):

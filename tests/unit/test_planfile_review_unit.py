@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from govsync import planfile
+from govsync import approvals, planfile
 from govsync.errors import PlanError
 from govsync.plan import Action, Change, Check, CheckStatus, Plan
 from govsync.values import PlannedSecret, Ref
@@ -87,7 +87,7 @@ def test_the_digest_is_a_sha256_that_does_not_change_by_itself() -> None:
     digest = planfile.review_digest(make())
     assert re.fullmatch(r"[0-9a-f]{64}", digest)
     assert planfile.review_digest(make()) == digest
-    assert planfile.review_message(digest) == f"govsync-plan-review sha256:{digest}\n".encode()
+    assert approvals.review_message(digest) == f"govsync-plan-review sha256:{digest}\n".encode()
 
 
 @pytest.mark.parametrize("name", sorted(SAME))

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from govsync import rules
+from govsync import governance, rules
 from govsync.errors import GovernanceError, ManifestError, Problem
 from govsync.manifests import ManifestSet
 from govsync.plan import Action, Change, Check, CheckStatus, make_plan
@@ -289,14 +289,15 @@ def test_checks_one_per_passing_rule_and_per_warning() -> None:
     empty = Rule("spaces", "true", "m", kinds=("Space",))
     outcome = rules.evaluate([WARN, empty, SHORT], lambda: SUBJECTS[:1], "prod", planned=False)
     assert outcome.errors == []
-    assert outcome.checks([WARN, empty, SHORT, STAGING]) == [
+    assert governance.rule_checks(outcome, [WARN, empty, SHORT, STAGING]) == [
         Check("rule very-short", CheckStatus.WARNING,
               "Hook/fast at m.yaml:4:1: hooks should be quick"),
         Check("rule spaces", CheckStatus.PASSED, "no object of its kinds"),
         Check("rule short", CheckStatus.PASSED, "1 object checked"),
     ]
     two = rules.evaluate([SHORT], lambda: [SUBJECTS[0], SUBJECTS[0]], None, planned=False)
-    assert two.checks([SHORT]) == [Check("rule short", CheckStatus.PASSED, "2 objects checked")]
+    assert governance.rule_checks(two, [SHORT]) == [
+        Check("rule short", CheckStatus.PASSED, "2 objects checked")]
 
 
 def test_a_rule_over_the_budget_is_named_quickly(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -400,7 +401,8 @@ def test_manifest_subjects_resolve_ids_and_hide_secrets(
     known = {s.address: s for s in rules.manifest_subjects(
         loaded, {"Connector/conn-one": "c-1"}, {})}
     assert known["ConnectorAIProvider/conn-one-ai"].spec["connectorId"] == "c-1"
-    assert known["Connector/conn-one"].change == {"action": "no-op", "fields": []}
+    # Not among the plan's changes: no change of its own (evaluate shows the rules a no-op).
+    assert known["Connector/conn-one"].change is None
     assert known["Connector/conn-one"].where[0].endswith("objects.yaml")
 
 
@@ -416,7 +418,7 @@ def test_check_manifests_and_check_plan(manifests: Callable[[str], ManifestSet],
     validated = rules.check_manifests(loaded, [creates], None)
     assert validated.plan_only == ["creates"]
     plan = make_plan(loaded, snapshot, environ={"AI_KEY": "k"})
-    rules.check_plan(plan, loaded, [creates], None, snapshot)
+    governance.check_plan(plan, loaded, [creates], None, snapshot)
     assert plan.checks[-1] == Check("rule creates", CheckStatus.PASSED, "1 object checked")
     with pytest.raises(ManifestError, match="rule protected"):
-        rules.check_plan(plan, loaded, [protected], None, snapshot)
+        governance.check_plan(plan, loaded, [protected], None, snapshot)

@@ -371,7 +371,7 @@ def show_command(file: str, settings: Settings, fmt: str, digest: bool) -> None:
 
     saved = planfile.read(file)
     if digest:
-        click.echo(planfile.review_message(saved.review_digest).decode(), nl=False)
+        click.echo(approvals.review_message(saved.review_digest).decode(), nl=False)
         return
     o = out()
     if fmt == "json":

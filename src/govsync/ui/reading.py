@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from govsync import approvals, audit, commands, governance, planfile, runtime
+from govsync import approvals, audit, commands, governance, runtime
 from govsync.approvals import AllowedSigner
 from govsync.errors import GovsyncError, ManifestError, Problem
 from govsync.manifests import load as load_manifests
@@ -212,7 +212,7 @@ def saved_plan_file(saved: SavedPlan, verification: str, signers: list[AllowedSi
             f"{len(entries)} signature(s) in {sig_path}, not checked: there are no allowed "
             "signers to check them against." if entries else f"No {sig_path}."))
     else:
-        result = approvals.verify(planfile.review_message(saved.review_digest), entries,
+        result = approvals.verify(approvals.review_message(saved.review_digest), entries,
                                   signers, sig_path)
         given = Approvals(
             required, tuple(sorted({p for s in signers for p in s.people})), source,
