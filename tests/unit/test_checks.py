@@ -198,7 +198,8 @@ HEAVY = ("pydantic", "httpx", "cel_expr_python", "cryptography", "networkx", "st
          "govsync.fmt", "govsync.init", "govsync.docs")
 PLAN_ONLY = ("govsync.cli.workflow", "govsync.commands", "govsync.render", "govsync.apply",
              "govsync.runtime", "govsync.cli.state", "govsync.cli.tools", "govsync.cli.service",
-             "govsync.plan", "govsync.state", "govsync.planfile", "govsync.governance")
+             "govsync.plan", "govsync.state", "govsync.planfile", "govsync.governance",
+             "zoneinfo")
 # Runs govsync's console entry and reports, as it exits, which of them were imported.
 PROBE = """
 import json, os, sys
