@@ -17,7 +17,6 @@ import csv
 import io
 import json
 import os
-import subprocess
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -51,6 +50,8 @@ def scrub(value: Any) -> Any:
 
 def git_state(folder: str) -> dict[str, Any] | None:
     """``{commit, dirty}`` of the git work tree holding ``folder`` (None outside git)."""
+    import subprocess  # on the list of slow packages: an apply's record only, not a plan
+
     def git(*args: str) -> str | None:
         try:
             done = subprocess.run(["git", "-C", folder, *args], capture_output=True, text=True,

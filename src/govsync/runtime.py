@@ -11,7 +11,6 @@ functions that make them: offline commands never load them.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from govsync.errors import ConfigError
@@ -34,7 +33,7 @@ def client(settings: Settings, **kw: Any) -> AsyncClient:
 
 
 def connect(endpoint: str | None, api_key: str | None, *, insecure_http: bool = False,
-            local_db: str | Path | None = None, local_seed: str | None = None,
+            local_db: str | os.PathLike[str] | None = None, local_seed: str | None = None,
             **kw: Any) -> AsyncClient:
     """An AsyncClient for ``--endpoint``: a URL, or ``local`` (in-process, no key needed)."""
     from govsync.api.client import LOCAL_BASE_URL, AsyncClient, check_endpoint
@@ -47,8 +46,8 @@ def connect(endpoint: str | None, api_key: str | None, *, insecure_http: bool = 
         if local_db is None:
             raise ConfigError("the embedded server needs its database file (local_db)")
         seed_local(local_seed, str(local_db))
-        if str(local_db) != ":memory:":
-            Path(local_db).parent.mkdir(parents=True, exist_ok=True)
+        if os.fspath(local_db) != ":memory:":
+            os.makedirs(os.path.dirname(os.path.abspath(local_db)), exist_ok=True)
         store = Store(str(local_db))
         transport = asgi_transport(create_app(store, api_keys=None), store.close)
         return AsyncClient(LOCAL_BASE_URL, api_key, transport=transport, **kw)

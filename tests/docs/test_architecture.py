@@ -31,8 +31,9 @@ HEAVY = frozenset({
     "rich", "deepdiff", "ruamel", "playwright", "prometheus_client", "difflib", "resource",
     # importlib.metadata: 11 ms, for `govsync init` (which install made this govsync).
     "importlib", "croniter",
-    # the time-zone database's loader (with sysconfig): for a project's agent.timezone.
-    "zoneinfo",
+    # the time-zone database's loader (with sysconfig): for a project's agent.timezone;
+    # subprocess: for git, in an apply's record and the agent's checkout.
+    "zoneinfo", "subprocess",
 })
 
 
