@@ -138,7 +138,7 @@ def tf_state(nodes: list[tuple[str, dict[str, Any], list[str]]]) -> dict[str, An
 
     Used only where a real apply would take too long (Terraform at 10,000
     objects): `run.py` checks that this equals, as JSON, what a real apply
-    wrote at the smaller size (ids and lineage aside), and that `terraform
+    wrote at the smaller size (ids, lineage and serial aside), and that `terraform
     plan` over it reports no changes before it times anything."""
     deps = {a: d for a, _, d in nodes}
     closure: dict[str, set[str]] = {}

@@ -310,17 +310,34 @@ def main() -> None:
 
 
 def check_synthetic(real_states: dict[int, str], root: str) -> None:
-    """graph.tf_state must equal what terraform apply really wrote, ids and lineage aside."""
+    """graph.tf_state must equal what terraform apply really wrote, ids, lineage and
+    serial aside (the serial counts Terraform's writes of the state during the apply,
+    which follow the machine's timing: a busy machine saw one more)."""
     for n, text in real_states.items():
         real = json.loads(text)
         mine = graph.tf_state(graph.graph(os.path.join(root, str(n), "manifests")))
         for s in (real, mine):
-            s["lineage"] = None
+            s["lineage"] = s["serial"] = None
             for res in s["resources"]:
                 for inst in res["instances"]:
                     inst["attributes"]["id"] = None
         if real != mine:
-            raise SystemExit(f"graph.tf_state differs from the state of a real apply at {n}")
+            raise SystemExit(f"graph.tf_state differs from the state of a real apply at {n}: "
+                             + first_difference(real, mine))
+
+
+def first_difference(real: Any, mine: Any, at: str = "") -> str:
+    """Where two JSON values first differ, for the message."""
+    if isinstance(real, dict) and isinstance(mine, dict):
+        for key in sorted(set(real) | set(mine), key=str):
+            if real.get(key) != mine.get(key):
+                return first_difference(real.get(key), mine.get(key), f"{at}.{key}")
+    if isinstance(real, list) and isinstance(mine, list) and len(real) == len(mine):
+        for i, (a, b) in enumerate(zip(real, mine, strict=True)):
+            if a != b:
+                return first_difference(a, b, f"{at}[{i}]")
+    return f"{at or '(the whole state)'}: Terraform wrote {json.dumps(real)[:200]}, graph.tf_state " \
+           f"{json.dumps(mine)[:200]}"
 
 
 def report(results: dict[int, Any], shapes: dict[int, Any], args: argparse.Namespace,
