@@ -36,6 +36,7 @@ from govsync.errors import (
     StateLockedError,
 )
 from govsync.manifests import load as load_manifests
+from govsync.manifests.loader import Reader, read_files
 from govsync.manifests.model import Context, ManifestSet
 from govsync.plan import Action, Plan
 from govsync.planfile import SavedPlan
@@ -138,14 +139,15 @@ class Cycle:
 
 
 def run(target: Target, *, revision: str | None, paused: Mapping[str, Any] | None,
-        frozen: str | None, stopping: threading.Event | None = None) -> Cycle:
+        frozen: str | None, stopping: threading.Event | None = None,
+        read: Reader = read_files) -> Cycle:
     """Plan ``target`` and, when its ``autoApply`` allows and nothing stands in the
     way, apply it; never raises for what an environment may meet (a bad manifest,
     an unreachable endpoint, a held lock): those are its status."""
     started = time.perf_counter()
     cycle = Cycle(target.name, target.workspace, Status.ERROR, "", revision)
     try:
-        _run(cycle, target, paused, frozen, stopping)
+        _run(cycle, target, paused, frozen, stopping, read)
     except ManifestError as exc:
         cycle.status, cycle.reason = Status.ERROR, problems(exc.problems)
     except GovsyncError as exc:
@@ -177,11 +179,11 @@ def _plan(cycle: Cycle, manifests: ManifestSet, settings: Settings) -> Plan:
 
 
 def _run(cycle: Cycle, target: Target, paused: Mapping[str, Any] | None, frozen: str | None,
-         stopping: threading.Event | None) -> None:
+         stopping: threading.Event | None, read: Reader) -> None:
     settings = target.settings
     selection = settings.selection
-    manifests = load_manifests(selection.paths(()), context=Context(selection.variables(),
-                                                                    selection.name))
+    manifests = load_manifests(selection.paths(()), read=read,
+                               context=Context(selection.variables(), selection.name))
     plan = _plan(cycle, manifests, settings)
     appliable = (cycle.status in (Status.OUT_OF_SYNC, Status.UNCERTAIN)
                  and (plan.work() or plan.governance is not None))

@@ -38,6 +38,7 @@ from govsync.agent.notify import (
 )
 from govsync.agentconfig import DEFAULT_INTERVAL
 from govsync.errors import GovsyncError, LockLostError, ManifestError, StateError
+from govsync.manifests.loader import ReadCache
 from govsync.project import Given, Selection
 from govsync.redact import url as safe_url
 from govsync.settings import Settings, resolve
@@ -84,6 +85,8 @@ class Known:
     frozen: str | None = None
     due: float = 0.0
     ledger: Ledger | None = None  # while leading
+    # Its manifests as last checked: a cycle parses only the files that changed.
+    reader: ReadCache = field(default_factory=ReadCache)
 
 
 class Agent:
@@ -294,7 +297,7 @@ class Agent:
             result = Cycle(target.name, workspace, Status.ERROR, problem, self.revision)
         else:
             result = cycles.run(target, revision=self.revision, paused=known.paused,
-                                frozen=known.frozen, stopping=self.stopping)
+                                frozen=known.frozen, stopping=self.stopping, read=known.reader)
         try:
             store.add_cycle(workspace, result.record())
         except LockLostError as exc:

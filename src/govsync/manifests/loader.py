@@ -57,14 +57,22 @@ class FileResult:
 
 def read_file(path: str, display: str, context: Context | None = None) -> FileResult:
     """Read and check one file on its own."""
-    result = FileResult()
     text, problem = read_text(path, display)
     if problem is not None:
-        result.problems.append(problem)
-        result.unreadable = True
-        return result
+        return FileResult(problems=[problem], unreadable=True)
     assert text is not None
-    result.digest = hashlib.sha256(display.encode() + b"\0" + text.encode()).digest()
+    return check_text(path, display, text, file_digest(display, text), context)
+
+
+def file_digest(display: str, text: str) -> bytes:
+    """What identifies a file's contribution: its name as shown, and its text."""
+    return hashlib.sha256(display.encode() + b"\0" + text.encode()).digest()
+
+
+def check_text(path: str, display: str, text: str, digest: bytes,
+               context: Context | None = None) -> FileResult:
+    """Check one file's text (read from ``path``, shown as ``display``)."""
+    result = FileResult(digest=digest)
     for item in iter_documents(text, display):
         if isinstance(item, Problem):
             result.problems.append(item)
@@ -111,6 +119,43 @@ def _lookalikes(objects: dict[str, Manifest]) -> list[Problem]:
 def read_files(files: list[tuple[str, str]], context: Context) -> list[FileResult]:
     """Every file in turn, in this process."""
     return [read_file(p, d, context) for p, d in files]
+
+
+class ReadCache:
+    """A reader that keeps what it checked, by content, for a process that loads the
+    same manifests again and again (the agent: every cycle of every environment).
+
+    Each file is read every time, and checked again only when its text, its name
+    or the context (the environment's variables) differ from the last load: a
+    cycle over 10,000 unchanged objects skips their parsing.  What it keeps is
+    what ``read_file`` would return, and nothing downstream changes it (a patch
+    makes new documents; a manifest's positions are read from the same text).  It
+    keeps the files of its last load only, so one cache serves one selection (an
+    environment) and holds at most one load's worth."""
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[str, str], FileResult] = {}
+        self._context: Context | None = None
+
+    def __call__(self, files: list[tuple[str, str]], context: Context) -> list[FileResult]:
+        if context != self._context:
+            self._kept, self._context = {}, context
+        kept: dict[tuple[str, str], FileResult] = {}
+        out = []
+        for path, display in files:
+            text, problem = read_text(path, display)
+            if problem is not None:
+                out.append(FileResult(problems=[problem], unreadable=True))
+                continue
+            assert text is not None
+            digest = file_digest(display, text)
+            found = self._kept.get((path, display))
+            if found is None or found.digest != digest:
+                found = check_text(path, display, text, digest, context)
+            kept[(path, display)] = found
+            out.append(found)
+        self._kept = kept
+        return out
 
 
 def load(paths: Sequence[str], *, read: Reader = read_files,
