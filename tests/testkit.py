@@ -19,6 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
+
+from govsync import envvars
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -32,6 +35,13 @@ EXAMPLE_SECRET_VARS = (
     "GOVSYNC_EXAMPLE_MDM_API_KEY",
     "GOVSYNC_EXAMPLE_AI_PROVIDER_API_KEY",
 )
+
+
+def without_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unset govsync's own settings (envvars.OWN) and NO_COLOR: a developer's shell or
+    a CI job may carry them, and a test must not see them."""
+    for name in (*envvars.OWN, "NO_COLOR"):
+        monkeypatch.delenv(name, raising=False)
 
 
 def free_port() -> int:

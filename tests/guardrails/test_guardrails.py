@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from govsync.cli import cli
-from testkit import drop_pg_workspaces
+from testkit import drop_pg_workspaces, without_settings
 
 needs_ssh_keygen = pytest.mark.skipif(shutil.which("ssh-keygen") is None,
                                       reason="ssh-keygen is not installed")
@@ -117,9 +117,7 @@ class Project:
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Project:
     monkeypatch.chdir(tmp_path)
-    for name in ("GOVSYNC_ENDPOINT", "GOVSYNC_STATE", "GOVSYNC_WORKSPACE", "GOVSYNC_ENV",
-                 "GOVSYNC_PROJECT"):
-        monkeypatch.delenv(name, raising=False)
+    without_settings(monkeypatch)
     return Project(tmp_path)
 
 

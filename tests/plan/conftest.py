@@ -8,14 +8,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from plan_helpers import AMBIENT, EXAMPLES, Gov
+from plan_helpers import EXAMPLES, Gov
+
+from testkit import without_settings
 
 
 @pytest.fixture(autouse=True)
 def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
             example_secrets: dict[str, str]) -> Iterator[Path]:
-    for name in AMBIENT:
-        monkeypatch.delenv(name, raising=False)
+    without_settings(monkeypatch)
     monkeypatch.chdir(tmp_path)
     yield tmp_path
 

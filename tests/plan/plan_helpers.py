@@ -19,9 +19,6 @@ SEED = ROOT / "examples" / "server-seed.yaml"
 LOCAL = ("--endpoint", "local", "--local-seed", str(SEED))
 STATE_DB = Path(".govsync") / "state.db"
 
-# Settings a developer's shell may carry; tests must not see them.
-AMBIENT = ("GOVSYNC_ENDPOINT", "GOVSYNC_STATE", "GOVSYNC_WORKSPACE", "GOVSYNC_API_KEY",
-           "GOVSYNC_LOCAL_SEED", "GOVSYNC_INSECURE_HTTP", "NO_COLOR")
 
 
 class Gov:

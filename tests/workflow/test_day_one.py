@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from govsync.cli import cli
+from testkit import without_settings
 
 HOOKS = "".join(
     f"---\napiVersion: govsync/v1\nkind: Hook\nmetadata: {{name: h{i}}}\n"
@@ -26,9 +27,7 @@ environments:
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
-    for name in ("GOVSYNC_ENDPOINT", "GOVSYNC_STATE", "GOVSYNC_WORKSPACE", "GOVSYNC_ENV",
-                 "GOVSYNC_PROJECT"):
-        monkeypatch.delenv(name, raising=False)
+    without_settings(monkeypatch)
     (tmp_path / "manifests").mkdir()
     (tmp_path / "manifests" / "hooks.yaml").write_text(HOOKS)
     (tmp_path / "govsync.yaml").write_text(PROJECT)

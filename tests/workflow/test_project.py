@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from govsync.cli import cli
+from testkit import without_settings
 
 HOOK = """
 apiVersion: govsync/v1
@@ -37,9 +38,7 @@ environments:
 
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in ("GOVSYNC_ENDPOINT", "GOVSYNC_STATE", "GOVSYNC_WORKSPACE", "GOVSYNC_ENV",
-                 "GOVSYNC_PROJECT", "GOVSYNC_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
+    without_settings(monkeypatch)
     (tmp_path / "manifests").mkdir()
     (tmp_path / "manifests" / "hook.yaml").write_text(HOOK.lstrip(), encoding="utf-8")
     (tmp_path / "govsync.yaml").write_text(textwrap.dedent(PROJECT).lstrip(), encoding="utf-8")

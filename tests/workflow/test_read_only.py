@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from govsync.cli import cli
+from testkit import without_settings
 
 HOOK = ('apiVersion: govsync/v1\nkind: Hook\nmetadata: {name: risk_score}\n'
         'spec: {code: "def handler(e):\\n    return 1\\n"}\n')
@@ -16,8 +17,7 @@ HOOK = ('apiVersion: govsync/v1\nkind: Hook\nmetadata: {name: risk_score}\n'
 
 @pytest.fixture
 def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in ("GOVSYNC_ENDPOINT", "GOVSYNC_STATE", "GOVSYNC_WORKSPACE", "GOVSYNC_ENV"):
-        monkeypatch.delenv(name, raising=False)
+    without_settings(monkeypatch)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / "hook.yaml").write_text(HOOK)

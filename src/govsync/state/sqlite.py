@@ -160,6 +160,17 @@ PLAN_KEY_BYTES = 32
 POLL_SECONDS = 0.2
 
 
+def _still_there(fd: int, path: str) -> bool:
+    """Whether ``path`` is still the file open as ``fd``: not removed, nor replaced by
+    another (a lock held on a file no longer there locks nothing)."""
+    try:
+        there = os.stat(path)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fd)
+    return (mine.st_ino, mine.st_dev) == (there.st_ino, there.st_dev)
+
+
 @dataclass
 class _Lock:
     fd: int
@@ -451,12 +462,7 @@ class SqliteStore(StateStore):
             current = self._read_holder(db, workspace)
             raise LockLostError(lock_lost(
                 workspace, f"taken by {current}" if current else "another process took it"))
-        mine = os.fstat(lock.fd)
-        try:
-            there = os.stat(self._lock_path(workspace))
-        except FileNotFoundError:
-            there = None
-        if there is None or (there.st_ino, there.st_dev) != (mine.st_ino, mine.st_dev):
+        if not _still_there(lock.fd, self._lock_path(workspace)):
             raise LockLostError(lock_lost(
                 workspace, f"the lock file {self._lock_path(workspace)} was removed"))
         return True
@@ -477,12 +483,7 @@ class SqliteStore(StateStore):
         recorded = _json(row[0]) if row else None
         if leader_epoch(recorded) != lead.epoch:
             return "another agent took it over"
-        mine = os.fstat(lead.fd)
-        try:
-            there = os.stat(self._lead_path(workspace))
-        except FileNotFoundError:
-            there = None
-        if there is None or (there.st_ino, there.st_dev) != (mine.st_ino, mine.st_dev):
+        if not _still_there(lead.fd, self._lead_path(workspace)):
             return f"its lock file {self._lead_path(workspace)} was removed"
         return ""
 
@@ -728,8 +729,7 @@ class SqliteStore(StateStore):
                     fd = -1
                     return None, self._read_holder(db, workspace)
                 try:
-                    mine, there = os.fstat(fd), os.stat(path)
-                    if (mine.st_ino, mine.st_dev) != (there.st_ino, there.st_dev):
+                    if not _still_there(fd, path):
                         raise FileNotFoundError(path)
                     _ensure(db, workspace)
                     db.execute("UPDATE workspaces SET lock_epoch = lock_epoch + 1"
@@ -824,8 +824,7 @@ class SqliteStore(StateStore):
             except BlockingIOError:
                 os.close(fd)
                 return None
-            mine, there = os.fstat(fd), os.stat(path)
-            if (mine.st_ino, mine.st_dev) != (there.st_ino, there.st_dev):
+            if not _still_there(fd, path):
                 os.close(fd)  # removed meanwhile: the next try locks the new file
                 return None
             epochs: list[int] = []
