@@ -36,9 +36,9 @@ from typing import Any
 from govsync.approvals import AllowedSigner, parse_allowed_signers, read_allowed_signers
 from govsync.errors import GovernanceError, ManifestError, StateDamagedError
 from govsync.manifests.model import ManifestSet
-from govsync.plan import Check, CheckStatus, Plan
+from govsync.plan import Action, Check, CheckStatus, Plan
 from govsync.project import Environment, Project
-from govsync.rules import Outcome, Rule, Severity, evaluate, manifest_subjects
+from govsync.rules import Outcome, Rule, Severity, as_change, evaluate, manifest_subjects
 from govsync.state import APPLIED, Snapshot
 
 FORMAT = 1
@@ -239,9 +239,10 @@ def check_plan(plan: Plan, manifests: ManifestSet, rules: Sequence[Rule],
     if not rules:
         return
     ids = {a: e.id for a, e in snapshot.entries.items() if e.status == APPLIED and e.id}
-    changes = {c.address: c for c in plan.changes}
-    outcome = evaluate(rules, lambda: manifest_subjects(manifests, ids, changes), environment,
-                       planned=True)
+    changes = {c.address: as_change(c) for c in plan.changes}
+    unchanged = {"action": str(Action.NOOP), "fields": []}
+    outcome = evaluate(rules, lambda: manifest_subjects(manifests, ids, changes, unchanged),
+                       environment, planned=True)
     if outcome.errors:
         raise ManifestError(outcome.errors)
     plan.checks.extend(rule_checks(outcome, rules))

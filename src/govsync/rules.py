@@ -294,8 +294,8 @@ class Subject:
     name: str
     spec: Any
     where: tuple[str, int, int]
-    # {action, fields} of its change; None in validate (no plan), and in a plan for an
-    # object left unchanged (the rules see a no-op).
+    # {action, fields} of its change (as_change); None in validate (no plan).  In a
+    # plan every subject has one: an object left unchanged, the plan's no-op.
     change: dict[str, Any] | None = None
 
 
@@ -310,15 +310,20 @@ def object_spec(manifest: Manifest, ids: Mapping[str, str]) -> Any:
     return values.fill(manifest.template, manifest.holes, leaf)
 
 
+def as_change(change: Change) -> dict[str, Any]:
+    """A change as a rule's ``change`` variable sees it."""
+    return {"action": str(change.action), "fields": list(change.fields)}
+
+
 def manifest_subjects(manifests: ManifestSet, ids: Mapping[str, str],
-                      changes: Mapping[str, Change] | None) -> Iterator[Subject]:
-    """Every object of the manifests (validate and plan), with its change in a plan."""
+                      changes: Mapping[str, dict[str, Any]] | None = None,
+                      unchanged: dict[str, Any] | None = None) -> Iterator[Subject]:
+    """Every object of the manifests: in validate (``changes`` None) alone, in a plan
+    with its change (``as_change``), or ``unchanged`` when the plan leaves it."""
 
     for address in sorted(manifests.objects):
         manifest = manifests.objects[address]
-        found = changes.get(address) if changes is not None else None
-        change = ({"action": str(found.action), "fields": list(found.fields)}
-                  if found is not None else None)
+        change = changes.get(address, unchanged) if changes is not None else None
         yield Subject(address, manifest.kind.name, manifest.name,
                       object_spec(manifest, ids), manifest.where(), change)
 
@@ -333,7 +338,7 @@ def change_subjects(changes: Iterable[Change], where: str) -> Iterator[Subject]:
             continue
         yield Subject(change.address, change.kind, change.address.split("/", 1)[1],
                       values.shown(change.request), (where, 0, 0),
-                      {"action": str(change.action), "fields": list(change.fields)})
+                      as_change(change))
 
 
 def evaluate(rules: Sequence[Rule], subjects: Callable[[], Iterable[Subject]],
@@ -388,7 +393,7 @@ def _evaluate(compiled: list[Compiled], subjects: Callable[[], Iterable[Subject]
                 "env": environment or "",
             }
             if planned:
-                data["change"] = subject.change or {"action": "no-op", "fields": []}
+                data["change"] = subject.change
             try:
                 value = program.eval(data=data)
                 kind = value.type()

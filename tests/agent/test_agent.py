@@ -275,6 +275,9 @@ def test_github_gets_a_commit_status_and_one_issue_opened_and_closed(
         assert ("POST", f"/repos/acme/gov/statuses/{revision}") in calls
         assert ("POST", "/repos/acme/gov/issues") in calls
         assert github.requests[0]["headers"]["authorization"] == "Bearer gh-token"
+        issue = next(json.loads(r["body"]) for r in github.requests
+                     if (r["method"], r["path"]) == ("POST", "/repos/acme/gov/issues"))
+        assert "Changes: 1 create." in issue["body"], issue["body"]  # the no-ops left out
         # Applied by hand: the agent sees it in sync and closes the issue.
         env = {k: v for k, v in os.environ.items() if not k.startswith("GOVSYNC_")}
         checkout = (tmp_path / "run" / "checkout")

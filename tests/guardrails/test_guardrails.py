@@ -154,6 +154,11 @@ def test_a_rule_blocks_prod_and_warns_in_staging(project: Project) -> None:
     staged = project.run("apply", "--env", "staging", "--auto-approve")
     assert staged.exit_code == 0, staged.output
     assert project.objects() == ["risk"]
+    # Planned again, the hook is unchanged: a rule's `change` is then the plan's no-op.
+    again = project.run("plan", "--env", "staging", "--format", "json")
+    assert again.exit_code == 0, again.output
+    assert {"name": "rule hooks-named", "status": "passed", "detail": "1 object checked"
+            } in json.loads(again.stdout)["checks"]
 
 
 @pytest.mark.parametrize(("expression", "wanted"), [

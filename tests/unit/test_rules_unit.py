@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -216,6 +217,7 @@ WARN = Rule("very-short", "object.spec.timeoutMs <= 50", "hooks should be quick"
             Severity.WARNING, kinds=("Hook",), environments=("prod",), file="p.yaml", line=5)
 STAGING = Rule("staging-only", "false", "never", environments=("staging",))
 PLAN_ONLY = Rule("creates-only", "change.action in ['create', 'no-op']", "only creates")
+NOOP = {"action": str(Action.NOOP), "fields": []}
 
 
 def test_errors_and_warnings() -> None:
@@ -248,7 +250,7 @@ def test_validate_leaves_rules_on_the_change_to_plan() -> None:
                                                                "fields": ["timeoutMs"]}),
                     subject("Hook/new", {"timeoutMs": 1}, 8, {"action": "create",
                                                               "fields": []}),
-                    subject("Hook/same", {"timeoutMs": 1}, 12, None)]
+                    subject("Hook/same", {"timeoutMs": 1}, 12, NOOP)]
     planned = rules.evaluate([PLAN_ONLY], lambda: with_changes, None, planned=True)
     assert planned.plan_only == []
     assert planned.evaluated == {"creates-only": 3}
@@ -279,8 +281,9 @@ def test_variables_a_rule_sees() -> None:
                         "object.spec.description == 'd' && env == 'prod' && "
                         "change.action == 'no-op' && change.fields == []", "m",
                 kinds=("Space",))
-    assert rules.evaluate([seen], lambda: SUBJECTS, "prod", planned=True).errors == []
-    assert len(rules.evaluate([seen], lambda: SUBJECTS, "staging", planned=True).errors) == 1
+    unchanged = [replace(s, change=NOOP) for s in SUBJECTS]
+    assert rules.evaluate([seen], lambda: unchanged, "prod", planned=True).errors == []
+    assert len(rules.evaluate([seen], lambda: unchanged, "staging", planned=True).errors) == 1
     no_env = Rule("no-env", "env == ''", "m", kinds=("Space",))
     assert rules.evaluate([no_env], lambda: SUBJECTS, None, planned=False).errors == []
 
@@ -399,10 +402,10 @@ def test_manifest_subjects_resolve_ids_and_hide_secrets(
     assert found["ConnectorAIProvider/conn-one-ai"].spec["connectorId"] == "(known after apply)"
     assert found["Connector/conn-one"].change is None
     known = {s.address: s for s in rules.manifest_subjects(
-        loaded, {"Connector/conn-one": "c-1"}, {})}
+        loaded, {"Connector/conn-one": "c-1"}, {}, NOOP)}
     assert known["ConnectorAIProvider/conn-one-ai"].spec["connectorId"] == "c-1"
-    # Not among the plan's changes: no change of its own (evaluate shows the rules a no-op).
-    assert known["Connector/conn-one"].change is None
+    # Not among the plan's changes: the plan's no-op.
+    assert known["Connector/conn-one"].change == {"action": "no-op", "fields": []}
     assert known["Connector/conn-one"].where[0].endswith("objects.yaml")
 
 

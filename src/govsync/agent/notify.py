@@ -35,6 +35,7 @@ from govsync import __version__
 from govsync.agentconfig import Event, Sink, SinkType
 from govsync.errors import AgentError
 from govsync.formats import FORMAT_VERSION
+from govsync.plan import Action
 from govsync.redact import in_text
 from govsync.state import now
 from govsync.values import SecretRef
@@ -319,7 +320,7 @@ class Notifier:
 
 
 def _issue_body(message: Message) -> str:
-    counts = ", ".join(f"{n} {a}" for a, n in message.summary.items() if n and a != "no-op")
+    counts = ", ".join(f"{n} {a}" for a, n in message.summary.items() if n and a != Action.NOOP)
     return "\n".join([
         f"**{message.environment}** is `{message.status}`"
         + (f" at {message.revision}" if message.revision else "") + ".", "",
