@@ -123,6 +123,27 @@ class Repo:
                               timeout=timeout, input=stdin)
         return Done(list(args), done.returncode, done.stdout, done.stderr)
 
+    def invoke(self, *args: str) -> Done:
+        """``govsync ARGS`` in the test process (click's CliRunner), in the repository:
+        for the many attempts of an attack whose first attempt ran as a real process."""
+        from click.testing import CliRunner
+
+        from govsync.cli import cli
+
+        full = self.environ()
+        # CliRunner patches os.environ: drop what the test process has on top.
+        unset: dict[str, str | None] = {k: None for k in os.environ if k not in full}
+        before = Path.cwd()
+        os.chdir(self.root)
+        try:
+            result = CliRunner().invoke(cli, list(args), env={**unset, **full})
+        finally:
+            os.chdir(before)
+        err = result.stderr
+        if result.exception is not None and not isinstance(result.exception, SystemExit):
+            err += "Traceback: " + repr(result.exception)
+        return Done(list(args), result.exit_code, result.stdout, err)
+
     def key(self, name: str, *, allowed: bool = True, kind: str = "ed25519",
             principals: str | None = None, passphrase: str = "") -> Path:
         path = self.root / "keys" / name
