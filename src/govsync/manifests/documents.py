@@ -23,6 +23,7 @@ from govsync.api.checks import CHECKS, Unsure
 from govsync.api.kinds import BY_KIND, Kind
 from govsync.errors import Problem
 from govsync.manifests import wording as w
+from govsync.manifests.links import Link
 from govsync.manifests.model import Context, Manifest
 from govsync.manifests.names import invisible
 from govsync.manifests.yamlio import RawDocument, locate
@@ -58,8 +59,13 @@ class Override:
 
 def check_document(doc: RawDocument, problems: list[Problem], *, source: str = "",
                    context: Context | None = None,
-                   overrides: Sequence[Override] = ()) -> Manifest | None:
-    """Check one document's envelope and spec; append problems; return the manifest."""
+                   overrides: Sequence[Override] = (),
+                   links: list[Link] | None = None) -> Manifest | None:
+    """Check one document's envelope and spec; append problems; return the manifest.
+
+    A document with problems makes no manifest; its references, where they could be
+    read, are appended to ``links``, so that a dangling one is reported with the
+    document's other problems (every error at once)."""
     start = len(problems)
     context = context or Context()
 
@@ -94,6 +100,12 @@ def check_document(doc: RawDocument, problems: list[Problem], *, source: str = "
     refs: list[tuple[str, str]] = []
     built = check_spec(kind, name, spec, refs, problem, context)
     if len(problems) > start or built is None:
+        if links is not None:
+            links.extend(Link(doc.file, *locate(doc.root, ("spec", field)),
+                              f"spec.{field} refers to", address) for field, address in refs)
+            links.extend(Link(doc.file, *locate(doc.root, ("metadata", "dependsOn", i)),
+                              "metadata.dependsOn names", address)
+                         for i, address in enumerate(depends))
         return None
     manifest = Manifest(kind, name, doc.file, doc.line, doc.col, built[0], built[1],
                         tuple(refs), tuple(depends), source=source or doc.file, index=doc.index)
@@ -194,6 +206,13 @@ def check_spec(
     Appends (ref field, target address) to ``refs`` for each reference."""
     failed: list[Path] = []  # {var: ...} that could not be used: reported once, there
     spec, uses = _take_variables(kind, spec, context or Context(), problem, failed)
+    if not isinstance(spec, dict):
+        # The whole spec was {var: NAME}, and the variable is not a mapping.
+        if not failed:
+            problem(("spec",), f"spec is variable {uses.get((), '?')!r}, whose value is "
+                    f"{w.a_value(spec)}: a spec is a mapping of fields; give the variable "
+                    "a mapping, or write the fields here")
+        return None
 
     def report(where: tuple[Any, ...], message: str, *, key: bool = False) -> None:
         if not (where[:1] == ("spec",) and any(paths.under(tuple(where[1:]), f)

@@ -3,21 +3,36 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
+from dataclasses import dataclass
 
 from govsync.errors import Problem
 from govsync.manifests.model import Manifest
 from govsync.manifests.wording import did_you_mean
 
 
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A reference of a document that has problems of its own (so it made no manifest),
+    where it is written: checked like a manifest's, every error at once."""
+
+    file: str
+    line: int
+    col: int
+    label: str    # "spec.spaceRef refers to", "metadata.dependsOn names"
+    address: str
+
+
 def check_links(
     manifests: Iterable[Manifest],
     objects: Collection[str],
     unknown: Collection[tuple[str | None, str | None]] = (),
+    links: Iterable[Link] = (),
 ) -> list[Problem]:
     """References and dependsOn entries must name objects in the manifests.
 
     An address that a document with errors may define (``unknown``) is not
-    reported: that document's own errors are.
+    reported: that document's own errors are.  ``links`` are the references of
+    documents with errors, reported where they are written.
     """
     problems: list[Problem] = []
     everything = (None, None) in unknown
@@ -43,6 +58,13 @@ def check_links(
                     f"metadata.dependsOn names {address}, which no manifest defines"
                     f"{did_you_mean(address, objects)}",
                 ))
+    for link in links:
+        if missing(link.address):
+            problems.append(Problem(
+                link.file, link.line, link.col,
+                f"{link.label} {link.address}, which no manifest defines"
+                f"{did_you_mean(link.address, objects)}",
+            ))
     return problems
 
 

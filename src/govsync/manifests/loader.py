@@ -19,7 +19,7 @@ from govsync.files import manifest_files
 from govsync.graph import order_or_cycles
 from govsync.manifests.directives import DIRECTIVE_KINDS, Directive, check_directive, merge_patch
 from govsync.manifests.documents import Override, check_document, identity
-from govsync.manifests.links import check_links
+from govsync.manifests.links import Link, check_links
 from govsync.manifests.model import Context, Manifest, ManifestSet, document_root
 from govsync.manifests.names import skeleton
 from govsync.manifests.yamlio import Builder, RawDocument, iter_documents, locate, read_text
@@ -41,6 +41,8 @@ class DocumentResult:
     source: str
     index: int
     problems: list[Problem] | None = None
+    # The references of a document that made no manifest (checked all the same).
+    links: list[Link] | None = None
 
 
 @dataclass
@@ -87,10 +89,11 @@ def check_text(path: str, display: str, text: str, digest: bytes,
                 result.directives.append(directive)
             result.problems.extend(problems)
             continue
-        manifest = check_document(item, problems, source=path, context=context)
+        links: list[Link] = []
+        manifest = check_document(item, problems, source=path, context=context, links=links)
         kind, name = identity(item.value)
         result.documents.append(DocumentResult(manifest, kind, name, item.file, item.line, path,
-                                               item.index, problems or None))
+                                               item.index, problems or None, links or None))
     return result
 
 
@@ -209,7 +212,8 @@ def load(paths: Sequence[str], *, read: Reader = read_files,
             if doc.manifest is not None:
                 objects[address] = doc.manifest
     problems.extend(_lookalikes(objects))
-    problems.extend(check_links(objects.values(), objects.keys(), unknown))
+    pending = [link for d in documents if d.manifest is None and d.links for link in d.links]
+    problems.extend(check_links(objects.values(), objects.keys(), unknown, pending))
     # The cycle check runs on the valid part of the graph even when other
     # documents have errors (edges to them are left out): every error at once.
 
@@ -271,10 +275,11 @@ def _patched(documents: list[DocumentResult], patches: list[Directive], context:
                                               ("spec", "merge", *path)))
         raw = RawDocument(doc.file, doc.index, doc.line, 1, {**value, "spec": spec}, root)
         again: list[Problem] = []
+        links: list[Link] = []
         manifest = check_document(raw, again, source=doc.source, context=context,
-                                  overrides=overrides)
+                                  overrides=overrides, links=links)
         if manifest is not None:
             manifest.patched = patched
         out[i] = DocumentResult(manifest, doc.kind, doc.name, doc.file, doc.line, doc.source,
-                                doc.index, again or None)
+                                doc.index, again or None, links or None)
     return out
