@@ -134,11 +134,13 @@ class Agent:
 
 
 class Receiver:
-    """A notification sink on loopback: keeps every request; fails the first ``fail``."""
+    """A notification sink on loopback: keeps every request; fails the first ``fail``
+    (answering 500 with ``fail_body``)."""
 
-    def __init__(self, fail: int = 0) -> None:
+    def __init__(self, fail: int = 0, fail_body: bytes = b"") -> None:
         self.requests: list[dict[str, Any]] = []
         self.fail = fail
+        self.fail_body = fail_body
         self.attempts = 0
         receiver = self
 
@@ -159,7 +161,9 @@ class Receiver:
                 if receiver.fail > 0:
                     receiver.fail -= 1
                     self.send_response(500)
+                    self.send_header("content-length", str(len(receiver.fail_body)))
                     self.end_headers()
+                    self.wfile.write(receiver.fail_body)
                     return
                 receiver.requests.append({"method": self.command, "path": self.path,
                                           "headers": dict(self.headers), "body": body})
@@ -175,7 +179,8 @@ class Receiver:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.port = int(self.server.server_address[1])
+        self.url = f"http://127.0.0.1:{self.port}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 

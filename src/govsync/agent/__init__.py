@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from govsync.agent.control import pause, resume
 from govsync.agent.loop import Agent, Options
+from govsync.agent.notify import SinkPolicy
 from govsync.agent.web import Served, create_app
 
-__all__ = ["Agent", "Options", "Served", "create_app", "pause", "resume"]
+__all__ = ["Agent", "Options", "Served", "SinkPolicy", "create_app", "pause", "resume"]

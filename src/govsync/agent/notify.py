@@ -15,6 +15,15 @@ for, and what this does:
 * never blocking a cycle: each sink has a thread and a queue of its own, and
   retries with exponential backoff there (a failing sink delays only its own
   later messages, which stay in order).
+
+The repository the agent follows is not trusted to say where messages go: a
+commit could name any host, or hand a sink govsync's own key.  ``SinkPolicy``
+is the operator's word (``--allow-sink-host``, ``--github-api``): a sink whose
+host it does not allow, or whose credentials are govsync's, is refused by name
+when the project is read and again before anything is sent.  A sink's answer
+is read within ``MAX_ANSWER`` bytes and ``DEADLINE`` seconds in all (a slow
+trickle included), and never shown: the status says its HTTP status or one of
+a few fixed reasons.
 """
 
 from __future__ import annotations
@@ -24,19 +33,24 @@ import hmac
 import json
 import logging
 import queue
+import ssl
 import threading
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
+import httpcore
 import httpx
 
 from govsync import __version__
-from govsync.agentconfig import Event, Sink, SinkType
+from govsync.agentconfig import GITHUB_API, Event, Sink, SinkType
+from govsync.envvars import AGENT_GITHUB_API, AGENT_SINK_HOSTS, CREDENTIALS, OWN
 from govsync.errors import AgentError
 from govsync.formats import FORMAT_VERSION
 from govsync.plan import Action
-from govsync.redact import in_text
+from govsync.redact import url as safe_url
 from govsync.state import now
 from govsync.values import SecretRef
 
@@ -45,7 +59,11 @@ log = logging.getLogger(__name__)
 SIGNATURE_HEADER = "X-Govsync-Signature-256"
 # Seconds between the attempts of one delivery; then it is dropped (and counted).
 BACKOFF = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 60.0, 60.0, 60.0)
+# Each network step (connect, a read, a write) of one attempt, and the attempt in all.
 TIMEOUT = 10.0
+DEADLINE = 30.0
+# The most of a sink's answer that is read (GitHub's list of open issues included).
+MAX_ANSWER = 1024 * 1024
 GITHUB_LABEL = "govsync"
 # GitHub's commit status of each event.
 GITHUB_STATE = {
@@ -64,6 +82,7 @@ class Result:
     FAILED = "failed"  # one attempt failed (it is tried again)
     DROPPED = "dropped"  # every attempt failed: given up
     DEDUPLICATED = "deduplicated"  # sent already for this revision and event
+    REFUSED = "refused"  # the operator does not allow this sink: never sent
 
 
 @dataclass(frozen=True)
@@ -114,6 +133,155 @@ def signature(secret: str, body: bytes) -> str:
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
+class Refused(AgentError):
+    """A sink that the agent's operator does not allow: it is not tried again."""
+
+
+def host_entry(text: str) -> str:
+    """One ``--allow-sink-host`` value, normalised: ``HOST`` (any port) or ``HOST:PORT``
+    (``[::1]:PORT`` for IPv6); ValueError for anything else."""
+    value = text.strip().lower()
+    if "://" in value or "/" in value or "@" in value or not value:
+        raise ValueError(f"{text!r}: write a host name or address, with :PORT or without "
+                         "(such as hooks.slack.com or alerts.example.com:8443)")
+    host, port = _split_host(value)
+    if not host or (port is not None and not 0 < port < 65536):
+        raise ValueError(f"{text!r}: write HOST or HOST:PORT")
+    return _entry(host, port)
+
+
+def _split_host(value: str) -> tuple[str, int | None]:
+    if value.startswith("["):
+        host, _, rest = value[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else ("" if not rest else "x")
+    elif value.count(":") == 1:
+        host, _, port = value.partition(":")
+    else:
+        host, port = value, ""
+    if port and not port.isdigit():
+        return "", None
+    return host, int(port) if port else None
+
+
+def _entry(host: str, port: int | None) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return shown if port is None else f"{shown}:{port}"
+
+
+@dataclass(frozen=True)
+class SinkPolicy:
+    """Where this agent's sinks may send, and which variables they may read: the
+    operator's word (``--allow-sink-host``, ``--github-api``), never the project
+    file's.  ``hosts``: ``host_entry`` values; ``credentials``: values that no sink is
+    given (govsync's API key, its state URL...), whatever variable holds them."""
+
+    hosts: frozenset[str] = frozenset()
+    github_api: str = GITHUB_API
+    credentials: frozenset[str] = field(default=frozenset(), repr=False)
+
+    @classmethod
+    def of(cls, hosts: Iterable[str], github_api: str | None,
+           environ: Mapping[str, str], more_credentials: Iterable[str | None] = ()
+           ) -> SinkPolicy:
+        """The policy of the command line's values (ValueError naming a bad one)."""
+        api = (github_api or GITHUB_API).rstrip("/")
+        if not api.startswith(("https://", "http://")):
+            raise ValueError(f"--github-api {github_api!r}: write the GitHub API's URL, such "
+                             f"as {GITHUB_API}")
+        entries = frozenset(host_entry(h) for text in hosts for h in text.replace(",", " ")
+                            .split())
+        held = {environ.get(v) for v in CREDENTIALS} | set(more_credentials)
+        return cls(entries, api, frozenset(v for v in held if v))
+
+    def refusal(self, sink: Sink, environ: Mapping[str, str]) -> str | None:
+        """Why this agent may not send to ``sink`` (None: it may)."""
+        for what, value in (("url", sink.url), ("secret", sink.secret), ("token", sink.token)):
+            if not isinstance(value, SecretRef):
+                continue
+            if value.variable in OWN or environ.get(value.variable) in self.credentials:
+                return (f"{sink.type} sink {sink.name}: its {what} reads {value.variable}, "
+                        "which holds one of govsync's own credentials: a sink is given only "
+                        "a variable of its own")
+        if sink.type == SinkType.GITHUB:
+            if sink.api_url is not None and sink.api_url.rstrip("/") != self.github_api:
+                return (f"github sink {sink.name}: apiUrl {safe_url(sink.api_url)} is not the "
+                        f"GitHub API this agent was given ({self.github_api}): its operator "
+                        f"sets it with --github-api (or {AGENT_GITHUB_API})")
+            return None
+        url = environ.get(sink.url.variable) if isinstance(sink.url, SecretRef) else sink.url
+        if not url:
+            return None  # not set: said when it is sent
+        try:
+            parsed = httpx.URL(url)
+        except httpx.InvalidURL:
+            return f"{sink.type} sink {sink.name}: its url is not a URL"
+        if parsed.scheme not in ("http", "https") or not parsed.host:
+            return f"{sink.type} sink {sink.name}: its url is not an http:// or https:// URL"
+        if not self.allows(parsed.host, parsed.port or (443 if parsed.scheme == "https"
+                                                        else 80)):
+            host = _entry(parsed.host, parsed.port)
+            return (f"{sink.type} sink {sink.name}: host {host} is not one this agent may "
+                    f"send to: its operator allows it with --allow-sink-host {host} (or "
+                    f"{AGENT_SINK_HOSTS})")
+        return None
+
+    def allows(self, host: str, port: int) -> bool:
+        host = host.lower()
+        return _entry(host, None) in self.hosts or _entry(host, port) in self.hosts
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    """Plain sockets (httpcore's), every step cut short at one deadline: a sink that
+    trickles its answer, headers included, byte by byte still ends in time."""
+
+    def __init__(self, until: float) -> None:
+        self.until = until
+        self.inner = httpcore.SyncBackend()
+
+    def left(self, timeout: float | None) -> float:
+        remaining = self.until - time.monotonic()
+        if remaining <= 0:
+            raise httpcore.ReadTimeout("the deadline passed")
+        return remaining if timeout is None else min(timeout, remaining)
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None,
+                    local_address: str | None = None,
+                    socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
+        return _DeadlineStream(self.inner.connect_tcp(
+            host, port, self.left(timeout), local_address, socket_options), self)
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None,
+                            socket_options: Iterable[Any] | None = None
+                            ) -> httpcore.NetworkStream:
+        raise httpcore.ConnectError("no unix sockets")
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(min(seconds, max(0.0, self.until - time.monotonic())))
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    def __init__(self, inner: httpcore.NetworkStream, backend: _DeadlineBackend) -> None:
+        self.inner = inner
+        self.backend = backend
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self.inner.read(max_bytes, self.backend.left(timeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self.inner.write(buffer, self.backend.left(timeout))
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
+                  timeout: float | None = None) -> httpcore.NetworkStream:
+        return _DeadlineStream(self.inner.start_tls(
+            ssl_context, server_hostname, self.backend.left(timeout)), self.backend)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self.inner.get_extra_info(info)
+
+
 @dataclass
 class Delivery:
     """One message for one sink; ``issue``: the GitHub issue open for the environment."""
@@ -148,17 +316,19 @@ OnResult = Callable[[Delivery, str, str, Mapping[str, Any]], None]
 class Notifier:
     """A thread and a queue per (environment, sink); ``send`` never waits."""
 
-    def __init__(self, environ: Mapping[str, str], on_result: OnResult, *,
-                 backoff: tuple[float, ...] = BACKOFF) -> None:
+    def __init__(self, environ: Mapping[str, str], on_result: OnResult, policy: SinkPolicy, *,
+                 backoff: tuple[float, ...] = BACKOFF, deadline: float = DEADLINE) -> None:
         self.environ = environ
         self.on_result = on_result
+        self.policy = policy
         self.backoff = backoff
+        self.deadline = deadline
         self.health: dict[tuple[str, str], SinkHealth] = {}
         self._queues: dict[tuple[str, str], queue.Queue[Delivery | None]] = {}
         self._threads: list[threading.Thread] = []
         self._closing = threading.Event()
         self._lock = threading.Lock()
-        self._client = httpx.Client(timeout=TIMEOUT, headers={"user-agent": f"govsync/{__version__}"})
+        self._ssl = httpx.create_ssl_context()
 
     def send(self, delivery: Delivery) -> None:
         key = (delivery.message.environment, delivery.sink.name)
@@ -194,7 +364,6 @@ class Notifier:
             self._closing.set()
             for thread in self._threads:
                 thread.join(1.0)
-            self._client.close()
 
     def _work(self, key: tuple[str, str]) -> None:
         q = self._queues[key]
@@ -214,6 +383,11 @@ class Notifier:
             delivery.attempts += 1
             try:
                 facts = self.deliver(delivery)
+            except Refused as exc:
+                health.dropped += 1
+                health.last_error, health.last_error_at = str(exc), now()
+                self.on_result(delivery, Result.REFUSED, str(exc), {})
+                return
             except AgentError as exc:
                 health.failed += 1
                 health.last_error, health.last_error_at = str(exc), now()
@@ -229,8 +403,12 @@ class Notifier:
 
     # -- the sinks ------------------------------------------------------------------
     def deliver(self, delivery: Delivery) -> dict[str, Any]:
-        """One attempt; what to remember (GitHub: the issue), or AgentError."""
+        """One attempt; what to remember (GitHub: the issue), or AgentError (Refused:
+        the operator does not allow this sink, checked here again before sending)."""
         sink = delivery.sink
+        refusal = self.policy.refusal(sink, self.environ)
+        if refusal is not None:
+            raise Refused(refusal)
         if sink.type == SinkType.GITHUB:
             return self._github(delivery)
         url = self._value(sink.url, "url")
@@ -244,7 +422,7 @@ class Notifier:
                        "x-govsync-delivery": message.id}
             if sink.secret is not None:
                 headers[SIGNATURE_HEADER] = signature(self._value(sink.secret, "secret"), body)
-        self._post(url, body, headers, sink)
+        self._request("POST", url, sink, body, headers)
         return {}
 
     def _value(self, value: str | SecretRef | None, what: str) -> str:
@@ -258,62 +436,101 @@ class Notifier:
             raise AgentError(f"no {what}")
         return value
 
-    def _request(self, method: str, url: str, sink: Sink, **kw: Any) -> httpx.Response:
+    def _request(self, method: str, url: str, sink: Sink, body: bytes | None,
+                 headers: Mapping[str, str]) -> Any:
+        """One request, the answer read within MAX_ANSWER bytes and the deadline; the
+        answer's JSON (None if it is not JSON).  An AgentError says the status or a
+        fixed reason, never what the sink answered or where a URL from a variable
+        points."""
+        where = f"{sink.type} sink {sink.name}"
+        parsed = httpx.URL(url)
+        if parsed.scheme not in ("http", "https") or not parsed.host:
+            raise Refused(f"{where}: its url is not an http:// or https:// URL")
+        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        if sink.type != SinkType.GITHUB and not self.policy.allows(parsed.host, port):
+            raise Refused(f"{where}: its host is not one this agent may send to")
+        sent = {"host": parsed.netloc.decode("ascii"), "user-agent": f"govsync/{__version__}",
+                "accept-encoding": "identity", **headers}
+        if body is not None:
+            sent["content-length"] = str(len(body))
+        target = httpcore.URL(scheme=parsed.scheme, host=parsed.host, port=port,
+                              target=parsed.raw_path)
+        steps = {"connect": TIMEOUT, "read": TIMEOUT, "write": TIMEOUT, "pool": TIMEOUT}
+        backend = _DeadlineBackend(time.monotonic() + self.deadline)
+        data = bytearray()
         try:
-            answer = self._client.request(method, url, **kw)
-        except httpx.HTTPError as exc:
-            raise AgentError(f"{sink.type} sink {sink.name}: {in_text(str(exc)) or type(exc).__name__}"
-                             ) from None
-        if answer.status_code >= 300:
-            raise AgentError(f"{sink.type} sink {sink.name} answered {answer.status_code}: "
-                             f"{in_text(answer.text[:200])}")
-        return answer
-
-    def _post(self, url: str, body: bytes, headers: dict[str, str], sink: Sink) -> None:
-        self._request("POST", url, sink, content=body, headers=headers)
+            with httpcore.ConnectionPool(ssl_context=self._ssl, network_backend=backend,
+                                         max_connections=1) as pool, \
+                    pool.stream(method, target, headers=list(sent.items()), content=body,
+                                extensions={"timeout": steps}) as answer:
+                status = answer.status
+                for chunk in answer.iter_stream():
+                    data += chunk
+                    if len(data) > MAX_ANSWER:
+                        raise AgentError(f"{where}: its answer is larger than "
+                                         f"{MAX_ANSWER // 1024} KiB (not read)")
+        except httpcore.TimeoutException:
+            raise AgentError(f"{where}: no answer within {self.deadline:g} s") from None
+        except httpcore.ConnectError:
+            raise AgentError(f"{where}: cannot connect") from None
+        except (httpcore.NetworkError, httpcore.ProtocolError, httpcore.UnsupportedProtocol):
+            raise AgentError(f"{where}: the connection failed") from None
+        if status >= 300:
+            raise AgentError(f"{where} answered {status}")
+        try:
+            return json.loads(bytes(data)) if data else None
+        except ValueError:
+            return None
 
     def _github(self, delivery: Delivery) -> dict[str, Any]:
         sink, message = delivery.sink, delivery.message
         token = self._value(sink.token, "token")
         headers = {"authorization": f"Bearer {token}", "accept": "application/vnd.github+json",
-                   "x-github-api-version": "2022-11-28"}
-        repo = f"{sink.api_url}/repos/{sink.repository}"
+                   "x-github-api-version": "2022-11-28", "content-type": "application/json"}
+        repo = f"{self.policy.github_api}/repos/{sink.repository}"
+
+        def call(method: str, url: str, body: dict[str, Any] | None = None) -> Any:
+            return self._request(method, url, sink, None if body is None else json.dumps(
+                body).encode(), headers)
+
         state = GITHUB_STATE.get(message.event)
         if state is not None and message.revision:
-            self._request("POST", f"{repo}/statuses/{message.revision}", sink, headers=headers,
-                          json={"state": state, "context": f"govsync/{message.environment}",
-                                "description": f"{message.status}: {message.reason}"[:140],
-                                **({"target_url": message.url} if message.url else {})})
+            call("POST", f"{repo}/statuses/{message.revision}", {
+                "state": state, "context": f"govsync/{message.environment}",
+                "description": f"{message.status}: {message.reason}"[:140],
+                **({"target_url": message.url} if message.url else {})})
         issue = delivery.issue
         title = f"govsync: {message.environment} has drifted from its manifests"
         if message.event in DRIFT:
             if issue is None:
-                issue = self._open_issue(repo, title, headers, sink)
+                issue = self._open_issue(repo, title, call)
             if issue is None:
-                made = self._request("POST", f"{repo}/issues", sink, headers=headers, json={
+                made = call("POST", f"{repo}/issues", {
                     "title": title, "labels": [GITHUB_LABEL], "body": _issue_body(message)})
-                return {"issue": int(made.json()["number"])}
-            self._request("POST", f"{repo}/issues/{issue}/comments", sink, headers=headers,
-                          json={"body": _issue_body(message)})
+                try:
+                    return {"issue": int(made["number"])}
+                except (TypeError, KeyError, ValueError):
+                    raise AgentError(f"github sink {sink.name}: the issue it made has no "
+                                     "number") from None
+            call("POST", f"{repo}/issues/{issue}/comments", {"body": _issue_body(message)})
             return {"issue": issue}
         if message.event == Event.SYNCED:
             if issue is None:
-                issue = self._open_issue(repo, title, headers, sink)
+                issue = self._open_issue(repo, title, call)
             if issue is not None:
-                self._request("POST", f"{repo}/issues/{issue}/comments", sink, headers=headers,
-                              json={"body": _issue_body(message)})
-                self._request("PATCH", f"{repo}/issues/{issue}", sink, headers=headers,
-                              json={"state": "closed", "state_reason": "completed"})
+                call("POST", f"{repo}/issues/{issue}/comments", {"body": _issue_body(message)})
+                call("PATCH", f"{repo}/issues/{issue}",
+                     {"state": "closed", "state_reason": "completed"})
             return {"issue": None}
         return {}
 
-    def _open_issue(self, repo: str, title: str, headers: dict[str, str],
-                    sink: Sink) -> int | None:
+    @staticmethod
+    def _open_issue(repo: str, title: str, call: Callable[[str, str], Any]) -> int | None:
         """The environment's open issue, found by its title (a ledger that lost it)."""
-        found = self._request("GET", f"{repo}/issues", sink, headers=headers, params={
-            "state": "open", "labels": GITHUB_LABEL, "per_page": "100"})
+        query = urlencode({"state": "open", "labels": GITHUB_LABEL, "per_page": "100"})
+        found = call("GET", f"{repo}/issues?{query}")
         try:
-            return next((int(i["number"]) for i in found.json()
+            return next((int(i["number"]) for i in found
                          if isinstance(i, dict) and i.get("title") == title), None)
         except (ValueError, TypeError, KeyError):
             return None
@@ -374,7 +591,7 @@ class Ledger:
         if result == Result.SENT:
             event.pop("message", None)
             event.update(state="sent", at=now(), attempts=delivery.attempts)
-        elif result == Result.DROPPED:
+        elif result in (Result.DROPPED, Result.REFUSED):
             event.pop("message", None)
             event.update(state="dropped", at=now(), attempts=delivery.attempts, error=error)
         else:

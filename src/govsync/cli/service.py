@@ -9,7 +9,7 @@ import sys
 import click
 
 from govsync import envvars
-from govsync.agentconfig import parse_duration
+from govsync.agentconfig import GITHUB_API, parse_duration
 from govsync.cli.root import given, global_options
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.envvars import UI_TOKEN
@@ -70,11 +70,20 @@ def ui_command(settings: Settings, listen_at: str) -> None:
               help="State store, where the project's environments name none.")
 @click.option("--insecure-http", is_flag=True, envvar=envvars.INSECURE_HTTP, show_envvar=True,
               help="Allow a plain http:// endpoint on a non-loopback host.")
+@click.option("--allow-sink-host", "sink_hosts", multiple=True, envvar=envvars.AGENT_SINK_HOSTS,
+              show_envvar=True, metavar="HOST[:PORT]",
+              help="A host that webhook and Slack sinks may send to (repeatable; the "
+                   "variable: separated by spaces or commas). The project file cannot add "
+                   "one: a sink elsewhere is refused.")
+@click.option("--github-api", envvar=envvars.AGENT_GITHUB_API, show_envvar=True, metavar="URL",
+              help=f"The GitHub API that github sinks use (default {GITHUB_API}); a sink "
+                   "whose apiUrl names another is refused.")
 @click.pass_context
 def agent_command(ctx: click.Context, project_file: str | None, repo: str | None,
                   branch: str | None, checkout_dir: str, listen_at: str, interval: str | None,
                   once: bool, env_names: tuple[str, ...], endpoint: str | None,
-                  state_url: str | None, insecure_http: bool) -> None:
+                  state_url: str | None, insecure_http: bool, sink_hosts: tuple[str, ...],
+                  github_api: str | None) -> None:
     """Reconcile continuously: plan every environment each interval, apply where
     its agent.autoApply allows, keep each one's status, alert, serve metrics.
 
@@ -97,13 +106,17 @@ def agent_command(ctx: click.Context, project_file: str | None, repo: str | None
     """
     if ctx.invoked_subcommand is not None:
         return
-    from govsync.agent import Agent, Options, Served, create_app
+    from govsync.agent import Agent, Options, Served, SinkPolicy, create_app
     from govsync.ui.app import loopback, parse_listen
 
     try:
         every = parse_duration(interval) if interval is not None else None
     except ValueError as exc:
         raise ConfigError(f"--interval: {exc}") from None
+    try:
+        sinks = SinkPolicy.of(sink_hosts, github_api, os.environ)
+    except ValueError as exc:
+        raise ConfigError(f"--allow-sink-host, --github-api: {exc}") from None
     host, port = parse_listen(listen_at)
     token = os.environ.get(UI_TOKEN) or None
     if token is None and not loopback(host) and not once:
@@ -119,7 +132,7 @@ def agent_command(ctx: click.Context, project_file: str | None, repo: str | None
                         "--workspace", envvars.WORKSPACE),
         api_key=os.environ.get(API_KEY_ENV) or None, insecure_http=insecure_http,
         local_seed=os.environ.get(envvars.LOCAL_SEED) or None,
-        url=os.environ.get(envvars.AGENT_URL) or None)
+        url=os.environ.get(envvars.AGENT_URL) or None, sinks=sinks)
     agent = Agent(options, os.environ)
     # The entry point's: on SIGTERM (and Ctrl-C) the agent finishes what is in flight.
     signal.signal(signal.SIGTERM, lambda *_: agent.stop())
