@@ -14,7 +14,6 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,15 +28,6 @@ from testkit import stop as stop_process
 
 pytestmark = pytest.mark.slow
 POSTGRES = os.environ.get("GOVSYNC_TEST_POSTGRES", "")
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[str]:
-    proc, url = serve_process(["--api-key", KEY], key=KEY, output=tmp_path / "server.log")
-    try:
-        yield url
-    finally:
-        stop_process(proc)
 
 
 def objects(url: str) -> list[dict[str, Any]]:

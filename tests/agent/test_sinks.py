@@ -11,7 +11,6 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,17 +21,6 @@ from govsync.agent.notify import Delivery, Message, Notifier, SinkPolicy
 from govsync.agentconfig import DEFAULT_EVENTS, Event, Sink, SinkType
 from govsync.errors import AgentError
 from govsync.values import SecretRef
-from testkit import serve as serve_process
-from testkit import stop as stop_process
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[str]:
-    proc, url = serve_process(["--api-key", KEY], key=KEY, output=tmp_path / "server.log")
-    try:
-        yield url
-    finally:
-        stop_process(proc)
 
 
 def project(top: str) -> str:

@@ -107,7 +107,8 @@ def agent_command(ctx: click.Context, project_file: str | None, repo: str | None
     if ctx.invoked_subcommand is not None:
         return
     from govsync.agent import Agent, Options, Served, SinkPolicy, create_app
-    from govsync.ui.app import loopback, parse_listen
+    from govsync.ui.app import parse_listen
+    from govsync.ui.served import loopback
 
     try:
         every = parse_duration(interval) if interval is not None else None
@@ -133,6 +134,7 @@ def agent_command(ctx: click.Context, project_file: str | None, repo: str | None
         api_key=os.environ.get(API_KEY_ENV) or None, insecure_http=insecure_http,
         local_seed=os.environ.get(envvars.LOCAL_SEED) or None,
         url=os.environ.get(envvars.AGENT_URL) or None, sinks=sinks)
+    secure = (options.url or "").lower().startswith("https://")
     agent = Agent(options, os.environ)
     # The entry point's: on SIGTERM (and Ctrl-C) the agent finishes what is in flight.
     signal.signal(signal.SIGTERM, lambda *_: agent.stop())
@@ -140,7 +142,8 @@ def agent_command(ctx: click.Context, project_file: str | None, repo: str | None
     served = None
     if not once:
         app = create_app(agent, token=token,
-                         webhook_secret=os.environ.get(envvars.AGENT_WEBHOOK_SECRET) or None)
+                         webhook_secret=os.environ.get(envvars.AGENT_WEBHOOK_SECRET) or None,
+                         secure=secure)
         served = Served(app, host, port)
         click.echo(f"govsync agent: listening on http://{listen_at.rsplit(':', 1)[0]}:"
                    f"{served.port}/", err=True)
