@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 import threading
@@ -70,7 +71,7 @@ class Agent:
 
     def __init__(self, repo: Repo, directory: Path, *, endpoint: str, state: str | None = None,
                  interval: str = "1s", env: dict[str, str] | None = None,
-                 args: tuple[str, ...] = ()) -> None:
+                 args: tuple[str, ...] = (), files: tuple[int, int] | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = directory / f"agent-{self.port}.log"
@@ -85,8 +86,10 @@ class Agent:
         environ.update({"GOVSYNC_API_KEY": KEY, "GOVSYNC_UI_TOKEN": TOKEN,
                         "PYTHONUNBUFFERED": "1", **(env or {})})
         with open(self.log, "ab") as out:
+            # files: the process's soft and hard limits of open files.
+            limit = (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, files)) if files else None
             self.proc = subprocess.Popen(command, cwd=directory, env=environ, stdout=out,
-                                         stderr=subprocess.STDOUT)
+                                         stderr=subprocess.STDOUT, preexec_fn=limit)
 
     def get(self, path: str) -> httpx.Response:
         return httpx.get(self.url + path, headers={"authorization": f"Bearer {TOKEN}"},

@@ -76,6 +76,12 @@ class Options:
     sinks: SinkPolicy = field(default_factory=SinkPolicy)
 
 
+def short_of(exc: OSError) -> str:
+    """An OSError (too many open files, no memory for a process...) as a status."""
+    return (f"the agent ran short of a system resource: {exc.strerror or type(exc).__name__} "
+            "(tried again at the next cycle)")
+
+
 @dataclass
 class Known:
     """What the agent knows of one environment."""
@@ -197,6 +203,9 @@ class Agent:
         except GovsyncError as exc:
             problem = str(exc)
             targets = {n: k.target for n, k in self.known.items()}
+        except OSError as exc:  # files, processes: a status, never the agent's end
+            problem = short_of(exc)
+            targets = {n: k.target for n, k in self.known.items()}
         self.problem = problem
         with self._lock:
             for name in list(self.known):
@@ -212,7 +221,11 @@ class Agent:
             known = self.known[name]
             if not force and known.due > time.monotonic():
                 continue
-            self._environment(known, problem)
+            try:
+                self._environment(known, problem)
+            except OSError as exc:
+                self._show(known, Cycle(name, known.target.workspace, Status.ERROR,
+                                        short_of(exc), self.revision), ran=True)
             known.due = time.monotonic() + self.interval(known.target)
             self.heartbeat = time.monotonic()
 

@@ -388,12 +388,15 @@ class Notifier:
                 health.last_error, health.last_error_at = str(exc), now()
                 self.on_result(delivery, Result.REFUSED, str(exc), {})
                 return
-            except AgentError as exc:
+            except (AgentError, OSError) as exc:  # OSError: no file for a socket...
+                error = str(exc) if isinstance(exc, AgentError) else (
+                    f"{delivery.sink.type} sink {delivery.sink.name}: "
+                    f"{exc.strerror or type(exc).__name__}")
                 health.failed += 1
-                health.last_error, health.last_error_at = str(exc), now()
+                health.last_error, health.last_error_at = error, now()
                 log.warning("notification to %s failed (attempt %d): %s", delivery.sink.name,
-                            delivery.attempts, exc)
-                self.on_result(delivery, Result.FAILED, str(exc), {})
+                            delivery.attempts, error)
+                self.on_result(delivery, Result.FAILED, error, {})
                 continue
             health.sent += 1
             self.on_result(delivery, Result.SENT, "", facts)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
 
 import click
 
-from govsync import envvars
+from govsync import envvars, logs
 from govsync.agentconfig import GITHUB_API, parse_duration
 from govsync.cli.root import given, global_options
 from govsync.envvars import API_KEY as API_KEY_ENV
@@ -16,6 +17,24 @@ from govsync.envvars import UI_TOKEN
 from govsync.errors import ConfigError
 from govsync.project import Given, select
 from govsync.settings import Settings, resolve
+
+# The open files a long-running command asks for (idle clients hold one each).
+FILES = 65536
+
+
+def serving() -> None:
+    """What a long-running command sets up for its process: the soft limit of open
+    files raised towards the hard one, where the system allows it, and logs
+    rate-limited (a flood of failing connections must not flood stderr)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = FILES if hard == resource.RLIM_INFINITY else min(hard, FILES)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        # Not allowed here: the connection cap still holds.
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+    logs.throttle([os.environ.get(API_KEY_ENV, ""), os.environ.get(UI_TOKEN, "")])
 
 
 @click.command("ui")
@@ -42,6 +61,7 @@ def ui_command(settings: Settings, listen_at: str) -> None:
     """
     from govsync.ui.app import serve as serve_ui
 
+    serving()
     serve_ui(settings, listen_at, os.environ.get(UI_TOKEN) or None)
 
 
@@ -135,6 +155,7 @@ def agent_command(ctx: click.Context, project_file: str | None, repo: str | None
         local_seed=os.environ.get(envvars.LOCAL_SEED) or None,
         url=os.environ.get(envvars.AGENT_URL) or None, sinks=sinks)
     secure = (options.url or "").lower().startswith("https://")
+    serving()
     agent = Agent(options, os.environ)
     # The entry point's: on SIGTERM (and Ctrl-C) the agent finishes what is in flight.
     signal.signal(signal.SIGTERM, lambda *_: agent.stop())
