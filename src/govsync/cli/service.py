@@ -117,10 +117,13 @@ def agent_command(ctx: click.Context, project_file: str | None, repo: str | None
     takes over when it ends. SIGTERM finishes the calls in flight, records
     them and exits 0. The API and dashboard need GOVSYNC_UI_TOKEN beyond
     loopback; GOVSYNC_AGENT_URL is the address links in notifications use.
+    Notifications go only where this command line allows (--allow-sink-host,
+    --github-api), whatever the project file says.
 
     \b
     Example:
       govsync agent --repo https://git.example.com/gov.git --branch main
+      govsync agent --repo ../gov --allow-sink-host hooks.slack.com
       govsync agent --once --env staging
       govsync agent pause prod --reason "incident 4711"
     """
