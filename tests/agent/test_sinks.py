@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from agentkit import KEY, Agent, Receiver, Repo, hooks
 
-from govsync.agent.notify import Delivery, Message, Notifier, SinkPolicy
+from govsync.agent.notify import Delivery, Message, Notifier, SinkPolicy, proxy_of
 from govsync.agentconfig import DEFAULT_EVENTS, Event, Sink, SinkType
 from govsync.errors import AgentError
 from govsync.values import SecretRef
@@ -212,3 +212,22 @@ def test_the_operators_hosts_are_checked_again_before_sending() -> None:
     assert sent == ["refused"]
     with pytest.raises(ValueError, match="write a host name or address"):
         SinkPolicy.of(["https://hooks.example.com/"], None, {})
+
+
+def test_a_sink_is_reached_through_the_operators_proxy() -> None:
+    proxy = Receiver()  # a proxy on loopback: it gets the request in absolute form
+    policy = SinkPolicy.of(["hooks.example.com"], None, {})
+    environ = {"HTTP_PROXY": proxy.url, "NO_PROXY": "internal.example"}
+    notifier = Notifier(environ, lambda *_: None, policy, deadline=5.0)
+    sink = Sink(SinkType.WEBHOOK, "w", DEFAULT_EVENTS, "http://hooks.example.com/services/x")
+    message = Message("id", Event.OUT_OF_SYNC, "prod", "prod", None, "OutOfSync", "r", {}, None,
+                      "2026-01-01T00:00:00Z")
+    try:
+        notifier.deliver(Delivery(sink, message))
+        assert [r["path"] for r in proxy.requests] == ["http://hooks.example.com/services/x"]
+        assert proxy_of("http", "internal.example", environ) is None
+        assert proxy_of("http", "127.0.0.1", environ) is None
+        assert proxy_of("https", "hooks.example.com", environ) is None  # no HTTPS_PROXY
+    finally:
+        notifier.close(1.0)
+        proxy.close()

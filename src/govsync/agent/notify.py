@@ -52,6 +52,7 @@ from govsync.formats import FORMAT_VERSION
 from govsync.plan import Action
 from govsync.redact import url as safe_url
 from govsync.state import now
+from govsync.ui.served import loopback
 from govsync.values import SecretRef
 
 log = logging.getLogger(__name__)
@@ -228,6 +229,22 @@ class SinkPolicy:
     def allows(self, host: str, port: int) -> bool:
         host = host.lower()
         return _entry(host, None) in self.hosts or _entry(host, port) in self.hosts
+
+
+def proxy_of(scheme: str, host: str, environ: Mapping[str, str]) -> httpcore.Proxy | None:
+    """The HTTP proxy the environment names for ``scheme`` (HTTPS_PROXY, HTTP_PROXY,
+    ALL_PROXY, and NO_PROXY's exceptions, as curl reads them); never for loopback."""
+    def get(name: str) -> str:
+        return environ.get(name.lower()) or environ.get(name) or ""
+
+    url = get(f"{scheme.upper()}_PROXY") or get("ALL_PROXY")
+    if not url or loopback(host):
+        return None
+    for entry in get("NO_PROXY").replace(",", " ").split():
+        name = entry.lower().lstrip(".").split(":")[0]
+        if entry == "*" or host.lower() == name or host.lower().endswith("." + name):
+            return None
+    return httpcore.Proxy(url)
 
 
 class _DeadlineBackend(httpcore.NetworkBackend):
@@ -456,14 +473,15 @@ class Notifier:
                 "accept-encoding": "identity", **headers}
         if body is not None:
             sent["content-length"] = str(len(body))
-        target = httpcore.URL(scheme=parsed.scheme, host=parsed.host, port=port,
+        target = httpcore.URL(scheme=parsed.scheme, host=parsed.host, port=parsed.port,
                               target=parsed.raw_path)
+        proxy = proxy_of(parsed.scheme, parsed.host, self.environ)
         steps = {"connect": TIMEOUT, "read": TIMEOUT, "write": TIMEOUT, "pool": TIMEOUT}
         backend = _DeadlineBackend(time.monotonic() + self.deadline)
         data = bytearray()
         try:
             with httpcore.ConnectionPool(ssl_context=self._ssl, network_backend=backend,
-                                         max_connections=1) as pool, \
+                                         proxy=proxy, max_connections=1) as pool, \
                     pool.stream(method, target, headers=list(sent.items()), content=body,
                                 extensions={"timeout": steps}) as answer:
                 status = answer.status
