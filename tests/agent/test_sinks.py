@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 from agentkit import KEY, Agent, Receiver, Repo, hooks
 
-from govsync.agent.notify import Delivery, Message, Notifier, SinkPolicy, proxy_of
+from govsync.agent.notify import Delivery, Message, Notifier
+from govsync.agent.reach import SinkPolicy, proxy_of
 from govsync.agentconfig import DEFAULT_EVENTS, Event, Sink, SinkType
 from govsync.errors import AgentError
 from govsync.values import SecretRef

@@ -34,9 +34,9 @@ from govsync.agent.notify import (
     Notifier,
     Result,
     SinkHealth,
-    SinkPolicy,
     delivery_id,
 )
+from govsync.agent.reach import SinkPolicy
 from govsync.agentconfig import DEFAULT_INTERVAL, Sink
 from govsync.errors import GovsyncError, LockLostError, ManifestError, StateError
 from govsync.manifests.loader import ReadCache
