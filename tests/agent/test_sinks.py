@@ -8,7 +8,10 @@ their variables); the repository's project file cannot widen it."""
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -232,3 +235,17 @@ def test_a_sink_is_reached_through_the_operators_proxy() -> None:
     finally:
         notifier.close(1.0)
         proxy.close()
+
+
+def test_agent_once_names_the_sink_that_reads_govsyncs_key(tmp_path: Path) -> None:
+    (tmp_path / "manifests").mkdir()
+    (tmp_path / "manifests" / "hooks.yaml").write_text(hooks(["o1"]))
+    (tmp_path / "govsync.yaml").write_text(project(
+        "agent:\n  notify:\n    - {type: webhook, url: {fromEnv: GOVSYNC_STATE}}\n"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GOVSYNC_")}
+    done = subprocess.run([sys.executable, "-m", "govsync", "agent", "--once", "--endpoint",
+                           "local"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 1
+    assert "govsync.yaml:6:38: a webhook sink's url: GOVSYNC_STATE is one of govsync's own " \
+           "settings" in done.stderr, done.stderr

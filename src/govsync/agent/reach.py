@@ -34,11 +34,12 @@ def host_entry(text: str) -> str:
     (``[::1]:PORT`` for IPv6); ValueError for anything else."""
     value = text.strip().lower()
     if "://" in value or "/" in value or "@" in value or not value:
-        raise ValueError(f"{text!r}: write a host name or address, with :PORT or without "
-                         "(such as hooks.slack.com or alerts.example.com:8443)")
+        raise ValueError(f"--allow-sink-host {text!r}: write a host name or address, with "
+                         ":PORT or without (such as hooks.slack.com or "
+                         "alerts.example.com:8443)")
     host, port = _split_host(value)
     if not host or (port is not None and not 0 < port < 65536):
-        raise ValueError(f"{text!r}: write HOST or HOST:PORT")
+        raise ValueError(f"--allow-sink-host {text!r}: write HOST or HOST:PORT")
     return _entry(host, port)
 
 

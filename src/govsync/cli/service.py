@@ -140,7 +140,7 @@ def agent_command(ctx: click.Context, project_file: str | None, repo: str | None
     try:
         sinks = SinkPolicy.of(sink_hosts, github_api, os.environ)
     except ValueError as exc:
-        raise ConfigError(f"--allow-sink-host, --github-api: {exc}") from None
+        raise ConfigError(str(exc)) from None
     host, port = parse_listen(listen_at)
     token = os.environ.get(UI_TOKEN) or None
     if token is None and not loopback(host) and not once:
@@ -179,6 +179,8 @@ def agent_command(ctx: click.Context, project_file: str | None, repo: str | None
     if once:
         for item in agent.environments():
             click.echo(f"{item['name']}: {item['status']} ({item['reason']})")
+        if agent.problem and not agent.environments():
+            click.echo(f"Error: {agent.problem}", err=True)
     sys.exit(code)
 
 
