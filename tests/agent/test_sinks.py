@@ -207,6 +207,11 @@ def test_the_operators_hosts_are_checked_again_before_sending() -> None:
     assert "not an http:// or https:// URL" in str(refusal(url="file:///etc/passwd"))
     assert "its secret reads T, which holds one of govsync's own credentials" in str(
         refusal(url="https://hooks.example.com/x", secret=SecretRef("T")))
+    # The key of the environment it notifies about, under any name.
+    keyed = Sink(SinkType.GITHUB, "g", DEFAULT_EVENTS, token=SecretRef("K2"), repository="a/b")
+    assert policy.refusal(keyed, {"K2": "env-key"}) is None
+    assert "its token reads K2" in str(policy.refusal(keyed, {"K2": "env-key"},
+                                                      keys=["env-key"]))
     # Sent anyway (say, a policy changed under a queued delivery): refused, not tried.
     sink = Sink(SinkType.WEBHOOK, "w", DEFAULT_EVENTS, SecretRef("U"))
     message = Message("id", Event.OUT_OF_SYNC, "prod", "prod", None, "OutOfSync", "r", {}, None,

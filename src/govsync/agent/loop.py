@@ -367,7 +367,8 @@ class Agent:
         """Refuse, by name, the sinks the operator does not allow (logged once each)."""
         refused = {}
         for sink in known.target.agent.notify or ():
-            why = self.options.sinks.refusal(sink, self.environ)
+            why = self.options.sinks.refusal(sink, self.environ,
+                                             keys=[known.target.settings.api_key])
             if why is not None:
                 refused[sink.name] = why
                 if known.refused.get(sink.name) != why:

@@ -85,12 +85,15 @@ class SinkPolicy:
         held = (environ.get(v) for v in CREDENTIALS)
         return cls(entries, api, frozenset(v for v in held if v))
 
-    def refusal(self, sink: Sink, environ: Mapping[str, str]) -> str | None:
-        """Why this agent may not send to ``sink`` (None: it may)."""
+    def refusal(self, sink: Sink, environ: Mapping[str, str], *,
+                keys: Iterable[str | None] = ()) -> str | None:
+        """Why this agent may not send to ``sink`` (None: it may).  ``keys``: more
+        values no sink is given (the API key of the environment it notifies about)."""
+        held = self.credentials | {k for k in keys if k}
         for what, value in (("url", sink.url), ("secret", sink.secret), ("token", sink.token)):
             if not isinstance(value, SecretRef):
                 continue
-            if value.variable in OWN or environ.get(value.variable) in self.credentials:
+            if value.variable in OWN or environ.get(value.variable) in held:
                 return (f"{sink.type} sink {sink.name}: its {what} reads {value.variable}, "
                         "which holds one of govsync's own credentials: a sink is given only "
                         "a variable of its own")
