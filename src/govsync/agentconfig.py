@@ -31,6 +31,7 @@ from datetime import UTC, datetime, tzinfo
 from enum import StrEnum
 from typing import Any
 
+from govsync.envvars import OWN
 from govsync.files import display_path
 from govsync.manifests.wording import unknown, unknown_keys
 from govsync.values import SecretRef
@@ -86,7 +87,9 @@ class Sink:
     secret: SecretRef | None = None
     repository: str | None = None  # github: owner/name
     token: SecretRef | None = None  # github
-    api_url: str = GITHUB_API  # github
+    # github: the API's URL as the project file gives it (None: the one the agent's
+    # operator gives, --github-api); it must be that one.
+    api_url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -222,6 +225,11 @@ def _secret(value: Any, at: tuple[Any, ...], report: Report, what: str, *,
             plain: bool = False) -> str | SecretRef | None:
     if isinstance(value, dict) and set(value) == {"fromEnv"}:
         variable = value["fromEnv"]
+        if isinstance(variable, str) and variable in OWN:
+            report((*at, "fromEnv"), f"{what}: {variable} is one of govsync's own settings, "
+                                     "never given to a notification sink: name a variable "
+                                     "that holds this sink's own value")
+            return None
         if isinstance(variable, str) and VARIABLE.match(variable):
             return SecretRef(variable)
         report((*at, "fromEnv"), f"{what}: fromEnv names an environment variable")
@@ -265,7 +273,7 @@ def _sinks(value: Any, at: tuple[Any, ...], report: Report) -> tuple[Sink, ...]:
             events |= {Event.SYNCED}  # the commit status turns green, the issue closes
         url = secret = token = None
         repository = None
-        api_url = GITHUB_API
+        api_url = None
         if kind == SinkType.GITHUB:
             repository = body.get("repository")
             if not isinstance(repository, str) or not REPOSITORY.match(repository):
@@ -275,12 +283,13 @@ def _sinks(value: Any, at: tuple[Any, ...], report: Report) -> tuple[Sink, ...]:
             token = _secret(body.get("token"), (*here, "token"), report, "github token")
             if token is None:
                 continue
-            api = body.get("apiUrl", GITHUB_API)
-            if not isinstance(api, str) or not api.startswith(("https://", "http://")):
+            api = body.get("apiUrl", "")
+            if "apiUrl" in body and (not isinstance(api, str)
+                                     or not api.startswith(("https://", "http://"))):
                 report((*here, "apiUrl"), "apiUrl must be the GitHub API's URL "
                                           f"(default {GITHUB_API})")
                 continue
-            api_url = api.rstrip("/")
+            api_url = api.rstrip("/") or None
         else:
             url = _secret(body.get("url"), (*here, "url"), report, f"a {kind} sink's url",
                           plain=True)

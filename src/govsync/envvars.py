@@ -34,9 +34,16 @@ UI_TOKEN: Final = "GOVSYNC_UI_TOKEN"
 # where people reach it (for the links its notifications carry).
 AGENT_WEBHOOK_SECRET: Final = "GOVSYNC_AGENT_WEBHOOK_SECRET"
 AGENT_URL: Final = "GOVSYNC_AGENT_URL"
+# The agent's operator says where its notification sinks may send (the repository
+# never does): the hosts of webhook and Slack sinks, and the GitHub API.
+AGENT_SINK_HOSTS: Final = "GOVSYNC_AGENT_SINK_HOSTS"
+AGENT_GITHUB_API: Final = "GOVSYNC_AGENT_GITHUB_API"
 
 # Every one of govsync's own settings: none may stand for a manifest's secret
 # (``{fromEnv: GOVSYNC_API_KEY}`` would send govsync's own key to an integration).
 OWN: Final = frozenset({ENDPOINT, API_KEY, STATE, WORKSPACE, ENV, PROJECT, LOG, INSECURE_HTTP,
                         LOCAL_SEED, INSTALL_SPEC, KEY_PASSPHRASE, ACTOR, UI_TOKEN,
-                        AGENT_WEBHOOK_SECRET, AGENT_URL})
+                        AGENT_WEBHOOK_SECRET, AGENT_URL, AGENT_SINK_HOSTS, AGENT_GITHUB_API})
+# Those of them that hold credentials: a value of one of these is never given to a
+# notification sink, whatever variable the project file names.
+CREDENTIALS: Final = frozenset({API_KEY, STATE, KEY_PASSPHRASE, UI_TOKEN, AGENT_WEBHOOK_SECRET})

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 import threading
@@ -70,7 +71,7 @@ class Agent:
 
     def __init__(self, repo: Repo, directory: Path, *, endpoint: str, state: str | None = None,
                  interval: str = "1s", env: dict[str, str] | None = None,
-                 args: tuple[str, ...] = ()) -> None:
+                 args: tuple[str, ...] = (), files: tuple[int, int] | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = directory / f"agent-{self.port}.log"
@@ -85,8 +86,10 @@ class Agent:
         environ.update({"GOVSYNC_API_KEY": KEY, "GOVSYNC_UI_TOKEN": TOKEN,
                         "PYTHONUNBUFFERED": "1", **(env or {})})
         with open(self.log, "ab") as out:
+            # files: the process's soft and hard limits of open files.
+            limit = (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, files)) if files else None
             self.proc = subprocess.Popen(command, cwd=directory, env=environ, stdout=out,
-                                         stderr=subprocess.STDOUT)
+                                         stderr=subprocess.STDOUT, preexec_fn=limit)
 
     def get(self, path: str) -> httpx.Response:
         return httpx.get(self.url + path, headers={"authorization": f"Bearer {TOKEN}"},
@@ -134,11 +137,13 @@ class Agent:
 
 
 class Receiver:
-    """A notification sink on loopback: keeps every request; fails the first ``fail``."""
+    """A notification sink on loopback: keeps every request; fails the first ``fail``
+    (answering 500 with ``fail_body``)."""
 
-    def __init__(self, fail: int = 0) -> None:
+    def __init__(self, fail: int = 0, fail_body: bytes = b"") -> None:
         self.requests: list[dict[str, Any]] = []
         self.fail = fail
+        self.fail_body = fail_body
         self.attempts = 0
         receiver = self
 
@@ -159,7 +164,9 @@ class Receiver:
                 if receiver.fail > 0:
                     receiver.fail -= 1
                     self.send_response(500)
+                    self.send_header("content-length", str(len(receiver.fail_body)))
                     self.end_headers()
+                    self.wfile.write(receiver.fail_body)
                     return
                 receiver.requests.append({"method": self.command, "path": self.path,
                                           "headers": dict(self.headers), "body": body})
@@ -175,7 +182,8 @@ class Receiver:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.port = int(self.server.server_address[1])
+        self.url = f"http://127.0.0.1:{self.port}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 

@@ -46,7 +46,7 @@ def test_the_agent_status_is_shown_as_the_agent_gives_it(repo: Path) -> None:
     async def overview() -> str:
         app = create_app(sources(repo), statuses=agent)
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://ui") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
             answer = await client.get("/")
             assert answer.status_code == 200
             return answer.text

@@ -74,3 +74,19 @@ def test_a_secret_written_in_place_is_refused_and_never_shown(tmp_path: Path) ->
     assert "govsync.yaml:8:67: secret must be {fromEnv: VARIABLE}" in out, out
     assert "govsync.yaml:9:54: github token must be {fromEnv: VARIABLE}" in out, out
     assert "s3cr3t-value" not in out and "ghp_canary123" not in out
+
+
+def test_a_sink_never_reads_govsyncs_own_settings(tmp_path: Path) -> None:
+    # Issue 30: a commit gave a github sink GOVSYNC_API_KEY as its token, and a
+    # webhook GOVSYNC_STATE (with its password) as its URL.
+    code, out = validate(tmp_path, (
+        "      notify:\n"
+        "        - {type: github, repository: org/gov, token: {fromEnv: GOVSYNC_API_KEY}}\n"
+        "        - {type: webhook, url: {fromEnv: GOVSYNC_STATE}}\n"
+        "        - {type: webhook, url: {fromEnv: HOOK_URL}, secret: {fromEnv: GOVSYNC_UI_TOKEN}}\n"))
+    assert code == 1
+    for place, variable in [("govsync.yaml:8:64", "GOVSYNC_API_KEY"),
+                            ("govsync.yaml:9:42", "GOVSYNC_STATE"),
+                            ("govsync.yaml:10:71", "GOVSYNC_UI_TOKEN")]:
+        assert any(line.startswith(place) and f"{variable} is one of govsync's own settings"
+                   in line for line in out.splitlines()), (place, out)

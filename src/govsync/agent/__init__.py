@@ -6,6 +6,8 @@
 ``cycle``      one environment's cycle: plan, apply when it may, its status
 ``checkout``   the git checkout of ``--repo``
 ``notify``     webhook, Slack and GitHub sinks; one thread and queue per sink
+``reach``      where sinks may send (the operator's SinkPolicy), proxies, and one
+               deadline for a whole attempt
 ``metrics``    the Prometheus metrics
 ``web``        the HTTP side: probes, metrics, the JSON API, the push webhook,
                the dashboard at ``/``
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 from govsync.agent.control import pause, resume
 from govsync.agent.loop import Agent, Options
+from govsync.agent.reach import SinkPolicy
 from govsync.agent.web import Served, create_app
 
-__all__ = ["Agent", "Options", "Served", "create_app", "pause", "resume"]
+__all__ = ["Agent", "Options", "Served", "SinkPolicy", "create_app", "pause", "resume"]

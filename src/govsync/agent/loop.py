@@ -36,7 +36,8 @@ from govsync.agent.notify import (
     SinkHealth,
     delivery_id,
 )
-from govsync.agentconfig import DEFAULT_INTERVAL
+from govsync.agent.reach import SinkPolicy
+from govsync.agentconfig import DEFAULT_INTERVAL, Sink
 from govsync.errors import GovsyncError, LockLostError, ManifestError, StateError
 from govsync.manifests.loader import ReadCache
 from govsync.project import Given, Selection
@@ -71,6 +72,14 @@ class Options:
     insecure_http: bool = False
     local_seed: str | None = None
     url: str | None = None  # where people reach this agent (links in notifications)
+    # Where notifications may go (--allow-sink-host, --github-api): none by default.
+    sinks: SinkPolicy = field(default_factory=SinkPolicy)
+
+
+def short_of(exc: OSError) -> str:
+    """An OSError (too many open files, no memory for a process...) as a status."""
+    return (f"the agent ran short of a system resource: {exc.strerror or type(exc).__name__} "
+            "(tried again at the next cycle)")
 
 
 @dataclass
@@ -85,6 +94,8 @@ class Known:
     frozen: str | None = None
     due: float = 0.0
     ledger: Ledger | None = None  # while leading
+    # The sinks of its agent.notify that the operator does not allow: name -> why.
+    refused: dict[str, str] = field(default_factory=dict)
     # Its manifests as last checked: a cycle parses only the files that changed.
     reader: ReadCache = field(default_factory=ReadCache)
 
@@ -107,7 +118,7 @@ class Agent:
         self._holder = LockHolder.me()
         self.checkout = (Checkout(options.repo, options.branch, options.checkout)
                          if options.repo else None)
-        self.notifier = Notifier(environ, self._settled)
+        self.notifier = Notifier(environ, self._settled, options.sinks)
 
     # -- control --------------------------------------------------------------------
     def stop(self) -> None:
@@ -192,6 +203,9 @@ class Agent:
         except GovsyncError as exc:
             problem = str(exc)
             targets = {n: k.target for n, k in self.known.items()}
+        except OSError as exc:  # files, processes: a status, never the agent's end
+            problem = short_of(exc)
+            targets = {n: k.target for n, k in self.known.items()}
         self.problem = problem
         with self._lock:
             for name in list(self.known):
@@ -200,13 +214,18 @@ class Agent:
             for name, target in targets.items():
                 known = self.known.setdefault(name, Known(target))
                 known.target = target
+                self._check_sinks(known)
         for name in targets:
             if self.stopping.is_set():
                 return
             known = self.known[name]
             if not force and known.due > time.monotonic():
                 continue
-            self._environment(known, problem)
+            try:
+                self._environment(known, problem)
+            except OSError as exc:
+                self._show(known, Cycle(name, known.target.workspace, Status.ERROR,
+                                        short_of(exc), self.revision), ran=True)
             known.due = time.monotonic() + self.interval(known.target)
             self.heartbeat = time.monotonic()
 
@@ -344,8 +363,24 @@ class Agent:
         base = self.options.url
         return f"{base.rstrip('/')}/environments/{name}" if base else None
 
+    def _check_sinks(self, known: Known) -> None:
+        """Refuse, by name, the sinks the operator does not allow (logged once each)."""
+        refused = {}
+        for sink in known.target.agent.notify or ():
+            why = self.options.sinks.refusal(sink, self.environ,
+                                             keys=[known.target.settings.api_key])
+            if why is not None:
+                refused[sink.name] = why
+                if known.refused.get(sink.name) != why:
+                    log.warning("agent: %s: %s", known.target.name, why)
+                    self.metrics.notifications.labels(sink.name, Result.REFUSED).inc()
+        known.refused = refused
+
+    def _sinks(self, known: Known) -> list[Sink]:
+        return [s for s in known.target.agent.notify or () if s.name not in known.refused]
+
     def _notify(self, known: Known, store: StateStore, result: Cycle) -> None:
-        sinks = known.target.agent.notify or ()
+        sinks = self._sinks(known)
         if not sinks or known.ledger is None:
             return
         deliveries = []
@@ -380,7 +415,7 @@ class Agent:
     def _resend(self, known: Known) -> None:
         """Deliveries a previous leader claimed and did not send: sent now."""
         assert known.ledger is not None
-        sinks = {s.name: s for s in known.target.agent.notify or ()}
+        sinks = {s.name: s for s in self._sinks(known)}
         for sink, message in known.ledger.queued():
             if sink in sinks:
                 self.notifier.send(Delivery(sinks[sink], message, known.ledger.issue(sink)))
@@ -447,7 +482,10 @@ class Agent:
             "frozen": known.frozen,
             "acting": known.leading,
             "leader": known.leader,
-            "notifications": {name: h.as_dict() for name, h in sorted(health.items())},
+            "notifications": {name: {**(health[name].as_dict() if name in health else {}),
+                                     **({"refused": known.refused[name]}
+                                        if name in known.refused else {})}
+                              for name in sorted({*health, *known.refused})},
         }
 
     def settings_of(self, name: str) -> Settings | None:

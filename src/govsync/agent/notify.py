@@ -15,6 +15,15 @@ for, and what this does:
 * never blocking a cycle: each sink has a thread and a queue of its own, and
   retries with exponential backoff there (a failing sink delays only its own
   later messages, which stay in order).
+
+The repository the agent follows is not trusted to say where messages go: a
+commit could name any host, or hand a sink govsync's own key.  ``SinkPolicy``
+is the operator's word (``--allow-sink-host``, ``--github-api``; ``reach.py``): a
+sink whose host it does not allow, or whose credentials are govsync's, is
+refused by name when the project is read and again before anything is sent.  A sink's answer
+is read within ``MAX_ANSWER`` bytes and ``DEADLINE`` seconds in all (a slow
+trickle included), and never shown: the status says its HTTP status or one of
+a few fixed reasons.
 """
 
 from __future__ import annotations
@@ -25,18 +34,21 @@ import json
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
+import httpcore
 import httpx
 
 from govsync import __version__
+from govsync.agent.reach import DeadlineBackend, Refused, SinkPolicy, proxy_of
 from govsync.agentconfig import Event, Sink, SinkType
 from govsync.errors import AgentError
 from govsync.formats import FORMAT_VERSION
 from govsync.plan import Action
-from govsync.redact import in_text
 from govsync.state import now
 from govsync.values import SecretRef
 
@@ -45,7 +57,11 @@ log = logging.getLogger(__name__)
 SIGNATURE_HEADER = "X-Govsync-Signature-256"
 # Seconds between the attempts of one delivery; then it is dropped (and counted).
 BACKOFF = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 60.0, 60.0, 60.0)
+# Each network step (connect, a read, a write) of one attempt, and the attempt in all.
 TIMEOUT = 10.0
+DEADLINE = 30.0
+# The most of a sink's answer that is read (GitHub's list of open issues included).
+MAX_ANSWER = 1024 * 1024
 GITHUB_LABEL = "govsync"
 # GitHub's commit status of each event.
 GITHUB_STATE = {
@@ -64,6 +80,7 @@ class Result:
     FAILED = "failed"  # one attempt failed (it is tried again)
     DROPPED = "dropped"  # every attempt failed: given up
     DEDUPLICATED = "deduplicated"  # sent already for this revision and event
+    REFUSED = "refused"  # the operator does not allow this sink: never sent
 
 
 @dataclass(frozen=True)
@@ -148,17 +165,19 @@ OnResult = Callable[[Delivery, str, str, Mapping[str, Any]], None]
 class Notifier:
     """A thread and a queue per (environment, sink); ``send`` never waits."""
 
-    def __init__(self, environ: Mapping[str, str], on_result: OnResult, *,
-                 backoff: tuple[float, ...] = BACKOFF) -> None:
+    def __init__(self, environ: Mapping[str, str], on_result: OnResult, policy: SinkPolicy, *,
+                 backoff: tuple[float, ...] = BACKOFF, deadline: float = DEADLINE) -> None:
         self.environ = environ
         self.on_result = on_result
+        self.policy = policy
         self.backoff = backoff
+        self.deadline = deadline
         self.health: dict[tuple[str, str], SinkHealth] = {}
         self._queues: dict[tuple[str, str], queue.Queue[Delivery | None]] = {}
         self._threads: list[threading.Thread] = []
         self._closing = threading.Event()
         self._lock = threading.Lock()
-        self._client = httpx.Client(timeout=TIMEOUT, headers={"user-agent": f"govsync/{__version__}"})
+        self._ssl = httpx.create_ssl_context()
 
     def send(self, delivery: Delivery) -> None:
         key = (delivery.message.environment, delivery.sink.name)
@@ -194,7 +213,6 @@ class Notifier:
             self._closing.set()
             for thread in self._threads:
                 thread.join(1.0)
-            self._client.close()
 
     def _work(self, key: tuple[str, str]) -> None:
         q = self._queues[key]
@@ -214,12 +232,20 @@ class Notifier:
             delivery.attempts += 1
             try:
                 facts = self.deliver(delivery)
-            except AgentError as exc:
-                health.failed += 1
+            except Refused as exc:
+                health.dropped += 1
                 health.last_error, health.last_error_at = str(exc), now()
+                self.on_result(delivery, Result.REFUSED, str(exc), {})
+                return
+            except (AgentError, OSError) as exc:  # OSError: no file for a socket...
+                error = str(exc) if isinstance(exc, AgentError) else (
+                    f"{delivery.sink.type} sink {delivery.sink.name}: "
+                    f"{exc.strerror or type(exc).__name__}")
+                health.failed += 1
+                health.last_error, health.last_error_at = error, now()
                 log.warning("notification to %s failed (attempt %d): %s", delivery.sink.name,
-                            delivery.attempts, exc)
-                self.on_result(delivery, Result.FAILED, str(exc), {})
+                            delivery.attempts, error)
+                self.on_result(delivery, Result.FAILED, error, {})
                 continue
             health.sent += 1
             self.on_result(delivery, Result.SENT, "", facts)
@@ -229,8 +255,12 @@ class Notifier:
 
     # -- the sinks ------------------------------------------------------------------
     def deliver(self, delivery: Delivery) -> dict[str, Any]:
-        """One attempt; what to remember (GitHub: the issue), or AgentError."""
+        """One attempt; what to remember (GitHub: the issue), or AgentError (Refused:
+        the operator does not allow this sink, checked here again before sending)."""
         sink = delivery.sink
+        refusal = self.policy.refusal(sink, self.environ)
+        if refusal is not None:
+            raise Refused(refusal)
         if sink.type == SinkType.GITHUB:
             return self._github(delivery)
         url = self._value(sink.url, "url")
@@ -244,7 +274,7 @@ class Notifier:
                        "x-govsync-delivery": message.id}
             if sink.secret is not None:
                 headers[SIGNATURE_HEADER] = signature(self._value(sink.secret, "secret"), body)
-        self._post(url, body, headers, sink)
+        self._request("POST", url, sink, body, headers)
         return {}
 
     def _value(self, value: str | SecretRef | None, what: str) -> str:
@@ -258,62 +288,102 @@ class Notifier:
             raise AgentError(f"no {what}")
         return value
 
-    def _request(self, method: str, url: str, sink: Sink, **kw: Any) -> httpx.Response:
+    def _request(self, method: str, url: str, sink: Sink, body: bytes | None,
+                 headers: Mapping[str, str]) -> Any:
+        """One request, the answer read within MAX_ANSWER bytes and the deadline; the
+        answer's JSON (None if it is not JSON).  An AgentError says the status or a
+        fixed reason, never what the sink answered or where a URL from a variable
+        points."""
+        where = f"{sink.type} sink {sink.name}"
+        parsed = httpx.URL(url)
+        if parsed.scheme not in ("http", "https") or not parsed.host:
+            raise Refused(f"{where}: its url is not an http:// or https:// URL")
+        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        if sink.type != SinkType.GITHUB and not self.policy.allows(parsed.host, port):
+            raise Refused(f"{where}: its host is not one this agent may send to")
+        sent = {"host": parsed.netloc.decode("ascii"), "user-agent": f"govsync/{__version__}",
+                "accept-encoding": "identity", **headers}
+        if body is not None:
+            sent["content-length"] = str(len(body))
+        target = httpcore.URL(scheme=parsed.scheme, host=parsed.host, port=parsed.port,
+                              target=parsed.raw_path)
+        proxy = proxy_of(parsed.scheme, parsed.host, self.environ)
+        steps = {"connect": TIMEOUT, "read": TIMEOUT, "write": TIMEOUT, "pool": TIMEOUT}
+        backend = DeadlineBackend(time.monotonic() + self.deadline)
+        data = bytearray()
         try:
-            answer = self._client.request(method, url, **kw)
-        except httpx.HTTPError as exc:
-            raise AgentError(f"{sink.type} sink {sink.name}: {in_text(str(exc)) or type(exc).__name__}"
-                             ) from None
-        if answer.status_code >= 300:
-            raise AgentError(f"{sink.type} sink {sink.name} answered {answer.status_code}: "
-                             f"{in_text(answer.text[:200])}")
-        return answer
-
-    def _post(self, url: str, body: bytes, headers: dict[str, str], sink: Sink) -> None:
-        self._request("POST", url, sink, content=body, headers=headers)
+            with httpcore.ConnectionPool(ssl_context=self._ssl, network_backend=backend,
+                                         proxy=proxy, max_connections=1) as pool, \
+                    pool.stream(method, target, headers=list(sent.items()), content=body,
+                                extensions={"timeout": steps}) as answer:
+                status = answer.status
+                for chunk in answer.iter_stream():
+                    data += chunk
+                    if len(data) > MAX_ANSWER:
+                        raise AgentError(f"{where}: its answer is larger than "
+                                         f"{MAX_ANSWER // 1024} KiB (not read)")
+        except httpcore.TimeoutException:
+            raise AgentError(f"{where}: no answer within {self.deadline:g} s") from None
+        except httpcore.ConnectError:
+            raise AgentError(f"{where}: cannot connect") from None
+        except (httpcore.NetworkError, httpcore.ProtocolError, httpcore.UnsupportedProtocol):
+            raise AgentError(f"{where}: the connection failed") from None
+        if status >= 300:
+            raise AgentError(f"{where} answered {status}")
+        try:
+            return json.loads(bytes(data)) if data else None
+        except ValueError:
+            return None
 
     def _github(self, delivery: Delivery) -> dict[str, Any]:
         sink, message = delivery.sink, delivery.message
         token = self._value(sink.token, "token")
         headers = {"authorization": f"Bearer {token}", "accept": "application/vnd.github+json",
-                   "x-github-api-version": "2022-11-28"}
-        repo = f"{sink.api_url}/repos/{sink.repository}"
+                   "x-github-api-version": "2022-11-28", "content-type": "application/json"}
+        repo = f"{self.policy.github_api}/repos/{sink.repository}"
+
+        def call(method: str, url: str, body: dict[str, Any] | None = None) -> Any:
+            return self._request(method, url, sink, None if body is None else json.dumps(
+                body).encode(), headers)
+
         state = GITHUB_STATE.get(message.event)
         if state is not None and message.revision:
-            self._request("POST", f"{repo}/statuses/{message.revision}", sink, headers=headers,
-                          json={"state": state, "context": f"govsync/{message.environment}",
-                                "description": f"{message.status}: {message.reason}"[:140],
-                                **({"target_url": message.url} if message.url else {})})
+            call("POST", f"{repo}/statuses/{message.revision}", {
+                "state": state, "context": f"govsync/{message.environment}",
+                "description": f"{message.status}: {message.reason}"[:140],
+                **({"target_url": message.url} if message.url else {})})
         issue = delivery.issue
         title = f"govsync: {message.environment} has drifted from its manifests"
         if message.event in DRIFT:
             if issue is None:
-                issue = self._open_issue(repo, title, headers, sink)
+                issue = self._open_issue(repo, title, call)
             if issue is None:
-                made = self._request("POST", f"{repo}/issues", sink, headers=headers, json={
+                made = call("POST", f"{repo}/issues", {
                     "title": title, "labels": [GITHUB_LABEL], "body": _issue_body(message)})
-                return {"issue": int(made.json()["number"])}
-            self._request("POST", f"{repo}/issues/{issue}/comments", sink, headers=headers,
-                          json={"body": _issue_body(message)})
+                try:
+                    return {"issue": int(made["number"])}
+                except (TypeError, KeyError, ValueError):
+                    raise AgentError(f"github sink {sink.name}: the issue it made has no "
+                                     "number") from None
+            call("POST", f"{repo}/issues/{issue}/comments", {"body": _issue_body(message)})
             return {"issue": issue}
         if message.event == Event.SYNCED:
             if issue is None:
-                issue = self._open_issue(repo, title, headers, sink)
+                issue = self._open_issue(repo, title, call)
             if issue is not None:
-                self._request("POST", f"{repo}/issues/{issue}/comments", sink, headers=headers,
-                              json={"body": _issue_body(message)})
-                self._request("PATCH", f"{repo}/issues/{issue}", sink, headers=headers,
-                              json={"state": "closed", "state_reason": "completed"})
+                call("POST", f"{repo}/issues/{issue}/comments", {"body": _issue_body(message)})
+                call("PATCH", f"{repo}/issues/{issue}",
+                     {"state": "closed", "state_reason": "completed"})
             return {"issue": None}
         return {}
 
-    def _open_issue(self, repo: str, title: str, headers: dict[str, str],
-                    sink: Sink) -> int | None:
+    @staticmethod
+    def _open_issue(repo: str, title: str, call: Callable[[str, str], Any]) -> int | None:
         """The environment's open issue, found by its title (a ledger that lost it)."""
-        found = self._request("GET", f"{repo}/issues", sink, headers=headers, params={
-            "state": "open", "labels": GITHUB_LABEL, "per_page": "100"})
+        query = urlencode({"state": "open", "labels": GITHUB_LABEL, "per_page": "100"})
+        found = call("GET", f"{repo}/issues?{query}")
         try:
-            return next((int(i["number"]) for i in found.json()
+            return next((int(i["number"]) for i in found
                          if isinstance(i, dict) and i.get("title") == title), None)
         except (ValueError, TypeError, KeyError):
             return None
@@ -374,7 +444,7 @@ class Ledger:
         if result == Result.SENT:
             event.pop("message", None)
             event.update(state="sent", at=now(), attempts=delivery.attempts)
-        elif result == Result.DROPPED:
+        elif result in (Result.DROPPED, Result.REFUSED):
             event.pop("message", None)
             event.update(state="dropped", at=now(), attempts=delivery.attempts, error=error)
         else:

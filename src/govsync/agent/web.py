@@ -3,11 +3,14 @@
 =====================================  ==============================================
 ``GET /healthz``                       200 while the agent's loop is alive
 ``GET /readyz``                        200 once every environment was cycled once
+                                       (ready or not: nothing more)
 ``GET /metrics``                       Prometheus text
 ``POST /hooks/git``                    GitHub's push webhook: ``X-Hub-Signature-256``
                                        checked with GOVSYNC_AGENT_WEBHOOK_SECRET (401
                                        otherwise, and nothing changes); a push to the
-                                       branch runs every cycle at once
+                                       branch runs every cycle at once; a delivery seen
+                                       before (its X-GitHub-Delivery, or its body) is
+                                       answered and does nothing
 ``GET /api/v1/environments``           each environment's status (JSON)
 ``GET /api/v1/environments/{name}``    one of them
 ``GET /api/v1/environments/{name}/history``  its history records, newest first
@@ -17,7 +20,9 @@
 
 The API and the dashboard need the dashboard's bearer token when one is set
 (GOVSYNC_UI_TOKEN, the same mechanism as ``govsync ui``); probes, metrics and
-the webhook (authenticated by its signature) do not.
+the webhook (authenticated by its signature) do not.  Without a token, only
+requests to this machine's names are answered (``ui.served.LoopbackOnly``),
+and the server is ``ui.served``'s (a connection cap, a request timeout).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import json
 import socket
 import threading
 import time
+from collections import OrderedDict
 from typing import Any
 
 import uvicorn
@@ -45,10 +51,13 @@ from govsync.formats import FORMAT_VERSION
 from govsync.server.serve import listen
 from govsync.ui.app import Guard
 from govsync.ui.app import create_app as dashboard_app
+from govsync.ui.served import LoopbackOnly, config
 
 # GitHub sends at most 25 MB; a push of the manifests is far less.
 MAX_BODY = 5 * 1024 * 1024
 HISTORY_LIMIT = 100
+# How many push deliveries the agent remembers, to answer a replay without a cycle.
+DELIVERIES_KEPT = 1024
 # The loop is alive while it beats at least this often (beyond its longest wait).
 STALE_AFTER = 3600.0
 
@@ -60,9 +69,10 @@ def _json(body: Any, status: int = 200) -> JSONResponse:
 class LazyDashboard:
     """The dashboard over the agent's environments, made again when they change."""
 
-    def __init__(self, agent: Agent, token: str | None) -> None:
+    def __init__(self, agent: Agent, token: str | None, secure: bool) -> None:
         self.agent = agent
         self.token = token
+        self.secure = secure
         self._app: ASGIApp | None = None
         self._names: list[str] = []
         self._lock = threading.Lock()
@@ -71,13 +81,43 @@ class LazyDashboard:
         sources = self.agent.dashboard_sources()
         with self._lock:
             if self._app is None or list(sources) != self._names:
-                self._app = dashboard_app(sources, token=self.token, statuses=self.agent.report)
+                self._app = dashboard_app(sources, token=self.token, statuses=self.agent.report,
+                                          secure=self.secure)
                 self._names = list(sources)
             app = self._app
         await app(scope, receive, send)
 
 
-def create_app(agent: Agent, *, token: str | None, webhook_secret: str | None) -> ASGIApp:
+class Deliveries:
+    """The push deliveries seen lately (their ids and their bodies' digests): GitHub
+    signs the body only, so a replay with another X-GitHub-Delivery is known too."""
+
+    def __init__(self, keep: int = DELIVERIES_KEPT) -> None:
+        self.keep = keep
+        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def first(self, delivery: str, body: bytes) -> bool:
+        """Whether this delivery is new (it is remembered, then)."""
+        keys = ["body:" + hashlib.sha256(body).hexdigest()] + (
+            ["id:" + delivery] if delivery else [])
+        with self._lock:
+            if any(k in self._seen for k in keys):
+                return False
+            for key in keys:
+                self._seen[key] = None
+            while len(self._seen) > self.keep:
+                self._seen.popitem(last=False)
+        return True
+
+
+def create_app(agent: Agent, *, token: str | None, webhook_secret: str | None,
+               secure: bool = False) -> ASGIApp:
+    """The agent's HTTP side.  ``token``: the API's and the dashboard's (without one,
+    only requests to this machine's names are answered); ``secure``: the token's
+    cookie is always Secure (the agent is reached over HTTPS)."""
+    deliveries = Deliveries()
+
     def healthz(request: Request) -> Response:
         quiet = time.monotonic() - agent.heartbeat
         if quiet > max(STALE_AFTER, 3 * max((agent.interval(k.target)
@@ -87,8 +127,8 @@ def create_app(agent: Agent, *, token: str | None, webhook_secret: str | None) -
 
     def readyz(request: Request) -> Response:
         if not agent.ready:
-            return _json({"status": "starting", "reason": "the first cycles are running"}, 503)
-        return _json({"status": "ready", "problem": agent.problem or None})
+            return _json({"status": "starting"}, 503)
+        return _json({"status": "ready"})
 
     def metrics(request: Request) -> Response:
         return Response(agent.metrics.text(), media_type=CONTENT_TYPE)
@@ -107,6 +147,8 @@ def create_app(agent: Agent, *, token: str | None, webhook_secret: str | None) -
                                         hashlib.sha256).hexdigest()
         if not hmac.compare_digest(given.encode(), expected.encode()):
             return _json({"error": "the X-Hub-Signature-256 signature does not verify"}, 401)
+        if not deliveries.first(request.headers.get("x-github-delivery", ""), body):
+            return _json({"ok": True, "ignored": "this delivery was received before"})
         event = request.headers.get("x-github-event", "push")
         if event == "ping":
             return _json({"ok": True, "event": "ping"})
@@ -153,15 +195,16 @@ def create_app(agent: Agent, *, token: str | None, webhook_secret: str | None) -
         Route("/environments", environments, methods=["GET"]),
         Route("/environments/{name}", environment, methods=["GET"]),
         Route("/environments/{name}/history", history, methods=["GET"]),
-    ]), token)
-    return Starlette(routes=[
+    ]), token, secure=secure)
+    app = Starlette(routes=[
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         Route("/hooks/git", hook, methods=["POST"]),
         Mount("/api/v1", app=api),
-        Mount("/", app=LazyDashboard(agent, token)),
+        Mount("/", app=LazyDashboard(agent, token, secure)),
     ])
+    return app if token is not None else LoopbackOnly(app)
 
 
 class Served:
@@ -170,9 +213,7 @@ class Served:
     def __init__(self, app: ASGIApp, host: str, port: int) -> None:
         self.sock: socket.socket = listen(host, port)
         self.port = int(self.sock.getsockname()[1])
-        config = uvicorn.Config(app, workers=1, log_level="warning", access_log=False,
-                                proxy_headers=False, server_header=False, lifespan="off")
-        self.server = uvicorn.Server(config)
+        self.server = uvicorn.Server(config(app))
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
                                        daemon=True, name="govsync-agent-http")
         self.thread.start()

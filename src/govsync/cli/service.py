@@ -2,20 +2,39 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
 
 import click
 
-from govsync import envvars
-from govsync.agentconfig import parse_duration
+from govsync import envvars, logs
+from govsync.agentconfig import GITHUB_API, parse_duration
 from govsync.cli.root import given, global_options
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.envvars import UI_TOKEN
 from govsync.errors import ConfigError
 from govsync.project import Given, select
 from govsync.settings import Settings, resolve
+
+# The open files a long-running command asks for (idle clients hold one each).
+FILES = 65536
+
+
+def serving() -> None:
+    """What a long-running command sets up for its process: the soft limit of open
+    files raised towards the hard one, where the system allows it, and logs
+    rate-limited (a flood of failing connections must not flood stderr)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = FILES if hard == resource.RLIM_INFINITY else min(hard, FILES)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        # Not allowed here: the connection cap still holds.
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+    logs.throttle([os.environ.get(API_KEY_ENV, ""), os.environ.get(UI_TOKEN, "")])
 
 
 @click.command("ui")
@@ -42,6 +61,7 @@ def ui_command(settings: Settings, listen_at: str) -> None:
     """
     from govsync.ui.app import serve as serve_ui
 
+    serving()
     serve_ui(settings, listen_at, os.environ.get(UI_TOKEN) or None)
 
 
@@ -70,11 +90,20 @@ def ui_command(settings: Settings, listen_at: str) -> None:
               help="State store, where the project's environments name none.")
 @click.option("--insecure-http", is_flag=True, envvar=envvars.INSECURE_HTTP, show_envvar=True,
               help="Allow a plain http:// endpoint on a non-loopback host.")
+@click.option("--allow-sink-host", "sink_hosts", multiple=True, envvar=envvars.AGENT_SINK_HOSTS,
+              show_envvar=True, metavar="HOST[:PORT]",
+              help="A host that webhook and Slack sinks may send to (repeatable; the "
+                   "variable: separated by spaces or commas). The project file cannot add "
+                   "one: a sink elsewhere is refused.")
+@click.option("--github-api", envvar=envvars.AGENT_GITHUB_API, show_envvar=True, metavar="URL",
+              help=f"The GitHub API that github sinks use (default {GITHUB_API}); a sink "
+                   "whose apiUrl names another is refused.")
 @click.pass_context
 def agent_command(ctx: click.Context, project_file: str | None, repo: str | None,
                   branch: str | None, checkout_dir: str, listen_at: str, interval: str | None,
                   once: bool, env_names: tuple[str, ...], endpoint: str | None,
-                  state_url: str | None, insecure_http: bool) -> None:
+                  state_url: str | None, insecure_http: bool, sink_hosts: tuple[str, ...],
+                  github_api: str | None) -> None:
     """Reconcile continuously: plan every environment each interval, apply where
     its agent.autoApply allows, keep each one's status, alert, serve metrics.
 
@@ -88,22 +117,30 @@ def agent_command(ctx: click.Context, project_file: str | None, repo: str | None
     takes over when it ends. SIGTERM finishes the calls in flight, records
     them and exits 0. The API and dashboard need GOVSYNC_UI_TOKEN beyond
     loopback; GOVSYNC_AGENT_URL is the address links in notifications use.
+    Notifications go only where this command line allows (--allow-sink-host,
+    --github-api), whatever the project file says.
 
     \b
     Example:
       govsync agent --repo https://git.example.com/gov.git --branch main
+      govsync agent --repo ../gov --allow-sink-host hooks.slack.com
       govsync agent --once --env staging
       govsync agent pause prod --reason "incident 4711"
     """
     if ctx.invoked_subcommand is not None:
         return
-    from govsync.agent import Agent, Options, Served, create_app
-    from govsync.ui.app import loopback, parse_listen
+    from govsync.agent import Agent, Options, Served, SinkPolicy, create_app
+    from govsync.ui.app import parse_listen
+    from govsync.ui.served import loopback
 
     try:
         every = parse_duration(interval) if interval is not None else None
     except ValueError as exc:
         raise ConfigError(f"--interval: {exc}") from None
+    try:
+        sinks = SinkPolicy.of(sink_hosts, github_api, os.environ)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     host, port = parse_listen(listen_at)
     token = os.environ.get(UI_TOKEN) or None
     if token is None and not loopback(host) and not once:
@@ -119,7 +156,9 @@ def agent_command(ctx: click.Context, project_file: str | None, repo: str | None
                         "--workspace", envvars.WORKSPACE),
         api_key=os.environ.get(API_KEY_ENV) or None, insecure_http=insecure_http,
         local_seed=os.environ.get(envvars.LOCAL_SEED) or None,
-        url=os.environ.get(envvars.AGENT_URL) or None)
+        url=os.environ.get(envvars.AGENT_URL) or None, sinks=sinks)
+    secure = (options.url or "").lower().startswith("https://")
+    serving()
     agent = Agent(options, os.environ)
     # The entry point's: on SIGTERM (and Ctrl-C) the agent finishes what is in flight.
     signal.signal(signal.SIGTERM, lambda *_: agent.stop())
@@ -127,7 +166,8 @@ def agent_command(ctx: click.Context, project_file: str | None, repo: str | None
     served = None
     if not once:
         app = create_app(agent, token=token,
-                         webhook_secret=os.environ.get(envvars.AGENT_WEBHOOK_SECRET) or None)
+                         webhook_secret=os.environ.get(envvars.AGENT_WEBHOOK_SECRET) or None,
+                         secure=secure)
         served = Served(app, host, port)
         click.echo(f"govsync agent: listening on http://{listen_at.rsplit(':', 1)[0]}:"
                    f"{served.port}/", err=True)
@@ -139,6 +179,8 @@ def agent_command(ctx: click.Context, project_file: str | None, repo: str | None
     if once:
         for item in agent.environments():
             click.echo(f"{item['name']}: {item['status']} ({item['reason']})")
+        if agent.problem and not agent.environments():
+            click.echo(f"Error: {agent.problem}", err=True)
     sys.exit(code)
 
 

@@ -4,20 +4,21 @@ Read-only always: every route answers GET (and HEAD) only, and no form posts
 anything (filters and searches are GET queries).  With a token, every request
 must carry it: ``Authorization: Bearer TOKEN``, or the cookie a browser gets by
 opening any page once with ``?token=TOKEN`` (the token is then dropped from the
-address).  Pages load nothing from elsewhere, and the Content-Security-Policy
-says so to the browser.
+address; it goes back only to a path of this server, never to another site, and
+it is ``Secure`` when the page was reached over HTTPS).  Without a token only
+requests to this machine's names are answered (``served.LoopbackOnly``).
+Pages load nothing from elsewhere, and the Content-Security-Policy says so to
+the browser.
 """
 
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import socket
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from urllib.parse import parse_qsl, urlencode
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
@@ -31,6 +32,7 @@ from govsync.server.serve import AnnouncingServer, listen, url_of
 from govsync.settings import Settings
 from govsync.ui import pages
 from govsync.ui.reading import Dashboard, EnvironmentView, StatusProvider, environments
+from govsync.ui.served import LoopbackOnly, config, loopback
 
 COOKIE = "govsync_ui_token"
 POLICY = ("default-src 'none'; style-src 'self' 'unsafe-inline'; script-src 'self'; "
@@ -49,9 +51,10 @@ TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf
 class Guard:
     """ASGI middleware: the token (when there is one) and the headers of every answer."""
 
-    def __init__(self, app: ASGIApp, token: str | None) -> None:
+    def __init__(self, app: ASGIApp, token: str | None, *, secure: bool = False) -> None:
         self.app = app
         self.token = token
+        self.secure = secure  # the cookie is always Secure (served behind HTTPS)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -85,10 +88,13 @@ class Guard:
         if self._valid(request.query_params.get("token")):
             # Into a cookie, and out of the address (and so out of the history).
             rest = urlencode([(k, v) for k, v in parse_qsl(request.url.query) if k != "token"])
-            target = request.url.path + (f"?{rest}" if rest else "")
+            # A path of this server only: "//elsewhere.example/" (or "/\\...") would send
+            # the browser to another site.
+            target = "/" + request.url.path.lstrip("/\\") + (f"?{rest}" if rest else "")
             answer = RedirectResponse(target, status_code=303)
             answer.set_cookie(COOKIE, self.token, httponly=True, samesite="strict",
-                              path=request.scope.get("root_path") or "/")
+                              path=request.scope.get("root_path") or "/",
+                              secure=self.secure or _https(request))
             return answer
         body = page("govsync: token needed", (
             "<h1>This dashboard needs a token</h1><p>Open it once with "
@@ -96,6 +102,14 @@ class Guard:
             "runs), or send <code>Authorization: Bearer TOKEN</code>.</p>"),
             prefix=request.scope.get("root_path", ""))
         return HTMLResponse(body, status_code=401, headers={"www-authenticate": "Bearer"})
+
+
+def _https(request: Request) -> bool:
+    """Whether the browser reached this page over HTTPS: the connection's scheme, or a
+    proxy's X-Forwarded-Proto.  The header is not trusted for anything else: at worst
+    a client that lies gets a cookie its browser keeps to HTTPS."""
+    forwarded = request.headers.get("x-forwarded-proto", "").split(",")[0].strip().lower()
+    return request.url.scheme == "https" or forwarded == "https"
 
 
 def _int(text: str | None) -> int:
@@ -106,10 +120,13 @@ def _int(text: str | None) -> int:
 
 
 def create_app(sources: Mapping[str, Settings], *, token: str | None = None,
-               statuses: StatusProvider | None = None, max_age: float = 15.0) -> ASGIApp:
+               statuses: StatusProvider | None = None, max_age: float = 15.0,
+               secure: bool = False) -> ASGIApp:
     """The dashboard over ``sources`` (environment name -> the settings that read it:
-    ``reading.environments``).  ``token``: required of every request when given.
-    ``statuses``: the agent's word on each environment (None: the dashboard's plan)."""
+    ``reading.environments``).  ``token``: required of every request when given
+    (without one, only requests to this machine's names are answered).
+    ``statuses``: the agent's word on each environment (None: the dashboard's plan).
+    ``secure``: the token's cookie is Secure whatever the request says."""
     board = Dashboard(sources, statuses=statuses, max_age=max_age)
     assets = {name: (STATIC / name).read_bytes() for name in (*STYLES, *SCRIPTS)}
 
@@ -169,17 +186,16 @@ def create_app(sources: Mapping[str, Settings], *, token: str | None = None,
               Route("/environments/{name}/history", history, methods=["GET"]),
               Route("/environments/{name}/graph", graph, methods=["GET"]),
               Route("/static/{file}", static, methods=["GET"])]
-    return Guard(Starlette(routes=routes), token)
+    guarded = Guard(Starlette(routes=routes), token, secure=secure)
+    return guarded if token is not None else LoopbackOnly(guarded)
 
 
 def run(app: ASGIApp, host: str, port: int, *, announce: str = "govsync ui:") -> None:
     """Serve the dashboard on ``host:port`` until interrupted."""
     sock: socket.socket = listen(host, port)
     where = url_of(host, sock.getsockname()[1])
-    config = uvicorn.Config(app, workers=1, log_level="warning", access_log=False,
-                            proxy_headers=False, server_header=False, lifespan="off")
     try:
-        AnnouncingServer(config, lambda: print(f"{announce} listening on {where}/",
+        AnnouncingServer(config(app), lambda: print(f"{announce} listening on {where}/",
                                                flush=True)).run(sockets=[sock])
     finally:
         sock.close()
@@ -192,15 +208,6 @@ def parse_listen(text: str) -> tuple[str, int]:
     if not host or not port.isdigit() or not 0 <= int(port) < 65536:
         raise ConfigError(f"--listen {text!r}: write HOST:PORT, such as 127.0.0.1:8421")
     return host, int(port)
-
-
-def loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def serve(settings: Settings, listen_at: str, token: str | None) -> None:
