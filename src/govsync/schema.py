@@ -61,7 +61,13 @@ def manifest_schema(*, variables: bool = True) -> dict[str, Any]:
     for kind in KINDS:
         spec = _spec_schema(kind, refs[kind.request_model], defs)
         defs[f"{kind.name}Spec"] = spec
-        then: dict[str, Any] = {"properties": {"spec": {"$ref": f"#/$defs/{kind.name}Spec"}}}
+        spec_ref = {"$ref": f"#/$defs/{kind.name}Spec"}
+        then: dict[str, Any] = {"properties": {"spec": spec_ref}}
+        if spec.get("required") or spec.get("allOf"):
+            then["required"] = ["spec"]  # validate: "missing required field spec.X"
+        else:
+            # No field is required: validate reads a missing or empty spec as {}.
+            then["properties"]["spec"] = {"anyOf": [spec_ref, {"type": "null"}]}
         name = _api_name_schema(kind, refs[kind.request_model], defs)
         if name:
             # metadata.name is the API's name: its constraints (length, pattern) apply.
@@ -70,11 +76,14 @@ def manifest_schema(*, variables: bool = True) -> dict[str, Any]:
             "if": {"properties": {"kind": {"const": kind.name}}, "required": ["kind"]},
             "then": then,
         })
+    # A Patch's merge, per kind of its target: the spec's fields, each optional and
+    # null (which removes it), nested mappings merged the same way (RFC 7386).
+    merges = {kind.name: _merge_ref(f"{kind.name}Spec", defs) for kind in KINDS}
     # Once every secret is marked: wherever a value goes, {var: NAME} may stand for it.
     for def_name, model in list(defs.items()):
         if variables and def_name not in ("SecretFromEnv", VARIABLE):
             defs[def_name] = _with_variables(model)
-    for directive, spec in _directive_specs().items():
+    for directive, spec in _directive_specs(merges).items():
         defs[f"{directive}Spec"] = spec
         branches.append({
             "if": {"properties": {"kind": {"const": directive}}, "required": ["kind"]},
@@ -107,7 +116,7 @@ def manifest_schema(*, variables: bool = True) -> dict[str, Any]:
                     },
                 },
             },
-            "spec": {"type": "object"},
+            "spec": {"type": ["object", "null"]},
         },
         "allOf": branches,
         "$defs": dict(sorted(defs.items())),
@@ -137,8 +146,39 @@ def _with_variables(schema: Any) -> Any:
     return out
 
 
-def _directive_specs() -> dict[str, dict[str, Any]]:
-    """The specs of the documents that are not objects (contract sections 5 and 6)."""
+def _merge_ref(name: str, defs: dict[str, Any]) -> dict[str, Any]:
+    """A reference to the merge-patch form of ``defs[name]``, made once (``NameMerge``)."""
+    merged = f"{name}Merge"
+    if merged not in defs:
+        defs[merged] = {}  # (a model that holds itself)
+        schema = {k: v for k, v in defs[name].items()
+                  if k not in ("required", "allOf", "title")}
+        schema["properties"] = {
+            key: {"anyOf": [_mergeable(prop, defs), {"type": "null"}]}
+            for key, prop in defs[name].get("properties", {}).items()}
+        defs[merged] = schema
+    return {"$ref": f"#/$defs/{merged}"}
+
+
+def _mergeable(prop: Any, defs: dict[str, Any]) -> Any:
+    """A field's schema in a merge patch: a mapping is merged (its fields optional), a
+    list or a scalar replaced whole (as written)."""
+    if not isinstance(prop, dict):
+        return prop
+    target = prop.get("$ref", "").rsplit("/", 1)[-1]
+    if target in defs and target not in ("SecretFromEnv", VARIABLE) \
+            and "properties" in defs[target]:
+        return _merge_ref(target, defs)
+    for union in ("anyOf", "oneOf"):
+        if union in prop:  # (several forms may match once fields are optional)
+            rest = {k: v for k, v in prop.items() if k not in ("anyOf", "oneOf", "discriminator")}
+            return {**rest, "anyOf": [_mergeable(p, defs) for p in prop[union]]}
+    return prop
+
+
+def _directive_specs(merges: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The specs of the documents that are not objects (contract sections 5 and 6);
+    ``merges``: the merge-patch schema of each kind's spec."""
     address = {"type": "string", "pattern": _ADDRESS, "description": "An address Kind/name."}
     return {
         "Patch": {"type": "object", "additionalProperties": False,
@@ -146,14 +186,20 @@ def _directive_specs() -> dict[str, dict[str, Any]]:
                   "description": "An RFC 7386 JSON Merge Patch over another document's spec.",
                   "properties": {"target": address,
                                  "merge": {"type": "object",
-                                           "description": "null removes a field."}}},
+                                           "description": "The target's spec fields to set; "
+                                                          "null removes a field."}},
+                  "allOf": [{"if": {"properties": {"target": {"pattern": f"^{kind}/"}},
+                                    "required": ["target"]},
+                             "then": {"properties": {"merge": ref}}}
+                            for kind, ref in merges.items()]},
         "Moved": {"type": "object", "additionalProperties": False, "required": ["from", "to"],
                   "description": "Re-address a state entry (both addresses of one kind).",
                   "properties": {"from": address, "to": address}},
         "Import": {"type": "object", "additionalProperties": False, "required": ["to", "id"],
                    "description": "Adopt an object that exists on the server.",
                    "properties": {"to": address,
-                                  "id": {"type": "string", "minLength": 1}}},
+                                  "id": {"type": "string", "pattern": r"\S",
+                                         "description": "The object's id on the server."}}},
     }
 
 
