@@ -17,6 +17,7 @@ from pydantic.json_schema import models_json_schema
 from govsync import __version__
 from govsync.api import models as m
 from govsync.api.catalog import OPERATIONS
+from govsync.api.fields import describe
 from govsync.api.kinds import KINDS, Kind
 from govsync.api.status import SPEC_CODES
 from govsync.files import write_generated
@@ -76,6 +77,7 @@ def manifest_schema(*, variables: bool = True) -> dict[str, Any]:
             "if": {"properties": {"kind": {"const": kind.name}}, "required": ["kind"]},
             "then": then,
         })
+    _describe_fields(defs)
     # A Patch's merge, per kind of its target: the spec's fields, each optional and
     # null (which removes it), nested mappings merged the same way (RFC 7386).
     merges = {kind.name: _merge_ref(f"{kind.name}Spec", defs) for kind in KINDS}
@@ -138,12 +140,23 @@ def _with_variables(schema: Any) -> Any:
     variable = {"$ref": f"#/$defs/{VARIABLE}"}
     if isinstance(out.get("properties"), dict):
         out["properties"] = {
-            name: prop if prop == {"$ref": "#/$defs/SecretFromEnv"}
+            name: prop if prop.get("$ref") == "#/$defs/SecretFromEnv"
             else {"anyOf": [prop, variable]}
             for name, prop in out["properties"].items()}
     if isinstance(out.get("items"), dict):
         out["items"] = {"anyOf": [out["items"], variable]}
     return out
+
+
+def _describe_fields(defs: dict[str, Any]) -> None:
+    """Every field's description (api/fields.py: what editors show on hover), in place
+    of the title pydantic makes from its name ("Timeoutms")."""
+    for model, schema in defs.items():
+        for field, prop in schema.get("properties", {}).items():
+            prop.pop("title", None)
+            text = describe(model, field)
+            if text and "description" not in prop:
+                prop["description"] = text
 
 
 def _merge_ref(name: str, defs: dict[str, Any]) -> dict[str, Any]:
@@ -154,7 +167,8 @@ def _merge_ref(name: str, defs: dict[str, Any]) -> dict[str, Any]:
         schema = {k: v for k, v in defs[name].items()
                   if k not in ("required", "allOf", "title")}
         schema["properties"] = {
-            key: {"anyOf": [_mergeable(prop, defs), {"type": "null"}]}
+            key: {"anyOf": [_mergeable(prop, defs), {"type": "null"}],
+                  **({"description": prop["description"]} if "description" in prop else {})}
             for key, prop in defs[name].get("properties", {}).items()}
         defs[merged] = schema
     return {"$ref": f"#/$defs/{merged}"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -139,3 +140,30 @@ def test_every_example_manifest_is_valid() -> None:
             if isinstance(document, dict) and str(document.get("apiVersion", "")).startswith("govsync/"):
                 errors = [e.message for e in VALIDATOR.iter_errors(document)]
                 assert not errors, (path, errors)
+
+
+def _reachable(name: str, seen: set[str]) -> set[str]:
+    """``name`` and the definitions it refers to, transitively."""
+    if name not in seen:
+        seen.add(name)
+        for ref in re.findall(r'"#/\$defs/([^"]+)"', json.dumps(SCHEMA["$defs"][name])):
+            _reachable(ref, seen)
+    return seen
+
+
+def test_every_field_of_every_kind_says_what_it_means() -> None:
+    # Issue 35: the text editors show on hover, from govsync/api/fields.py, in place of
+    # the titles pydantic makes of the names ("Timeoutms").
+    seen: set[str] = set()
+    for name in SCHEMA["$defs"]:
+        if name.endswith("Spec"):
+            _reachable(name, seen)
+    fields = [(name, field, prop) for name in sorted(seen)
+              for field, prop in SCHEMA["$defs"][name].get("properties", {}).items()]
+    assert len(fields) > 278
+    undescribed = [f"{name}.{field}" for name, field, prop in fields
+                   if not (prop.get("description") or prop.get("anyOf", [{}])[0].get("description"))]
+    assert undescribed == []
+    titled = [f"{name}.{field}" for name, field, prop in fields
+              if "title" in prop or "title" in prop.get("anyOf", [{}])[0]]
+    assert titled == []

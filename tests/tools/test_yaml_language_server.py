@@ -107,3 +107,14 @@ def test_a_file_outside_the_manifest_folders_is_left_alone(
         initialised: LanguageServer, scaffold: Path) -> None:
     text = "apiVersion: govsync/v1\nkind: Hook\nmetadata: {name: h}\nspec: {timeoutMS: 1}\n"
     assert initialised.diagnostics(scaffold / "local-seed-copy.yaml", text) == []
+
+
+def test_hover_says_what_a_field_means_in_any_document(
+        initialised: LanguageServer, scaffold: Path) -> None:
+    path = scaffold / "manifests" / "extra.yaml"
+    text = ("apiVersion: govsync/v1\nkind: Space\nmetadata: {name: a}\nspec: {}\n---\n"
+            "apiVersion: govsync/v1\nkind: Hook\nmetadata: {name: h}\n"
+            "spec:\n  code: x\n  timeoutMs: 5000\n")
+    shown = initialised.hover(path, text, 10, 4)
+    assert "How long the hook may run, in milliseconds (at most 60000)." in shown, shown
+    assert "Timeoutms" not in shown
