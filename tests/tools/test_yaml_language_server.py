@@ -22,6 +22,10 @@ from govsync.cli import cli
 from govsync.init import EDITOR_SETTINGS
 
 EXAMPLES = ROOT / "examples"
+# A file of two documents: the second's timeoutMs is on line 10 (from 0).
+TWO_DOCUMENTS = ("apiVersion: govsync/v1\nkind: Space\nmetadata: {name: a}\nspec: {}\n---\n"
+                 "apiVersion: govsync/v1\nkind: Hook\nmetadata: {name: h}\n"
+                 "spec:\n  code: x\n  timeoutMs: 5000\n")
 
 
 def documents(text: str) -> int:
@@ -95,10 +99,7 @@ def test_every_document_init_writes_is_checked_by_the_editor(
 def test_a_misspelt_spec_field_in_a_second_document_is_underlined(
         initialised: LanguageServer, scaffold: Path) -> None:
     path = scaffold / "manifests" / "extra.yaml"
-    text = ("apiVersion: govsync/v1\nkind: Space\nmetadata: {name: a}\nspec: {}\n---\n"
-            "apiVersion: govsync/v1\nkind: Hook\nmetadata: {name: h}\n"
-            "spec:\n  code: x\n  timeoutMS: 5000\n")
-    found = initialised.diagnostics(path, text)
+    found = initialised.diagnostics(path, TWO_DOCUMENTS.replace("timeoutMs", "timeoutMS"))
     assert [(d["range"]["start"]["line"], d["message"]) for d in found] == [
         (10, "Property timeoutMS is not allowed.")]
 
@@ -112,9 +113,6 @@ def test_a_file_outside_the_manifest_folders_is_left_alone(
 def test_hover_says_what_a_field_means_in_any_document(
         initialised: LanguageServer, scaffold: Path) -> None:
     path = scaffold / "manifests" / "extra.yaml"
-    text = ("apiVersion: govsync/v1\nkind: Space\nmetadata: {name: a}\nspec: {}\n---\n"
-            "apiVersion: govsync/v1\nkind: Hook\nmetadata: {name: h}\n"
-            "spec:\n  code: x\n  timeoutMs: 5000\n")
-    shown = initialised.hover(path, text, 10, 4)
+    shown = initialised.hover(path, TWO_DOCUMENTS, 10, 4)
     assert "How long the hook may run, in milliseconds (at most 60000)." in shown, shown
     assert "Timeoutms" not in shown
