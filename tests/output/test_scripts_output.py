@@ -168,7 +168,8 @@ def test_a_failing_json_command_prints_an_error_document(repo: Path) -> None:
         assert "spec.descriptio" in error["message"]
         assert "spec.descriptio" in run.stderr  # and the message for a person, as before
     (repo / "state.db").mkdir()  # a state that cannot be opened
-    for args in (("state", "list"), ("state", "history"), ("show", "plan.json")):
+    for args in (("state", "list"), ("state", "history"), ("show", "plan.json"),
+                 ("audit", "export")):
         run = gov(*args, "--format", "json", GOVSYNC_STATE="state.db")
         assert run.exit_code == 1, run.output
         document = json.loads(run.stdout)

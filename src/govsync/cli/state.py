@@ -265,6 +265,7 @@ def audit() -> None:
 
 
 @audit.command("export")
+@json_errors
 @global_options
 @click.option("--since", metavar="DATE", help="Only applies from DATE on (2025-01-31, or an "
                                                 "ISO time such as 2025-01-31T12:00:00Z).")

@@ -156,7 +156,8 @@ def drift_schema() -> Schema:
 def error_schema() -> Schema:
     return _document(
         "govsync error", "What a `--format json` command (plan, drift, show, environments, "
-        "state list, state history) prints on stdout when it fails, exit 1; its message "
+        "state list, state history, audit export) prints on stdout when it fails, exit 1; "
+        "its message "
         "goes to stderr as well. (`validate` prints its own document with `valid: false`, "
         "`apply` its summary line with `stopped`.)",
         {"error": {**_STR, "description": "What went wrong, in one sentence."},
