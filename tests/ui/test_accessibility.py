@@ -15,6 +15,7 @@ too), a node that has no links, and the plan file as CI publishes it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -121,61 +122,68 @@ def audit(page: Any, where: str) -> None:
     assert low == [], (where, low)
 
 
-def test_axe_finds_nothing_on_any_page(dashboard: Dashboard, tmp_path: Path) -> None:
-    with browser(tmp_path / "profile") as context:
-        page = context.new_page()
-        for path in PAGES:
-            page.goto(dashboard.url + path)
-            audit(page, path)
-        # What the keyboard and a click light up: the focused control, the selected node.
-        page.goto(dashboard.url + "/environments/prod/graph")
-        page.locator('.nodes .n[data-i]', has_text="Hook/risk_score").click()
-        assert page.locator(".graph-panel h2").inner_text() == "Hook/risk_score"
-        audit(page, "graph, a node selected")
-        alone = page.evaluate(ALONE)
-        assert alone, "the examples have an object with no dependency either way"
-        page.goto(dashboard.url + "/environments/prod/graph?node=" + alone)
-        assert page.locator(".graph-panel a").count() == 0
-        audit(page, "graph, a node without links")
-        page.goto(dashboard.url + "/environments/prod/graph?q=Hook")
-        audit(page, "graph, a search")
+@pytest.fixture(scope="module")
+def context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One browser for the module's pages and the plan file."""
+    with browser(tmp_path_factory.mktemp("profile")) as opened:
+        yield opened
 
 
-def test_axe_finds_nothing_in_the_plan_file(
-        repo: Path, tmp_path: Path) -> None:
+def test_axe_finds_nothing_on_any_page(dashboard: Dashboard, context: Any) -> None:
+    page = context.new_page()
+    for path in PAGES:
+        page.goto(dashboard.url + path)
+        audit(page, path)
+    # What the keyboard and a click light up: the focused control, the selected node.
+    page.goto(dashboard.url + "/environments/prod/graph")
+    page.locator('.nodes .n[data-i]', has_text="Hook/risk_score").click()
+    assert page.locator(".graph-panel h2").inner_text() == "Hook/risk_score"
+    audit(page, "graph, a node selected")
+    alone = page.evaluate(ALONE)
+    assert alone, "the examples have an object with no dependency either way"
+    page.goto(dashboard.url + "/environments/prod/graph?node=" + alone)
+    assert page.locator(".graph-panel a").count() == 0
+    audit(page, "graph, a node without links")
+    page.goto(dashboard.url + "/environments/prod/graph?q=Hook")
+    audit(page, "graph, a search")
+
+
+def test_axe_finds_nothing_in_the_plan_file(repo: Path, tmp_path: Path, context: Any) -> None:
     plan = tmp_path / "plan-prod.html"
     plan.write_text(gov(repo, "plan", "--env", "prod", "--format", "html").stdout)
-    with browser(tmp_path / "profile", offline=True) as context:
+    context.set_offline(True)  # the file as CI publishes it: self-contained
+    try:
         page = context.new_page()
         page.goto(plan.as_uri())
         audit(page, "plan file")
+    finally:
+        context.set_offline(False)
 
 
 def test_axe_and_the_audit_find_low_contrast_and_an_unnamed_control(
-        dashboard: Dashboard, tmp_path: Path) -> None:
+        dashboard: Dashboard, context: Any) -> None:
     """The checks themselves: text made too faint, a field without a label, two
     landmarks of one role without names, and an image holding a link are found."""
-    with browser(tmp_path / "profile") as context:
-        page = context.new_page()
-        page.goto(dashboard.url + "/")
-        page.evaluate("""() => {
-          const main = document.querySelector("main");
-          const p = document.createElement("p");
-          p.textContent = "faint words"; p.style.color = "#c0c0c0";
-          main.appendChild(p);
-          main.appendChild(document.createElement("input"));
-          for (const n of [1, 2]) {
-            const nav = document.createElement("nav");
-            nav.innerHTML = '<a href="/">page ' + n + '</a>';
-            main.appendChild(nav);
-          }
-          const image = document.createElement("div");
-          image.setAttribute("role", "img"); image.setAttribute("aria-label", "picture");
-          image.innerHTML = '<a href="/">home</a>';
-          main.appendChild(image);
-        }""")
-        assert {rule for rule, _, _ in violations(page)} >= {
-            "color-contrast", "label", "landmark-unique", "nested-interactive"}
-        low = page.evaluate(CONTRAST)
-        assert [(x["text"], x["needed"]) for x in low] == [("faint words", 4.5)], low
-        assert low[0]["ratio"] < 2
+    page = context.new_page()
+    page.goto(dashboard.url + "/")
+    page.evaluate("""() => {
+      const main = document.querySelector("main");
+      const p = document.createElement("p");
+      p.textContent = "faint words"; p.style.color = "#c0c0c0";
+      main.appendChild(p);
+      main.appendChild(document.createElement("input"));
+      for (const n of [1, 2]) {
+        const nav = document.createElement("nav");
+        nav.innerHTML = '<a href="/">page ' + n + '</a>';
+        main.appendChild(nav);
+      }
+      const image = document.createElement("div");
+      image.setAttribute("role", "img"); image.setAttribute("aria-label", "picture");
+      image.innerHTML = '<a href="/">home</a>';
+      main.appendChild(image);
+    }""")
+    assert {rule for rule, _, _ in violations(page)} >= {
+        "color-contrast", "label", "landmark-unique", "nested-interactive"}
+    low = page.evaluate(CONTRAST)
+    assert [(x["text"], x["needed"]) for x in low] == [("faint words", 4.5)], low
+    assert low[0]["ratio"] < 2
