@@ -25,6 +25,13 @@ if TYPE_CHECKING:
     from importlib import metadata
 
 SCHEMA_PATH = "schemas/manifest.schema.json"
+# The editor's mapping of the schema to the manifest folders (VS Code's YAML
+# extension, and every editor that runs yaml-language-server with these
+# settings).  A file's `# yaml-language-server: $schema=` modeline covers only
+# its first document; the mapping covers every document of every file.
+EDITOR_SETTINGS = ".vscode/settings.json"
+MANIFEST_GLOBS = ("manifests/**/*.yaml", "manifests/**/*.yml", "envs/**/*.yaml",
+                  "envs/**/*.yml")
 CI_FILES = {
     "github": ("ci/github-actions.yml", ".github/workflows/govsync.yml"),
     "gitlab": ("ci/gitlab-ci.yml", ".gitlab-ci.yml"),
@@ -199,6 +206,13 @@ def install_warning(install: InstallSpec) -> str:
     return ""
 
 
+def editor_settings(schema: str = "./" + SCHEMA_PATH,
+                    globs: tuple[str, ...] = MANIFEST_GLOBS) -> str:
+    """The content of .vscode/settings.json: ``schema`` for the manifests' ``globs``
+    (both relative to the folder the editor opens)."""
+    return json.dumps({"yaml.schemas": {schema: list(globs)}}, indent=2) + "\n"
+
+
 def scaffold(ci: str = "github", install: InstallSpec | None = None) -> dict[str, str]:
     """Every file of a new repository: relative path -> content."""
     from importlib import resources
@@ -212,6 +226,7 @@ def scaffold(ci: str = "github", install: InstallSpec | None = None) -> dict[str
         if entry.name.endswith((".yaml", ".yml")):
             files[f"manifests/{entry.name}"] = entry.read_text(encoding="utf-8")
     files[SCHEMA_PATH] = rendered()[MANIFEST_SCHEMA]
+    files[EDITOR_SETTINGS] = editor_settings()
     for name in ("README.md", "local-seed.yaml", "govsync.yaml"):
         files[name] = (templates / name).read_text(encoding="utf-8")
     files[GITIGNORE] = (templates / "gitignore").read_text(encoding="utf-8")

@@ -17,6 +17,7 @@ from pydantic.json_schema import models_json_schema
 from govsync import __version__
 from govsync.api import models as m
 from govsync.api.catalog import OPERATIONS
+from govsync.api.fields import describe
 from govsync.api.kinds import KINDS, Kind
 from govsync.api.status import SPEC_CODES
 from govsync.files import write_generated
@@ -61,7 +62,13 @@ def manifest_schema(*, variables: bool = True) -> dict[str, Any]:
     for kind in KINDS:
         spec = _spec_schema(kind, refs[kind.request_model], defs)
         defs[f"{kind.name}Spec"] = spec
-        then: dict[str, Any] = {"properties": {"spec": {"$ref": f"#/$defs/{kind.name}Spec"}}}
+        spec_ref = {"$ref": f"#/$defs/{kind.name}Spec"}
+        then: dict[str, Any] = {"properties": {"spec": spec_ref}}
+        if spec.get("required") or spec.get("allOf"):
+            then["required"] = ["spec"]  # validate: "missing required field spec.X"
+        else:
+            # No field is required: validate reads a missing or empty spec as {}.
+            then["properties"]["spec"] = {"anyOf": [spec_ref, {"type": "null"}]}
         name = _api_name_schema(kind, refs[kind.request_model], defs)
         if name:
             # metadata.name is the API's name: its constraints (length, pattern) apply.
@@ -70,11 +77,15 @@ def manifest_schema(*, variables: bool = True) -> dict[str, Any]:
             "if": {"properties": {"kind": {"const": kind.name}}, "required": ["kind"]},
             "then": then,
         })
+    _describe_fields(defs)
+    # A Patch's merge, per kind of its target: the spec's fields, each optional and
+    # null (which removes it), nested mappings merged the same way (RFC 7386).
+    merges = {kind.name: _merge_ref(f"{kind.name}Spec", defs) for kind in KINDS}
     # Once every secret is marked: wherever a value goes, {var: NAME} may stand for it.
     for def_name, model in list(defs.items()):
         if variables and def_name not in ("SecretFromEnv", VARIABLE):
             defs[def_name] = _with_variables(model)
-    for directive, spec in _directive_specs().items():
+    for directive, spec in _directive_specs(merges).items():
         defs[f"{directive}Spec"] = spec
         branches.append({
             "if": {"properties": {"kind": {"const": directive}}, "required": ["kind"]},
@@ -107,7 +118,7 @@ def manifest_schema(*, variables: bool = True) -> dict[str, Any]:
                     },
                 },
             },
-            "spec": {"type": "object"},
+            "spec": {"type": ["object", "null"]},
         },
         "allOf": branches,
         "$defs": dict(sorted(defs.items())),
@@ -129,7 +140,7 @@ def _with_variables(schema: Any) -> Any:
     variable = {"$ref": f"#/$defs/{VARIABLE}"}
     if isinstance(out.get("properties"), dict):
         out["properties"] = {
-            name: prop if prop == {"$ref": "#/$defs/SecretFromEnv"}
+            name: prop if prop.get("$ref") == "#/$defs/SecretFromEnv"
             else {"anyOf": [prop, variable]}
             for name, prop in out["properties"].items()}
     if isinstance(out.get("items"), dict):
@@ -137,8 +148,51 @@ def _with_variables(schema: Any) -> Any:
     return out
 
 
-def _directive_specs() -> dict[str, dict[str, Any]]:
-    """The specs of the documents that are not objects (contract sections 5 and 6)."""
+def _describe_fields(defs: dict[str, Any]) -> None:
+    """Every field's description (api/fields.py: what editors show on hover), in place
+    of the title pydantic makes from its name ("Timeoutms")."""
+    for model, schema in defs.items():
+        for field, prop in schema.get("properties", {}).items():
+            prop.pop("title", None)
+            text = describe(model, field)
+            if text and "description" not in prop:
+                prop["description"] = text
+
+
+def _merge_ref(name: str, defs: dict[str, Any]) -> dict[str, Any]:
+    """A reference to the merge-patch form of ``defs[name]``, made once (``NameMerge``)."""
+    merged = f"{name}Merge"
+    if merged not in defs:
+        defs[merged] = {}  # (a model that holds itself)
+        schema = {k: v for k, v in defs[name].items()
+                  if k not in ("required", "allOf", "title")}
+        schema["properties"] = {
+            key: {"anyOf": [_mergeable(prop, defs), {"type": "null"}],
+                  **({"description": prop["description"]} if "description" in prop else {})}
+            for key, prop in defs[name].get("properties", {}).items()}
+        defs[merged] = schema
+    return {"$ref": f"#/$defs/{merged}"}
+
+
+def _mergeable(prop: Any, defs: dict[str, Any]) -> Any:
+    """A field's schema in a merge patch: a mapping is merged (its fields optional), a
+    list or a scalar replaced whole (as written)."""
+    if not isinstance(prop, dict):
+        return prop
+    target = prop.get("$ref", "").rsplit("/", 1)[-1]
+    if target in defs and target not in ("SecretFromEnv", VARIABLE) \
+            and "properties" in defs[target]:
+        return _merge_ref(target, defs)
+    for union in ("anyOf", "oneOf"):
+        if union in prop:  # (several forms may match once fields are optional)
+            rest = {k: v for k, v in prop.items() if k not in ("anyOf", "oneOf", "discriminator")}
+            return {**rest, "anyOf": [_mergeable(p, defs) for p in prop[union]]}
+    return prop
+
+
+def _directive_specs(merges: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The specs of the documents that are not objects (contract sections 5 and 6);
+    ``merges``: the merge-patch schema of each kind's spec."""
     address = {"type": "string", "pattern": _ADDRESS, "description": "An address Kind/name."}
     return {
         "Patch": {"type": "object", "additionalProperties": False,
@@ -146,14 +200,20 @@ def _directive_specs() -> dict[str, dict[str, Any]]:
                   "description": "An RFC 7386 JSON Merge Patch over another document's spec.",
                   "properties": {"target": address,
                                  "merge": {"type": "object",
-                                           "description": "null removes a field."}}},
+                                           "description": "The target's spec fields to set; "
+                                                          "null removes a field."}},
+                  "allOf": [{"if": {"properties": {"target": {"pattern": f"^{kind}/"}},
+                                    "required": ["target"]},
+                             "then": {"properties": {"merge": ref}}}
+                            for kind, ref in merges.items()]},
         "Moved": {"type": "object", "additionalProperties": False, "required": ["from", "to"],
                   "description": "Re-address a state entry (both addresses of one kind).",
                   "properties": {"from": address, "to": address}},
         "Import": {"type": "object", "additionalProperties": False, "required": ["to", "id"],
                    "description": "Adopt an object that exists on the server.",
                    "properties": {"to": address,
-                                  "id": {"type": "string", "minLength": 1}}},
+                                  "id": {"type": "string", "pattern": r"\S",
+                                         "description": "The object's id on the server."}}},
     }
 
 

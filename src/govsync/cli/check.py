@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from govsync import envvars
-from govsync.cli.root import echo_json, load, out, paths_argument, project_options
+from govsync.cli.root import echo_json, json_errors, load, out, paths_argument, project_options
 from govsync.errors import GovsyncError, ManifestError, Problem
 from govsync.manifests.model import ManifestSet
 from govsync.project import Given, Selection
@@ -89,6 +89,7 @@ def _rules(manifests: ManifestSet, selection: Selection) -> list[Any]:
 
 
 @click.command("environments")
+@json_errors
 @project_options
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True,

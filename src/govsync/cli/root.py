@@ -281,6 +281,25 @@ def cli(ctx: click.Context, verbose: int, quiet: bool, no_color: bool) -> None:
     ctx.obj = Output(verbose, quiet, no_color)
 
 
+def json_errors(func: F) -> F:
+    """A command with ``--format json`` that fails prints a JSON error document on stdout
+    (render.documents.error_public) before its message on stderr and exit 1, so that a
+    script reading stdout always reads JSON.  Put it right under ``@click.command``."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except GovsyncError as exc:
+            if kwargs.get("fmt") == "json":
+                from govsync.render.documents import dumps, error_public
+
+                click.echo(dumps(error_public(exc)), nl=False)
+            raise
+
+    return wrapper  # type: ignore[return-value]
+
+
 def echo_json(data: Any) -> None:
     """Indented, sorted JSON on stdout (the state commands' --format json)."""
     click.echo(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False))

@@ -9,7 +9,7 @@ import click
 
 from govsync import commands
 from govsync.api.catalog import readable_kinds
-from govsync.cli.root import echo_json, global_options, load, out
+from govsync.cli.root import echo_json, global_options, json_errors, load, out
 from govsync.commands import read_snapshot
 from govsync.errors import GovsyncError, StateError
 from govsync.settings import Settings
@@ -27,6 +27,7 @@ def state() -> None:
 
 
 @state.command("list")
+@json_errors
 @global_options
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def state_list(settings: Settings, fmt: str) -> None:
@@ -228,6 +229,7 @@ def state_unlock(settings: Settings) -> None:
 
 
 @state.command("history")
+@json_errors
 @global_options
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1))
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
@@ -263,6 +265,7 @@ def audit() -> None:
 
 
 @audit.command("export")
+@json_errors
 @global_options
 @click.option("--since", metavar="DATE", help="Only applies from DATE on (2025-01-31, or an "
                                                 "ISO time such as 2025-01-31T12:00:00Z).")

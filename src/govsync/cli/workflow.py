@@ -12,6 +12,7 @@ from govsync import approvals, commands, envvars, planfile, render
 from govsync.cli.root import (
     FORMATS,
     global_options,
+    json_errors,
     load,
     out,
     paths_argument,
@@ -29,6 +30,7 @@ from govsync.sshsig import PassphraseNeeded
 
 
 @click.command()
+@json_errors
 @paths_argument
 @global_options
 @target_option
@@ -275,6 +277,7 @@ def _apply_json(paths: tuple[str, ...], settings: Settings, saved_plan: bool,
 
 
 @click.command()
+@json_errors
 @paths_argument
 @global_options
 @target_option
@@ -345,6 +348,7 @@ def graph_command(paths: tuple[str, ...], settings: Settings, fmt: str, of_plan:
 
 
 @click.command("show")
+@json_errors
 @click.argument("file", type=click.Path(dir_okay=False))
 @global_options
 @click.option("--format", "fmt", type=click.Choice([*FORMATS.choices, "html"]), default="text",

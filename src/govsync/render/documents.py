@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from govsync.api.kinds import BY_KIND
-from govsync.errors import Problem
+from govsync.errors import ManifestError, Problem
 from govsync.formats import FORMAT_VERSION
 from govsync.plan import Action, Plan
 from govsync.planfile import SavedPlan
@@ -28,9 +28,23 @@ def dumps(document: Mapping[str, Any]) -> str:
 
 def validate_public(problems: Iterable[Problem]) -> dict[str, Any]:
     """``validate --format json``: valid when there is no error."""
-    errors = [{"file": p.file, "line": p.line, "column": p.col, "message": p.message}
-              for p in problems]
+    errors = [_placed(p) for p in problems]
     return {"formatVersion": FORMAT_VERSION, "valid": not errors, "errors": errors}
+
+
+def _placed(problem: Problem) -> dict[str, Any]:
+    return {"file": problem.file, "line": problem.line, "column": problem.col,
+            "message": problem.message}
+
+
+def error_public(exc: Exception) -> dict[str, Any]:
+    """What a ``--format json`` command prints on stdout when it fails (exit 1): the
+    message, and each error with its place (a manifest's, or none: file "")."""
+    problems = list(getattr(exc, "problems", None) or [Problem("", 0, 0, str(exc))])
+    message = (f"{len(problems)} error(s) in the manifests; nothing was sent and the state "
+               "is untouched" if isinstance(exc, ManifestError) else str(exc))
+    return {"formatVersion": FORMAT_VERSION, "error": message or type(exc).__name__,
+            "errors": [_placed(p) for p in problems]}
 
 
 def state_list_public(snapshot: Snapshot) -> dict[str, Any]:

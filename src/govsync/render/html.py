@@ -217,7 +217,7 @@ def change_block(change: Change, *, graph_link: str = "") -> str:
              if change.moved_from else "")
     link = (f' <a class="small" href="{graph_link}">in the graph</a>' if graph_link else "")
     return (f'<article class="change" id="c-{esc(change.address)}">'
-            f"<h4>{action_badge(change.action)} <code>{esc(change.address)}</code>{link}</h4>"
+            f"<h3>{action_badge(change.action)} <code>{esc(change.address)}</code>{link}</h3>"
             f"{reason}{moved}{fields_table(change)}</article>")
 
 
@@ -247,8 +247,8 @@ def filter_form(plan: Plan, chosen: Filter, path: str) -> str:
         return "".join(f'<option value="{esc(v)}"{" selected" if v == selected else ""}>'
                        f"{esc(v)}</option>" for v in values)
 
-    return (f'<form class="filters" method="get" action="{esc(path)}" role="search">'
-            '<label>Action <select name="action"><option value="">any</option>'
+    return (f'<form class="filters" method="get" action="{esc(path)}" role="search" '
+            'aria-label="filter the changes"><label>Action <select name="action"><option value="">any</option>'
             f"{options(actions, chosen.action)}</select></label>"
             '<label>Kind <select name="kind"><option value="">any</option>'
             f"{options(kinds, chosen.kind)}</select></label>"
@@ -275,8 +275,9 @@ def changes_section(plan: Plan, *, chosen: Filter | None = None, path: str = "",
         out.append(f'<p class="muted">{len(pending)} change(s)'
                    + (f", {first + 1} to {first + len(shown_now)} shown" if pages > 1 else "")
                    + ".</p>")
-        nav = _pager(path, chosen, number, pages)
-        out.append(nav)
+        out.append(_pager(path, chosen, number, pages, "pages of changes"))
+        # (a second landmark of the page: a name of its own, axe's landmark-unique)
+        nav = _pager(path, chosen, number, pages, "pages of changes, at the end")
     else:
         shown_now, nav = pending, ""
     by_kind: dict[str, list[Change]] = {}
@@ -296,7 +297,7 @@ def changes_section(plan: Plan, *, chosen: Filter | None = None, path: str = "",
     return "".join(out)
 
 
-def _pager(path: str, chosen: Filter, number: int, pages: int) -> str:
+def _pager(path: str, chosen: Filter, number: int, pages: int, name: str) -> str:
     if pages <= 1:
         return ""
     links = []
@@ -307,7 +308,7 @@ def _pager(path: str, chosen: Filter, number: int, pages: int) -> str:
     if number < pages:
         links.append(f'<a href="{url(path, **chosen.query(page=number + 1))}" '
                      'rel="next">next</a>')
-    return f'<nav class="pager" aria-label="pages of changes">{" ".join(links)}</nav>'
+    return f'<nav class="pager" aria-label="{esc(name)}">{" ".join(links)}</nav>'
 
 
 def summary_table(plan: Plan) -> str:
@@ -386,8 +387,8 @@ def uncertain_section(plan: Plan) -> str:
     for c in uncertain:
         commands = "".join(copyable(cmd) for cmd in
                            resolve_commands(c.address, plan.environment, plan.workspace))
-        out.append(f'<article class="change"><h4>{action_badge(c.action)} '
-                   f"<code>{esc(c.address)}</code></h4>{commands}</article>")
+        out.append(f'<article class="change"><h3>{action_badge(c.action)} '
+                   f"<code>{esc(c.address)}</code></h3>{commands}</article>")
     out.append("</section>")
     return "".join(out)
 

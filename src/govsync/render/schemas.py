@@ -7,7 +7,9 @@ from the enums themselves, so a new action is documented the moment it exists.
 
 Objects are open (no ``additionalProperties: false``): a reader must ignore
 keys it does not know, since additions keep ``formatVersion``'s major number
-and only a change that breaks a reader bumps it.
+and only a change that breaks a reader bumps it.  The tests close every object
+before they validate real outputs, so that every key govsync prints is
+described here.
 """
 
 from __future__ import annotations
@@ -101,12 +103,9 @@ def _plan_properties() -> Schema:
                    "description": "Live checks (policy owner groups), endpoint warnings, "
                                   "rule warnings."},
         "summary": _counts(_values(Action), "How many changes of each action."),
-    }
-
-
-def plan_schema() -> Schema:
-    properties = {
-        **_plan_properties(),
+        "targets": {**_STRS, "description": "The --target patterns the plan was narrowed "
+                    "to ([]: none, every address)."},
+        "leftOut": {**_COUNT, "description": "Changes left out by --target (0 without)."},
         "environment": {**_STR_OR_NULL, "description": "The project's environment the plan "
                         "is for (null: none)."},
         "governance": {"type": ["array", "null"], "items": _STR,
@@ -114,10 +113,18 @@ def plan_schema() -> Schema:
                        "governance (environment, approvals, rules), one line each; null: "
                        "it does not."},
     }
+
+
+# Keys every plan document has carried since format 1.0; the later ones may be absent
+# from a plan saved by an older govsync (`govsync show`).
+_PLAN_REQUIRED = ["workspace", "lineage", "serial", "changes", "checks", "summary"]
+
+
+def plan_schema() -> Schema:
     return _document(
         "govsync plan", "`govsync plan --format json` and `govsync show FILE --format json` "
-        "(a saved plan as written; requests are not shown).", properties,
-        required=list(_plan_properties()))
+        "(a saved plan as written; requests are not shown).", _plan_properties(),
+        required=_PLAN_REQUIRED)
 
 
 def drift_schema() -> Schema:
@@ -129,25 +136,48 @@ def drift_schema() -> Schema:
                     "problems": {"type": "array", "items": problem}})
     properties = copy.deepcopy(_plan_properties())
     properties["changes"]["description"] = "The plan's changes other than no-op."
+    compared = _object({
+        "state": {**_COUNT, "description": "Addresses compared with the recorded state."},
+        "live": {**_STRS, "description": "The live checks that ran."},
+        "notLive": {**_STRS, "description": "Kinds the API cannot read."},
+    }, description="What was compared, and what could not be.")
     return _document(
         "govsync drift", "`govsync drift --format json`: exit 0 in sync, 2 drift.",
-        {"inSync": {"type": "boolean"}, **properties,
+        {"inSync": {"type": "boolean"},
+         "headline": {**_STR, "description": "The verdict with what was compared and what "
+                      "could not be (the first line of the text report)."},
+         "compared": compared, **properties,
          "live": {"type": "array", "items": live,
                   "description": "Checks against the live API where it has a read operation."},
          "unobservable": {**_STRS, "description": "Kinds the API cannot read: compared "
                           "with the recorded state only."}})
 
 
-def validate_schema() -> Schema:
-    error = _object({
+def error_schema() -> Schema:
+    return _document(
+        "govsync error", "What a `--format json` command (plan, drift, show, environments, "
+        "state list, state history, audit export) prints on stdout when it fails, exit 1; "
+        "its message "
+        "goes to stderr as well. (`validate` prints its own document with `valid: false`, "
+        "`apply` its summary line with `stopped`.)",
+        {"error": {**_STR, "description": "What went wrong, in one sentence."},
+         "errors": {"type": "array", "minItems": 1, "items": _placed(),
+                    "description": "Each error with its place (a manifest's)."}})
+
+
+def _placed() -> Schema:
+    return _object({
         "file": {**_STR, "description": "Empty when the error has no place in a file."},
         "line": {"type": "integer", "minimum": 0},
         "column": {"type": "integer", "minimum": 0},
         "message": _STR,
     })
+
+
+def validate_schema() -> Schema:
     return _document(
         "govsync validate", "`govsync validate --format json`: exit 0 valid, 1 invalid.",
-        {"valid": {"type": "boolean"}, "errors": {"type": "array", "items": error}})
+        {"valid": {"type": "boolean"}, "errors": {"type": "array", "items": _placed()}})
 
 
 def apply_change_line() -> Schema:
@@ -230,6 +260,24 @@ def state_history_schema() -> Schema:
         "savedPlan": {"type": "boolean"}, "serialBefore": _COUNT,
         "summary": _counts(_values(Result), "How many changes ended each way."),
         "ok": {"type": "boolean"}, "changes": {"type": "array", "items": change},
+        "environment": {**_STR_OR_NULL, "description": "The project's environment (null: "
+                        "none)."},
+        "actor": {**_STR_OR_NULL, "description": "Who ran it in CI (the CI's user variable; "
+                  "null outside CI)."},
+        "approvers": {"type": "array", "description": "The approvals that counted.",
+                      "items": _object({"principal": _STR,
+                                        "key": {**_STR, "description": "The key's SHA-256 "
+                                                "fingerprint."},
+                                        "keyType": _STR})},
+        "git": {"anyOf": [_object({"commit": _STR, "dirty": {"type": "boolean"}}),
+                          {"type": "null"}],
+                "description": "The manifests' git commit and whether the work tree had "
+                               "changes (a saved plan's own); null outside git."},
+        "planId": {**_STR, "description": "The plan's id."},
+        "reviewDigest": {**_STR, "description": "sha256:... of what approvers sign."},
+        "planHash": {**_STR, "description": "sha256:... of the saved plan file (a saved "
+                     "plan only)."},
+        "planFile": {**_STR, "description": "The saved plan's file name (a saved plan only)."},
     }, required=["at", "user", "host", "summary", "ok", "changes"])
     return _document(
         "govsync state history", "`govsync state history --format json`: past applies, "
@@ -241,6 +289,7 @@ SCHEMAS: dict[str, Callable[[], Schema]] = {
     "plan.schema.json": plan_schema,
     "drift.schema.json": drift_schema,
     "validate.schema.json": validate_schema,
+    "error.schema.json": error_schema,
     "apply.schema.json": apply_schema,
     "state-export.schema.json": state_export_schema,
     "state-list.schema.json": state_list_schema,

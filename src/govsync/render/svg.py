@@ -152,6 +152,9 @@ def graph_svg(graph: Graph, *, node_url: str = "", selected: str | None = None) 
             "edges": edges, "width": NODE_WIDTH, "height": NODE_HEIGHT}
     text = script_json(data)
     count = len(drawn.order)
+    # With links to its nodes it is a group of them, not one image (whose parts a
+    # screen reader never reaches: axe's nested-interactive).
+    role = "group" if node_url else "img"
     headings = "".join(f'<text class="layer" x="{x}" y="{MARGIN + 12}">depth {i}</text>'
                        for i, x in enumerate(drawn.starts))
     return (
@@ -160,7 +163,7 @@ def graph_svg(graph: Graph, *, node_url: str = "", selected: str | None = None) 
         f'<div class="graph-frame" tabindex="0" aria-label="Dependency graph of {count} '
         'objects: arrow keys pan, plus and minus zoom, 0 fits">'
         f'<svg class="graph-svg" viewBox="0 0 {drawn.width} {drawn.height}" '
-        f'width="100%" height="100%" role="img" aria-label="Dependency graph of {count} '
+        f'width="100%" height="100%" role="{role}" aria-label="Dependency graph of {count} '
         'objects, each after what it depends on" xmlns="http://www.w3.org/2000/svg">'
         f'<g class="viewport">{headings}<path class="edges" d="{"".join(path)}"/>'
         '<path class="edges-lit" d=""/>'

@@ -257,7 +257,8 @@ def history_page(view: EnvironmentView, names: Sequence[str], chosen: HistoryFil
         return (f'<label>{esc(label)} <input type="{kind}" name="{name}" value="{esc(current)}" '
                 'autocomplete="off"></label>')
 
-    form = (f'<form class="filters" method="get" action="{esc(path)}" role="search">'
+    form = (f'<form class="filters" method="get" action="{esc(path)}" role="search" '
+            'aria-label="filter the history">'
             + select("kind", "Record", [APPLY_RECORD, DRIFT_RECORD], chosen.kind)
             + select("outcome", "Outcome", ["ok", "failed"], chosen.outcome)
             + text("who", "User, CI actor or host", chosen.who)
@@ -277,7 +278,8 @@ def graph_page(view: EnvironmentView, names: Sequence[str], node: str, text: str
     head, nav = _head(view, names, prefix, "/graph", "Dependency graph")
     path = f"{prefix}/environments/{view.name}/graph"
     graph = view.graph
-    form = (f'<form class="graph-search" method="get" action="{esc(path)}" role="search">'
+    form = (f'<form class="graph-search" method="get" action="{esc(path)}" role="search" '
+            'aria-label="search the graph">'
             f'<label>Find an address <input name="q" value="{esc(text)}" autocomplete="off">'
             '</label><button type="submit">Find</button></form>')
     found = ""
@@ -286,7 +288,9 @@ def graph_page(view: EnvironmentView, names: Sequence[str], node: str, text: str
         found = ('<ul class="graph-found">' + "".join(
             f'<li><a href="{url(path, node=a)}">{esc(a)}</a></li>' for a in matches)
             + "</ul>") if matches else f"<p>No address contains {esc(text)}.</p>"
-    panel = '<aside class="graph-panel" aria-live="polite">'
+    # Focusable: it scrolls, and may hold no link to reach it by (axe's
+    # scrollable-region-focusable).
+    panel = '<aside class="graph-panel" aria-live="polite" tabindex="0" aria-label="the selected object">'
     if node in graph.nodes:
         deps = sorted(a for a, b in graph.edges if b == node)
         users = sorted(b for a, b in graph.edges if a == node)

@@ -44,7 +44,8 @@
     var scope = figure.closest("main") || document;
     var panel = scope.querySelector(".graph-panel");
     if (!panel) {
-      panel = el("aside", {"class": "graph-panel", "aria-live": "polite"});
+      panel = el("aside", {"class": "graph-panel", "aria-live": "polite", "tabindex": "0",
+                           "aria-label": "the selected object"});
       figure.appendChild(panel);
     }
     var zoomer = null;
