@@ -25,6 +25,9 @@ PROJECT: Final = "GOVSYNC_PROJECT"
 LOG: Final = "GOVSYNC_LOG"
 INSECURE_HTTP: Final = "GOVSYNC_INSECURE_HTTP"
 LOCAL_SEED: Final = "GOVSYNC_LOCAL_SEED"
+# ``spec``: the embedded server answers the spec's operations only (as
+# ``govsync serve --operations spec``); default ``all``.
+LOCAL_OPERATIONS: Final = "GOVSYNC_LOCAL_OPERATIONS"
 INSTALL_SPEC: Final = "GOVSYNC_INSTALL_SPEC"
 KEY_PASSPHRASE: Final = "GOVSYNC_KEY_PASSPHRASE"
 ACTOR: Final = "GOVSYNC_ACTOR"
@@ -42,8 +45,9 @@ AGENT_GITHUB_API: Final = "GOVSYNC_AGENT_GITHUB_API"
 # Every one of govsync's own settings: none may stand for a manifest's secret
 # (``{fromEnv: GOVSYNC_API_KEY}`` would send govsync's own key to an integration).
 OWN: Final = frozenset({ENDPOINT, API_KEY, STATE, WORKSPACE, ENV, PROJECT, LOG, INSECURE_HTTP,
-                        LOCAL_SEED, INSTALL_SPEC, KEY_PASSPHRASE, ACTOR, UI_TOKEN,
-                        AGENT_WEBHOOK_SECRET, AGENT_URL, AGENT_SINK_HOSTS, AGENT_GITHUB_API})
+                        LOCAL_SEED, LOCAL_OPERATIONS, INSTALL_SPEC, KEY_PASSPHRASE, ACTOR,
+                        UI_TOKEN, AGENT_WEBHOOK_SECRET, AGENT_URL, AGENT_SINK_HOSTS,
+                        AGENT_GITHUB_API})
 # Those of them that hold credentials: a value of one of these is never given to a
 # notification sink, whatever variable the project file names.
 CREDENTIALS: Final = frozenset({API_KEY, STATE, KEY_PASSPHRASE, UI_TOKEN, AGENT_WEBHOOK_SECRET})
