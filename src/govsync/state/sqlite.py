@@ -467,6 +467,12 @@ class SqliteStore(StateStore):
                 workspace, f"the lock file {self._lock_path(workspace)} was removed"))
         return True
 
+    def fence(self, workspace: str) -> None:
+        if workspace in self._locks or workspace in self._leading:
+            with self._transaction(f"cannot read the lock of {workspace!r}", write=False) as db:
+                self._fence(db, workspace)
+                self._fence_leadership(db, workspace)
+
     def _fence_leadership(self, db: sqlite3.Connection, workspace: str) -> None:
         """Inside a write transaction: refuse if this store lost a leadership it held."""
         lead = self._leading.get(workspace)

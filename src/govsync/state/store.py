@@ -10,7 +10,10 @@ every ``acquire`` of that workspace, by anyone).  Each of its writes checks,
 in the write's own transaction, that the epoch is still its own and that its
 lock is still alive; otherwise it raises ``LockLostError`` and writes
 nothing.  So an apply that lost its lock can never record an intent, and
-never sends a create whose intent is not recorded.
+never sends a create whose intent is not recorded.  Before every other
+request it sends, an apply asks ``fence``: a process paused while its lock
+was taken (its session ended, another process took over) sends at most the
+one request it was about to send when it was paused.
 """
 
 from __future__ import annotations
@@ -167,6 +170,12 @@ class Locker(ABC):
         """Give the lock back (nothing happens if this store does not hold it).
 
         A lock that was lost meanwhile is not touched: its new holder keeps it."""
+
+    @abstractmethod
+    def fence(self, workspace: str) -> None:
+        """Raise LockLostError unless this store still holds the workspace lock (and the
+        agent's leadership of it, if it took that) with the epoch it took: what an
+        apply asks before each request it sends.  Nothing when it holds neither."""
 
     @abstractmethod
     def running(self, workspace: str) -> LockHolder | None:
