@@ -236,6 +236,15 @@ def empty_snapshot(workspace: str) -> Snapshot:
     return Snapshot(workspace, "", 0, {}, secrets.token_bytes(32))
 
 
+# -- a change of the governance record outside govsync (issue 30) --------------------
+
+# The history record a backend's trigger writes when the governance record of a
+# workspace changes in a write that is not govsync's own (``Storage.set_governance``
+# marks its own): ``govsync audit export`` lists it.
+GOVERNANCE_CHANGED = "governance-changed"
+CHANGED_OUTSIDE = "an UPDATE of the governance record outside govsync"
+
+
 # -- the agent's records (contract section 9) ------------------------------------------
 
 # The agent's values of a workspace (``Storage.agent``).

@@ -85,6 +85,8 @@ from govsync.state.codec import (
 from govsync.state.model import (
     AGENT_CYCLE,
     AGENT_LEADER,
+    CHANGED_OUTSIDE,
+    GOVERNANCE_CHANGED,
     Entry,
     LockHolder,
     Snapshot,
@@ -127,6 +129,29 @@ ADDED_TABLES = {
         name TEXT PRIMARY KEY
     )""",
 }
+
+# A change of the governance record in a write that is not govsync's own (whose
+# transaction sets govsync.writing to the workspace) is kept in the history.
+GOVERNANCE_TRIGGER = "govsync_governance_audit"
+GOVERNANCE_AUDIT = (
+    f"""CREATE OR REPLACE FUNCTION {GOVERNANCE_TRIGGER}() RETURNS trigger LANGUAGE plpgsql
+    SET search_path FROM CURRENT AS $$
+    BEGIN
+        IF NEW.governance IS DISTINCT FROM OLD.governance AND
+                coalesce(current_setting('govsync.writing', true), '') <> NEW.name THEN
+            INSERT INTO govsync_history (workspace, record) VALUES (NEW.name,
+                jsonb_build_object('type', '{GOVERNANCE_CHANGED}', 'at', to_char(
+                clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+                'user', session_user, 'host', coalesce(host(inet_client_addr()), 'local'),
+                'command', '{CHANGED_OUTSIDE}', 'ok', false,
+                'before', OLD.governance, 'after', NEW.governance));
+        END IF;
+        RETURN NEW;
+    END $$""",
+    f"DROP TRIGGER IF EXISTS {GOVERNANCE_TRIGGER} ON govsync_workspaces",
+    f"CREATE TRIGGER {GOVERNANCE_TRIGGER} AFTER UPDATE OF governance ON govsync_workspaces"
+    f" FOR EACH ROW EXECUTE FUNCTION {GOVERNANCE_TRIGGER}()",
+)
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS govsync_workspaces (
@@ -350,6 +375,9 @@ class PostgresStore(StateStore):
                             cur.execute(fill)
                 for table in sorted(missing & set(ADDED_TABLES)):
                     cur.execute(ADDED_TABLES[table])
+                if GOVERNANCE_TRIGGER in missing:
+                    for statement in GOVERNANCE_AUDIT:
+                        cur.execute(statement)
             self._schema = self._schema_found()
             self._check_schema()
 
@@ -362,12 +390,15 @@ class PostgresStore(StateStore):
             + ", ARRAY(SELECT column_name::text FROM information_schema.columns"
             " WHERE table_name = 'govsync_workspaces'"
             " AND table_schema = (SELECT n.nspname FROM pg_class c JOIN pg_namespace n"
-            " ON n.oid = c.relnamespace WHERE c.oid = to_regclass('govsync_workspaces')))"
+            " ON n.oid = c.relnamespace WHERE c.oid = to_regclass('govsync_workspaces'))),"
+            f" EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = '{GOVERNANCE_TRIGGER}'"
+            " AND tgrelid = to_regclass('govsync_workspaces'))"
         ).fetchone()
         assert row is not None
         tables = [bool(v) for v in row[:len(TABLES)]]
-        added_found = row[len(TABLES):-1]
-        missing = {name for name, _, _ in ADDED_COLUMNS} - set(row[-1])
+        added_found = row[len(TABLES):-2]
+        missing = {name for name, _, _ in ADDED_COLUMNS} - set(row[-2])
+        missing |= set() if row[-1] else {GOVERNANCE_TRIGGER}
         missing |= {t for t, there in zip(added, added_found, strict=True) if not there}
         return tables, missing
 
@@ -604,6 +635,8 @@ class PostgresStore(StateStore):
 
     def set_governance(self, workspace: str, record: dict[str, Any] | None) -> None:
         with self._write(workspace, bump=False) as (cur, _):
+            # govsync's own write: the trigger keeps no record of it.
+            cur.execute("SELECT set_config('govsync.writing', %s, true)", (workspace,))
             cur.execute("UPDATE govsync_workspaces SET governance = %s WHERE name = %s",
                         (Jsonb(record) if record is not None else None, workspace))
 

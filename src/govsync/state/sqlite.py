@@ -74,6 +74,8 @@ from govsync.state.codec import (
 from govsync.state.model import (
     AGENT_CYCLE,
     AGENT_LEADER,
+    CHANGED_OUTSIDE,
+    GOVERNANCE_CHANGED,
     Entry,
     LockHolder,
     Snapshot,
@@ -91,7 +93,8 @@ from govsync.state.store import StateStore
 log = logging.getLogger(__name__)
 
 TABLES = ("workspaces", "objects", "locks", "history")
-# Tables added since the first release: made in an older file when it is opened.
+# Tables (and triggers) added since the first release: made in an older file when
+# it is opened.
 ADDED_TABLES = {
     "applied_plans": """CREATE TABLE IF NOT EXISTS applied_plans (
     workspace TEXT NOT NULL,
@@ -106,6 +109,18 @@ ADDED_TABLES = {
     value TEXT NOT NULL,
     PRIMARY KEY (workspace, name)
 )""",
+    # A change of the governance record in a write that is not govsync's own (which
+    # marks its workspace here for the length of its transaction) is kept in history.
+    "governance_writes": "CREATE TABLE IF NOT EXISTS governance_writes (workspace TEXT)",
+    "governance_audit": f"""CREATE TRIGGER IF NOT EXISTS governance_audit
+AFTER UPDATE OF governance ON workspaces WHEN NEW.governance IS NOT OLD.governance
+AND NOT EXISTS (SELECT 1 FROM governance_writes WHERE workspace = NEW.name) BEGIN
+INSERT INTO history (workspace, at, record) VALUES (NEW.name,
+strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), json_object('type', '{GOVERNANCE_CHANGED}',
+'at', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'user', 'unknown', 'host', 'unknown',
+'command', '{CHANGED_OUTSIDE}', 'ok', json('false'), 'before', json(OLD.governance),
+'after', json(NEW.governance)));
+END""",
 }
 
 SCHEMA = """
@@ -275,7 +290,7 @@ class SqliteStore(StateStore):
 
     def _check_tables(self) -> None:
         found = {r[0] for r in self.db.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            "SELECT name FROM sqlite_master WHERE type IN ('table', 'trigger')")}
         missing = [t for t in TABLES if t not in found]
         if missing:
             raise self._damaged(f"it has no {', '.join(missing)} table"
@@ -615,9 +630,12 @@ class SqliteStore(StateStore):
 
     def set_governance(self, workspace: str, record: dict[str, Any] | None) -> None:
         text = dumps(record) if record is not None else None
-        self._write(workspace, lambda db: db.execute(
-            "UPDATE workspaces SET governance = ? WHERE name = ?", (text, workspace)),
-            bump=False)
+
+        def body(db: sqlite3.Connection) -> None:  # govsync's own: its trigger records nothing
+            db.execute("INSERT INTO governance_writes VALUES (?)", (workspace,))
+            db.execute("UPDATE workspaces SET governance = ? WHERE name = ?", (text, workspace))
+            db.execute("DELETE FROM governance_writes WHERE workspace = ?", (workspace,))
+        self._write(workspace, body, bump=False)
 
     def agent(self, workspace: str) -> dict[str, Any]:
         with self._transaction(f"cannot read the agent's records of {workspace!r}",
