@@ -85,8 +85,6 @@ from govsync.state.codec import (
 from govsync.state.model import (
     AGENT_CYCLE,
     AGENT_LEADER,
-    CHANGED_OUTSIDE,
-    GOVERNANCE_CHANGED,
     Entry,
     LockHolder,
     Snapshot,
@@ -99,6 +97,7 @@ from govsync.state.model import (
     now,
 )
 from govsync.state.store import StateStore
+from govsync.state.tamper import GOVERNANCE_AUDIT, GOVERNANCE_TRIGGER
 
 TABLES = ("govsync_workspaces", "govsync_objects", "govsync_locks", "govsync_history")
 # What the read-only role may read: enough to plan, drift and list, not the plan keys.
@@ -129,29 +128,6 @@ ADDED_TABLES = {
         name TEXT PRIMARY KEY
     )""",
 }
-
-# A change of the governance record in a write that is not govsync's own (whose
-# transaction sets govsync.writing to the workspace) is kept in the history.
-GOVERNANCE_TRIGGER = "govsync_governance_audit"
-GOVERNANCE_AUDIT = (
-    f"""CREATE OR REPLACE FUNCTION {GOVERNANCE_TRIGGER}() RETURNS trigger LANGUAGE plpgsql
-    SET search_path FROM CURRENT AS $$
-    BEGIN
-        IF NEW.governance IS DISTINCT FROM OLD.governance AND
-                coalesce(current_setting('govsync.writing', true), '') <> NEW.name THEN
-            INSERT INTO govsync_history (workspace, record) VALUES (NEW.name,
-                jsonb_build_object('type', '{GOVERNANCE_CHANGED}', 'at', to_char(
-                clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-                'user', session_user, 'host', coalesce(host(inet_client_addr()), 'local'),
-                'command', '{CHANGED_OUTSIDE}', 'ok', false,
-                'before', OLD.governance, 'after', NEW.governance));
-        END IF;
-        RETURN NEW;
-    END $$""",
-    f"DROP TRIGGER IF EXISTS {GOVERNANCE_TRIGGER} ON govsync_workspaces",
-    f"CREATE TRIGGER {GOVERNANCE_TRIGGER} AFTER UPDATE OF governance ON govsync_workspaces"
-    f" FOR EACH ROW EXECUTE FUNCTION {GOVERNANCE_TRIGGER}()",
-)
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS govsync_workspaces (
@@ -435,7 +411,10 @@ class PostgresStore(StateStore):
 
     @staticmethod
     def _let_go(session: _Session) -> None:
-        """End a lock session: its row is unlocked (at once, or with the session)."""
+        """End a lock session: its row unlocked once this returns (a ROLLBACK answered;
+        a session already ended has nothing left to unlock)."""
+        with contextlib.suppress(psycopg.Error):
+            session.conn.execute("ROLLBACK")
         session.conn.close()
 
     # -- read -------------------------------------------------------------------
@@ -763,7 +742,8 @@ class PostgresStore(StateStore):
         deadline = time.monotonic() + timeout
         while (session := self._take(workspace)) is None:
             if time.monotonic() >= deadline:
-                self._refuse(workspace)
+                self._refuse(workspace)  # or back: given back meanwhile, one more try
+                continue
             time.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
         action = f"cannot record the lock of {workspace!r}"
         try:
@@ -790,11 +770,14 @@ class PostgresStore(StateStore):
         return self._held[workspace].epoch
 
     def _refuse(self, workspace: str) -> None:
+        """Raise StateLockedError naming the holder; return if the lock is free again."""
         # The winner of a race records itself just after taking the lock.
         deadline = time.monotonic() + HOLDER_WAIT_SECONDS
         while (current := self.holder(workspace)) is None and time.monotonic() < deadline:
             time.sleep(0.05)
         backend = self.lock_backend_pid(workspace)
+        if current is None and backend is None:
+            return  # its holder gave it back while this one looked
         session = (
             f" (PostgreSQL session pid {backend}; if it hangs, stop that process first, "
             "then an administrator may end its session with SELECT "

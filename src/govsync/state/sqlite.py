@@ -74,8 +74,6 @@ from govsync.state.codec import (
 from govsync.state.model import (
     AGENT_CYCLE,
     AGENT_LEADER,
-    CHANGED_OUTSIDE,
-    GOVERNANCE_CHANGED,
     Entry,
     LockHolder,
     Snapshot,
@@ -89,6 +87,7 @@ from govsync.state.model import (
     now,
 )
 from govsync.state.store import StateStore
+from govsync.state.tamper import SQLITE_GOVERNANCE_AUDIT
 
 log = logging.getLogger(__name__)
 
@@ -109,18 +108,8 @@ ADDED_TABLES = {
     value TEXT NOT NULL,
     PRIMARY KEY (workspace, name)
 )""",
-    # A change of the governance record in a write that is not govsync's own (which
-    # marks its workspace here for the length of its transaction) is kept in history.
     "governance_writes": "CREATE TABLE IF NOT EXISTS governance_writes (workspace TEXT)",
-    "governance_audit": f"""CREATE TRIGGER IF NOT EXISTS governance_audit
-AFTER UPDATE OF governance ON workspaces WHEN NEW.governance IS NOT OLD.governance
-AND NOT EXISTS (SELECT 1 FROM governance_writes WHERE workspace = NEW.name) BEGIN
-INSERT INTO history (workspace, at, record) VALUES (NEW.name,
-strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), json_object('type', '{GOVERNANCE_CHANGED}',
-'at', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'user', 'unknown', 'host', 'unknown',
-'command', '{CHANGED_OUTSIDE}', 'ok', json('false'), 'before', json(OLD.governance),
-'after', json(NEW.governance)));
-END""",
+    "governance_audit": SQLITE_GOVERNANCE_AUDIT,
 }
 
 SCHEMA = """
