@@ -193,9 +193,9 @@ class Leadership(ABC):
     Apart from the workspace lock: the leader takes that lock only while it
     applies, as a person's apply does, so a person still meets an ordinary
     lock.  Leadership is held as long as the store is open (PostgreSQL: a
-    session-level advisory lock of its own key; SQLite: a file lock), and ends
-    with the process or its session, so another agent takes it over at its
-    next try.  Every write of a store that leads the workspace is fenced by
+    lock row of its own, locked by a session of its own; SQLite: a file
+    lock), and ends with the process or its session, so another agent takes
+    it over at its next try.  Every write of a store that leads the workspace is fenced by
     its leadership too (the epoch it took, and the lock still held)."""
 
     @abstractmethod
