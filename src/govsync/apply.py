@@ -48,7 +48,7 @@ from govsync.errors import (
 )
 from govsync.plan import WORK, Action, Change, Plan
 from govsync.state import APPLIED, PENDING, UNCERTAIN, Entry, Snapshot, StateStore, now
-from govsync.state.writer import GroupWriter
+from govsync.state.writer import Fence, GroupWriter
 from govsync.values import SENSITIVE, MissingSecret, Resolver, UnknownId
 
 if TYPE_CHECKING:
@@ -284,6 +284,7 @@ class Applier:
         self._status: dict[str, Result] = {}
         self._chain: dict[str, int] = {}
         self._writer: GroupWriter | None = None
+        self._fence = Fence(store, self.workspace, waits=store.writes_wait)
 
     async def run(self, plan: Plan, work: list[Change]) -> ApplyResult:
         """Apply ``work`` (from ``plan.work()``): sends in dependency order, then orphans."""
@@ -389,6 +390,15 @@ class Applier:
                 self._stop("the state store failed", f"the state store failed: {exc}")
             raise
 
+    async def _fenced(self) -> None:
+        """Before a request: the workspace lock still held, or LockLostError (and all
+        sending stops: contract section 7, a process that lost its lock sends nothing)."""
+        try:
+            await self._fence.check()
+        except LockLostError as exc:
+            self._stop("the workspace lock was lost", str(exc))
+            raise
+
     def _resolve(self, change: Change) -> tuple[Any, Any, list[str]] | Outcome:
         """(body, spec to record, secret values) of a change, or why it cannot be sent."""
         if change.request is None:
@@ -410,12 +420,15 @@ class Applier:
         send, spec, secrets = resolved
         operation, body = request_body(kind, change, send)
         intent = change.action == Action.CREATE and not kind.create.retry_safe
-        if intent:
-            try:
+        try:
+            if intent:  # its write is fenced: it is the check that the lock is held
                 await self._record(Entry(change.address, kind.name, None, PENDING, spec, None,
                                          now()))
-            except StateError as exc:
-                return _outcome(change, Result.FAILED, f"not sent: {exc}")
+            else:
+                await self._fenced()
+        except StateError as exc:
+            return _outcome(change, Result.SKIPPED if isinstance(exc, LockLostError)
+                            else Result.FAILED, f"not sent: {exc}")
         self.result.requests += 1
         try:
             answer = await self.client.call(operation, body, secrets=secrets)

@@ -8,12 +8,14 @@ fenced, before the create is sent), and the next apply creates nothing twice.
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from applykit import Govsync, Server, write_hooks
+from applykit import Govsync, Server, doc, write_docs, write_hooks
 
 
 def lose_the_lock(gov: Govsync) -> None:
@@ -100,3 +102,53 @@ def test_a_second_apply_racing_one_that_lost_its_lock_duplicates_nothing(
     assert final.code == 0, final
     counts = Counter(h["name"] for h in server.objects().get("Hook", []) if h["name"] in names)
     assert counts == Counter(names)
+
+
+def hooks_with(directory: Path, names: list[str], value: str) -> Path:
+    write_docs(directory / "hooks.yaml", [
+        doc("Hook", name, {"code": f"def handler(e):\n    return {value!r}\n"}) for name in names])
+    return directory
+
+
+def test_a_paused_apply_that_lost_its_lock_sends_no_stale_request(
+        serve: Callable[..., Server], make_govsync: Callable[..., Govsync],
+        state_url: str, tmp_path: Path) -> None:
+    # Issue 30, finding 4: an apply stopped (SIGSTOP) while it holds the lock; its lock
+    # is taken from it (its session terminated, as an administrator would), a second
+    # apply goes ahead and finishes; the first wakes up (SIGCONT).  Before fencing
+    # every request, 50 of 64 of its stale updates reached the API.
+    server = serve("--latency-ms", "200")
+    gov = make_govsync(state_url, server.url)
+    names = [f"stale_{gov.workspace.replace('-', '_')}_{i}" for i in range(40)]
+    first_dir, second_dir = tmp_path / "first", tmp_path / "second"
+    made = gov.run("apply", str(hooks_with(tmp_path / "base", names, "base")),
+                   "--auto-approve", "--parallelism", "40")
+    assert made.code == 0, made
+
+    def codes() -> Counter[str]:
+        return Counter(h["code"].split("return ")[1].strip() for h in
+                       server.objects().get("Hook", []) if h["name"] in names)
+
+    stale = gov.popen("apply", str(hooks_with(first_dir, names, "stale")), "--auto-approve",
+                      "--parallelism", "2")
+    assert stale.wait_for_line(lambda line: line.startswith("Applying "))
+    time.sleep(1.0)  # a few updates made, two on their way
+    os.kill(stale.proc.pid, signal.SIGSTOP)
+    try:
+        time.sleep(0.6)  # what it sent before it stopped has reached the server
+        lose_the_lock(gov)
+        second = gov.run("apply", str(hooks_with(second_dir, names, "fresh")),
+                         "--auto-approve")
+        assert second.code == 0, second
+        assert codes() == Counter({"'fresh'": len(names)})
+    finally:
+        os.kill(stale.proc.pid, signal.SIGCONT)
+    assert stale.finish() == 1, stale.result()
+    assert "lock" in stale.err and "was lost" in stale.err, stale.err
+    assert "Traceback" not in stale.err
+    # Not one stale request reached the server after the second apply took over...
+    assert codes() == Counter({"'fresh'": len(names)})
+    # ...what it did not send is reported as not applied, and the state is the server's.
+    assert "not sent" in stale.out + stale.err, stale.out
+    again = gov.run("plan", str(second_dir))
+    assert again.code == 0 and "No changes" in again.out, again

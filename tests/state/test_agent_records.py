@@ -11,7 +11,6 @@ from statekit import Backend
 
 from govsync.errors import LockLostError
 from govsync.state import LockHolder
-from govsync.state.postgres import lead_key
 
 
 def cycle(status: str, key: str, at: str) -> dict[str, object]:
@@ -75,7 +74,10 @@ def test_a_store_that_lost_its_leadership_records_nothing(backend: Backend, ws: 
     if backend.name == "sqlite":
         os.unlink(first._lead_path(ws))  # type: ignore[attr-defined]
     else:
-        first._unlock_key(lead_key(ws), lead.session_pid)  # type: ignore[attr-defined]
+        import psycopg
+
+        with psycopg.connect(backend.url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (lead.session_pid,))
     assert second.lead(ws, LockHolder.me()) == 2
     assert not first.leads(ws)
     with pytest.raises(LockLostError, match="no longer leads"):

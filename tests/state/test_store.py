@@ -464,7 +464,7 @@ def test_postgres_creates_its_tables_concurrently(postgres_url: str,
             (schema,))}
         assert tables == {"govsync_workspaces", "govsync_objects", "govsync_locks",
                           "govsync_history", "govsync_applied_plans", "govsync_plan_keys",
-                          "govsync_agent"}
+                          "govsync_agent", "govsync_lock_rows"}
         serial = admin.execute(f"SELECT serial FROM {schema}.govsync_workspaces").fetchall()
     assert serial == [(6,)]
 
@@ -486,13 +486,3 @@ def test_postgres_column_types(postgres_url: str) -> None:
     assert types["govsync_workspaces.fingerprint_key"] == "bytea"
     assert types["govsync_workspaces.serial"] == "bigint"
     assert {"govsync_history.id", "govsync_history.workspace", "govsync_history.at"} <= set(types)
-
-
-def test_lock_keys_are_per_workspace() -> None:
-    pytest.importorskip("psycopg")
-    from govsync.state.postgres import lock_key
-
-    assert lock_key("prod") == lock_key("prod")
-    assert lock_key("prod") != lock_key("staging")
-    assert -(2**63) <= lock_key("prod") < 2**63
-

@@ -223,8 +223,9 @@ def state_unlock(settings: Settings) -> None:
     if not free:
         raise GovsyncError(
             f"the workspace is still locked by a running process ({holder or 'unknown holder'}): "
-            "the lock ends when that process exits; stop it (on PostgreSQL an administrator "
-            "can end its session with pg_terminate_backend)")
+            "the lock ends when that process exits; stop that process first (kill its pid on "
+            "its host), and only then, if its lock remains on PostgreSQL, may an administrator "
+            "end its session with pg_terminate_backend")
     click.echo(f"Unlocked (was held by {holder})." if holder else "The workspace was not locked.")
 
 

@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+from govsync import redact
 from govsync.errors import StateError
 
 
@@ -181,14 +182,15 @@ class LockHolder:
             user = getpass.getuser()
         except Exception:  # no user name in some containers
             user = str(os.getuid()) if hasattr(os, "getuid") else "unknown"
-        command = " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv))
-        return cls(user, socket.gethostname(), os.getpid(), command[:200], now())
+        return cls(user, socket.gethostname(), os.getpid(), recorded_command(sys.argv), now())
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LockHolder:
-        """Tolerates records written by another govsync version (extra or missing keys)."""
+        """Tolerates records written by another govsync version (extra or missing keys);
+        a command line recorded whole by an older version is cut as ``me`` cuts one."""
         return cls(str(data.get("user", "")), str(data.get("host", "")),
-                   int(data.get("pid") or 0), str(data.get("command", "")),
+                   int(data.get("pid") or 0),
+                   recorded_command(str(data.get("command", "")).split()),
                    str(data.get("since", "")))
 
     def as_dict(self) -> dict[str, Any]:
@@ -200,6 +202,20 @@ class LockHolder:
 
     def __str__(self) -> str:
         return f"{self.user}@{self.host} pid {self.pid} since {self.since} ({self.command})"
+
+
+def recorded_command(argv: list[str]) -> str:
+    """What a record keeps of a command line: the program and its subcommand (the words
+    before the first option), URLs in them masked (``redact``).  Never the options:
+    ``--state postgresql://owner:PASSWORD@...`` or ``--repo https://user:TOKEN@...``
+    would put a credential where the read-only role, a plan comment, the agent's API
+    and its messages show it."""
+    words: list[str] = []
+    for i, arg in enumerate(argv):
+        if arg.startswith("-"):
+            break
+        words.append(redact.in_text(os.path.basename(arg) if i == 0 else arg))
+    return " ".join(words)[:200]
 
 
 def lock_lost(workspace: str, why: str) -> str:
@@ -218,6 +234,15 @@ def empty_snapshot(workspace: str) -> Snapshot:
     """What a state that does not exist yet reads as: nothing recorded.  Its key is
     made up and thrown away, so nothing planned from it can be saved."""
     return Snapshot(workspace, "", 0, {}, secrets.token_bytes(32))
+
+
+# -- a change of the governance record outside govsync (issue 30) --------------------
+
+# The history record a backend's trigger writes when the governance record of a
+# workspace changes in a write that is not govsync's own (``Storage.set_governance``
+# marks its own): ``govsync audit export`` lists it.
+GOVERNANCE_CHANGED = "governance-changed"
+CHANGED_OUTSIDE = "an UPDATE of the governance record outside govsync"
 
 
 # -- the agent's records (contract section 9) ------------------------------------------

@@ -13,6 +13,8 @@ connection's ``search_path`` (choose another with
 * ``govsync_plan_keys``     the key that authenticates each workspace's saved plans
 * ``govsync_agent``         the agent's values of each workspace (pause, last cycle,
                             leader, notifications sent)
+* ``govsync_lock_rows``     one row per lock (a workspace's, an agent's leadership):
+                            what a lock session locks
 
 The read-only role (``readonly_grants``) may read the first four and the
 agent's, and never the applied plans and plan keys: whoever can only read the state cannot forge a saved plan.
@@ -21,20 +23,26 @@ Every write is one transaction that also bumps the workspace serial.  It
 bumps the serial *first*: the ``UPDATE`` takes the workspace row lock, so two
 writers of one workspace queue there instead of deadlocking on object rows.
 
-The workspace lock is a session-level advisory lock, one per workspace
-(a 64-bit key derived from the workspace name, see ``lock_key``), taken on a
-connection of its own that lives exactly as long as the store is open.
-PostgreSQL releases it when that session ends, so a killed apply never blocks
-the next one.  The lock session asks the server for TCP keepalives, so even
+The workspace lock is a row of ``govsync_lock_rows`` locked ``FOR UPDATE`` by a
+transaction kept open on a connection of its own (the lock session) for as
+long as the lock is held.  Locking a row needs UPDATE on its table, which the
+read-only role never has: a reader cannot hold a lock and so block writers
+(an advisory lock, which any role may take, could).  PostgreSQL releases the
+row when that session ends, so a killed apply never blocks the next one.  The
+lock transaction writes nothing and holds no snapshot between statements, but
+it has a transaction id: VACUUM keeps the row versions newer than it while it
+is open (an apply's duration; an agent's leadership lasts as long as the
+agent).  The lock session asks the server for TCP keepalives, so even
 a machine that vanished without closing its socket loses the lock within
 about a minute.  Session-level locks need a real session: a pooler in
 transaction mode (PgBouncer ``pool_mode=transaction``) cannot carry them.
 
-Fencing: ``acquire`` bumps the workspace's lock epoch once it has the
-advisory lock.  Every write of a store holding the lock checks, in the
-write's transaction and under the workspace row lock, that the epoch is
-still its own and that its lock session still holds the advisory lock
-(``pg_locks``).  A lock session that ended (killed, terminated by an
+Fencing: ``acquire`` bumps the workspace's lock epoch once it has the lock
+row.  Every write of a store holding the lock checks, in the write's
+transaction and under the workspace row lock, that the epoch is still its own
+and that its lock transaction is still in progress (``txid_status``).  Before
+each request an apply asks the lock session itself (``fence``): one round trip
+that fails at once when the session was ended.  A lock session that ended (killed, terminated by an
 administrator, network gone) is never silently replaced: the store's writes
 raise LockLostError until it is closed.
 
@@ -44,7 +52,6 @@ psycopg is imported here only; ``open_store`` imports this module lazily.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import re
 import secrets
 import threading
@@ -90,10 +97,12 @@ from govsync.state.model import (
     now,
 )
 from govsync.state.store import StateStore
+from govsync.state.tamper import GOVERNANCE_AUDIT, GOVERNANCE_TRIGGER
 
 TABLES = ("govsync_workspaces", "govsync_objects", "govsync_locks", "govsync_history")
 # What the read-only role may read: enough to plan, drift and list, not the plan keys.
-READABLE_TABLES = (*TABLES, "govsync_agent")
+# Reading the lock rows tells who holds a lock; locking one needs UPDATE, never granted.
+READABLE_TABLES = (*TABLES, "govsync_agent", "govsync_lock_rows")
 
 # Tables added since the first release, made by the first write of an older database.
 ADDED_TABLES = {
@@ -113,6 +122,10 @@ ADDED_TABLES = {
         name TEXT NOT NULL,
         value JSONB NOT NULL,
         PRIMARY KEY (workspace, name)
+    )""",
+    # What a lock session locks (FOR UPDATE): the read-only role has no grant on it.
+    "govsync_lock_rows": """CREATE TABLE IF NOT EXISTS govsync_lock_rows (
+        name TEXT PRIMARY KEY
     )""",
 }
 
@@ -169,11 +182,13 @@ ADDED_COLUMNS = (
 SCHEMA_LOCK = 0x676F7673796E63
 
 # For the lock session: the server probes an idle client after 30 s and
-# drops it after 3 unanswered probes 10 s apart, releasing its locks.
+# drops it after 3 unanswered probes 10 s apart, releasing its locks.  A
+# server-wide idle timeout must not end it (and the lock) in a long apply.
 LOCK_SESSION_SETTINGS = {
     "tcp_keepalives_idle": "30",
     "tcp_keepalives_interval": "10",
     "tcp_keepalives_count": "3",
+    "idle_in_transaction_session_timeout": "0",
 }
 
 CONNECT_DEFAULTS = {"connect_timeout": "10", "application_name": "govsync"}
@@ -187,23 +202,29 @@ HOLDER_WAIT_SECONDS = 1.0
 C = 'COLLATE "C"'
 
 
-def lead_key(workspace: str) -> int:
-    """The advisory lock key of the agent's leadership of a workspace: ``lock_key`` of
-    ``agent:WORKSPACE`` (no workspace name has a colon, so no workspace has it)."""
-    return lock_key(f"agent:{workspace}")
+def lead_row(workspace: str) -> str:
+    """The lock row of the agent's leadership of a workspace (no workspace name has a
+    colon, so no workspace's lock is this one)."""
+    return f"agent:{workspace}"
 
 
-def lock_key(workspace: str) -> int:
-    """The advisory lock key of a workspace: the first 8 bytes of
-    sha256("govsync:" + workspace) as a signed 64-bit integer."""
-    digest = hashlib.sha256(f"govsync:{workspace}".encode()).digest()
-    return int.from_bytes(digest[:8], "big", signed=True)
+@dataclass
+class _Session:
+    """A lock session: its connection, whose open transaction holds one lock row."""
+
+    conn: psycopg.Connection[Any]
+    xid: int  # its transaction's id: in progress while the row is locked
+    pid: int  # its server process
 
 
 @dataclass
 class _Lock:
     epoch: int
-    session_pid: int  # the backend of the lock session that holds it
+    session: _Session
+
+    @property
+    def session_pid(self) -> int:
+        return self.session.pid
 
 
 class PostgresStore(StateStore):
@@ -222,7 +243,6 @@ class PostgresStore(StateStore):
         self._mutex = threading.RLock()  # one transaction at a time on self.db
         self._held: dict[str, _Lock] = {}
         self._leading: dict[str, _Lock] = {}  # the agent's leaderships (Leadership)
-        self._lock_db: psycopg.Connection[Any] | None = None
         self.db = self._connect()
         try:
             with self._errors("cannot read the state tables"):
@@ -311,7 +331,13 @@ class PostgresStore(StateStore):
             return
         with self._mutex, self._errors("cannot create the state tables"):
             with self.db.transaction(), self.db.cursor() as cur:
-                cur.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+                found, _ = self._schema_found()
+                # Two writers bring a database up to date one after the other.  On a
+                # lock of the tables once they exist: the read-only role cannot take
+                # one that waits on this (an advisory lock, any role can).
+                cur.execute("LOCK TABLE govsync_workspaces IN SHARE ROW EXCLUSIVE MODE"
+                            if any(found) else "SELECT pg_advisory_xact_lock(%s)",
+                            () if any(found) else (SCHEMA_LOCK,))
                 found, _ = self._schema_found()
                 if not any(found):
                     for statement in SCHEMA:
@@ -325,6 +351,9 @@ class PostgresStore(StateStore):
                             cur.execute(fill)
                 for table in sorted(missing & set(ADDED_TABLES)):
                     cur.execute(ADDED_TABLES[table])
+                if GOVERNANCE_TRIGGER in missing:
+                    for statement in GOVERNANCE_AUDIT:
+                        cur.execute(statement)
             self._schema = self._schema_found()
             self._check_schema()
 
@@ -337,12 +366,15 @@ class PostgresStore(StateStore):
             + ", ARRAY(SELECT column_name::text FROM information_schema.columns"
             " WHERE table_name = 'govsync_workspaces'"
             " AND table_schema = (SELECT n.nspname FROM pg_class c JOIN pg_namespace n"
-            " ON n.oid = c.relnamespace WHERE c.oid = to_regclass('govsync_workspaces')))"
+            " ON n.oid = c.relnamespace WHERE c.oid = to_regclass('govsync_workspaces'))),"
+            f" EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = '{GOVERNANCE_TRIGGER}'"
+            " AND tgrelid = to_regclass('govsync_workspaces'))"
         ).fetchone()
         assert row is not None
         tables = [bool(v) for v in row[:len(TABLES)]]
-        added_found = row[len(TABLES):-1]
-        missing = {name for name, _, _ in ADDED_COLUMNS} - set(row[-1])
+        added_found = row[len(TABLES):-2]
+        missing = {name for name, _, _ in ADDED_COLUMNS} - set(row[-2])
+        missing |= set() if row[-1] else {GOVERNANCE_TRIGGER}
         missing |= {t for t, there in zip(added, added_found, strict=True) if not there}
         return tables, missing
 
@@ -352,26 +384,38 @@ class PostgresStore(StateStore):
             "Restore the database from a backup, or load an export with "
             "`govsync state import-all`")
 
-    def _lock_connection(self) -> psycopg.Connection[Any]:
-        # A session that ended is replaced only for new locks: the workspaces
-        # it held stay in self._held, so their writes fail as LockLostError.
-        if self._lock_db is None or self._lock_db.closed:
-            conn = self._connect()
-            try:
-                with self._errors("cannot configure the lock session"):
-                    settings = dict(LOCK_SESSION_SETTINGS)
-                    if conn.info.server_version >= 140000:
-                        # A server-wide idle timeout must not end the session
-                        # (and the lock) in the middle of a long apply.
-                        settings["idle_session_timeout"] = "0"
-                    # One statement: one round trip for all of them.
-                    conn.execute("SELECT " + ", ".join(["set_config(%s, %s, false)"] * len(settings)),
-                                 [part for item in settings.items() for part in item])
-            except BaseException:
-                conn.close()
-                raise
-            self._lock_db = conn
-        return self._lock_db
+    def _take(self, name: str) -> _Session | None:
+        """Lock the row ``name`` on a new lock session (None: another session has it)."""
+        with self._mutex, self._errors(f"cannot lock {name!r}"):
+            self.db.execute("INSERT INTO govsync_lock_rows (name) VALUES (%s)"
+                            " ON CONFLICT (name) DO NOTHING", (name,))
+        conn = self._connect()
+        try:
+            with self._errors(f"cannot lock {name!r}"):
+                settings = dict(LOCK_SESSION_SETTINGS)
+                if conn.info.server_version >= 140000:
+                    settings["idle_session_timeout"] = "0"
+                conn.execute("SELECT " + ", ".join(["set_config(%s, %s, false)"] * len(settings)),
+                             [part for item in settings.items() for part in item])
+                conn.execute("BEGIN")
+                row = conn.execute("SELECT txid_current(), pg_backend_pid() FROM"
+                                   " govsync_lock_rows WHERE name = %s FOR UPDATE SKIP LOCKED",
+                                   (name,)).fetchone()
+        except BaseException:
+            conn.close()
+            raise
+        if row is None:
+            conn.close()
+            return None
+        return _Session(conn, int(row[0]), int(row[1]))
+
+    @staticmethod
+    def _let_go(session: _Session) -> None:
+        """End a lock session: its row unlocked once this returns (a ROLLBACK answered;
+        a session already ended has nothing left to unlock)."""
+        with contextlib.suppress(psycopg.Error):
+            session.conn.execute("ROLLBACK")
+        session.conn.close()
 
     # -- read -------------------------------------------------------------------
     def _create(self, workspace: str) -> None:
@@ -450,10 +494,10 @@ class PostgresStore(StateStore):
             if lock is None:
                 _ensure(cur, workspace)
             # Either statement takes the workspace row lock first (see above).
-            # Holding the lock, the same round trip asks whether the advisory
-            # lock's session still holds it (the fence; one round trip, not three).
+            # Holding the lock, the same round trip asks whether the lock
+            # transaction is still in progress (the fence; one round trip, not three).
             alive = "true" if lock is None else _ALIVE
-            pids = () if lock is None else _alive_params(workspace, lock.session_pid)
+            pids = () if lock is None else (lock.session.xid,)
             if bump:
                 cur.execute("UPDATE govsync_workspaces SET serial = serial + 1 WHERE name = %s"
                             f" RETURNING serial, lock_epoch, {alive}", (workspace, *pids))
@@ -492,8 +536,7 @@ class PostgresStore(StateStore):
     def _leadership_lost(self, cur: psycopg.Cursor[Any], workspace: str, lead: _Lock) -> str:
         """Why this store no longer leads the workspace ('' while it does)."""
         cur.execute(f"SELECT (SELECT value FROM govsync_agent WHERE workspace = %s AND name = %s),"
-                    f" {_ALIVE}", (workspace, AGENT_LEADER,
-                                   *_key_params(lead_key(workspace), lead.session_pid)))
+                    f" {_ALIVE}", (workspace, AGENT_LEADER, lead.session.xid))
         row = cur.fetchone()
         assert row is not None
         if leader_epoch(row[0]) != lead.epoch:
@@ -571,6 +614,8 @@ class PostgresStore(StateStore):
 
     def set_governance(self, workspace: str, record: dict[str, Any] | None) -> None:
         with self._write(workspace, bump=False) as (cur, _):
+            # govsync's own write: the trigger keeps no record of it.
+            cur.execute("SELECT set_config('govsync.writing', %s, true)", (workspace,))
             cur.execute("UPDATE govsync_workspaces SET governance = %s WHERE name = %s",
                         (Jsonb(record) if record is not None else None, workspace))
 
@@ -695,9 +740,10 @@ class PostgresStore(StateStore):
                 return self._held[workspace].epoch
         self._ensure_schema()
         deadline = time.monotonic() + timeout
-        while (session_pid := self._try_lock(workspace)) is None:
+        while (session := self._take(workspace)) is None:
             if time.monotonic() >= deadline:
-                self._refuse(workspace)
+                self._refuse(workspace)  # or back: given back meanwhile, one more try
+                continue
             time.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
         action = f"cannot record the lock of {workspace!r}"
         try:
@@ -716,41 +762,27 @@ class PostgresStore(StateStore):
                     )
                 row = epoch.fetchone()
                 assert row is not None
-                self._held[workspace] = _Lock(int(row[0]), session_pid)
+                self._held[workspace] = _Lock(int(row[0]), session)
         except BaseException:
             self._held.pop(workspace, None)
-            with self._mutex, contextlib.suppress(StateError):
-                self._unlock(workspace, session_pid)
+            self._let_go(session)
             raise
         return self._held[workspace].epoch
 
-    def _try_lock(self, workspace: str) -> int | None:
-        """One attempt; the lock session's backend pid when taken."""
-        for attempt in (1, 2):
-            with self._mutex, self._errors(f"cannot lock workspace {workspace!r}"):
-                conn = self._lock_connection()
-                try:
-                    row = conn.execute("SELECT pg_try_advisory_lock(%s), pg_backend_pid()",
-                                       (lock_key(workspace),)).fetchone()
-                except psycopg.OperationalError:
-                    # A session that ended while idle shows only now: one new try.
-                    if attempt == 1 and conn.closed:
-                        continue
-                    raise
-                if row is None or not row[0]:
-                    return None
-                return int(row[1])
-        return None
-
     def _refuse(self, workspace: str) -> None:
+        """Raise StateLockedError naming the holder; return if the lock is free again."""
         # The winner of a race records itself just after taking the lock.
         deadline = time.monotonic() + HOLDER_WAIT_SECONDS
         while (current := self.holder(workspace)) is None and time.monotonic() < deadline:
             time.sleep(0.05)
         backend = self.lock_backend_pid(workspace)
+        if current is None and backend is None:
+            return  # its holder gave it back while this one looked
         session = (
-            f" (PostgreSQL session pid {backend}; if it hangs, an administrator can end it "
-            f"with SELECT pg_terminate_backend({backend}))"
+            f" (PostgreSQL session pid {backend}; if it hangs, stop that process first, "
+            "then an administrator may end its session with SELECT "
+            f"pg_terminate_backend({backend}): ended first, a process that is only paused "
+            "would wake up still sending)"
             if backend else ""
         )
         raise StateLockedError(
@@ -773,15 +805,37 @@ class PostgresStore(StateStore):
                         " FROM govsync_workspaces WHERE name = %s) = %s",
                         (workspace, workspace, lock.epoch))
             finally:
-                with contextlib.suppress(StateError):
-                    self._unlock(workspace, lock.session_pid)
+                self._let_go(lock.session)
 
-    def _unlock(self, workspace: str, session_pid: int) -> None:
-        conn = self._lock_db
-        if conn is None or conn.closed or conn.info.backend_pid != session_pid:
-            return  # the session is gone, and its locks with it
-        with self._errors(f"cannot unlock workspace {workspace!r}"):
-            conn.execute("SELECT pg_advisory_unlock(%s)", (lock_key(workspace),))
+    def fence(self, workspace: str) -> None:
+        lock = self._held.get(workspace)
+        lead = self._leading.get(workspace)
+        if lock is None and lead is None:
+            return
+        session = lock.session if lock is not None else lead.session  # type: ignore[union-attr]
+        # Asked of the lock session itself: ended, it fails at once.
+        try:
+            row = session.conn.execute(
+                "SELECT (SELECT lock_epoch FROM govsync_workspaces WHERE name = %s),"
+                " (SELECT value FROM govsync_agent WHERE workspace = %s AND name = %s),"
+                f" {_ALIVE}", (workspace, workspace, AGENT_LEADER,
+                               lead.session.xid if lead else 0)).fetchone()
+        except psycopg.Error:
+            row = None
+        if lock is not None:
+            if row is None:
+                raise LockLostError(lock_lost(workspace, "the PostgreSQL session holding it "
+                                              f"(pid {lock.session_pid}) ended"))
+            if row[0] != lock.epoch:
+                current = self.holder(workspace)
+                raise LockLostError(lock_lost(
+                    workspace, f"taken by {current}" if current else "another process took it"))
+        if lead is not None:
+            if row is None or not row[2]:
+                raise LockLostError(leadership_lost(
+                    workspace, f"the PostgreSQL session holding it (pid {lead.session_pid}) ended"))
+            if leader_epoch(row[1]) != lead.epoch:
+                raise LockLostError(leadership_lost(workspace, "another agent took it over"))
 
     def holder(self, workspace: str) -> LockHolder | None:
         if self._fresh:
@@ -805,16 +859,21 @@ class PostgresStore(StateStore):
 
     def lock_backend_pid(self, workspace: str) -> int | None:
         """The server process id of the session holding the workspace lock, if any."""
-        key = lock_key(workspace) & 0xFFFFFFFFFFFFFFFF
-        # A bigint advisory key shows in pg_locks as classid (high 32 bits)
-        # and objid (low 32 bits) with objsubid 1.
-        row = self._read_one(
-            f"cannot read the lock of {workspace!r}",
-            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted"
-            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
-            " AND classid::bigint = %s AND objid::bigint = %s AND objsubid = 1",
-            (key >> 32, key & 0xFFFFFFFF),
-        )
+        if self._fresh or "govsync_lock_rows" in self._schema[1]:
+            return None
+        # The row's xmax is the id of the transaction that locked it; while that
+        # transaction is open, its session holds a lock on that id.
+        try:
+            row = self._read_one(
+                f"cannot read the lock of {workspace!r}",
+                "SELECT l.pid FROM govsync_lock_rows r JOIN pg_locks l ON l.locktype ="
+                " 'transactionid' AND l.transactionid = r.xmax AND l.mode = 'ExclusiveLock'"
+                " AND l.granted WHERE r.name = %s", (workspace,))
+        except StateError as exc:
+            # A reader granted before this table was: it plans without knowing.
+            if isinstance(exc.__cause__, psycopg.errors.InsufficientPrivilege):
+                return None
+            raise
         return int(row[0]) if row else None
 
     # -- the agent's leadership ---------------------------------------------------
@@ -823,13 +882,9 @@ class PostgresStore(StateStore):
             if workspace in self._leading:
                 return self._leading[workspace].epoch if self.leads(workspace) else None
         self._ensure_schema()
-        with self._mutex, self._errors(f"cannot take the agent's lead of {workspace!r}"):
-            conn = self._lock_connection()
-            row = conn.execute("SELECT pg_try_advisory_lock(%s), pg_backend_pid()",
-                               (lead_key(workspace),)).fetchone()
-        if row is None or not row[0]:
+        session = self._take(lead_row(workspace))
+        if session is None:
             return None
-        session_pid = int(row[1])
         try:
             with self._write(workspace, bump=False) as (cur, _):
                 cur.execute("SELECT value FROM govsync_agent WHERE workspace = %s AND"
@@ -843,11 +898,10 @@ class PostgresStore(StateStore):
                             (workspace, AGENT_LEADER,
                              Jsonb(leader_record(holder, epoch, previous))))
         except BaseException:
-            with self._mutex, contextlib.suppress(StateError):
-                self._unlock_key(lead_key(workspace), session_pid)
+            self._let_go(session)
             raise
         with self._mutex:
-            self._leading[workspace] = _Lock(epoch, session_pid)
+            self._leading[workspace] = _Lock(epoch, session)
         return epoch
 
     def leads(self, workspace: str) -> bool:
@@ -861,15 +915,7 @@ class PostgresStore(StateStore):
         with self._mutex:
             lead = self._leading.pop(workspace, None)
             if lead is not None:
-                with contextlib.suppress(StateError):
-                    self._unlock_key(lead_key(workspace), lead.session_pid)
-
-    def _unlock_key(self, key: int, session_pid: int) -> None:
-        conn = self._lock_db
-        if conn is None or conn.closed or conn.info.backend_pid != session_pid:
-            return  # the session is gone, and its locks with it
-        with self._errors("cannot give an advisory lock back"):
-            conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+                self._let_go(lead.session)
 
     def close(self) -> None:
         with self._mutex:
@@ -879,28 +925,14 @@ class PostgresStore(StateStore):
                 try:
                     self.release(workspace)
                 except StateError:
-                    # Closing the lock session below releases the lock; the
+                    # Its lock session is closed anyway, which releases the lock; the
                     # holder row left behind is replaced by the next acquire.
                     self._held.pop(workspace, None)
-            if self._lock_db is not None:
-                self._lock_db.close()
             self.db.close()
 
 
-# Whether this store's lock session still holds the workspace's advisory lock.
-_ALIVE = (
-    "EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted"
-    " AND pid = %s AND classid::bigint = %s AND objid::bigint = %s AND objsubid = 1"
-    " AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))")
-
-
-def _alive_params(workspace: str, session_pid: int) -> tuple[int, int, int]:
-    return _key_params(lock_key(workspace), session_pid)
-
-
-def _key_params(key: int, session_pid: int) -> tuple[int, int, int]:
-    unsigned = key & 0xFFFFFFFFFFFFFFFF
-    return (session_pid, unsigned >> 32, unsigned & 0xFFFFFFFF)
+# Whether a lock session's transaction (its id the parameter) still holds its row.
+_ALIVE = "coalesce(txid_status(%s) = 'in progress', false)"
 
 
 def _ensure(cur: psycopg.Cursor[Any], workspace: str) -> None:

@@ -87,11 +87,13 @@ from govsync.state.model import (
     now,
 )
 from govsync.state.store import StateStore
+from govsync.state.tamper import SQLITE_GOVERNANCE_AUDIT
 
 log = logging.getLogger(__name__)
 
 TABLES = ("workspaces", "objects", "locks", "history")
-# Tables added since the first release: made in an older file when it is opened.
+# Tables (and triggers) added since the first release: made in an older file when
+# it is opened.
 ADDED_TABLES = {
     "applied_plans": """CREATE TABLE IF NOT EXISTS applied_plans (
     workspace TEXT NOT NULL,
@@ -106,6 +108,8 @@ ADDED_TABLES = {
     value TEXT NOT NULL,
     PRIMARY KEY (workspace, name)
 )""",
+    "governance_writes": "CREATE TABLE IF NOT EXISTS governance_writes (workspace TEXT)",
+    "governance_audit": SQLITE_GOVERNANCE_AUDIT,
 }
 
 SCHEMA = """
@@ -275,7 +279,7 @@ class SqliteStore(StateStore):
 
     def _check_tables(self) -> None:
         found = {r[0] for r in self.db.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            "SELECT name FROM sqlite_master WHERE type IN ('table', 'trigger')")}
         missing = [t for t in TABLES if t not in found]
         if missing:
             raise self._damaged(f"it has no {', '.join(missing)} table"
@@ -467,6 +471,12 @@ class SqliteStore(StateStore):
                 workspace, f"the lock file {self._lock_path(workspace)} was removed"))
         return True
 
+    def fence(self, workspace: str) -> None:
+        if workspace in self._locks or workspace in self._leading:
+            with self._transaction(f"cannot read the lock of {workspace!r}", write=False) as db:
+                self._fence(db, workspace)
+                self._fence_leadership(db, workspace)
+
     def _fence_leadership(self, db: sqlite3.Connection, workspace: str) -> None:
         """Inside a write transaction: refuse if this store lost a leadership it held."""
         lead = self._leading.get(workspace)
@@ -609,9 +619,12 @@ class SqliteStore(StateStore):
 
     def set_governance(self, workspace: str, record: dict[str, Any] | None) -> None:
         text = dumps(record) if record is not None else None
-        self._write(workspace, lambda db: db.execute(
-            "UPDATE workspaces SET governance = ? WHERE name = ?", (text, workspace)),
-            bump=False)
+
+        def body(db: sqlite3.Connection) -> None:  # govsync's own: its trigger records nothing
+            db.execute("INSERT INTO governance_writes VALUES (?)", (workspace,))
+            db.execute("UPDATE workspaces SET governance = ? WHERE name = ?", (text, workspace))
+            db.execute("DELETE FROM governance_writes WHERE workspace = ?", (workspace,))
+        self._write(workspace, body, bump=False)
 
     def agent(self, workspace: str) -> dict[str, Any]:
         with self._transaction(f"cannot read the agent's records of {workspace!r}",

@@ -10,7 +10,10 @@ every ``acquire`` of that workspace, by anyone).  Each of its writes checks,
 in the write's own transaction, that the epoch is still its own and that its
 lock is still alive; otherwise it raises ``LockLostError`` and writes
 nothing.  So an apply that lost its lock can never record an intent, and
-never sends a create whose intent is not recorded.
+never sends a create whose intent is not recorded.  Before every other
+request it sends, an apply asks ``fence``: a process paused while its lock
+was taken (its session ended, another process took over) sends at most the
+one request it was about to send when it was paused.
 """
 
 from __future__ import annotations
@@ -169,6 +172,12 @@ class Locker(ABC):
         A lock that was lost meanwhile is not touched: its new holder keeps it."""
 
     @abstractmethod
+    def fence(self, workspace: str) -> None:
+        """Raise LockLostError unless this store still holds the workspace lock (and the
+        agent's leadership of it, if it took that) with the epoch it took: what an
+        apply asks before each request it sends.  Nothing when it holds neither."""
+
+    @abstractmethod
     def running(self, workspace: str) -> LockHolder | None:
         """Who holds the workspace lock right now (None: nobody), without taking it.
         A holder that left no readable record is named ``unknown``."""
@@ -184,9 +193,9 @@ class Leadership(ABC):
     Apart from the workspace lock: the leader takes that lock only while it
     applies, as a person's apply does, so a person still meets an ordinary
     lock.  Leadership is held as long as the store is open (PostgreSQL: a
-    session-level advisory lock of its own key; SQLite: a file lock), and ends
-    with the process or its session, so another agent takes it over at its
-    next try.  Every write of a store that leads the workspace is fenced by
+    lock row of its own, locked by a session of its own; SQLite: a file
+    lock), and ends with the process or its session, so another agent takes
+    it over at its next try.  Every write of a store that leads the workspace is fenced by
     its leadership too (the epoch it took, and the lock still held)."""
 
     @abstractmethod

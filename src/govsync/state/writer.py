@@ -1,8 +1,9 @@
-"""A workspace's writes on a worker thread, committed in groups (apply on a state
-whose writes wait on the network)."""
+"""A workspace's writes on a worker thread, committed in groups, and the fence
+check before each request (apply on a state whose writes wait on the network)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import queue
 import threading
@@ -10,7 +11,7 @@ from concurrent.futures import Future
 
 from govsync.errors import LockLostError, StateError
 from govsync.state.model import PENDING, Entry
-from govsync.state.store import Storage
+from govsync.state.store import Locker, Storage
 
 
 class GroupWriter:
@@ -96,3 +97,51 @@ class GroupWriter:
             for _, done in writes:
                 if done is not None:
                     done.set_result(serial)
+
+
+class Fence:
+    """The check an apply makes before each request: the store still holds its lock
+    (``Locker.fence``, LockLostError when not).
+
+    On a store whose checks wait on the network, the callers that arrive while a
+    check is on its way share the next one, which starts once that one is back:
+    each request still waits for a check begun after it was ready to go, and at
+    most one check is on its way at a time (one round trip per batch, not per
+    request, with many requests in flight)."""
+
+    def __init__(self, store: Locker, workspace: str, *, waits: bool) -> None:
+        self._store = store
+        self._workspace = workspace
+        self._waits = waits
+        self._next: asyncio.Future[None] | None = None  # the callers of the next check
+        self._busy = False
+        self._task: asyncio.Future[None] | None = None
+
+    async def check(self) -> None:
+        if not self._waits:
+            self._store.fence(self._workspace)
+            return
+        if self._next is None:
+            self._next = asyncio.get_running_loop().create_future()
+        future = self._next
+        if not self._busy:
+            self._launch()
+        await asyncio.shield(future)
+
+    def _launch(self) -> None:
+        future, self._next = self._next, None
+        assert future is not None
+        self._busy = True
+        self._task = asyncio.ensure_future(asyncio.to_thread(self._store.fence, self._workspace))
+        self._task.add_done_callback(lambda task: self._done(task, future))
+
+    def _done(self, task: asyncio.Future[None], future: asyncio.Future[None]) -> None:
+        self._busy = False
+        if not future.done():
+            error = task.exception() if not task.cancelled() else asyncio.CancelledError()
+            if error is None:
+                future.set_result(None)
+            else:
+                future.set_exception(error)
+        if self._next is not None:
+            self._launch()

@@ -1,0 +1,100 @@
+"""An agent paused while it loses its lock and its leadership sends nothing stale
+(issue 30, finding 4, the agent's path: it applies through the same code as
+``govsync apply``).
+
+Agent A follows a repository that sets every hook's description to ``stale``
+and is stopped (SIGSTOP) in the middle of its apply; its lock sessions are
+ended, as an administrator would; agent B, following a repository that says
+``fresh``, takes over and applies.  A wakes up (SIGCONT): the server still
+holds B's values, every one.  Before fencing every request, 48 of 48 of A's
+stale updates reached the API.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import httpx
+import psycopg
+import pytest
+from agentkit import KEY, Agent, Repo, hooks, workspace
+
+from testkit import drop_pg_workspaces
+from testkit import serve as serve_process
+from testkit import stop as stop_process
+
+pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+POSTGRES = os.environ.get("GOVSYNC_TEST_POSTGRES", "")
+
+
+def descriptions(url: str, names: list[str]) -> Counter[str]:
+    answer = httpx.get(f"{url}/_govsync/objects", headers={"X-API-KEY": KEY}, timeout=10)
+    return Counter(h.get("description") for h in answer.json().get("Hook", [])
+                   if h["name"] in names)
+
+
+def end_lock_sessions() -> int:
+    """pg_terminate_backend of every govsync session of the database (the paused agent's
+    only: the other agent is not started yet), as an administrator ends a stuck lock's."""
+    with psycopg.connect(POSTGRES, autocommit=True) as admin:
+        pids = [r[0] for r in admin.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+            " AND application_name = 'govsync' AND pid <> pg_backend_pid()")]
+        for pid in pids:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    return len(pids)
+
+
+def test_a_paused_agent_that_lost_its_lock_sends_no_stale_request(tmp_path: Path) -> None:
+    if not POSTGRES:
+        pytest.skip("GOVSYNC_TEST_POSTGRES is not set")
+    proc, url = serve_process(["--api-key", KEY, "--latency-ms", "1000"], key=KEY,
+                              output=tmp_path / "server.log")
+    ws = workspace()
+    names = [f"s{i:03d}" for i in range(120)]
+    environment = (f"apiVersion: govsync/v1\nkind: Project\npaths: [manifests/]\n"
+                   f"environments:\n  prod:\n    workspace: {ws}\n"
+                   "    agent: {autoApply: true}\n")
+    stale, fresh = Repo(tmp_path / "stale", environment), Repo(tmp_path / "fresh", environment)
+    stale.commit({"manifests/hooks.yaml": hooks(names, "base")})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GOVSYNC_")}
+    env.update(GOVSYNC_API_KEY=KEY, GOVSYNC_ENDPOINT=url, GOVSYNC_STATE=POSTGRES)
+    first = second = None
+    try:
+        made = subprocess.run([sys.executable, "-m", "govsync", "apply", "--env", "prod",
+                               "--auto-approve", "--parallelism", "120"], cwd=stale.root,
+                              env=env, capture_output=True, text=True, timeout=120)
+        assert made.returncode == 0, made.stderr
+        stale.commit({"manifests/hooks.yaml": hooks(names, "stale")})
+        fresh.commit({"manifests/hooks.yaml": hooks(names, "fresh")})
+        first = Agent(stale, tmp_path / "one", endpoint=url, state=POSTGRES, interval="1s")
+        deadline = time.monotonic() + 60
+        while descriptions(url, names)["stale"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert 0 < descriptions(url, names)["stale"] < len(names), "not caught mid-apply"
+        os.kill(first.proc.pid, signal.SIGSTOP)
+        try:
+            time.sleep(1.5)  # what it sent before it stopped has been answered
+            assert end_lock_sessions() >= 2  # its lock and lead sessions, at least
+            second = Agent(fresh, tmp_path / "two", endpoint=url, state=POSTGRES,
+                           interval="1s")
+            second.wait(lambda e: e["prod"]["status"] == "Synced" and e["prod"]["acting"],
+                        timeout=120, what="the second agent's apply")
+            assert descriptions(url, names) == Counter({"fresh": len(names)})
+        finally:
+            os.kill(first.proc.pid, signal.SIGCONT)
+        time.sleep(4)  # the first goes on from where it stopped, and finds out
+        assert descriptions(url, names) == Counter({"fresh": len(names)})
+        assert second.status("prod") == "Synced"
+    finally:
+        for agent in (first, second):
+            if agent is not None:
+                agent.stop(kill=True)
+        stop_process(proc)
+        drop_pg_workspaces(POSTGRES, [ws])
