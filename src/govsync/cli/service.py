@@ -138,6 +138,8 @@ def agent_command(ctx: click.Context, project_file: str | None, repo: str | None
         if served is not None:
             served.stop()
     if once:
+        if agent.problem and not agent.known:
+            click.echo(f"error: {agent.problem}", err=True)
         for item in agent.environments():
             click.echo(f"{item['name']}: {item['status']} ({item['reason']})")
     sys.exit(code)
