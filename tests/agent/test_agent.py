@@ -282,7 +282,8 @@ def test_github_gets_a_commit_status_and_one_issue_opened_and_closed(
         env = {k: v for k, v in os.environ.items() if not k.startswith("GOVSYNC_")}
         checkout = (tmp_path / "run" / "checkout")
         applied = subprocess.run([sys.executable, "-m", "govsync", "apply", "--env", "prod",
-                                  "--auto-approve", "--endpoint", server], cwd=checkout,
+                                  "--auto-approve", "--endpoint", server, "--state",
+                                  agent.state], cwd=checkout,
                                  env={**env, "GOVSYNC_API_KEY": KEY}, capture_output=True,
                                  text=True)
         assert applied.returncode == 0, applied.stderr
