@@ -38,6 +38,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from govsync import approvals
 from govsync.approvals import (
@@ -240,9 +241,9 @@ class Governor:
 def governors(recorded: Mapping[str, tuple[str | None, Mapping[str, Any]]], workspace: str,
               endpoint: str | None) -> list[Governor]:
     """The other workspaces of a state (``StateStore.governed``) that record approvals
-    for ``endpoint`` (an identity, ``redact.identity``), strictest first.  The endpoint a
-    record binds, else the one recorded with the workspace (records made before the
-    binding)."""
+    for ``endpoint`` (an identity, ``redact.identity``), strictest first: the endpoint
+    its record binds, or the one recorded with the workspace (a record made before
+    the binding; a workspace moved with ``--allow-endpoint-change``)."""
     if not endpoint:
         return []
     found = []
@@ -250,9 +251,27 @@ def governors(recorded: Mapping[str, tuple[str | None, Mapping[str, Any]]], work
         if name == workspace:
             continue
         held = Governance.from_dict(data, name)
-        if held.required and (held.endpoint or column) == endpoint:
+        if held.required and _same_place(endpoint) in {_same_place(held.endpoint),
+                                                         _same_place(column)}:
             found.append(Governor(name, held))
     return sorted(found, key=lambda g: (-g.governance.required, g.workspace))
+
+
+def _same_place(endpoint: str | None) -> str | None:
+    """An endpoint identity compared as a host compares it: scheme and host without
+    case, the scheme's default port left out."""
+    if endpoint is None:
+        return None
+    parts = urlsplit(endpoint)
+    if not parts.scheme or not parts.hostname:
+        return endpoint
+    default = {"http": 80, "https": 443}.get(parts.scheme.lower())
+    try:
+        port = parts.port
+    except ValueError:
+        return endpoint
+    host = parts.hostname + (f":{port}" if port is not None and port != default else "")
+    return f"{parts.scheme.lower()}://{host}{parts.path.rstrip('/')}"
 
 
 def new_on_governed(workspace: str, endpoint: str, found: Sequence[Governor]) -> str:

@@ -101,6 +101,7 @@ def test_a_commit_cannot_move_an_environment_onto_prods_endpoint(
                            and e["prod-fast"]["status"] == "Blocked", what="both refused")
         for name in ("prod", "prod-fast"):
             assert "govsync agent accept" in found[name]["reason"], found[name]
+            assert "workspace 'prod'" in found[name]["reason"], found[name]
         # An operator accepts prod-fast: planned now, and waiting for prod's approval.
         accepted = govsync("agent", "accept", "prod-fast", "--reason", "test", "--state", state,
                            cwd=repo.root, url=server)

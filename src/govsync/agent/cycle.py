@@ -191,9 +191,9 @@ def _run(cycle: Cycle, target: Target, paused: Mapping[str, Any] | None, frozen:
     settings = target.settings
     selection = settings.selection
     _confined(target)
-    found = _governors(target)
-    if found is None:
-        cycle.status, cycle.reason = Status.BLOCKED, _unaccepted(target)
+    found, accepted = _governors(target)
+    if not accepted:
+        cycle.status, cycle.reason = Status.BLOCKED, _unaccepted(target, found)
         return
     manifests = load_manifests(selection.paths(()), read=read,
                                context=Context(selection.variables(), selection.name))
@@ -241,34 +241,33 @@ def _confined(target: Target) -> None:
                 "project file")
 
 
-def _governors(target: Target) -> list[governance.Governor] | None:
+def _governors(target: Target) -> tuple[list[governance.Governor], bool]:
     """The workspaces that govern the endpoint of a new workspace (one that records no
-    governance yet), or None when the environment is new on a governed endpoint
-    and no operator accepted it (``govsync agent accept``)."""
+    governance yet; none for any other), and whether the agent may take it up: not
+    when it is new on a governed endpoint and no operator accepted it there
+    (``govsync agent accept``)."""
     settings = target.settings
     endpoint = commands.normal_endpoint(settings.endpoint) if settings.endpoint else None
     if endpoint is None or not exists(settings.state):
-        return []
+        return [], True
     with runtime.open_state(settings) as store:
-        if store.snapshot(target.workspace, responses=False,
-                          create=False).governance is not None:
-            return []
-        found = governance.governors(store.governed(), target.workspace, endpoint)
+        recorded = store.governed()  # one read of the records, no entries
+        if target.workspace in recorded:
+            return [], True
+        found = governance.governors(recorded, target.workspace, endpoint)
         accepted = store.agent(target.workspace).get(ACCEPTED) if found else None
-    if found and not (isinstance(accepted, dict) and accepted.get("endpoint") == endpoint):
-        return None
-    return found
+    return found, not found or (isinstance(accepted, dict)
+                                and accepted.get("endpoint") == endpoint)
 
 
-def _unaccepted(target: Target) -> str:
-    settings = target.settings
-    endpoint = commands.normal_endpoint(settings.endpoint or "")
+def _unaccepted(target: Target, found: list[governance.Governor]) -> str:
+    endpoint = safe_url(commands.normal_endpoint(target.settings.endpoint or ""))
     return (f"not planned: environment {target.name} is new (workspace {target.workspace!r} "
-            f"records no governance) on endpoint {safe_url(endpoint)}, which another "
-            "workspace of this state governs (`govsync plan --env "
-            f"{target.name}` names it): a repository may not add or rename an environment "
-            "onto a governed endpoint; an operator accepts it with `govsync agent accept "
-            f"{target.name}`, and its first apply then needs that workspace's approvals")
+            f"records no governance) on endpoint {endpoint}, which {found[0].named()} "
+            "governs: a commit may not add or rename an environment onto a governed "
+            "endpoint; an operator accepts it with `govsync agent accept "
+            f"{target.name} --reason TEXT`, and its first apply then needs the approvals "
+            f"recorded with {found[0].workspace!r}")
 
 
 def _required(plan: Plan, settings: Settings) -> int:
