@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import time
+import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ import httpx
 import pytest
 from agentkit import KEY, Agent, Repo, hooks
 
+from testkit import drop_pg_workspaces
 from testkit import serve as serve_process
 from testkit import stop as stop_process
 
@@ -42,11 +44,13 @@ kind: Project
 paths: [manifests/]
 environments:
   prod:
-    workspace: prod2
-    agent: {autoApply: true}
+    workspace: {prod}2
+    agent: {{autoApply: true}}
   prod-fast:
-    agent: {autoApply: true}
+    workspace: {prod}-fast
+    agent: {{autoApply: true}}
 """
+POSTGRES = os.environ.get("GOVSYNC_TEST_POSTGRES", "")
 
 
 @pytest.fixture
@@ -70,9 +74,22 @@ def govsync(*args: str, cwd: Path, url: str) -> subprocess.CompletedProcess[str]
                           capture_output=True, text=True, timeout=60)
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def state(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """(the state, prod's workspace): SQLite beside the agent, or the test database."""
+    prod = f"prod-{uuid.uuid4().hex[:8]}"
+    if request.param == "sqlite":
+        yield str(tmp_path / "state.db"), prod
+        return
+    if not POSTGRES:
+        pytest.skip("GOVSYNC_TEST_POSTGRES is not set")
+    yield POSTGRES, prod
+    drop_pg_workspaces(POSTGRES, [prod, f"{prod}2", f"{prod}-fast"])
+
+
 @pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="ssh-keygen is not installed")
 def test_a_commit_cannot_move_an_environment_onto_prods_endpoint(
-        tmp_path: Path, server: str) -> None:
+        tmp_path: Path, server: str, state: tuple[str, str]) -> None:
     """Finding 2 (A and B): prod records one approval; a commit renames prod's workspace
     and adds prod-fast, both applying by themselves on prod's endpoint and state.
     The agent plans neither until an operator accepts it, and then waits for prod's
@@ -81,35 +98,35 @@ def test_a_commit_cannot_move_an_environment_onto_prods_endpoint(
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "ana", "-f",
                     str(key)], check=True)
     kind, b64 = (tmp_path / "ana.pub").read_text().split()[:2]
-    repo = Repo(tmp_path / "repo", PROJECT.format(prod="prod"))
+    state_url, prod = state
+    repo = Repo(tmp_path / "repo", PROJECT.format(prod=prod))
     repo.commit({"manifests/hooks.yaml": hooks(["h1"]),
                  "allowed_signers": f"ana@example.com {kind} {b64}\n"})
-    state = str(tmp_path / "state.db")
     plan = tmp_path / "p.json"
-    for step in (("plan", "--env", "prod", "--out", str(plan), "--state", state),
+    for step in (("plan", "--env", "prod", "--out", str(plan), "--state", state_url),
                  ("approve", str(plan), "--key", str(key)),
-                 ("apply", "--env", "prod", str(plan), "--state", state)):
+                 ("apply", "--env", "prod", str(plan), "--state", state_url)):
         done = govsync(*step, cwd=repo.root, url=server)
         assert done.returncode == 0, done.stderr
     assert names(server) == {"h1": 1}
-    revision = repo.commit({"govsync.yaml": ATTACK,
+    revision = repo.commit({"govsync.yaml": ATTACK.format(prod=prod),
                             "manifests/hooks.yaml": hooks(["h1", "h2"])}, "attack")
-    agent = Agent(repo, tmp_path / "run", endpoint=server, state=state)
+    agent = Agent(repo, tmp_path / "run", endpoint=server, state=state_url)
     try:
         found = agent.wait(lambda e: e["prod"]["revision"] == revision
                            and e["prod"]["status"] == "Blocked"
                            and e["prod-fast"]["status"] == "Blocked", what="both refused")
         for name in ("prod", "prod-fast"):
             assert "govsync agent accept" in found[name]["reason"], found[name]
-            assert "workspace 'prod'" in found[name]["reason"], found[name]
+            assert f"workspace {prod!r}" in found[name]["reason"], found[name]
         # An operator accepts prod-fast: planned now, and waiting for prod's approval.
-        accepted = govsync("agent", "accept", "prod-fast", "--reason", "test", "--state", state,
-                           cwd=repo.root, url=server)
+        accepted = govsync("agent", "accept", "prod-fast", "--reason", "test", "--state",
+                           state_url, cwd=repo.root, url=server)
         assert accepted.returncode == 0, accepted.stderr
         found = agent.wait(lambda e: e["prod-fast"]["status"] == "OutOfSync",
                            what="prod-fast accepted")
         assert "waiting for approvals" in found["prod-fast"]["reason"], found["prod-fast"]
-        assert "'prod'" in found["prod-fast"]["reason"], found["prod-fast"]
+        assert f"workspace {prod!r}" in found["prod-fast"]["reason"], found["prod-fast"]
         time.sleep(1.5)  # another cycle or so
         assert agent.environments()["prod"]["status"] == "Blocked"
     finally:

@@ -10,9 +10,13 @@ twice."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
+import pytest
 from govkit import Repo
 from test_binding import governed
+
+from testkit import drop_pg_workspaces
 
 FAST = """\
   prod-fast:
@@ -21,6 +25,14 @@ FAST = """\
     state: {state}
     agent: {{autoApply: true}}
 """
+
+
+@pytest.fixture(autouse=True)
+def _cleanup(repo: Repo) -> Iterator[None]:
+    """The workspaces these attacks make, dropped from a shared PostgreSQL database."""
+    yield
+    if repo.state.startswith("postgresql"):
+        drop_pg_workspaces(repo.state, [f"prod-fast-{repo.suffix}", f"prod2-{repo.suffix}"])
 
 
 def add_environment(repo: Repo, name: str, workspace: str) -> None:
