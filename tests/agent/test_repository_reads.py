@@ -103,3 +103,21 @@ def test_a_state_tracked_by_git_is_refused_by_the_agent_and_warned_by_the_cli(
     assert planned.exit_code == 0, planned.output
     warnings = [line for line in planned.stderr.splitlines() if "tracked by git" in line]
     assert len(warnings) == 1 and os.path.join(".govsync", "state.db") in warnings[0]
+
+
+def test_accept_says_when_there_is_nothing_to_accept(tmp_path: Path) -> None:
+    """``agent accept`` records nothing where no other workspace governs the endpoint,
+    and wants a reason."""
+    (tmp_path / "govsync.yaml").write_text(ONE.format(paths="[manifests/]"))
+    state = str(tmp_path / "state.db")
+    with open_store(state) as store:
+        store.snapshot("staging")
+    args = ["agent", "accept", "staging", "--endpoint", "https://api.example.com/",
+            "--state", state]
+    done = CliRunner().invoke(main, [*args, "--reason", "new region"], catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+    assert "nothing to accept: no other workspace governs https://api.example.com" in done.output
+    with open_store(state) as store:
+        assert "accepted" not in store.agent("staging")
+    blank = CliRunner().invoke(main, [*args, "--reason", " "], catch_exceptions=False)
+    assert blank.exit_code == 1 and "give the reason" in blank.output, blank.output
