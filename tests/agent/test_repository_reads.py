@@ -73,14 +73,18 @@ def test_symbolic_links_leading_out_are_refused(tmp_path: Path, outside: Path) -
     assert "govsync.yaml leads outside the agent's checkout" in done.output, done.output
 
 
-def test_allowed_signers_outside_the_checkout_are_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("entry", "named"), [
+    ("approvals: {required: 1, allowedSigners: ../../signers}\n", "signers"),
+    ("agent: {plans: ../../plans/}\n", "plans")])
+def test_allowed_signers_and_plans_outside_the_checkout_are_refused(
+        tmp_path: Path, entry: str, named: str) -> None:
     (tmp_path / "signers").write_text("")
-    repo = Repo(tmp_path / "repo", ONE.format(paths="[manifests/]") + (
-        "approvals: {required: 1, allowedSigners: ../../signers}\n"))
+    (tmp_path / "plans").mkdir()
+    repo = Repo(tmp_path / "repo", ONE.format(paths="[manifests/]") + entry)
     repo.commit({"manifests/hooks.yaml": hooks(["a"])})
     done = once(repo, tmp_path / "run")
     assert done.exit_code == 1, done.output
-    assert "signers is outside the agent's checkout" in done.output, done.output
+    assert f"{named} is outside the agent's checkout" in done.output, done.output
 
 
 def test_a_state_tracked_by_git_is_refused_by_the_agent_and_warned_by_the_cli(

@@ -220,9 +220,10 @@ def _run(cycle: Cycle, target: Target, paused: Mapping[str, Any] | None, frozen:
 
 def _confined(target: Target) -> None:
     """ConfigError, naming the path, for what the repository may not make the agent
-    read: manifests or an allowed-signers file outside the checkout (an absolute or
-    ``../`` path, a symbolic link leading out).  (A state a commit could replace
-    the loop refuses before opening it: ``runtime.exposed_state``.)"""
+    read: manifests, an allowed-signers file or the plans folder outside the
+    checkout (an absolute or ``../`` path, a symbolic link leading out).  (A state
+    a commit could replace the loop refuses before opening it:
+    ``runtime.exposed_state``.)"""
     if target.root is None:
         return
     selection = target.settings.selection
@@ -232,6 +233,8 @@ def _confined(target: Target) -> None:
         read.append(project.file)
         if project.approvals is not None and project.approvals.allowed_signers:
             read.append(project.approvals.allowed_signers)
+    if target.agent.plans is not None:
+        read.append(target.agent.plans)
     for path in read:
         if not inside(path, target.root):
             raise ConfigError(
