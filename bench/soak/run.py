@@ -21,6 +21,9 @@ saved plan edited (a hook's timeout set to the FORGED value) with its
 authentication code recomputed from everything ``state export`` shows; the
 same forged plan as a reviewed plan (``apply --reviewed``); and, on SQLite,
 the state file truncated and restored from its backup as the error advises.
+With ``ssh-keygen`` on the machine, the commit attacks of issue 30 join them
+(``commits.py``: an environment added onto a governed endpoint, a governed
+workspace renamed, a state committed where the agent keeps it).
 Two more counts must then be 0:
 
     accepted    attacks that govsync let through (exit 0)
@@ -36,6 +39,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -49,6 +53,10 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 from common import KEY, get, start_server  # noqa: E402
+
+sys.path.insert(0, HERE)
+from commits import KINDS as COMMIT_KINDS  # noqa: E402
+from commits import Commits  # noqa: E402
 
 
 def hooks(directory: str, n: int, prefix: str) -> list[str]:
@@ -173,6 +181,9 @@ def main() -> None:
     accepted = 0
     kinds = ["replay", "forge", "reviewed"] + (["truncate-and-restore"]
                                                if args.state == "sqlite" else [])
+    if args.attacks and shutil.which("ssh-keygen"):
+        kinds += COMMIT_KINDS
+    commits: Commits | None = None
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory() as tmp:
         server, url = start_server(os.path.join(tmp, "api.db"), latency_ms=args.latency_ms,
@@ -188,7 +199,12 @@ def main() -> None:
             for _ in range(args.kills):
                 govsync(apply_args, env, kill_after=rng.uniform(0.3, 2.0))
                 if args.attacks:
-                    accepted += attack(rng.choice(kinds), tmp, env, os.path.join(tmp, "m"))
+                    kind = rng.choice(kinds)
+                    if kind in COMMIT_KINDS:
+                        commits = commits or Commits(tmp, env, os.path.join(tmp, "m"))
+                        accepted += commits.attack(kind, tmp)
+                    else:
+                        accepted += attack(kind, tmp, env, os.path.join(tmp, "m"))
             reruns = 0
             while True:
                 reruns += 1

@@ -114,11 +114,13 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False,
 
     selection = settings.selection
     proposed = governance.of_project(selection.project, selection.environment)
-    running = None
+    running, governed = None, {}
     if exists(settings.state):
         with runtime.open_state(settings) as store:
             snapshot = store.snapshot(settings.workspace, responses=False, create=False)
             running = store.running(settings.workspace)
+            if snapshot.governance is None and settings.endpoint:
+                governed = store.governed()
     else:
         snapshot = read_snapshot(settings)
     record = governance.recorded(snapshot.governance, settings.workspace)
@@ -135,6 +137,10 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False,
             f"an apply is running on workspace {settings.workspace!r} ({running}): the creates "
             "it has in flight show as uncertain until it ends; do not settle them with "
             "`govsync state resolve` meanwhile (it is refused while the apply runs)")))
+    found = governance.governors(governed, settings.workspace, _identity(settings))
+    if found:
+        result.checks.append(Check("governance", CheckStatus.WARNING, governance.new_on_governed(
+            settings.workspace, safe_url(_identity(settings) or ""), found)))
     changed = endpoint_change(snapshot, settings)
     if changed:
 
@@ -271,6 +277,11 @@ def normal_endpoint(endpoint: str) -> str:
     """The endpoint as the state records and compares it: no credentials in it."""
 
     return redact.identity(endpoint)
+
+
+def _identity(settings: Settings) -> str | None:
+    """The configured endpoint as governance binds it (None: no endpoint)."""
+    return normal_endpoint(settings.endpoint) if settings.endpoint else None
 
 
 def endpoint_change(snapshot: Snapshot, settings: Settings) -> str:
@@ -490,6 +501,13 @@ async def _apply(
     enforced = record if record is not None else target
     approvers = _approved(enforced, evidence, the_plan, settings.workspace,
                           recorded=record is not None)
+    if record is None:
+        # A new workspace on an endpoint another workspace governs: its approvals too.
+        approvers += governance.approved_by_governors(
+            governance.governors(store.governed(), settings.workspace, _identity(settings)),
+            settings.workspace, safe_url(_identity(settings) or ""),
+            evidence.path if evidence is not None else None,
+            approvals.review_message(planfile.review_digest(the_plan)))
     # The rules again, on exactly what would be sent, for the workspace's environment.
     check_sent(governance.rules_to_check(record, target), enforced.environment,
                evidence.path if evidence is not None else "this apply", the_plan.work())
@@ -523,7 +541,7 @@ async def _apply(
     if not work and the_plan.governance is None:
         if record is None and snapshot.lineage:
             # A workspace applied before governance was recorded: it records it now.
-            store.set_governance(settings.workspace, target.as_dict())
+            store.set_governance(settings.workspace, target.stored(_identity(settings)))
         return the_plan, ApplyResult()
     changed = endpoint_change(snapshot, settings)
     if changed and not allow_endpoint_change and work:
@@ -552,8 +570,8 @@ async def _apply(
             if claimed is not None:
                 raise _applied_already(evidence, claimed)
         if the_plan.governance is not None or record is None:
-            store.set_governance(settings.workspace, target.as_dict())
-        endpoint = normal_endpoint(settings.endpoint) if settings.endpoint else None
+            store.set_governance(settings.workspace, target.stored(_identity(settings)))
+        endpoint = _identity(settings)
         # The endpoint is recorded with the first answer it gives: an apply that
         # reached nothing (a wrong --allow-endpoint-change) records nothing.
         record_endpoint = (endpoint if work and endpoint and snapshot.endpoint != endpoint
@@ -568,7 +586,7 @@ async def _apply(
                 store.unclaim_plan(settings.workspace, the_plan.id)
                 if the_plan.governance is not None or record is None:
                     store.set_governance(settings.workspace,
-                                         record.as_dict() if record is not None else None)
+                                         record.stored(None) if record is not None else None)
         if hashing is not None:
             audit_fields = {**audit_fields, "planHash": "sha256:" + await hashing}
     try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 from collections.abc import Mapping, Sequence
 
 import yaml
@@ -81,6 +82,30 @@ _LEAVES = ("a symbolic link that leads outside %s: refusing to read it (manifest
 def _inside(path: str, root: str) -> bool:
     real = os.path.realpath(path)
     return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def inside(path: str, root: str) -> bool:
+    """Whether ``path``, its symbolic links followed, is ``root`` or below it."""
+    return _inside(path, os.path.realpath(root))
+
+
+def tracked_by_git(path: str) -> bool:
+    """Whether git tracks the file at ``path`` (in the work tree it lies in).  git is
+    asked only where a ``.git`` is found above the file; no git, no work tree: False."""
+    real = os.path.realpath(path)
+    folder = here = os.path.dirname(real)
+    while not os.path.exists(os.path.join(here, ".git")):
+        parent = os.path.dirname(here)
+        if parent == here:
+            return False
+        here = parent
+    try:
+        done = subprocess.run(["git", "ls-files", "--error-unmatch", "--",
+                               os.path.basename(real)], cwd=folder, capture_output=True,
+                              timeout=15, check=False, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
 
 
 def refused(path: str, root: str | None, given: str) -> Problem | None:

@@ -6,7 +6,9 @@ signature to the exact bytes): at its first apply a workspace records
 
 * the environment it belongs to (or none),
 * the approvals it requires: how many, and the allowed signers' keys,
-* the rules that hold for it (those of the project that match its environment).
+* the rules that hold for it (those of the project that match its environment),
+* the endpoint it applies to (credential-free, ``redact.identity``), in the
+  state that holds the record.
 
 From then on, whatever the command line, the environment variables or the
 project file say:
@@ -19,7 +21,11 @@ project file say:
   difference a change of the plan: shown, part of what approvers sign, and
   applied only with the approvals recorded;
 * the rules evaluated at apply, on what will be sent, are the recorded ones
-  and the project's.
+  and the project's;
+* a workspace that records nothing yet (a new one: an environment the
+  repository adds, or a workspace it renames) whose endpoint another
+  workspace of the same state governs (records approvals for) needs that
+  workspace's recorded approvals for its first apply (``governors``).
 
 Here too: the rules evaluated on a plan (``check_plan``), whose results become
 the plan's checks.
@@ -32,9 +38,16 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
-from govsync.approvals import AllowedSigner, parse_allowed_signers, read_allowed_signers
-from govsync.errors import GovernanceError, ManifestError, StateDamagedError
+from govsync import approvals
+from govsync.approvals import (
+    AllowedSigner,
+    Approver,
+    parse_allowed_signers,
+    read_allowed_signers,
+)
+from govsync.errors import ApprovalError, GovernanceError, ManifestError, StateDamagedError
 from govsync.manifests.model import ManifestSet
 from govsync.plan import Action, Check, CheckStatus, Plan
 from govsync.project import Environment, Project
@@ -52,6 +65,9 @@ class Governance:
     required: int = 0
     signers: tuple[str, ...] = ()  # allowed-signers lines (git's format), normalized
     rules: tuple[Rule, ...] = field(default=(), compare=False)
+    # The endpoint it applies to, as recorded (None: not recorded); not part of what is
+    # compared or signed: a change of endpoint is `--allow-endpoint-change`'s.
+    endpoint: str | None = field(default=None, compare=False)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Governance) and self.as_dict() == other.as_dict()
@@ -66,6 +82,11 @@ class Governance:
             "approvals": {"required": self.required, "allowedSigners": list(self.signers)},
             "rules": [_rule_dict(r) for r in self.rules],
         }
+
+    def stored(self, endpoint: str | None) -> dict[str, Any]:
+        """The record the state keeps: ``as_dict`` and the endpoint it binds (identity)."""
+        bound = endpoint if endpoint is not None else self.endpoint
+        return {**self.as_dict(), **({"endpoint": bound} if bound is not None else {})}
 
     def digest(self) -> str:
         text = json.dumps(self.as_dict(), sort_keys=True, separators=(",", ":"))
@@ -88,11 +109,14 @@ class Governance:
                     or not all(isinstance(s, str) for s in signers)):
                 raise ValueError("approvals")
             rules = tuple(_rule(r, workspace) for r in data["rules"])
+            endpoint = data.get("endpoint")
+            if endpoint is not None and not isinstance(endpoint, str):
+                raise ValueError("endpoint")
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise StateDamagedError(
                 f"the governance recorded with workspace {workspace!r} is malformed ({exc}): "
                 "restore the state from a backup; nothing was changed") from None
-        return cls(environment, required, tuple(signers), rules)
+        return cls(environment, required, tuple(signers), rules, endpoint)
 
     def allowed(self, workspace: str) -> list[AllowedSigner]:
         """The recorded signers, parsed as an allowed-signers file."""
@@ -200,6 +224,83 @@ def check_environment(record: Governance | None, name: str | None, workspace: st
             raise GovernanceError(
                 f"workspace {workspace!r} is environment {owners[0]}'s in {project.file}, and "
                 f"this run names no environment: pass --env {owners[0]}; nothing was sent")
+
+
+@dataclass(frozen=True)
+class Governor:
+    """A workspace that governs an endpoint: it records approvals for it."""
+
+    workspace: str
+    governance: Governance
+
+    def named(self) -> str:
+        env = self.governance.environment
+        return f"workspace {self.workspace!r}" + (f" (environment {env})" if env else "")
+
+
+def governors(recorded: Mapping[str, tuple[str | None, Mapping[str, Any]]], workspace: str,
+              endpoint: str | None) -> list[Governor]:
+    """The other workspaces of a state (``StateStore.governed``) that record approvals
+    for ``endpoint`` (an identity, ``redact.identity``), strictest first: the endpoint
+    its record binds, or the one recorded with the workspace (a record made before
+    the binding; a workspace moved with ``--allow-endpoint-change``)."""
+    if not endpoint:
+        return []
+    found = []
+    for name, (column, data) in recorded.items():
+        if name == workspace:
+            continue
+        held = Governance.from_dict(data, name)
+        if held.required and _same_place(endpoint) in {_same_place(held.endpoint),
+                                                         _same_place(column)}:
+            found.append(Governor(name, held))
+    return sorted(found, key=lambda g: (-g.governance.required, g.workspace))
+
+
+def _same_place(endpoint: str | None) -> str | None:
+    """An endpoint identity compared as a host compares it: scheme and host without
+    case, the scheme's default port left out."""
+    if endpoint is None:
+        return None
+    parts = urlsplit(endpoint)
+    if not parts.scheme or not parts.hostname:
+        return endpoint
+    default = {"http": 80, "https": 443}.get(parts.scheme.lower())
+    try:
+        port = parts.port
+    except ValueError:
+        return endpoint
+    host = parts.hostname + (f":{port}" if port is not None and port != default else "")
+    return f"{parts.scheme.lower()}://{host}{parts.path.rstrip('/')}"
+
+
+def new_on_governed(workspace: str, endpoint: str, found: Sequence[Governor]) -> str:
+    """What a plan and a refusal say of a new workspace on a governed endpoint."""
+    first = found[0]
+    return (f"workspace {workspace!r} records no governance yet, and its endpoint {endpoint} "
+            f"is governed by {first.named()}, which requires {first.governance.required} "
+            "signed approval(s): its first apply needs them, by the allowed signers recorded "
+            f"with {first.workspace!r}")
+
+
+def approved_by_governors(found: Sequence[Governor], workspace: str, endpoint: str,
+                          plan_path: str | None, message: bytes) -> list[Approver]:
+    """The approvers of a new workspace's first apply on a governed endpoint: each
+    governor's recorded approvals (ApprovalError, naming it, when too few)."""
+    approvers: list[Approver] = []
+    for governor in found:
+        held = governor.governance
+        if plan_path is None:
+            raise ApprovalError(
+                f"{new_on_governed(workspace, endpoint, found)}: apply a saved plan approved "
+                f"by {held.required} of them (`govsync plan --out plan.json`, `govsync "
+                "approve plan.json --key KEY`), or give this environment another endpoint; "
+                "nothing was sent")
+        approvers += approvals.check(
+            plan_path, message, held.allowed(governor.workspace), held.required,
+            f"{governor.named()}, whose endpoint {endpoint} new workspace {workspace!r} "
+            "applies to", f"the allowed signers recorded with {governor.workspace!r}")
+    return approvers
 
 
 def change(record: Governance | None, proposed: Governance) -> dict[str, Any] | None:

@@ -80,8 +80,11 @@ class Agent:
                    "--checkout", str(directory / "checkout"),
                    "--endpoint", endpoint, "--listen", f"127.0.0.1:{self.port}",
                    "--interval", interval, *args]
-        if state is not None:
-            command += ["--state", state]
+        # The agent's state lies outside its checkout (inside, it is refused: a commit
+        # could replace it); "" leaves --state out.
+        self.state = str(directory / "state.db") if state is None else state
+        if self.state:
+            command += ["--state", self.state]
         environ = {k: v for k, v in os.environ.items() if not k.startswith("GOVSYNC_")}
         environ.update({"GOVSYNC_API_KEY": KEY, "GOVSYNC_UI_TOKEN": TOKEN,
                         "PYTHONUNBUFFERED": "1", **(env or {})})

@@ -131,9 +131,8 @@ def test_prod_waits_for_approvals(tmp_path: Path, server: str) -> None:
         git_env = {k: v for k, v in os.environ.items() if not k.startswith("GOVSYNC_")}
         subprocess.run(["git", "clone", "-q", str(repo.root), str(checkout)], check=True)
         (checkout / "approved").mkdir()
-        state = (tmp_path / "run" / "checkout") / ".govsync" / "state.db"
         made = subprocess.run([sys.executable, "-m", "govsync", "plan", "--env", "prod", "--out",
-                               "approved/p1.json", "--state", str(state)],
+                               "approved/p1.json", "--state", agent.state],
                               cwd=checkout, env=git_env, capture_output=True, text=True)
         assert made.returncode == 0, made.stderr
         signed = subprocess.run([sys.executable, "-m", "govsync", "approve", "approved/p1.json",
@@ -176,7 +175,8 @@ def test_pause_and_resume(tmp_path: Path, server: str) -> None:
         checkout = run / "checkout"
         env = {k: v for k, v in os.environ.items() if not k.startswith("GOVSYNC_")}
         paused = subprocess.run([sys.executable, "-m", "govsync", "agent", "pause", "staging",
-                                 "--reason", "incident 4711"], cwd=checkout, env=env,
+                                 "--reason", "incident 4711", "--state", agent.state],
+                                cwd=checkout, env=env,
                                 capture_output=True, text=True)
         assert paused.returncode == 0, paused.stderr
         repo.commit({"manifests/hooks.yaml": hooks(["r1", "r2"])})
@@ -185,8 +185,8 @@ def test_pause_and_resume(tmp_path: Path, server: str) -> None:
         assert "incident 4711" in found["staging"]["reason"]
         time.sleep(2)
         assert [o["name"] for o in objects(server)] == ["r1"]  # planned, never applied
-        resumed = subprocess.run([sys.executable, "-m", "govsync", "agent", "resume", "staging"],
-                                 cwd=checkout, env=env, capture_output=True, text=True)
+        resumed = subprocess.run([sys.executable, "-m", "govsync", "agent", "resume", "staging",
+                                  "--state", agent.state], cwd=checkout, env=env, capture_output=True, text=True)
         assert resumed.returncode == 0, resumed.stderr
         agent.wait(lambda e: e["staging"]["status"] == "Synced", what="resumed")
         assert sorted(o["name"] for o in objects(server)) == ["r1", "r2"]
@@ -273,7 +273,8 @@ def test_github_gets_a_commit_status_and_one_issue_opened_and_closed(
         env = {k: v for k, v in os.environ.items() if not k.startswith("GOVSYNC_")}
         checkout = (tmp_path / "run" / "checkout")
         applied = subprocess.run([sys.executable, "-m", "govsync", "apply", "--env", "prod",
-                                  "--auto-approve", "--endpoint", server], cwd=checkout,
+                                  "--auto-approve", "--endpoint", server, "--state",
+                                  agent.state], cwd=checkout,
                                  env={**env, "GOVSYNC_API_KEY": KEY}, capture_output=True,
                                  text=True)
         assert applied.returncode == 0, applied.stderr
@@ -301,8 +302,7 @@ def test_sigterm_mid_apply_finishes_the_calls_in_flight_and_exits_0(tmp_path: Pa
         assert objects(url), "the apply did not start"
         agent.proc.send_signal(signal.SIGTERM)
         assert agent.proc.wait(timeout=30) == 0
-        checkout = (tmp_path / "run" / "checkout")
-        with open_store(str(checkout / ".govsync" / "state.db")) as store:
+        with open_store(agent.state) as store:
             entries = store.snapshot("staging").entries
         created = {o["name"] for o in objects(url)}
         assert 0 < len(created) < len(names), "SIGTERM came too late to test anything"

@@ -202,7 +202,10 @@ def test_the_dockerfile_installs_an_agent_that_runs(tmp_path: Path) -> None:
     subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
     subprocess.run([*git, "commit", "-qm", "one"], cwd=repo, check=True)
     cmd[cmd.index("--checkout") + 1] = str(tmp_path / "checkout")
+    # The image's state comes from GOVSYNC_STATE, outside the checkout (inside, it is
+    # refused: a commit could replace it).
     env = {k: v for k, v in os.environ.items() if not k.startswith("GOVSYNC_")}
+    env["GOVSYNC_STATE"] = str(tmp_path / "state.db")
     ran = subprocess.run([str(venv / "bin" / entry[0]), *entry[1:], *cmd, "--once",
                           "--repo", str(repo), "--endpoint", "local"],
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)

@@ -11,15 +11,16 @@
 ``metrics``    the Prometheus metrics
 ``web``        the HTTP side: probes, metrics, the JSON API, the push webhook,
                the dashboard at ``/``
-``control``    ``pause`` and ``resume``, recorded in the workspace
+``control``    ``pause``, ``resume`` and ``accept``, recorded in the workspace
 =============  ====================================================================
 """
 
 from __future__ import annotations
 
-from govsync.agent.control import pause, resume
+from govsync.agent.control import accept, pause, resume
 from govsync.agent.loop import Agent, Options
 from govsync.agent.reach import SinkPolicy
 from govsync.agent.web import Served, create_app
 
-__all__ = ["Agent", "Options", "Served", "SinkPolicy", "create_app", "pause", "resume"]
+__all__ = ["Agent", "Options", "Served", "SinkPolicy", "accept", "create_app", "pause",
+           "resume"]

@@ -1,20 +1,29 @@
 """``govsync agent pause ENV --reason TEXT`` and ``govsync agent resume ENV``:
 recorded in the environment's workspace (the agent's value ``pause``, and a
 history record for the audit), where every agent reads it at its next cycle:
-a paused environment is planned, never applied."""
+a paused environment is planned, never applied.
+
+``govsync agent accept ENV --reason TEXT``: an operator lets the agent take up an
+environment the repository added (or renamed) onto an endpoint another
+workspace of the state governs; recorded as the agent's value ``accepted``
+(with the endpoint accepted) and a history record.  Its first apply still
+needs the governing workspace's approvals."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from govsync import runtime
+from govsync import commands, governance, runtime
+from govsync.agent.cycle import ACCEPTED
 from govsync.agent.loop import PAUSE
 from govsync.errors import ConfigError
+from govsync.redact import url as safe_url
 from govsync.settings import Settings
 from govsync.state import LockHolder, now
 
 PAUSE_RECORD = "pause"
 RESUME_RECORD = "resume"
+ACCEPT_RECORD = "accept"
 
 
 def pause(settings: Settings, reason: str) -> dict[str, Any]:
@@ -41,6 +50,32 @@ def resume(settings: Settings) -> dict[str, Any] | None:
             RESUME_RECORD, settings, {"reason": found.get("reason") if isinstance(found, dict)
                                       else None, "by": f"{me.user}@{me.host}", "at": now()}))
     return found if isinstance(found, dict) else {}
+
+
+def accept(settings: Settings, reason: str) -> str:
+    """Accept ``settings``' new workspace onto the governed endpoint it names; what was
+    done, in words (nothing, where there is nothing to accept)."""
+    if not reason.strip():
+        raise ConfigError("give the reason: --reason TEXT (it is shown and kept)")
+    if not settings.endpoint:
+        raise ConfigError("the environment names no endpoint: pass --endpoint URL (the one "
+                          "the agent applies it to)")
+    endpoint = commands.normal_endpoint(settings.endpoint)
+    with runtime.open_state(settings) as store:
+        workspace = settings.workspace
+        if store.snapshot(workspace, responses=False, create=False).governance is not None:
+            return (f"nothing to accept: workspace {workspace!r} records its governance "
+                    "already")
+        found = governance.governors(store.governed(), workspace, endpoint)
+        if not found:
+            return (f"nothing to accept: no other workspace governs {safe_url(endpoint)}")
+        me = LockHolder.me()
+        record = {"endpoint": endpoint, "governors": [g.workspace for g in found],
+                  "reason": reason.strip(), "by": f"{me.user}@{me.host}", "at": now()}
+        store.set_agent(workspace, ACCEPTED, record)
+        store.add_history(workspace, _history(ACCEPT_RECORD, settings, record))
+    return (f"accepted: the agent plans workspace {workspace!r} on {safe_url(endpoint)}; its "
+            f"first apply needs the approvals of {found[0].named()}")
 
 
 def _history(kind: str, settings: Settings, record: dict[str, Any]) -> dict[str, Any]:

@@ -22,11 +22,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from govsync import commands, governance, planfile
+from govsync import commands, governance, planfile, runtime
 from govsync.agentconfig import AgentSettings, Event
 from govsync.errors import (
     ApprovalError,
     BlockedPlanError,
+    ConfigError,
     GovernanceError,
     GovsyncError,
     LockLostError,
@@ -35,15 +36,19 @@ from govsync.errors import (
     Problem,
     StateLockedError,
 )
+from govsync.files import inside
 from govsync.manifests import load as load_manifests
 from govsync.manifests.loader import Reader, read_files
 from govsync.manifests.model import Context, ManifestSet
 from govsync.plan import Action, Plan
 from govsync.planfile import SavedPlan
+from govsync.redact import url as safe_url
 from govsync.settings import Settings
-from govsync.state import LockHolder, now
+from govsync.state import LockHolder, exists, now
 from govsync.ui.reading import DRIFT_RECORD, Status, status_of
 
+# The agent's value of a workspace an operator accepted onto a governed endpoint.
+ACCEPTED = "accepted"
 # The pending changes a cycle's record lists (the plan has them all).
 LISTED_CHANGES = 100
 # The event each status sends.
@@ -62,6 +67,9 @@ class Target:
     name: str
     settings: Settings
     agent: AgentSettings
+    # The agent's checkout (None: the agent reads the project where it is): nothing the
+    # agent reads or keeps lies outside it, nor its state inside it.
+    root: str | None = None
 
     @property
     def workspace(self) -> str:
@@ -182,6 +190,11 @@ def _run(cycle: Cycle, target: Target, paused: Mapping[str, Any] | None, frozen:
          stopping: threading.Event | None, read: Reader) -> None:
     settings = target.settings
     selection = settings.selection
+    _confined(target)
+    found, accepted = _governors(target)
+    if not accepted:
+        cycle.status, cycle.reason = Status.BLOCKED, _unaccepted(target, found)
+        return
     manifests = load_manifests(selection.paths(()), read=read,
                                context=Context(selection.variables(), selection.name))
     plan = _plan(cycle, manifests, settings)
@@ -199,10 +212,65 @@ def _run(cycle: Cycle, target: Target, paused: Mapping[str, Any] | None, frozen:
         return
     if stopping is not None and stopping.is_set():
         return
-    if _required(plan, settings):
-        _apply_approved(cycle, target, manifests, stopping)
+    if _required(plan, settings) or found:
+        _apply_approved(cycle, target, manifests, stopping, found)
     else:
         _apply(cycle, target, manifests, None, stopping)
+
+
+def _confined(target: Target) -> None:
+    """ConfigError, naming the path, for what the repository may not make the agent
+    read: manifests, an allowed-signers file or the plans folder outside the
+    checkout (an absolute or ``../`` path, a symbolic link leading out).  (A state
+    a commit could replace the loop refuses before opening it:
+    ``runtime.exposed_state``.)"""
+    if target.root is None:
+        return
+    selection = target.settings.selection
+    project = selection.project
+    read = list(selection.paths(()))
+    if project is not None:
+        read.append(project.file)
+        if project.approvals is not None and project.approvals.allowed_signers:
+            read.append(project.approvals.allowed_signers)
+    if target.agent.plans is not None:
+        read.append(target.agent.plans)
+    for path in read:
+        if not inside(path, target.root):
+            raise ConfigError(
+                f"environment {target.name}: {path} is outside the agent's checkout "
+                f"{target.root} (an absolute or ../ path, or a symbolic link leading out): "
+                "the agent reads only files of its repository; fix the path in the "
+                "project file")
+
+
+def _governors(target: Target) -> tuple[list[governance.Governor], bool]:
+    """The workspaces that govern the endpoint of a new workspace (one that records no
+    governance yet; none for any other), and whether the agent may take it up: not
+    when it is new on a governed endpoint and no operator accepted it there
+    (``govsync agent accept``)."""
+    settings = target.settings
+    endpoint = commands.normal_endpoint(settings.endpoint) if settings.endpoint else None
+    if endpoint is None or not exists(settings.state):
+        return [], True
+    with runtime.open_state(settings) as store:
+        recorded = store.governed()  # one read of the records, no entries
+        if target.workspace in recorded:
+            return [], True
+        found = governance.governors(recorded, target.workspace, endpoint)
+        accepted = store.agent(target.workspace).get(ACCEPTED) if found else None
+    return found, not found or (isinstance(accepted, dict)
+                                and accepted.get("endpoint") == endpoint)
+
+
+def _unaccepted(target: Target, found: list[governance.Governor]) -> str:
+    endpoint = safe_url(commands.normal_endpoint(target.settings.endpoint or ""))
+    return (f"not planned: environment {target.name} is new (workspace {target.workspace!r} "
+            f"records no governance) on endpoint {endpoint}, which {found[0].named()} "
+            "governs: a commit may not add or rename an environment onto a governed "
+            "endpoint; an operator accepts it with `govsync agent accept "
+            f"{target.name} --reason TEXT`, and its first apply then needs the approvals "
+            f"recorded with {found[0].workspace!r}")
 
 
 def _required(plan: Plan, settings: Settings) -> int:
@@ -215,11 +283,13 @@ def _required(plan: Plan, settings: Settings) -> int:
 
 
 def _apply_approved(cycle: Cycle, target: Target, manifests: ManifestSet,
-                    stopping: threading.Event | None) -> None:
+                    stopping: threading.Event | None,
+                    governors: list[governance.Governor]) -> None:
     """Apply from an approved saved plan of the ``plans`` folder, if one verifies."""
     folder = target.agent.plans
-    why = (f"waiting for approvals: workspace {target.workspace!r} requires signed "
-           "approvals, so it is applied only from an approved saved plan")
+    needs = (f"{governors[0].named()} governs its endpoint" if governors
+             else f"workspace {target.workspace!r} requires signed approvals")
+    why = f"waiting for approvals: {needs}, so it is applied only from an approved saved plan"
     if folder is None:
         cycle.reason += f"; {why}: name their folder in agent.plans"
         return

@@ -39,6 +39,7 @@ from govsync.agent.notify import (
 from govsync.agent.reach import SinkPolicy
 from govsync.agentconfig import DEFAULT_INTERVAL, Sink
 from govsync.errors import GovsyncError, LockLostError, ManifestError, StateError
+from govsync.files import inside
 from govsync.manifests.loader import ReadCache
 from govsync.project import Given, Selection
 from govsync.redact import url as safe_url
@@ -243,6 +244,11 @@ class Agent:
             raise GovsyncError(f"there is no project file {path}" + (
                 f" in {self.checkout.shown} at {self.checkout.branch}"
                 if self.checkout is not None else ""))
+        root = self.checkout.directory if self.checkout is not None else None
+        if path is not None and root is not None and not inside(path, root):
+            raise GovsyncError(f"the project file {path} leads outside the agent's checkout "
+                               f"{root} (a symbolic link): the agent reads only files of its "
+                               "repository; commit the project file itself")
         base = project.select(path, None, [])
         if self.checkout is None:
             folder = os.path.dirname(base.project.file) if base.project else "."
@@ -252,7 +258,7 @@ class Agent:
             settings = self._settings(base)
             return {settings.workspace: Target(settings.workspace, settings,
                                                the_project.agent(None) if the_project
-                                               else agentconfig.AgentSettings())}
+                                               else agentconfig.AgentSettings(), root)}
         unknown = [e for e in self.options.environments if e not in the_project.environments]
         if unknown:
             the_project.environment(unknown[0])  # ConfigError listing the known ones
@@ -261,7 +267,7 @@ class Agent:
             if self.options.environments and name not in self.options.environments:
                 continue
             settings = self._settings(Selection(the_project, env))
-            targets[name] = Target(name, settings, the_project.agent(env))
+            targets[name] = Target(name, settings, the_project.agent(env), root)
         return targets
 
     def _settings(self, selection: Selection) -> Settings:
@@ -288,6 +294,12 @@ class Agent:
     def _environment(self, known: Known, problem: str) -> None:
         target = known.target
         workspace = target.workspace
+        exposed = runtime.exposed_state(target.settings.state, target.root)
+        if exposed:  # a commit could replace it: never opened
+            known.leading = False
+            self._show(known, Cycle(target.name, workspace, Status.ERROR, exposed,
+                                    self.revision), ran=True)
+            return
         try:
             store = self._store(target.settings)
             known.leading = self._lead(known, store)

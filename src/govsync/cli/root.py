@@ -203,6 +203,11 @@ def global_options(func: F) -> F:
             insecure_http=insecure_http,
             local_seed=local_seed,
         )
+        from govsync.runtime import exposed_state
+
+        exposed = exposed_state(settings.state)
+        if exposed:
+            click.echo(f"warning: {exposed}", err=True)
         return func(*args, settings=settings, **kwargs)
 
     return wrapper  # type: ignore[return-value]

@@ -126,6 +126,7 @@ def agent_command(ctx: click.Context, project_file: str | None, repo: str | None
       govsync agent --repo ../gov --allow-sink-host hooks.slack.com
       govsync agent --once --env staging
       govsync agent pause prod --reason "incident 4711"
+      govsync agent accept prod-eu --reason "new region, change 812"
     """
     if ctx.invoked_subcommand is not None:
         return
@@ -177,6 +178,8 @@ def agent_command(ctx: click.Context, project_file: str | None, repo: str | None
         if served is not None:
             served.stop()
     if once:
+        if agent.problem and not agent.known:
+            click.echo(f"error: {agent.problem}", err=True)
         for item in agent.environments():
             click.echo(f"{item['name']}: {item['status']} ({item['reason']})")
         if agent.problem and not agent.environments():
@@ -234,3 +237,25 @@ def agent_resume(settings: Settings, environment: str) -> None:
     lifted = resume(_environment_settings(environment))
     click.echo(f"resumed {environment}" if lifted is not None
                else f"{environment} was not paused")
+
+
+@agent_command.command("accept")
+@global_options
+@click.argument("environment", metavar="ENV")
+@click.option("--reason", required=True, metavar="TEXT", help="Why (shown and kept).")
+def agent_accept(settings: Settings, environment: str, reason: str) -> None:
+    """Let the agent take up an environment new on a governed endpoint.
+
+    A commit that adds an environment, or renames a workspace, onto an endpoint
+    another workspace of the state governs (records approvals for) is not
+    planned by the agent until an operator, with the state's writer
+    credentials, accepts it here; its first apply then still needs that
+    workspace's recorded approvals.
+
+    \b
+    Example:
+      govsync agent accept prod-eu --reason "new region, change 812"
+    """
+    from govsync.agent import accept
+
+    click.echo(accept(_environment_settings(environment), reason))

@@ -619,6 +619,18 @@ class PostgresStore(StateStore):
             cur.execute("UPDATE govsync_workspaces SET governance = %s WHERE name = %s",
                         (Jsonb(record) if record is not None else None, workspace))
 
+    def governed(self) -> dict[str, tuple[str | None, dict[str, Any]]]:
+        if self._fresh or {"endpoint", "governance"} & set(self._schema[1]):
+            return {}
+        with self._mutex, self._errors("cannot read the workspaces' governance"):
+            rows = self.db.execute("SELECT name, endpoint, governance::text FROM"
+                                   " govsync_workspaces WHERE governance IS NOT NULL").fetchall()
+        try:
+            return {str(name): (endpoint, json_object(record, "governance") or {})
+                    for name, endpoint, record in rows}
+        except Malformed as exc:
+            raise self._damaged(f"a workspace's governance: {exc}") from None
+
     def agent(self, workspace: str) -> dict[str, Any]:
         if "govsync_agent" in self._schema[1] or self._fresh:
             return {}

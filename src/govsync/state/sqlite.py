@@ -626,6 +626,16 @@ class SqliteStore(StateStore):
             db.execute("DELETE FROM governance_writes WHERE workspace = ?", (workspace,))
         self._write(workspace, body, bump=False)
 
+    def governed(self) -> dict[str, tuple[str | None, dict[str, Any]]]:
+        with self._transaction(f"cannot read state {self.path}", write=False) as db:
+            rows = db.execute("SELECT name, endpoint, governance FROM workspaces"
+                              " WHERE governance IS NOT NULL").fetchall()
+        try:
+            return {str(name): (endpoint, json_object(record, "governance") or {})
+                    for name, endpoint, record in rows}
+        except Malformed as exc:
+            raise self._damaged(f"a workspace's governance: {exc}") from None
+
     def agent(self, workspace: str) -> dict[str, Any]:
         with self._transaction(f"cannot read the agent's records of {workspace!r}",
                                write=False) as db:

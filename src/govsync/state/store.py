@@ -112,6 +112,11 @@ class Storage(ABC):
         """Record the workspace's governance (a JSON object; the serial stays)."""
 
     @abstractmethod
+    def governed(self) -> dict[str, tuple[str | None, dict[str, Any]]]:
+        """Every workspace that records its governance: the endpoint recorded with it
+        (None: none yet) and the governance record (a JSON object), by name."""
+
+    @abstractmethod
     def agent(self, workspace: str) -> dict[str, Any]:
         """What the agent records of the workspace, by name (``pause``, ``cycle``,
         ``leader``, ``notifications``: each a JSON value); {} when nothing is."""

@@ -1,0 +1,153 @@
+"""The repository the agent follows is not trusted (issue 30, findings 2, 3 and 10):
+an attacker with commit access commits, the agent (a process) follows the
+branch, and the reference server (a process) never holds what the attacker
+wanted."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from agentkit import KEY, Agent, Repo, hooks
+
+from testkit import drop_pg_workspaces
+from testkit import serve as serve_process
+from testkit import stop as stop_process
+
+pytestmark = pytest.mark.slow
+
+PROJECT = """\
+apiVersion: govsync/v1
+kind: Project
+paths: [manifests/]
+environments:
+  prod:
+    workspace: {prod}
+    agent: {{autoApply: false}}
+approvals: {{required: 1, allowedSigners: allowed_signers, environments: [prod]}}
+"""
+
+# The attacker's commit: prod renamed (and set to apply by itself, approvals dropped),
+# and a new environment on prod's endpoint and state that applies by itself.
+ATTACK = """\
+apiVersion: govsync/v1
+kind: Project
+paths: [manifests/]
+environments:
+  prod:
+    workspace: {prod}2
+    agent: {{autoApply: true}}
+  prod-fast:
+    workspace: {prod}-fast
+    agent: {{autoApply: true}}
+"""
+POSTGRES = os.environ.get("GOVSYNC_TEST_POSTGRES", "")
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[str]:
+    proc, url = serve_process(["--api-key", KEY], key=KEY, output=tmp_path / "server.log")
+    try:
+        yield url
+    finally:
+        stop_process(proc)
+
+
+def names(url: str) -> Counter[str]:
+    answer = httpx.get(f"{url}/_govsync/objects", headers={"X-API-KEY": KEY}, timeout=10)
+    return Counter(o["name"] for o in answer.json().get("Hook", []))
+
+
+def govsync(*args: str, cwd: Path, url: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GOVSYNC_")}
+    env.update(GOVSYNC_API_KEY=KEY, GOVSYNC_ENDPOINT=url)
+    return subprocess.run([sys.executable, "-m", "govsync", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def state(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """(the state, prod's workspace): SQLite beside the agent, or the test database."""
+    prod = f"prod-{uuid.uuid4().hex[:8]}"
+    if request.param == "sqlite":
+        yield str(tmp_path / "state.db"), prod
+        return
+    if not POSTGRES:
+        pytest.skip("GOVSYNC_TEST_POSTGRES is not set")
+    yield POSTGRES, prod
+    drop_pg_workspaces(POSTGRES, [prod, f"{prod}2", f"{prod}-fast"])
+
+
+@pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="ssh-keygen is not installed")
+def test_a_commit_cannot_move_an_environment_onto_prods_endpoint(
+        tmp_path: Path, server: str, state: tuple[str, str]) -> None:
+    """Finding 2 (A and B): prod records one approval; a commit renames prod's workspace
+    and adds prod-fast, both applying by themselves on prod's endpoint and state.
+    The agent plans neither until an operator accepts it, and then waits for prod's
+    approvals: no hook is created a second time."""
+    key = tmp_path / "ana"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "ana", "-f",
+                    str(key)], check=True)
+    kind, b64 = (tmp_path / "ana.pub").read_text().split()[:2]
+    state_url, prod = state
+    repo = Repo(tmp_path / "repo", PROJECT.format(prod=prod))
+    repo.commit({"manifests/hooks.yaml": hooks(["h1"]),
+                 "allowed_signers": f"ana@example.com {kind} {b64}\n"})
+    plan = tmp_path / "p.json"
+    for step in (("plan", "--env", "prod", "--out", str(plan), "--state", state_url),
+                 ("approve", str(plan), "--key", str(key)),
+                 ("apply", "--env", "prod", str(plan), "--state", state_url)):
+        done = govsync(*step, cwd=repo.root, url=server)
+        assert done.returncode == 0, done.stderr
+    assert names(server) == {"h1": 1}
+    revision = repo.commit({"govsync.yaml": ATTACK.format(prod=prod),
+                            "manifests/hooks.yaml": hooks(["h1", "h2"])}, "attack")
+    agent = Agent(repo, tmp_path / "run", endpoint=server, state=state_url)
+    try:
+        found = agent.wait(lambda e: e["prod"]["revision"] == revision
+                           and e["prod"]["status"] == "Blocked"
+                           and e["prod-fast"]["status"] == "Blocked", what="both refused")
+        for name in ("prod", "prod-fast"):
+            assert "govsync agent accept" in found[name]["reason"], found[name]
+            assert f"workspace {prod!r}" in found[name]["reason"], found[name]
+        # An operator accepts prod-fast: planned now, and waiting for prod's approval.
+        accepted = govsync("agent", "accept", "prod-fast", "--reason", "test", "--state",
+                           state_url, cwd=repo.root, url=server)
+        assert accepted.returncode == 0, accepted.stderr
+        found = agent.wait(lambda e: e["prod-fast"]["status"] == "OutOfSync",
+                           what="prod-fast accepted")
+        assert "waiting for approvals" in found["prod-fast"]["reason"], found["prod-fast"]
+        assert f"workspace {prod!r}" in found["prod-fast"]["reason"], found["prod-fast"]
+        time.sleep(1.5)  # another cycle or so
+        assert agent.environments()["prod"]["status"] == "Blocked"
+    finally:
+        agent.stop()
+    assert names(server) == {"h1": 1}  # no new hook, nothing created twice
+
+
+def test_a_committed_state_never_replaces_the_agents(tmp_path: Path, server: str) -> None:
+    """Finding 3: the agent refuses a state inside its checkout (a commit of
+    .govsync/state.db would replace it), naming the path and the fix."""
+    repo = Repo(tmp_path / "repo", "apiVersion: govsync/v1\nkind: Project\n"
+                "paths: [manifests/]\nenvironments:\n  staging:\n    agent: {autoApply: true}\n")
+    repo.commit({"manifests/hooks.yaml": hooks(["s1"])})
+    agent = Agent(repo, tmp_path / "run", endpoint=server, state="")  # the project's default
+    try:
+        found = agent.wait(lambda e: e["staging"]["status"] == "Error", what="refused")
+        reason = found["staging"]["reason"]
+        assert "inside the agent's checkout" in reason and "--state" in reason, reason
+        assert os.path.join(".govsync", "state.db") in reason
+    finally:
+        agent.stop()
+    assert names(server) == Counter()
+    assert not (tmp_path / "run" / "checkout" / ".govsync" / "state.db").exists()
+
