@@ -22,7 +22,6 @@ from govsync.api.catalog import readable_kinds
 from govsync.api.kinds import BY_KIND
 from govsync.approvals import Approver
 from govsync.drift import DriftReport
-from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.errors import (
     ApiError,
     ApprovalError,
@@ -286,8 +285,8 @@ def endpoint_change(snapshot: Snapshot, settings: Settings) -> str:
 
 def _key_rejected(exc: UnauthorizedError) -> ConfigError:
     """A live read refused for the key: the key, not the check, is what to fix."""
-    return ConfigError(f"the API rejected the key ({exc.status}): check {API_KEY_ENV} for "
-                       "this endpoint")
+    # The client's message names the environment, the endpoint and the variable read.
+    return ConfigError(f"the API rejected the key ({exc.status}): {exc.message}")
 
 
 def _skip_live(plan: Plan, values: list[LiveValue], why: str) -> None:

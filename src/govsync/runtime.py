@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.errors import ConfigError
 from govsync.settings import Settings
 from govsync.state import StateStore, open_store
@@ -29,16 +30,22 @@ def open_state(settings: Settings) -> StateStore:
 def client(settings: Settings, **kw: Any) -> AsyncClient:
     """An API client for the configured endpoint (ConfigError when none)."""
     return connect(settings.endpoint, settings.api_key, insecure_http=settings.insecure_http,
-                   local_db=settings.local_db, local_seed=settings.local_seed, **kw)
+                   local_db=settings.local_db, local_seed=settings.local_seed,
+                   key_variable=settings.key_variable, environment=settings.selection.name,
+                   **kw)
 
 
 def connect(endpoint: str | None, api_key: str | None, *, insecure_http: bool = False,
             local_db: str | os.PathLike[str] | None = None, local_seed: str | None = None,
+            key_variable: str = API_KEY_ENV, environment: str | None = None,
             **kw: Any) -> AsyncClient:
-    """An AsyncClient for ``--endpoint``: a URL, or ``local`` (in-process, no key needed)."""
+    """An AsyncClient for ``--endpoint``: a URL, or ``local`` (in-process, no key needed).
+    ``key_variable`` and ``environment``: where the key came from, for the messages."""
     from govsync.api.client import LOCAL_BASE_URL, AsyncClient, check_endpoint
 
-    endpoint, api_key = check_endpoint(endpoint, api_key)
+    shown = f"{key_variable} (the key of environment {environment})" if environment else key_variable
+    endpoint, api_key = check_endpoint(endpoint, api_key, shown)
+    kw.update(key_variable=key_variable, environment=environment)
     if endpoint == "local":  # the server's modules load only for the embedded server
         from govsync.api.transport import asgi_transport
         from govsync.server import Store, create_app

@@ -174,7 +174,8 @@ def global_options(func: F) -> F:
 
     @click.option("--endpoint", envvar=envvars.ENDPOINT, show_envvar=True, metavar="URL",
                   help="API base URL, or `local` for the embedded reference server. The key "
-                       f"comes from {API_KEY_ENV}.")
+                       f"comes from {API_KEY_ENV}, or the variable the environment's "
+                       "apiKey names.")
     @click.option("--state", "state_url", envvar=envvars.STATE, default=DEFAULT_STATE,
                   show_default=True, show_envvar=True, metavar="URL",
                   help="State store: a SQLite file, or a postgresql:// URL.")
@@ -198,7 +199,7 @@ def global_options(func: F) -> F:
             endpoint=given(ctx, "endpoint", endpoint, "--endpoint", envvars.ENDPOINT),
             state=given(ctx, "state_url", state_url, "--state", envvars.STATE),
             workspace=given(ctx, "workspace", workspace, "--workspace", envvars.WORKSPACE),
-            api_key=os.environ.get(API_KEY_ENV) or None,
+            environ=os.environ,
             insecure_http=insecure_http,
             local_seed=local_seed,
         )
