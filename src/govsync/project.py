@@ -285,7 +285,7 @@ class Given:
     variable: str
 
 
-def _same(key: str, a: str, b: str) -> bool:
+def same_setting(key: str, a: str, b: str) -> bool:
     """Whether two settings name the same place (credentials and query aside)."""
     if key == "workspace":
         return a == b
@@ -352,7 +352,7 @@ class Selection:
             return given.value
         mine = getattr(self.environment, key, None) if self.environment else None
         if given.source == "environment" and given.value:
-            if mine is not None and not _same(key, given.value, str(mine)):
+            if mine is not None and not same_setting(key, given.value, str(mine)):
                 assert self.environment is not None and self.project is not None
                 raise ConfigError(
                     f"{given.variable}={redact.url(given.value)} contradicts environment "

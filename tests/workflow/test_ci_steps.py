@@ -252,7 +252,7 @@ def test_github_jobs(ci: CI) -> None:
 
     # Reviewers approve prod's plan on their machines and post the signatures.
     for key in ci.keys:
-        ok(ci.govsync("approve", str(artifact / "prod.json"), "--key", str(key)))
+        ok(ci.govsync("approve", "--yes", str(artifact / "prod.json"), "--key", str(key)))
     signatures = (artifact / "prod.json.sig").read_text()
 
     # Merge: each environment's apply job, in order, with its own credentials.
@@ -401,7 +401,7 @@ def test_gitlab_jobs(ci: CI, gitlab: StubGitLab) -> None:
     review = ci.files / "prod.json"
     review.write_bytes(gitlab.plans["prod"])
     for key in ci.keys:
-        ok(ci.govsync("approve", str(review), "--key", str(key)))
+        ok(ci.govsync("approve", "--yes", str(review), "--key", str(key)))
     gitlab.notes.append({"body": "LGTM\n" + (ci.files / "prod.json.sig").read_text()})
     shutil.rmtree(ci.repo / "plans")
 

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import click
 
 from govsync import __version__, envvars, logs
+from govsync.cli.scope import new_state_said, replaced_paths, require_environment
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.envvars import DEFAULT_STATE
 from govsync.envvars import LOG as LOG_ENV
@@ -203,7 +204,9 @@ def global_options(func: F) -> F:
             insecure_http=insecure_http,
             local_seed=local_seed,
         )
-        return func(*args, settings=settings, **kwargs)
+        require_environment(selection, ctx.command.name or "")
+        with new_state_said(settings):
+            return func(*args, settings=settings, **kwargs)
 
     return wrapper  # type: ignore[return-value]
 
@@ -242,6 +245,9 @@ def load(paths: tuple[str, ...] | list[str], selection: Selection | None = None,
 
     selection = selection or Selection()
     context = Context(selection.variables(), selection.name)
+    note = replaced_paths(selection, paths)
+    if note:
+        click.echo(note, err=True)
 
     enabled = gc.isenabled()
     gc.disable()
