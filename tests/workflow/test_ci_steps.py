@@ -190,7 +190,10 @@ class GitHubJob:
         self.job = workflow["jobs"][name]
         self.output = ci.files / f"{name}.output"
         self.summary = ci.files / f"{name}.summary"
-        self.env = {"GITHUB_OUTPUT": str(self.output), "GITHUB_STEP_SUMMARY": str(self.summary)}
+        self.github_env = ci.files / f"{name}.env"
+        self.github_env.unlink(missing_ok=True)
+        self.env = {"GITHUB_OUTPUT": str(self.output), "GITHUB_STEP_SUMMARY": str(self.summary),
+                    "GITHUB_ENV": str(self.github_env)}
         contexts = {"vars": settings, "secrets": settings, "matrix": matrix or {}}
         for key, value in {**workflow["env"], **self.job.get("env", {})}.items():
             self.env[key] = EXPRESSION.sub(
@@ -199,7 +202,12 @@ class GitHubJob:
 
     def step(self, name: str, **env: str) -> subprocess.CompletedProcess[str]:
         [step] = [s for s in self.job["steps"] if s.get("name") == name]
-        return self.ci.bash(step["run"], {**self.env, **step.get("env", {}), **env})
+        done = self.ci.bash(step["run"], {**self.env, **step.get("env", {}), **env})
+        # What a step writes to $GITHUB_ENV is in the environment of the steps after it.
+        if self.github_env.exists():
+            self.env.update(line.split("=", 1) for line in
+                            self.github_env.read_text().splitlines() if "=" in line)
+        return done
 
     def outputs(self) -> dict[str, str]:
         lines = self.output.read_text().splitlines() if self.output.exists() else []
@@ -208,7 +216,10 @@ class GitHubJob:
 
 def test_github_jobs(ci: CI) -> None:
     workflow = yaml.safe_load((ci.repo / ".github/workflows/govsync.yml").read_text())
-    shared, production = ci.shared, ci.production
+    # A team's typical settings: a repository-wide GOVSYNC_ENDPOINT beside the
+    # environments' own endpoints (issue 34: it made even listing them fail).
+    shared = {**ci.shared, "GOVSYNC_ENDPOINT": "https://repository-wide.example.com"}
+    production = ci.production
 
     listed = GitHubJob(ci, workflow, "environments", {})
     ok(listed.step("Install govsync"))
@@ -221,7 +232,11 @@ def test_github_jobs(ci: CI) -> None:
     out = ok(unset.step("Check the settings"), 1)
     for name in ("GOVSYNC_STATE_READONLY", "GOVSYNC_VIEWER_API_KEY"):
         assert f"::error::secret {name}" in out, out
-    assert "has no endpoint" not in out  # govsync.yaml gives both environments one
+    assert "no endpoint" not in out  # govsync.yaml gives both environments one
+    assert "::error::environment staging: GOVSYNC_API_KEY is not set" in out, out
+    assert "Traceback" not in out
+    # ... and the comment says it in the same lines.
+    assert "secret GOVSYNC_VIEWER_API_KEY is not set" in (ci.repo / "settings.txt").read_text()
 
     plan = GitHubJob(ci, workflow, "plan", {**shared, **production})
     assert plan.env["GOVSYNC_API_KEY"] == VIEWER  # never the key that writes
@@ -383,7 +398,9 @@ class GitLabJob:
 
 def test_gitlab_jobs(ci: CI, gitlab: StubGitLab) -> None:
     pipeline = yaml.safe_load((ci.repo / ".gitlab-ci.yml").read_text())
-    shared, production = ci.shared, ci.production
+    # A project-wide GOVSYNC_ENDPOINT beside the environments' own (issue 34).
+    shared = {**ci.shared, "GOVSYNC_ENDPOINT": "https://project-wide.example.com"}
+    production = ci.production
     project = {"CI_API_V4_URL": gitlab.url, "CI_PROJECT_ID": "1", "CI_COMMIT_SHA": "c0ffee",
                "CI_COMMIT_SHORT_SHA": "c0ffee", "CI_COMMIT_BRANCH": "main",
                "CI_MERGE_REQUEST_IID": "7", "CI_PIPELINE_URL": "https://gitlab.example.com/p/1"}
@@ -464,6 +481,15 @@ def test_the_action_runs_the_environments_paths_and_commands_of_several_words(
 
     planned = ok(run(env="prod", args="--without-secrets"))
     assert "timeoutMs: 3000" in planned  # envs/prod's patch: the environment's paths
+    # An environment's settings are checked first, each problem one line (issue 34).
+    missing = ci.bash(step["run"], {"COMMAND": "plan", "PATHS": "", "ARGS": "", "ALLOWED": "0",
+                                    "GOVSYNC_ENV": "prod", "GOVSYNC_WORKSPACE": "",
+                                    "GITHUB_OUTPUT": str(ci.files / "action.output"),
+                                    "GOVSYNC_STATE": ci.reader})
+    assert missing.returncode == 1
+    assert ("::error::environment prod: GOVSYNC_API_KEY is not set: the API key of "
+            "environment prod") in missing.stdout, missing.stdout + missing.stderr
+    assert "Traceback" not in missing.stdout + missing.stderr
     listed = ok(run(command="state list", env="prod"))
     assert "workspace 'prod'" in listed
     assert "exit-code=0" in (ci.files / "action.output").read_text()

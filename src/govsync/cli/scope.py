@@ -44,7 +44,7 @@ def require_environment(selection: Selection, command: str) -> None:
         return
     names = ", ".join(sorted(project.environments))
     raise ConfigError(f"{project.file} defines environments ({names}) and none is selected: "
-                      f"pass --env NAME (or set {envvars.ENV}); nothing was read or sent")
+                      f"pass --env NAME (or set {envvars.ENV}); nothing was sent")
 
 
 def replaced_paths(selection: Selection, given: tuple[str, ...] | list[str]) -> str:
