@@ -204,8 +204,7 @@ def state_readonly_role(role: str, settings: Settings) -> None:
 
     \b
     Example:
-      govsync state readonly-role govsync_reader --state "$GOVSYNC_STATE" \
-        | psql -v ON_ERROR_STOP=1 "$GOVSYNC_STATE"
+      govsync state readonly-role govsync_reader | psql -v ON_ERROR_STOP=1 "$GOVSYNC_STATE"
     """
 
     for statement in commands.state_readonly_role(settings, role):
