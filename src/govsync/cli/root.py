@@ -195,17 +195,18 @@ def global_options(func: F) -> F:
                 **kwargs: Any) -> Any:
         ctx = click.get_current_context()
 
+        state = given(ctx, "state_url", state_url, "--state", envvars.STATE)
         settings = resolve(
             selection,
             endpoint=given(ctx, "endpoint", endpoint, "--endpoint", envvars.ENDPOINT),
-            state=given(ctx, "state_url", state_url, "--state", envvars.STATE),
+            state=state,
             workspace=given(ctx, "workspace", workspace, "--workspace", envvars.WORKSPACE),
             environ=os.environ,
             insecure_http=insecure_http,
             local_seed=local_seed,
         )
         require_environment(selection, ctx.command.name or "")
-        with new_state_said(settings):
+        with new_state_said(settings, defaulted=state.source == "default"):
             return func(*args, settings=settings, **kwargs)
 
     return wrapper  # type: ignore[return-value]

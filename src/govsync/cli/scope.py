@@ -113,11 +113,12 @@ def _given(ctx: click.Context, param: str, flag: str, variable: str) -> Given:
 
 
 @contextmanager
-def new_state_said(settings: Settings) -> Iterator[None]:
-    """Say in one line on stderr when the command made a new SQLite state and no
-    project file names where states live (a command run from the wrong folder)."""
+def new_state_said(settings: Settings, *, defaulted: bool) -> Iterator[None]:
+    """Say in one line on stderr when the command made a new SQLite state in the
+    default place (``defaulted``: nobody named one) and no project file names where
+    states live (a command run from the wrong folder)."""
     path = sqlite_path(settings.state)
-    before = path is None or exists(settings.state)
+    before = path is None or not defaulted or exists(settings.state)
     try:
         yield
     finally:
