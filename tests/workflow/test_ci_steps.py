@@ -231,9 +231,9 @@ def test_github_jobs(ci: CI) -> None:
     unset = GitHubJob(ci, workflow, "plan", {})
     out = ok(unset.step("Check the settings"), 1)
     for name in ("GOVSYNC_STATE_READONLY", "GOVSYNC_VIEWER_API_KEY"):
-        assert f"::error::secret {name}" in out, out
+        assert f"secret {name}" in out, out
     assert "no endpoint" not in out  # govsync.yaml gives both environments one
-    assert "::error::environment staging: GOVSYNC_API_KEY is not set" in out, out
+    assert "::error::environment staging: secret GOVSYNC_VIEWER_API_KEY is not set" in out, out
     assert "Traceback" not in out
     # ... and the comment says it in the same lines.
     assert "secret GOVSYNC_VIEWER_API_KEY is not set" in (ci.repo / "settings.txt").read_text()
@@ -493,3 +493,79 @@ def test_the_action_runs_the_environments_paths_and_commands_of_several_words(
     listed = ok(run(command="state list", env="prod"))
     assert "workspace 'prod'" in listed
     assert "exit-code=0" in (ci.files / "action.output").read_text()
+
+
+# -- two API instances, two keys, two states --------------------------------------------
+
+TWO = {"STAGING_API_KEY": "ci-staging-key", "STAGING_VIEWER_KEY": "ci-staging-viewer",
+       "PROD_API_KEY": "ci-prod-key", "PROD_VIEWER_KEY": "ci-prod-viewer"}
+
+
+@pytest.mark.postgres
+def test_github_jobs_for_two_instances_with_their_own_keys_and_states(tmp_path: Path) -> None:
+    """Issue 34: staging and prod on separate API instances, each with its own keys
+    (named in govsync.yaml by their variables) and its own state (staging SQLite,
+    prod PostgreSQL), beside the repository variable GOVSYNC_ENDPOINT a team sets:
+    every job passes, and a missing key is one line naming it."""
+    url = os.environ.get("GOVSYNC_TEST_POSTGRES")
+    if not url:
+        pytest.skip("GOVSYNC_TEST_POSTGRES is not set")
+    repo = tmp_path / "repo"
+    result = CliRunner().invoke(cli, ["init", str(repo), "--ci", "github"],
+                                env={INSTALL_SPEC_ENV: SPEC})
+    assert result.exit_code == 0, result.output
+    servers = {env: Server(tmp_path, f"two-{env}", seed=repo / "local-seed.yaml",
+                           flags=["--api-key", TWO[f"{env.upper()}_API_KEY"],
+                                  "--viewer-key", TWO[f"{env.upper()}_VIEWER_KEY"]])
+               for env in ("staging", "prod")}
+    with contextlib.ExitStack() as stack:
+        for server in servers.values():
+            server.start()
+            stack.callback(server.stop)
+        role = stack.enter_context(reader_role(url, "two"))
+        project = (repo / "govsync.yaml").read_text()
+        for env, state in (("staging", str(tmp_path / "staging-state.db")),
+                           ("prod", role.writer)):
+            name = env.upper()
+            project = project.replace(
+                f"  {env}:\n    paths: [manifests/]",
+                f"  {env}:\n    paths: [manifests/]\n    endpoint: {servers[env].url}\n"
+                f"    state: {state}\n    apiKey: {{fromEnv: {name}_API_KEY}}\n"
+                f"    viewerKey: {{fromEnv: {name}_VIEWER_KEY}}")
+        (repo / "govsync.yaml").write_text(project)
+        ci = CI(tmp_path, repo, servers, role.writer, role.reader, None)
+        workflow = yaml.safe_load((repo / ".github/workflows/govsync.yml").read_text())
+        # What the workflow's opening comment says to add: each key variable, one line each.
+        for job, names in (("plan", ("STAGING_VIEWER_KEY", "PROD_VIEWER_KEY")),
+                           ("drift", ("STAGING_VIEWER_KEY", "PROD_VIEWER_KEY")),
+                           ("apply", ("STAGING_API_KEY", "PROD_API_KEY"))):
+            workflow["jobs"][job]["env"].update({n: f"${{{{ secrets.{n} }}}}" for n in names})
+        # The repository's settings: a repository-wide endpoint, no shared state.
+        settings = {"GOVSYNC_ENDPOINT": "https://repository-wide.example.com", **TWO, **SECRETS}
+
+        listed = GitHubJob(ci, workflow, "environments", settings)
+        ok(listed.step("List the environments"))
+        assert json.loads(listed.outputs()["names"]) == ["staging", "prod"]
+        plan = GitHubJob(ci, workflow, "plan", settings)
+        ok(plan.step("Check the settings"))
+        out = ok(plan.step("Plan every environment"))
+        assert plan.outputs()["status"] == "0", out
+        for env in ("staging", "prod"):
+            job = GitHubJob(ci, workflow, "apply", settings, {"env": env})
+            ok(job.step("Check the settings"))
+            applied = ok(job.step("Apply"))
+            assert re.search(r"Apply: \d+ applied, 0 failed", applied), applied
+            assert ci.hook(env)["name"] == "ticket_check"
+        assert (tmp_path / "staging-state.db").exists()
+        for env in ("staging", "prod"):
+            drift = GitHubJob(ci, workflow, "drift", settings, {"env": env})
+            ok(drift.step("Check the settings"))
+            assert "In sync." in ok(drift.step("Check for drift"))
+
+        # A missing secret: one line naming it, before anything runs.
+        lacking = {k: v for k, v in settings.items() if k != "PROD_API_KEY"}
+        job = GitHubJob(ci, workflow, "apply", lacking, {"env": "prod"})
+        out = ok(job.step("Check the settings"), 1)
+        assert ("::error::environment prod: PROD_API_KEY is not set: the API key of "
+                "environment prod (in the GitHub environment prod)") in out, out
+        assert "Traceback" not in out

@@ -136,16 +136,15 @@ def environments_command(selection: Selection, fmt: str, check: bool, read_only:
             env = project.environments[r.name]
             chosen = Selection(project, env, selection.overrides)
             rows.append({
-                # What govsync.yaml itself sets: a CI job passes its repository-wide
-                # GOVSYNC_ENDPOINT only to the environments that set none.
-                "own": {"endpoint": chosen.setting("endpoint")},
                 "name": r.name, **{k: r.values[k] for k in ("workspace", "endpoint", "state",
                                                           "apiKey", "viewerKey")},
                 "paths": list(chosen.paths(())),
                 "approvals": (approvals.required if approvals is not None and (
                     approvals.environments is None or env.name in approvals.environments)
                     else 0),
-                "problems": r.problems})
+                "problems": r.problems,
+                # A CI job's repository-wide values that are not for this environment.
+                "contradicting": r.contradicting})
         echo_json(environments_public(project.file if project else None, rows))
         return
     for r in resolved:

@@ -26,6 +26,9 @@ class Resolved:
     name: str
     values: dict[str, Any] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    # The environment variables (GOVSYNC_STATE...) that contradict what govsync.yaml
+    # sets for it: a CI job's repository-wide values, which are not for it.
+    contradicting: list[str] = field(default_factory=list)
 
 
 def resolve(selection: Selection, env: Environment, environ: Mapping[str, str],
@@ -35,7 +38,6 @@ def resolve(selection: Selection, env: Environment, environ: Mapping[str, str],
     may hold the viewer key instead of the key)."""
     chosen = Selection(selection.project, env, selection.overrides)
     row = Resolved(env.name)
-    contradicted = set()
     for setting, flag, name in _GLOBALS:
         value = environ.get(name) or None
         given = Given(value, "environment" if value else "default", flag, name)
@@ -43,12 +45,17 @@ def resolve(selection: Selection, env: Environment, environ: Mapping[str, str],
             row.values[setting] = chosen.choose(setting, given)
         except ConfigError as exc:
             row.values[setting] = None
-            contradicted.add(setting)
+            row.contradicting.append(name)
             row.problems.append(str(exc).replace("; nothing was sent", ""))
-    if not row.values.get("endpoint") and "endpoint" not in contradicted:
+    if not row.values.get("endpoint") and envvars.ENDPOINT not in row.contradicting:
         row.problems.append(f"no endpoint: set environments.{env.name}.endpoint in "
                             f"{chosen.project.file if chosen.project else 'govsync.yaml'}, "
                             f"or the variable {envvars.ENDPOINT}")
+    if chosen.setting("state") is None and not environ.get(envvars.STATE):
+        row.problems.append(f"no state: set environments.{env.name}.state in "
+                            f"{chosen.project.file if chosen.project else 'govsync.yaml'}, "
+                            f"or {envvars.STATE} (a job's own {envvars.DEFAULT_STATE} would "
+                            "be new and empty)")
     key, variable = api_key(chosen, environ)
     viewer = chosen.setting("viewer_key")
     row.values["apiKey"] = chosen.setting("api_key") or envvars.API_KEY

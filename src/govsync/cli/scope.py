@@ -25,7 +25,6 @@ from govsync import envvars, redact
 from govsync.errors import ConfigError
 from govsync.project import Given, Selection, same_setting
 from govsync.settings import Settings, resolve
-from govsync.state import exists, sqlite_path
 
 if TYPE_CHECKING:
     from govsync.plan import Plan
@@ -117,12 +116,14 @@ def new_state_said(settings: Settings, *, defaulted: bool) -> Iterator[None]:
     """Say in one line on stderr when the command made a new SQLite state in the
     default place (``defaulted``: nobody named one) and no project file names where
     states live (a command run from the wrong folder)."""
-    path = sqlite_path(settings.state)
-    before = path is None or not defaulted or exists(settings.state)
+    # (A plain path, as the default is: this module stays clear of govsync.state,
+    # which `validate` never loads.)
+    path = settings.state
+    before = not defaulted or "://" in path or os.path.lexists(path)
     try:
         yield
     finally:
-        if not before and settings.selection.project is None and exists(settings.state):
+        if not before and settings.selection.project is None and os.path.lexists(path):
             click.echo(f"Note: made a new state at {path} (there is no govsync.yaml here or "
                        "above; pass --state, or run from the project's folder, to use "
                        "another).", err=True)
