@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import click
 
 from govsync import __version__, envvars, logs
-from govsync.cli.scope import new_state_said, replaced_paths, require_environment
+from govsync.cli.scope import given, new_state_said, replaced_paths, require_environment
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.envvars import DEFAULT_STATE
 from govsync.envvars import LOG as LOG_ENV
@@ -30,7 +30,7 @@ from govsync.errors import GovsyncError, ManifestError
 from govsync.manifests import load as load_manifests
 from govsync.manifests.model import Context, ManifestSet
 from govsync.manifests.parallel import forked_reader
-from govsync.project import Given, Selection, select
+from govsync.project import Selection, select
 from govsync.settings import Settings, resolve
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -157,15 +157,6 @@ def project_options(func: F) -> F:
                     **kwargs)
 
     return wrapper  # type: ignore[return-value]
-
-
-def given(ctx: click.Context, param: str, value: str | None, flag: str, variable: str) -> Given:
-    """A global option's value and where it came from (option, environment, default)."""
-    source = ctx.get_parameter_source(param)
-    where = ("option" if source == click.core.ParameterSource.COMMANDLINE
-             else "environment" if source == click.core.ParameterSource.ENVIRONMENT
-             else "default")
-    return Given(value, where, flag, variable)
 
 
 def global_options(func: F) -> F:

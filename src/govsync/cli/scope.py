@@ -78,14 +78,16 @@ def saved_plan_settings(settings: Settings, plan: Plan, path: str) -> Settings:
         flag = f"--env {plan.environment}" if plan.environment else "no --env"
         raise ConfigError(f"{path} is a plan for {theirs}, and this run names {mine}: run it "
                           f"with {flag} (check {envvars.ENV}); nothing was sent")
-    state = _given(ctx, "state_url", "--state", envvars.STATE)
-    workspace = _given(ctx, "workspace", "--workspace", envvars.WORKSPACE)
+    state = given(ctx, "state_url", ctx.params.get("state_url"), "--state", envvars.STATE)
+    workspace = given(ctx, "workspace", ctx.params.get("workspace"), "--workspace",
+                      envvars.WORKSPACE)
     if (state.source == "default" and selection.setting("state") is None and plan.state
             and redact.MASK not in plan.state):
         state = Given(plan.state, "option", state.flag, state.variable)
     if workspace.source == "default" and selection.environment is None:
         workspace = Given(plan.workspace, "option", workspace.flag, workspace.variable)
-    endpoint = _given(ctx, "endpoint", "--endpoint", envvars.ENDPOINT)
+    endpoint = given(ctx, "endpoint", ctx.params.get("endpoint"), "--endpoint",
+                     envvars.ENDPOINT)
     scoped = resolve(selection, endpoint=endpoint, state=state, workspace=workspace,
                      environ=settings.environ, insecure_http=settings.insecure_http,
                      local_seed=settings.local_seed)
@@ -102,13 +104,13 @@ def _comparable(state: str) -> str:
     return state if "://" in state else os.path.abspath(state)
 
 
-def _given(ctx: click.Context, param: str, flag: str, variable: str) -> Given:
+def given(ctx: click.Context, param: str, value: str | None, flag: str, variable: str) -> Given:
+    """A global option's value and where it came from (option, environment, default)."""
     source = ctx.get_parameter_source(param)
     where = ("option" if source == click.core.ParameterSource.COMMANDLINE
              else "environment" if source == click.core.ParameterSource.ENVIRONMENT
              else "default")
-    value = ctx.params.get(param)
-    return Given(value if where != "default" else None, where, flag, variable)
+    return Given(value, where, flag, variable)
 
 
 @contextmanager

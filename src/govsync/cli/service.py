@@ -10,7 +10,8 @@ import click
 
 from govsync import envvars
 from govsync.agentconfig import parse_duration
-from govsync.cli.root import given, global_options
+from govsync.cli.root import global_options
+from govsync.cli.scope import given
 from govsync.envvars import UI_TOKEN
 from govsync.errors import ConfigError
 from govsync.project import Given, select
