@@ -174,8 +174,8 @@ def main() -> None:
         changes = os.path.join(root, "changes")
         write(args.changes, changes)
         start = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "govsync", "plan", changes, "--format",
-                               "html"], cwd=root, capture_output=True, check=True,
+        done = subprocess.run([sys.executable, "-m", "govsync", "plan", "--env", "staging",
+                               changes, "--format", "html"], cwd=root, capture_output=True, check=True,
                               env={k: v for k, v in os.environ.items()
                                    if not k.startswith("GOVSYNC_")})
         seconds = time.perf_counter() - start

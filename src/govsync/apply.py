@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from govsync.api.catalog import BY_NAME
 from govsync.api.kinds import BY_KIND, Kind
-from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.errors import (
     AmbiguousError,
     ApiError,
@@ -444,9 +443,9 @@ class Applier:
                 # Every other call would fail the same way: stop sending.
                 self._stop(
                     "the API rejected the key",
-                    f"the API answered {exc.status} {exc.code} for {operation}: check that "
-                    f"{API_KEY_ENV} holds a key for this endpoint with write permission "
-                    "(a viewer key may only call Get and List operations)")
+                    f"the API answered {exc.status} {exc.code} for {operation}: {exc.message}; "
+                    "apply needs a key with write permission (a viewer key may only call Get "
+                    "and List operations)")
             code = exc.code if isinstance(exc, ApiStatusError) else ""
             return _outcome(change, Result.FAILED, exc.message, code)
         from govsync.api.client import unwrap

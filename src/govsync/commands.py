@@ -22,7 +22,6 @@ from govsync.api.catalog import readable_kinds
 from govsync.api.kinds import BY_KIND
 from govsync.approvals import Approver
 from govsync.drift import DriftReport
-from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.errors import (
     ApiError,
     ApprovalError,
@@ -226,6 +225,7 @@ def write_plan(plan: Plan, settings: Settings, path: str,
     (``apply --reviewed``): made without secrets, or by credentials that may not
     read the key (a read-only role)."""
 
+    plan.state = recorded_state(settings.state)
     plan.git = audit.git_state(audit.manifests_folder(
         manifests.files if manifests is not None else (), _project_file(settings)))
     key: bytes | None = None
@@ -244,6 +244,11 @@ def write_plan(plan: Plan, settings: Settings, path: str,
         return ""
     return ("it was made without reading secrets" if not plan.secrets_read
             else "these credentials may not read the workspace's plan key")
+
+
+def recorded_state(state: str) -> str:
+    """The state as a saved plan records it: a file's absolute path, a URL masked."""
+    return redact.url(state) if "://" in state else os.path.abspath(state)
 
 
 def inspect_saved(saved: SavedPlan, settings: Settings) -> tuple[str, Governance | None]:
@@ -297,8 +302,8 @@ def endpoint_change(snapshot: Snapshot, settings: Settings) -> str:
 
 def _key_rejected(exc: UnauthorizedError) -> ConfigError:
     """A live read refused for the key: the key, not the check, is what to fix."""
-    return ConfigError(f"the API rejected the key ({exc.status}): check {API_KEY_ENV} for "
-                       "this endpoint")
+    # The client's message names the environment, the endpoint and the variable read.
+    return ConfigError(f"the API rejected the key ({exc.status}): {exc.message}")
 
 
 def _skip_live(plan: Plan, values: list[LiveValue], why: str) -> None:
@@ -919,7 +924,22 @@ def state_readonly_role(settings: Settings, role: str) -> list[str]:
                 "a file may read all of it, so give them a copy of the state (its plan key, "
                 "<file>.plan-key, is a file of its own that only its owner may read); for a "
                 "shared state with a read-only role use postgresql://")
-        return store.readonly_grants(role)
+        return [_role_exists(role), *store.readonly_grants(role)]
+
+
+def _role_exists(role: str) -> str:
+    """A first statement that stops the script (``psql -v ON_ERROR_STOP=1``, or any
+    client that stops at an error) when ``role`` does not exist yet: one line, so the
+    script runs statement by statement."""
+    name = "'" + role.replace("'", "''") + "'"
+    create = '"' + role.replace('"', '""') + '"'
+    message = (f"role {role} does not exist: CREATE ROLE {create} LOGIN PASSWORD '...' "
+               "first, then run these statements again").replace("'", "''").replace("%", "%%")
+    tag = "$govsync_role_check$"
+    if tag in role:
+        raise ConfigError(f"role name {role!r}: it may not contain {tag}")
+    return (f"DO {tag} BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = {name}) THEN "
+            f"RAISE EXCEPTION '{message}'; END IF; END {tag};")
 
 
 def state_unlock(settings: Settings) -> tuple[Any, bool]:

@@ -223,6 +223,10 @@ def _directives_reference(defs: dict[str, Any]) -> list[str]:
         "workspace": "the state workspace (an environment's default: its name)",
         "endpoint": "the API base URL, or `local`",
         "state": "a SQLite file or a `postgresql://` URL",
+        "apiKey": "`{fromEnv: VAR}`: the variable holding the API key (in place of "
+                  "`GOVSYNC_API_KEY`); never the key itself",
+        "viewerKey": "`{fromEnv: VAR}`: the variable holding a viewer key, used "
+                     "where the `apiKey` variable is unset (plan, drift)",
         "vars": "variables: `{var: NAME}` in a spec; an environment's override the top's, "
                 "`--var NAME=VALUE` overrides both; a `--var` no `vars` declares is an error",
         "environments": "name -> settings (the keys marked environment)",

@@ -37,6 +37,8 @@ CI_FILES = {
     "gitlab": ("ci/gitlab-ci.yml", ".gitlab-ci.yml"),
 }
 GITIGNORE = ".gitignore"
+# Where the README that init writes describes the CI file's settings.
+CI_SETTINGS_MARK = "<!-- govsync init: the CI file's own description of its settings -->\n"
 REQUIREMENTS = "requirements-govsync.txt"
 # What the user passes when init cannot tell how govsync was installed.
 INSTALL_SPEC_OPTION = "--install-spec"
@@ -231,10 +233,25 @@ def scaffold(ci: str = "github", install: InstallSpec | None = None) -> dict[str
         files[name] = (templates / name).read_text(encoding="utf-8")
     files[GITIGNORE] = (templates / "gitignore").read_text(encoding="utf-8")
     files[REQUIREMENTS] = requirements_file(install or resolve_install_spec())
+    described = "No CI file was written (`govsync init --ci github` or `--ci gitlab` writes one).\n"
     if ci != "none":
         source, target = CI_FILES[ci]
         files[target] = (templates / source).read_text(encoding="utf-8")
+        described = ci_settings(target, files[target])
+    files["README.md"] = files["README.md"].replace(CI_SETTINGS_MARK, described)
     return files
+
+
+def ci_settings(path: str, workflow: str) -> str:
+    """The README's description of what the CI file needs: the CI file's own opening
+    comment, quoted (one description, so the two never disagree)."""
+    header = []
+    for line in workflow.splitlines():
+        if not line.startswith("#"):
+            break
+        header.append(line[2:] if line.startswith("# ") else line[1:])
+    return (f"What `{path}` does and the settings it needs, as its opening comment "
+            "says:\n\n```text\n" + "\n".join(header).strip("\n") + "\n```\n")
 
 
 def init(directory: str = ".", *, force: bool = False, ci: str = "github",
@@ -302,7 +319,9 @@ def next_steps(result: InitResult) -> str:
         "  govsync validate manifests/     # check the example manifests offline\n"
         "  # try them on the embedded reference server, preloaded with the example\n"
         "  # policy's owner group (local-seed.yaml); dummy secrets will do:\n"
-        f"  export {envvars.ENDPOINT}=local {envvars.LOCAL_SEED}=local-seed.yaml\n"
+        "  # (govsync.yaml defines staging and prod: pick one with GOVSYNC_ENV or --env)\n"
+        f"  export {envvars.ENDPOINT}=local {envvars.ENV}=staging "
+        f"{envvars.LOCAL_SEED}=local-seed.yaml\n"
         "  export GOVSYNC_LOGSTORE_API_KEY=demo GOVSYNC_AI_PROVIDER_API_KEY=demo\n"
         "  govsync plan manifests/\n"
         "  govsync apply manifests/        # answer yes\n"

@@ -167,6 +167,8 @@ class Plan:
     id: str = ""
     # The project's environment the plan was made for (None: none).
     environment: str | None = None
+    # The state a saved plan was made against, without credentials ('' : not recorded).
+    state: str = ""
     # The workspace's governance it changes: {from, to} (governance.change), or None.
     governance: dict[str, Any] | None = None
     # False: made without reading secrets' values (for review only).

@@ -125,6 +125,7 @@ def _body(plan: Plan) -> dict[str, Any]:
         "git": plan.git,
         "planId": plan.id,
         "environment": plan.environment,
+        "state": plan.state,
         "governance": plan.governance,
         "reviewDigest": review_digest(plan),
     }
@@ -327,6 +328,7 @@ def _plan(data: Mapping[str, Any]) -> Plan:
         git=_git(data.get("git")),
         id=_plan_id(data.get("planId")),
         environment=_optional_str(data.get("environment"), "environment"),
+        state=_str(data.get("state", ""), "state"),
         governance=_governance(data.get("governance")),
     )
 

@@ -23,6 +23,7 @@ from it.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Mapping
@@ -34,6 +35,7 @@ from govsync.agentconfig import AgentSettings
 from govsync.approvals import Approvals
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.envvars import DEFAULT_STATE, LOCAL_DB
+from govsync.envvars import OWN as OWN_VARIABLES
 from govsync.errors import ConfigError, ManifestError, Problem
 from govsync.files import display_path, refused
 from govsync.manifests.wording import closest, unknown_keys
@@ -44,11 +46,14 @@ PROJECT_FILE = "govsync.yaml"
 API_VERSION = "govsync/v1"
 ENV_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-TOP_KEYS = ("apiVersion", "kind", "paths", "workspace", "endpoint", "state", "vars",
-            "environments", "rules", "approvals", "agent")
-ENV_KEYS = ("paths", "workspace", "endpoint", "state", "vars", "agent")
+TOP_KEYS = ("apiVersion", "kind", "paths", "workspace", "endpoint", "state", "apiKey",
+            "viewerKey", "vars", "environments", "rules", "approvals", "agent")
+ENV_KEYS = ("paths", "workspace", "endpoint", "state", "apiKey", "viewerKey", "vars", "agent")
+# Where a key comes from: ``{fromEnv: VARIABLE}``, never the key (the file is in git).
+KEY_FIELDS = {"apiKey": "api_key", "viewerKey": "viewer_key"}
 # Keys a user might put a credential under: refused with the reason.
 _KEY_LIKE = re.compile(r"(?i)^(api[-_]?key|x-api-key|apikey|token|password|secret)$")
+_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,10 @@ class Environment:
     vars: Mapping[str, Any] = field(default_factory=dict)
     # The agent's settings here (contract section 9; None: none).
     agent: AgentSettings | None = None
+    # The environment variables holding its API key and its viewer key (read-only
+    # jobs): ``apiKey: {fromEnv: VAR}``; None: GOVSYNC_API_KEY.
+    api_key: str | None = None
+    viewer_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -173,8 +182,7 @@ def _check(doc: Any, base: str) -> Project:
             continue
         _keys(body, ("environments", name), ENV_KEYS, problem)
         env = _environment(name, body, ("environments", name), base, problem)
-        environments[name] = Environment(name, env.paths, env.workspace or name, env.endpoint,
-                                         env.state, env.vars, env.agent)
+        environments[name] = dataclasses.replace(env, workspace=env.workspace or name)
 
     def at(where: tuple[Any, ...]) -> tuple[int, int]:
         line, col = locate(doc.root, where)
@@ -191,10 +199,12 @@ def _check(doc: Any, base: str) -> Project:
 def _keys(body: dict[Any, Any], at: tuple[Any, ...], allowed: tuple[str, ...],
           problem: Any) -> None:
 
-    credentials = {k for k in body if isinstance(k, str) and _KEY_LIKE.match(k)}
+    credentials = {k for k in body if isinstance(k, str) and _KEY_LIKE.match(k)
+                   and not (k in KEY_FIELDS and _from_env(body[k]))}
     for key in credentials:
         problem((*at, key), f"{key}: the API key is never read from the project file (it is "
-                f"committed to git): set {API_KEY_ENV} in the environment instead", key=True)
+                f"committed to git): write {key}: {{fromEnv: VARIABLE}} and set that variable "
+                f"(or {API_KEY_ENV}) in the environment instead", key=True)
     unknown_keys({k: v for k, v in body.items() if k not in credentials}, at, allowed, problem)
 
 
@@ -228,8 +238,24 @@ def _environment(name: str, body: dict[str, Any], at: tuple[Any, ...], base: str
             problem((*at, "vars", key), f"variable name {key!r}: start with a letter or '_' and "
                     "use only letters, digits and '_'", key=True)
     agent = agentconfig.parse(body.get("agent"), (*at, "agent"), base, problem)
+    keys: dict[str, str | None] = {}
+    for key, attribute in KEY_FIELDS.items():
+        keys[attribute] = variable = _from_env(body.get(key))
+        if variable is not None and variable in OWN_VARIABLES - {API_KEY_ENV}:
+            problem((*at, key, "fromEnv"), f"{key}.fromEnv: {variable} is one of govsync's own "
+                    "settings, not a key: name the variable that holds the key")
+            keys[attribute] = None
     return Environment(name, paths, strings["workspace"], strings["endpoint"], strings["state"],
-                       dict(variables), agent)
+                       dict(variables), agent, **keys)
+
+
+def _from_env(value: Any) -> str | None:
+    """VARIABLE of ``{fromEnv: VARIABLE}`` (None: not that shape)."""
+    if isinstance(value, dict) and set(value) == {"fromEnv"}:
+        variable = value["fromEnv"]
+        if isinstance(variable, str) and _VARIABLE.match(variable):
+            return variable
+    return None
 
 
 def parse_var(text: str) -> tuple[str, Any]:
@@ -259,7 +285,7 @@ class Given:
     variable: str
 
 
-def _same(key: str, a: str, b: str) -> bool:
+def same_setting(key: str, a: str, b: str) -> bool:
     """Whether two settings name the same place (credentials and query aside)."""
     if key == "workspace":
         return a == b
@@ -326,7 +352,7 @@ class Selection:
             return given.value
         mine = getattr(self.environment, key, None) if self.environment else None
         if given.source == "environment" and given.value:
-            if mine is not None and not _same(key, given.value, str(mine)):
+            if mine is not None and not same_setting(key, given.value, str(mine)):
                 assert self.environment is not None and self.project is not None
                 raise ConfigError(
                     f"{given.variable}={redact.url(given.value)} contradicts environment "

@@ -14,6 +14,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from govsync import envvars
+from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.errors import ConfigError
 from govsync.files import inside, tracked_by_git
 from govsync.settings import Settings
@@ -49,17 +50,23 @@ def client(settings: Settings, **kw: Any) -> AsyncClient:
     """An API client for the configured endpoint (ConfigError when none)."""
     return connect(settings.endpoint, settings.api_key, insecure_http=settings.insecure_http,
                    local_db=settings.local_db, local_seed=settings.local_seed,
-                   local_operations=settings.environ.get(envvars.LOCAL_OPERATIONS), **kw)
+                   local_operations=settings.environ.get(envvars.LOCAL_OPERATIONS),
+                   key_variable=settings.key_variable, environment=settings.selection.name,
+                   **kw)
 
 
 def connect(endpoint: str | None, api_key: str | None, *, insecure_http: bool = False,
             local_db: str | os.PathLike[str] | None = None, local_seed: str | None = None,
-            local_operations: str | None = None, **kw: Any) -> AsyncClient:
+            local_operations: str | None = None, key_variable: str = API_KEY_ENV,
+            environment: str | None = None, **kw: Any) -> AsyncClient:
     """An AsyncClient for ``--endpoint``: a URL, or ``local`` (in-process, no key needed;
-    ``local_operations`` ``spec``: the spec's operations only)."""
+    ``local_operations`` ``spec``: the spec's operations only). ``key_variable`` and
+    ``environment``: where the key came from, for the messages."""
     from govsync.api.client import LOCAL_BASE_URL, AsyncClient, check_endpoint
 
-    endpoint, api_key = check_endpoint(endpoint, api_key)
+    shown = f"{key_variable} (the key of environment {environment})" if environment else key_variable
+    endpoint, api_key = check_endpoint(endpoint, api_key, shown)
+    kw.update(key_variable=key_variable, environment=environment)
     if endpoint == "local":  # the server's modules load only for the embedded server
         from govsync.api.transport import asgi_transport
         from govsync.server import Operations, Store, create_app

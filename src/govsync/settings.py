@@ -37,6 +37,9 @@ class Settings:
     targets: tuple[str, ...] = ()
     # The project file's environment and variables (empty without a project).
     selection: Selection = field(default_factory=Selection)
+    # The environment variable the key was read from (an environment's
+    # ``apiKey: {fromEnv: VAR}``, else GOVSYNC_API_KEY): errors name it.
+    key_variable: str = envvars.API_KEY
 
     def __post_init__(self) -> None:
         if not WORKSPACE_NAME.match(self.workspace):
@@ -45,15 +48,40 @@ class Settings:
                 "and '-' (at most 64 characters)")
 
 
+    @property
+    def key_source(self) -> str:
+        """Where the key came from, for messages: ``PROD_API_KEY (environment prod)``."""
+        name = self.selection.name
+        return f"{self.key_variable} (environment {name})" if name else self.key_variable
+
+
+def api_key(selection: Selection, environ: Mapping[str, str]) -> tuple[str | None, str]:
+    """The API key of ``selection``'s environment and the variable it was read from.
+
+    The variable its ``apiKey: {fromEnv: VAR}`` names (else the project's top level,
+    else GOVSYNC_API_KEY); where that is unset, the one its ``viewerKey`` names, so a
+    job given only the viewer key (a pull request's plan, a drift check) reads with it."""
+    variable = selection.setting("api_key") or envvars.API_KEY
+    key = environ.get(variable) or None
+    viewer = selection.setting("viewer_key")
+    if key is None and viewer and environ.get(viewer):
+        return environ[viewer], viewer
+    return key, variable
+
+
 def resolve(selection: Selection, *, endpoint: Given, state: Given, workspace: Given,
-            api_key: str | None, insecure_http: bool = False, local_seed: str | None = None
-            ) -> Settings:
+            environ: Mapping[str, str], insecure_http: bool = False,
+            local_seed: str | None = None) -> Settings:
     """The settings of ``selection`` (a project's environment, or none) from the global
     options as given (``Selection.choose``: option, environment variable, the
-    environment's entry, the project's top level, the default)."""
+    environment's entry, the project's top level, the default) and the environment
+    variables ``environ`` (the key: ``api_key``)."""
+    key, variable = api_key(selection, environ)
     return Settings(
         endpoint=selection.choose("endpoint", endpoint) or None,
-        api_key=api_key,
+        api_key=key,
+        key_variable=variable,
+        environ=environ,
         state=selection.choose("state", state) or envvars.DEFAULT_STATE,
         workspace=selection.choose("workspace", workspace) or envvars.DEFAULT_WORKSPACE,
         insecure_http=insecure_http,

@@ -135,8 +135,9 @@ def test_prod_waits_for_approvals(tmp_path: Path, server: str) -> None:
                                "approved/p1.json", "--state", agent.state],
                               cwd=checkout, env=git_env, capture_output=True, text=True)
         assert made.returncode == 0, made.stderr
-        signed = subprocess.run([sys.executable, "-m", "govsync", "approve", "approved/p1.json",
-                                 "--key", str(key)], cwd=checkout, env=git_env,
+        signed = subprocess.run([sys.executable, "-m", "govsync", "approve", "--yes",
+                                 "approved/p1.json", "--key", str(key)], cwd=checkout,
+                                env=git_env,
                                 capture_output=True, text=True)
         assert signed.returncode == 0, signed.stderr
         repo.commit({"approved/p1.json": (checkout / "approved/p1.json").read_text(),

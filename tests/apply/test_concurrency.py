@@ -149,6 +149,9 @@ def test_ctrl_c_says_what_is_uncertain_and_resolve_settles_several(
     running = gov.popen("apply", str(manifests), "--auto-approve", "--parallelism", "3")
     assert running.wait_for_line(lambda line: line.startswith("Applying "))
     time.sleep(0.7)  # three creates sent, none answered
+    # The first Ctrl-C waits for them (tests/apply/test_interrupt.py); the second aborts.
+    running.proc.send_signal(signal.SIGINT)
+    assert running.wait_for_line(lambda line: "Interrupted: nothing more is sent" in line)
     running.proc.send_signal(signal.SIGINT)
     assert running.finish() == 1, running.result()
     assert "Traceback" not in running.err

@@ -131,5 +131,6 @@ def test_a_rejected_key_names_the_key_for_plan_and_drift(govsync: Govsync,
     for command in ("plan", "drift"):
         run = govsync.invoke(command, str(applied), env={"GOVSYNC_API_KEY": "not-the-key"})
         assert run.code == 1, run
-        assert "the API rejected the key (401): check GOVSYNC_API_KEY" in run.err, run
+        assert "the API rejected the key (401): " in run.err, run
+        assert "refused the key read from GOVSYNC_API_KEY: check that variable" in run.err, run
     assert state.read_bytes() == before

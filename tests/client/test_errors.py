@@ -111,4 +111,5 @@ async def test_non_json_error_body_uses_status_defaults(aclient_for: Any) -> Non
         with pytest.raises(errors.ForbiddenError) as caught:
             await client.call("ListGroups", {})
     assert caught.value.code == "forbidden"
-    assert str(caught.value) == "ListGroups: 403 forbidden: Forbidden"
+    assert str(caught.value) == ("ListGroups: 403 forbidden: Forbidden (http://127.0.0.1 refused "
+                                 "the key read from GOVSYNC_API_KEY: check that variable)")

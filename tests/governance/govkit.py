@@ -166,7 +166,7 @@ class Repo:
         made = self.gov("plan", "--env", env, "--out", str(plan))
         assert made.code == 0, made
         for key in keys:
-            signed = self.gov("approve", str(plan), "--key", str(key))
+            signed = self.gov("approve", "--yes", str(plan), "--key", str(key))
             assert signed.code == 0, signed
         return self.gov("apply", "--env", env, str(plan))
 

@@ -84,7 +84,7 @@ def test_loosening_approvals_needs_the_recorded_signers(repo: Repo) -> None:
     project.write_text(project.read_text().replace("required: 2", "required: 1"))
     plan = repo.root / "loosen.json"
     assert repo.gov("plan", "--env", "prod", "--out", str(plan)).code == 0
-    assert repo.gov("approve", str(plan), "--key", str(mallory)).code == 0
+    assert repo.gov("approve", "--yes", str(plan), "--key", str(mallory)).code == 0
     refused = repo.gov("apply", "--env", "prod", str(plan))
     assert refused.code == 1, refused
     assert "needs 2 approvals" in refused.err and "recorded with workspace" in refused.err
@@ -92,7 +92,7 @@ def test_loosening_approvals_needs_the_recorded_signers(repo: Repo) -> None:
     # With the recorded signers' approvals, the change applies, and from then on one
     # approval by any of the three is enough.
     for key in (alice, bob):
-        assert repo.gov("approve", str(plan), "--key", str(key)).code == 0
+        assert repo.gov("approve", "--yes", str(plan), "--key", str(key)).code == 0
     applied = repo.gov("apply", "--env", "prod", str(plan))
     assert applied.code == 0, applied
     repo.set_timeout(2000)
@@ -134,7 +134,7 @@ def test_a_saved_plan_is_checked_against_the_rules_again(repo: Repo) -> None:
     loose = repo.root / "loose.json"
     assert repo.gov("plan", "--env", "prod", "--out", str(loose)).code == 0
     for key in (alice, bob):
-        assert repo.gov("approve", str(loose), "--key", str(key)).code == 0
+        assert repo.gov("approve", "--yes", str(loose), "--key", str(key)).code == 0
     project.write_text(tight)  # the rule tightened again, and recorded
     assert repo.approved_apply(alice, bob).code == 0
     refused = repo.gov("apply", "--env", "prod", str(loose))

@@ -45,9 +45,9 @@ def test_a_fifo_anywhere_is_refused_not_waited_on(sqlite_repo: Repo) -> None:
     fifo(repo.root / "plan.json.sig")
     one_line_error(repo.gov("apply", "--env", "prod", str(plan), timeout=20),
                    "plan.json.sig", "FIFO")
-    one_line_error(repo.gov("approve", str(plan), "--key", str(alice), timeout=20), "FIFO")
+    one_line_error(repo.gov("approve", "--yes", str(plan), "--key", str(alice), timeout=20), "FIFO")
     (repo.root / "plan.json.sig").unlink()
-    one_line_error(repo.gov("approve", str(plan), "--key", str(fifo(repo.root / "key")),
+    one_line_error(repo.gov("approve", "--yes", str(plan), "--key", str(fifo(repo.root / "key")),
                             timeout=20), "FIFO")
     signers = repo.root / "allowed_signers"
     kept = signers.read_text()
@@ -96,14 +96,14 @@ def test_a_passphrase_protected_key_approves(sqlite_repo: Repo) -> None:
     locked = repo.key("alice", passphrase="correct horse")
     plan = repo.root / "plan.json"
     assert repo.gov("plan", "--env", "prod", "--out", str(plan)).code == 0
-    wrong = repo.gov("approve", str(plan), "--key", str(locked),
+    wrong = repo.gov("approve", "--yes", str(plan), "--key", str(locked),
                      env=repo.environ(GOVSYNC_KEY_PASSPHRASE="wrong"))
     one_line_error(wrong, "wrong passphrase")
-    right = repo.gov("approve", str(plan), "--key", str(locked),
+    right = repo.gov("approve", "--yes", str(plan), "--key", str(locked),
                      env=repo.environ(GOVSYNC_KEY_PASSPHRASE="correct horse"))
     assert right.code == 0, right
     assert "Approved" in right.out and "alice@example.com" in right.out
-    again = repo.gov("approve", str(plan), "--key", str(locked),
+    again = repo.gov("approve", "--yes", str(plan), "--key", str(locked),
                      env=repo.environ(GOVSYNC_KEY_PASSPHRASE="correct horse"))
     assert "earlier signature" in again.out and "replaced" in again.out, again
 
@@ -116,7 +116,7 @@ def test_one_person_counts_once_whatever_their_principals(sqlite_repo: Repo) -> 
     plan = repo.root / "plan.json"
     assert repo.gov("plan", "--env", "prod", "--out", str(plan)).code == 0
     for key in (both, other):
-        assert repo.gov("approve", str(plan), "--key", str(key)).code == 0
+        assert repo.gov("approve", "--yes", str(plan), "--key", str(key)).code == 0
     refused = repo.gov("apply", "--env", "prod", str(plan))
     assert refused.code == 1 and "has 1 valid" in refused.err, refused
     assert "a repeated signature by Alice@Example.com" in refused.err
@@ -132,7 +132,7 @@ def test_a_dsa_key_is_refused_in_govsyncs_words(sqlite_repo: Repo) -> None:
         dsa = repo.key("dsa", kind="dsa", allowed=False)
     except subprocess.CalledProcessError:
         pytest.skip("this ssh-keygen cannot make DSA keys")
-    done = repo.gov("approve", str(plan), "--key", str(dsa))
+    done = repo.gov("approve", "--yes", str(plan), "--key", str(dsa))
     one_line_error(done, "DSA")
     assert "Warning" not in done.err and ".py" not in done.err
 

@@ -82,8 +82,9 @@ class Project:
         self.keys = root / "keys"
         self.keys.mkdir()
 
-    def run(self, *args: str, env: dict[str, str] | None = None) -> Result:
-        return CliRunner().invoke(cli, list(args), env=env)
+    def run(self, *args: str, env: dict[str, str] | None = None,
+            input: str | None = None) -> Result:
+        return CliRunner().invoke(cli, list(args), env=env, input=input)
 
     def key(self, name: str, allowed: str | None = "") -> Path:
         path = self.keys / name
@@ -216,6 +217,25 @@ def _signature_blocks(text: str) -> list[str]:
 
 
 @needs_ssh_keygen
+def test_approve_without_a_terminal_asks_on_standard_input(project: Project,
+                                                          tmp_path: Path) -> None:
+    """Issue 34: approve without a terminal signed without asking, while apply asks."""
+    project.set_timeout(1000)
+    alice = project.key("alice")
+    plan, sig = tmp_path / "plan.json", tmp_path / "plan.json.sig"
+    assert project.run("plan", "--env", "prod", "--out", str(plan)).exit_code == 0
+    for answer, said in (("", "standard input ended before an answer"),
+                         ("no\n", "the answer was 'no', and only 'yes' signs")):
+        refused = project.run("approve", str(plan), "--key", str(alice), input=answer)
+        assert refused.exit_code == 1, refused.output
+        assert f"Error: not signed: {said}" in refused.stderr, refused.stderr
+        assert not sig.exists()
+    signed = project.run("approve", str(plan), "--key", str(alice), input="yes\n")
+    assert signed.exit_code == 0, signed.output
+    assert "Sign this plan?" in signed.stderr and sig.exists()
+
+
+@needs_ssh_keygen
 def test_a_prod_plan_needs_two_distinct_signers(project: Project, tmp_path: Path) -> None:
     project.set_timeout(1000)
     alice, bob = project.key("alice"), project.key("bob")
@@ -231,7 +251,7 @@ def test_a_prod_plan_needs_two_distinct_signers(project: Project, tmp_path: Path
     none = project.run("apply", "--env", "prod", str(plan))
     assert none.exit_code == 1 and "has 0 valid; there is no" in none.stderr
 
-    assert project.run("approve", str(plan), "--key", str(alice)).exit_code == 0
+    assert project.run("approve", "--yes", str(plan), "--key", str(alice)).exit_code == 0
     one = project.run("apply", "--env", "prod", str(plan))
     assert one.exit_code == 1
     assert "has 1 valid: alice@example.com" in one.stderr and "1 more signer" in one.stderr
@@ -246,7 +266,7 @@ def test_a_prod_plan_needs_two_distinct_signers(project: Project, tmp_path: Path
     assert "a repeated signature by alice@example.com" in twice.stderr
 
     # An unknown key cannot approve, and its signature made elsewhere does not count.
-    refused = project.run("approve", str(plan), "--key", str(carol))
+    refused = project.run("approve", "--yes", str(plan), "--key", str(carol))
     assert refused.exit_code == 1 and "is not in .govsync/allowed_signers" in refused.stderr
     digest = project.run("show", str(plan), "--digest").stdout.encode()
     assert digest.startswith(b"govsync-plan-review sha256:")
@@ -262,7 +282,7 @@ def test_a_prod_plan_needs_two_distinct_signers(project: Project, tmp_path: Path
     project.set_timeout(2000)
     assert project.run("plan", "--env", "prod", "--out", str(other)).exit_code == 0
     project.set_timeout(1000)
-    assert project.run("approve", str(other), "--key", str(bob)).exit_code == 0
+    assert project.run("approve", "--yes", str(other), "--key", str(bob)).exit_code == 0
     with open(sig, "a") as fh:
         fh.write(_signature_blocks((tmp_path / "other.json.sig").read_text())[0])
     wrong = project.run("apply", "--env", "prod", str(plan))
@@ -309,7 +329,7 @@ def test_an_edited_plan_invalidates_every_signature(project: Project, tmp_path: 
     plan = tmp_path / "plan.json"
     assert project.run("plan", "--env", "prod", "--out", str(plan)).exit_code == 0
     for key in (alice, bob):
-        assert project.run("approve", str(plan), "--key", str(key)).exit_code == 0
+        assert project.run("approve", "--yes", str(plan), "--key", str(key)).exit_code == 0
     plan.write_text(plan.read_text().replace('"timeoutMs":1000', '"timeoutMs":999'))
     edited = project.run("apply", "--env", "prod", str(plan))
     assert edited.exit_code == 1
@@ -332,7 +352,7 @@ def test_bad_signers_and_signature_files_are_one_line(project: Project, tmp_path
     sig = tmp_path / "plan.json.sig"
     assert project.run("plan", "--env", "prod", "--out", str(plan)).exit_code == 0
     for key in (alice, bob):
-        assert project.run("approve", str(plan), "--key", str(key)).exit_code == 0
+        assert project.run("approve", "--yes", str(plan), "--key", str(key)).exit_code == 0
 
     def refused(*needles: str) -> None:
         result = project.run("apply", "--env", "prod", str(plan))

@@ -137,6 +137,15 @@ def test_saved_plan_is_refused_on_another_state(gov: Gov, manifests: Path) -> No
     other = gov.cwd / "other" / "state.db"
 
     result = gov.run("apply", "p.json", "--state", other, *LOCAL, "--auto-approve", code=1)
+    # The plan records its state (issue 34): another one is refused, naming both.
+    assert result.stderr.startswith("Error: p.json was made against state ")
+    assert f"and this run names state {other}" in result.stderr
+    assert not other.exists()
+    # A plan that records none (made before) is refused by its lineage.
+    data = json.loads(Path("p.json").read_text())
+    del data["state"]
+    Path("p.json").write_text(json.dumps(data))
+    result = gov.run("apply", "p.json", "--state", other, *LOCAL, "--auto-approve", code=1)
     assert result.stderr.startswith(
         f"Error: the plan was made for another state (lineage {lineage}, this state is ")
     assert result.stderr.endswith("): make a new plan with `govsync plan --out`\n")

@@ -96,7 +96,7 @@ def build(root: Path) -> Path:
     gov(root, "apply", "--env", "staging", *local, "--auto-approve")
     gov(root, "plan", "--env", "prod", *local, "--out", "prod.json")
     for signer in (alice, bob):
-        gov(root, "approve", "prod.json", "--key", str(signer))
+        gov(root, "approve", "--yes", "prod.json", "--key", str(signer))
     gov(root, "apply", "--env", "prod", *local, "prod.json")
     hooks = root / "manifests" / "hooks.yaml"
     hooks.write_text(hooks.read_text().replace("risk.northwind.internal/v1/score",

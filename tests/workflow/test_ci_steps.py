@@ -190,7 +190,10 @@ class GitHubJob:
         self.job = workflow["jobs"][name]
         self.output = ci.files / f"{name}.output"
         self.summary = ci.files / f"{name}.summary"
-        self.env = {"GITHUB_OUTPUT": str(self.output), "GITHUB_STEP_SUMMARY": str(self.summary)}
+        self.github_env = ci.files / f"{name}.env"
+        self.github_env.unlink(missing_ok=True)
+        self.env = {"GITHUB_OUTPUT": str(self.output), "GITHUB_STEP_SUMMARY": str(self.summary),
+                    "GITHUB_ENV": str(self.github_env)}
         contexts = {"vars": settings, "secrets": settings, "matrix": matrix or {}}
         for key, value in {**workflow["env"], **self.job.get("env", {})}.items():
             self.env[key] = EXPRESSION.sub(
@@ -199,7 +202,12 @@ class GitHubJob:
 
     def step(self, name: str, **env: str) -> subprocess.CompletedProcess[str]:
         [step] = [s for s in self.job["steps"] if s.get("name") == name]
-        return self.ci.bash(step["run"], {**self.env, **step.get("env", {}), **env})
+        done = self.ci.bash(step["run"], {**self.env, **step.get("env", {}), **env})
+        # What a step writes to $GITHUB_ENV is in the environment of the steps after it.
+        if self.github_env.exists():
+            self.env.update(line.split("=", 1) for line in
+                            self.github_env.read_text().splitlines() if "=" in line)
+        return done
 
     def outputs(self) -> dict[str, str]:
         lines = self.output.read_text().splitlines() if self.output.exists() else []
@@ -208,7 +216,10 @@ class GitHubJob:
 
 def test_github_jobs(ci: CI) -> None:
     workflow = yaml.safe_load((ci.repo / ".github/workflows/govsync.yml").read_text())
-    shared, production = ci.shared, ci.production
+    # A team's typical settings: a repository-wide GOVSYNC_ENDPOINT beside the
+    # environments' own endpoints (issue 34: it made even listing them fail).
+    shared = {**ci.shared, "GOVSYNC_ENDPOINT": "https://repository-wide.example.com"}
+    production = ci.production
 
     listed = GitHubJob(ci, workflow, "environments", {})
     ok(listed.step("Install govsync"))
@@ -220,8 +231,12 @@ def test_github_jobs(ci: CI) -> None:
     unset = GitHubJob(ci, workflow, "plan", {})
     out = ok(unset.step("Check the settings"), 1)
     for name in ("GOVSYNC_STATE_READONLY", "GOVSYNC_VIEWER_API_KEY"):
-        assert f"::error::secret {name}" in out, out
-    assert "has no endpoint" not in out  # govsync.yaml gives both environments one
+        assert f"secret {name}" in out, out
+    assert "no endpoint" not in out  # govsync.yaml gives both environments one
+    assert "::error::environment staging: secret GOVSYNC_VIEWER_API_KEY is not set" in out, out
+    assert "Traceback" not in out
+    # ... and the comment says it in the same lines.
+    assert "secret GOVSYNC_VIEWER_API_KEY is not set" in (ci.repo / "settings.txt").read_text()
 
     plan = GitHubJob(ci, workflow, "plan", {**shared, **production})
     assert plan.env["GOVSYNC_API_KEY"] == VIEWER  # never the key that writes
@@ -252,7 +267,7 @@ def test_github_jobs(ci: CI) -> None:
 
     # Reviewers approve prod's plan on their machines and post the signatures.
     for key in ci.keys:
-        ok(ci.govsync("approve", str(artifact / "prod.json"), "--key", str(key)))
+        ok(ci.govsync("approve", "--yes", str(artifact / "prod.json"), "--key", str(key)))
     signatures = (artifact / "prod.json.sig").read_text()
 
     # Merge: each environment's apply job, in order, with its own credentials.
@@ -383,7 +398,9 @@ class GitLabJob:
 
 def test_gitlab_jobs(ci: CI, gitlab: StubGitLab) -> None:
     pipeline = yaml.safe_load((ci.repo / ".gitlab-ci.yml").read_text())
-    shared, production = ci.shared, ci.production
+    # A project-wide GOVSYNC_ENDPOINT beside the environments' own (issue 34).
+    shared = {**ci.shared, "GOVSYNC_ENDPOINT": "https://project-wide.example.com"}
+    production = ci.production
     project = {"CI_API_V4_URL": gitlab.url, "CI_PROJECT_ID": "1", "CI_COMMIT_SHA": "c0ffee",
                "CI_COMMIT_SHORT_SHA": "c0ffee", "CI_COMMIT_BRANCH": "main",
                "CI_MERGE_REQUEST_IID": "7", "CI_PIPELINE_URL": "https://gitlab.example.com/p/1"}
@@ -401,7 +418,7 @@ def test_gitlab_jobs(ci: CI, gitlab: StubGitLab) -> None:
     review = ci.files / "prod.json"
     review.write_bytes(gitlab.plans["prod"])
     for key in ci.keys:
-        ok(ci.govsync("approve", str(review), "--key", str(key)))
+        ok(ci.govsync("approve", "--yes", str(review), "--key", str(key)))
     gitlab.notes.append({"body": "LGTM\n" + (ci.files / "prod.json.sig").read_text()})
     shutil.rmtree(ci.repo / "plans")
 
@@ -464,6 +481,91 @@ def test_the_action_runs_the_environments_paths_and_commands_of_several_words(
 
     planned = ok(run(env="prod", args="--without-secrets"))
     assert "timeoutMs: 3000" in planned  # envs/prod's patch: the environment's paths
+    # An environment's settings are checked first, each problem one line (issue 34).
+    missing = ci.bash(step["run"], {"COMMAND": "plan", "PATHS": "", "ARGS": "", "ALLOWED": "0",
+                                    "GOVSYNC_ENV": "prod", "GOVSYNC_WORKSPACE": "",
+                                    "GITHUB_OUTPUT": str(ci.files / "action.output"),
+                                    "GOVSYNC_STATE": ci.reader})
+    assert missing.returncode == 1
+    assert ("::error::environment prod: GOVSYNC_API_KEY is not set: the API key of "
+            "environment prod") in missing.stdout, missing.stdout + missing.stderr
+    assert "Traceback" not in missing.stdout + missing.stderr
     listed = ok(run(command="state list", env="prod"))
     assert "workspace 'prod'" in listed
     assert "exit-code=0" in (ci.files / "action.output").read_text()
+
+
+# -- two API instances, two keys, two states --------------------------------------------
+
+TWO = {"STAGING_API_KEY": "ci-staging-key", "STAGING_VIEWER_KEY": "ci-staging-viewer",
+       "PROD_API_KEY": "ci-prod-key", "PROD_VIEWER_KEY": "ci-prod-viewer"}
+
+
+@pytest.mark.postgres
+def test_github_jobs_for_two_instances_with_their_own_keys_and_states(tmp_path: Path) -> None:
+    """Issue 34: staging and prod on separate API instances, each with its own keys
+    (named in govsync.yaml by their variables) and its own state (staging SQLite,
+    prod PostgreSQL), beside the repository variable GOVSYNC_ENDPOINT a team sets:
+    every job passes, and a missing key is one line naming it."""
+    url = os.environ.get("GOVSYNC_TEST_POSTGRES")
+    if not url:
+        pytest.skip("GOVSYNC_TEST_POSTGRES is not set")
+    repo = tmp_path / "repo"
+    result = CliRunner().invoke(cli, ["init", str(repo), "--ci", "github"],
+                                env={INSTALL_SPEC_ENV: SPEC})
+    assert result.exit_code == 0, result.output
+    servers = {env: Server(tmp_path, f"two-{env}", seed=repo / "local-seed.yaml",
+                           flags=["--api-key", TWO[f"{env.upper()}_API_KEY"],
+                                  "--viewer-key", TWO[f"{env.upper()}_VIEWER_KEY"]])
+               for env in ("staging", "prod")}
+    with contextlib.ExitStack() as stack:
+        for server in servers.values():
+            server.start()
+            stack.callback(server.stop)
+        role = stack.enter_context(reader_role(url, "two"))
+        project = (repo / "govsync.yaml").read_text()
+        for env, state in (("staging", str(tmp_path / "staging-state.db")),
+                           ("prod", role.writer)):
+            name = env.upper()
+            project = project.replace(
+                f"  {env}:\n    paths: [manifests/]",
+                f"  {env}:\n    paths: [manifests/]\n    endpoint: {servers[env].url}\n"
+                f"    state: {state}\n    apiKey: {{fromEnv: {name}_API_KEY}}\n"
+                f"    viewerKey: {{fromEnv: {name}_VIEWER_KEY}}")
+        (repo / "govsync.yaml").write_text(project)
+        ci = CI(tmp_path, repo, servers, role.writer, role.reader, None)
+        workflow = yaml.safe_load((repo / ".github/workflows/govsync.yml").read_text())
+        # What the workflow's opening comment says to add: each key variable, one line each.
+        for job, names in (("plan", ("STAGING_VIEWER_KEY", "PROD_VIEWER_KEY")),
+                           ("drift", ("STAGING_VIEWER_KEY", "PROD_VIEWER_KEY")),
+                           ("apply", ("STAGING_API_KEY", "PROD_API_KEY"))):
+            workflow["jobs"][job]["env"].update({n: f"${{{{ secrets.{n} }}}}" for n in names})
+        # The repository's settings: a repository-wide endpoint, no shared state.
+        settings = {"GOVSYNC_ENDPOINT": "https://repository-wide.example.com", **TWO, **SECRETS}
+
+        listed = GitHubJob(ci, workflow, "environments", settings)
+        ok(listed.step("List the environments"))
+        assert json.loads(listed.outputs()["names"]) == ["staging", "prod"]
+        plan = GitHubJob(ci, workflow, "plan", settings)
+        ok(plan.step("Check the settings"))
+        out = ok(plan.step("Plan every environment"))
+        assert plan.outputs()["status"] == "0", out
+        for env in ("staging", "prod"):
+            job = GitHubJob(ci, workflow, "apply", settings, {"env": env})
+            ok(job.step("Check the settings"))
+            applied = ok(job.step("Apply"))
+            assert re.search(r"Apply: \d+ applied, 0 failed", applied), applied
+            assert ci.hook(env)["name"] == "ticket_check"
+        assert (tmp_path / "staging-state.db").exists()
+        for env in ("staging", "prod"):
+            drift = GitHubJob(ci, workflow, "drift", settings, {"env": env})
+            ok(drift.step("Check the settings"))
+            assert "In sync." in ok(drift.step("Check for drift"))
+
+        # A missing secret: one line naming it, before anything runs.
+        lacking = {k: v for k, v in settings.items() if k != "PROD_API_KEY"}
+        job = GitHubJob(ci, workflow, "apply", lacking, {"env": "prod"})
+        out = ok(job.step("Check the settings"), 1)
+        assert ("::error::environment prod: PROD_API_KEY is not set: the API key of "
+                "environment prod (in the GitHub environment prod)") in out, out
+        assert "Traceback" not in out

@@ -61,9 +61,10 @@ def test_graph_of_a_plan_without_changes_says_so(repo: Path) -> None:
     assert result.stdout.startswith("flowchart LR")
 
 
-def test_a_saved_plan_of_prod_applied_without_env_names_the_flag(repo: Path) -> None:
+def test_a_saved_plan_of_prod_applied_with_another_env_names_the_flag(repo: Path) -> None:
+    # (Without --env, the plan's own environment is used: issue 34.)
     assert run("plan", "--env", "prod", "--out", "p.json").exit_code == 0
-    refused = run("apply", "p.json")
+    refused = run("apply", "p.json", "--env", "staging")
     assert refused.exit_code == 1
     assert "is a plan for environment prod" in refused.stderr
     assert "run it with --env prod" in refused.stderr and "--workspace" not in refused.stderr

@@ -531,3 +531,19 @@ def test_template_manifests_are_canonical() -> None:
     result = run("fmt", "--check", TEMPLATES)
     assert result.exit_code == 0, result.output
     assert os.path.isfile(TEMPLATES / "gitignore")
+
+
+@pytest.mark.parametrize(("ci", "path"), [("github", ".github/workflows/govsync.yml"),
+                                          ("gitlab", ".gitlab-ci.yml")])
+def test_the_readme_init_writes_describes_its_own_ci_file(ci: str, path: str) -> None:
+    """Issue 34: the README said to keep secrets in a GitHub environment `production`
+    and to set GOVSYNC_ENDPOINT, while the workflow applied in `staging` and `prod`
+    and wanted GOVSYNC_ENDPOINT only where an environment has none.  Now the README
+    quotes the CI file's own opening comment: one description."""
+    files = scaffold(ci)
+    readme, workflow = files["README.md"], files[path]
+    header = [line[2:] for line in workflow.splitlines()
+              if line.startswith("# ")][:40]
+    assert all(line in readme for line in header if line.strip()), readme
+    assert "as secrets of the `production` environment" not in readme
+    assert "<!--" not in readme

@@ -254,3 +254,17 @@ def test_readme_walkthrough_and_init_next_steps_work_as_written(next_steps_first
     drift = [r for c, r in results if c.startswith("govsync drift")]
     assert drift and "**In sync.**" in drift[0].stdout
     assert "does not exist on the server" not in output and "is not set" not in output
+
+
+def test_the_walkthroughs_own_manifest_sits_beside_what_init_wrote() -> None:
+    """Issue 34: the walkthrough's manifest declared the Space/analytics that init's
+    examples declare, so writing it after init was a duplicate address."""
+    readme = README.read_text(encoding="utf-8")
+    start = readme.index("## A ten-minute walkthrough")
+    section = readme[start:readme.index("\n## ", start)]
+    own = next(body for lang, body in FENCE.findall(section)
+               if lang == "yaml" and body.startswith("# manifests/"))
+    assert run("init").exit_code == 0
+    write(own.split("\n", 1)[0][2:].strip(), own)
+    result = run("validate", "--env", "staging", "manifests/")
+    assert result.exit_code == 0, result.output

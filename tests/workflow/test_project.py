@@ -79,7 +79,6 @@ def test_precedence_option_then_variable_then_environment_then_top(repo: Path) -
     # error naming both (contract section 5), never a silent override.
     assert "workspace 'production'" in state_of(
         "--env", "prod", env={"GOVSYNC_WORKSPACE": "production"})
-    assert "workspace 'fromenv'" in state_of(env={"GOVSYNC_WORKSPACE": "fromenv"})
     contradicts = run("state", "list", "--env", "prod", env={"GOVSYNC_WORKSPACE": "fromenv"})
     assert contradicts.exit_code == 1
     assert ("GOVSYNC_WORKSPACE=fromenv contradicts environment prod of "
@@ -88,6 +87,54 @@ def test_precedence_option_then_variable_then_environment_then_top(repo: Path) -
     assert refused.exit_code == 1 and "GOVSYNC_STATE=elsewhere.db contradicts" in refused.stderr
     # Not set by the environment (prod has no endpoint): the variable holds.
     assert run("state", "list", "--env", "prod", env={"GOVSYNC_ENDPOINT": "local"}).exit_code == 0
+
+
+@pytest.mark.parametrize("command", [["plan"], ["apply", "--auto-approve"], ["drift"],
+                                     ["state", "list"], ["graph"]])
+def test_a_project_with_environments_and_no_env_is_an_error_listing_them(
+        repo: Path, command: list[str]) -> None:
+    """Issue 34: with no --env, plan planned workspace default, offline, as if the
+    project's top level were an environment; now nothing is read and the error
+    lists the environments."""
+    result = run(*command, env={"GOVSYNC_WORKSPACE": "fromenv"})
+    assert result.exit_code == 1
+    assert (f"{repo}/govsync.yaml defines environments (prod, staging) and none is selected: "
+            "pass --env NAME (or set GOVSYNC_ENV)") in result.stderr, result.output
+    assert not (repo / "top.db").exists() and not (repo / "sub" / ".govsync").exists()
+
+
+def test_paths_given_with_env_say_what_they_replace(repo: Path) -> None:
+    """Issue 34: `plan --env prod manifests/` silently dropped prod's patches."""
+    text = (repo / "govsync.yaml").read_text()
+    (repo / "govsync.yaml").write_text(text.replace(
+        "    workspace: production\n",
+        "    workspace: production\n    paths: [manifests/, envs/prod/]\n"))
+    (repo / "envs" / "prod").mkdir(parents=True)
+    (repo / "envs" / "prod" / "patch.yaml").write_text(
+        "apiVersion: govsync/v1\nkind: Patch\nmetadata: {name: p}\n"
+        "spec: {target: Hook/risk_score, merge: {timeoutMs: 9}}\n")
+    whole = run("plan", "--env", "prod")
+    assert whole.exit_code == 0 and "timeoutMs: 9" in whole.stdout, whole.output
+    assert "Note:" not in whole.stderr
+    part = run("plan", "--env", "prod", "--var", "timeout=20", f"{repo}/manifests")
+    assert part.exit_code == 0, part.output
+    assert (f"Note: the paths given replace environment prod's paths ({repo}/manifests/, "
+            f"{repo}/envs/prod/): {repo}/envs/prod/ and the patches there are not read"
+            ) in part.stderr, part.stderr
+
+
+def test_a_new_state_where_no_project_file_is_is_said(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    without_settings(monkeypatch)
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "hook.yaml").write_text(HOOK.replace("{var: timeout}", "5"))
+    monkeypatch.chdir(tmp_path)
+    first = run("apply", "m", "--endpoint", "local", "--auto-approve")
+    assert first.exit_code == 0, first.output
+    assert ("Note: made a new state at .govsync/state.db (there is no govsync.yaml here or "
+            "above") in first.stderr, first.stderr
+    again = run("apply", "m", "--endpoint", "local", "--auto-approve")
+    assert "Note: made a new state" not in again.stderr
 
 
 def test_the_default_state_lives_beside_the_project_file(repo: Path) -> None:
@@ -160,3 +207,27 @@ def test_a_leftover_endpoint_variable_never_sends_prod_elsewhere(repo: Path) -> 
             f"{repo}/govsync.yaml, whose endpoint is https://governance.example.com"
             ) in result.stderr
     assert not (repo / ".govsync").exists() and not (repo / "sub" / ".govsync").exists()
+
+
+def test_a_saved_plan_carries_its_environment_workspace_and_state(repo: Path) -> None:
+    """Issue 34: `apply plans/prod.json` asked for --env although the plan records it,
+    and `show` of it looked for the state in the wrong place."""
+    local = {"GOVSYNC_ENDPOINT": "local"}
+    saved = repo / "prod.json"
+    made = run("plan", "--env", "prod", "--var", "timeout=20", "--out", str(saved), env=local)
+    assert made.exit_code == 0, made.output
+    assert f'"state":"{repo}/prod.db"' in saved.read_text()
+    shown = run("show", str(saved), env=local)
+    assert shown.exit_code == 0, shown.output
+    assert "Authentication: verified" in shown.output, shown.output
+    other = repo / "other.db"
+    refused = run("apply", str(saved), "--state", str(other), env=local)
+    assert refused.exit_code == 1
+    assert (f"{saved} was made against state {repo}/prod.db, and this run names state "
+            f"{other}") in refused.stderr, refused.output
+    assert not other.exists()
+    wrong_env = run("apply", str(saved), "--env", "staging", env=local)
+    assert wrong_env.exit_code == 1 and "is a plan for environment prod" in wrong_env.stderr
+    applied = run("apply", str(saved), env=local)
+    assert applied.exit_code == 0, applied.output
+    assert "environment prod, workspace 'production'" in applied.stderr

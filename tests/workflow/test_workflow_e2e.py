@@ -155,7 +155,8 @@ def test_pull_request_workflow(tmp_path: Path, cleanup: list[Server | Govsync]) 
     started = time.monotonic()
     repo = tmp_path / "repo"
     state = tmp_path / "shared-state" / "state.db"  # outside the checkout, as in CI
-    gov = Govsync(repo, str(state), "default", None, dict(SECRETS))
+    # init's govsync.yaml defines staging and prod: this team works in staging.
+    gov = Govsync(repo, str(state), "staging", None, {**SECRETS, "GOVSYNC_ENV": "staging"})
     cleanup.append(gov)
 
     # -- govsync init --------------------------------------------------------------

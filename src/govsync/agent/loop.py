@@ -69,7 +69,6 @@ class Options:
     endpoint: Given = field(default_factory=lambda: Given(None, "default", "--endpoint", ""))
     state: Given = field(default_factory=lambda: Given(None, "default", "--state", ""))
     workspace: Given = field(default_factory=lambda: Given(None, "default", "--workspace", ""))
-    api_key: str | None = field(default=None, repr=False)
     insecure_http: bool = False
     local_seed: str | None = None
     url: str | None = None  # where people reach this agent (links in notifications)
@@ -272,10 +271,11 @@ class Agent:
 
     def _settings(self, selection: Selection) -> Settings:
         o = self.options
-        return dataclasses.replace(resolve(
-            selection, endpoint=o.endpoint, state=o.state, workspace=o.workspace,
-            api_key=o.api_key, insecure_http=o.insecure_http, local_seed=o.local_seed),
-            environ=self.environ)
+        # Each environment's own key: the variable its apiKey names (one process,
+        # every environment).
+        return resolve(selection, endpoint=o.endpoint, state=o.state, workspace=o.workspace,
+                       environ=self.environ, insecure_http=o.insecure_http,
+                       local_seed=o.local_seed)
 
     def _store(self, settings: Settings) -> StateStore:
         """The agent's own store of a state (it holds the leaderships): kept open."""

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, Union
 
 import httpx
 
-from govsync import __version__, errors, paths
+from govsync import __version__, errors, paths, redact
 from govsync.api.catalog import BY_NAME, Operation
 from govsync.api.status import SPEC_CODES as _CODES
 from govsync.api.transport import check_base_url, key_auth
@@ -76,6 +76,8 @@ _NOT_SENT_RETRY = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 _NOT_SENT_FINAL = (httpx.UnsupportedProtocol, httpx.LocalProtocolError, httpx.ProxyError)
 _CLEAN_RETRY_STATUSES = frozenset({429, 500, 503})
 _GATEWAY_STATUSES = frozenset({502, 504})
+# The answers that refuse the key (unknown, or not allowed the operation).
+_KEY_STATUSES = frozenset({errors.UnauthorizedError.status, errors.ForbiddenError.status})
 
 
 @dataclass(frozen=True)
@@ -162,9 +164,12 @@ class _Core:
 
     def __init__(self, *, base_url: str, api_key: str | None, build: Callable[..., httpx.Request],
                  timeout: float, max_retries: int, backoff: float, max_backoff: float,
-                 on_retry: Callable[[RetryEvent], None] | None, rng: random.Random | None) -> None:
+                 on_retry: Callable[[RetryEvent], None] | None, rng: random.Random | None,
+                 key_variable: str = API_KEY_ENV, environment: str | None = None) -> None:
         self.shown_url = base_url
         self._key = api_key
+        self._key_variable = key_variable
+        self._environment = environment
         self._build = build
         self._timeout = timeout
         self._max_retries = max(0, max_retries)
@@ -255,9 +260,8 @@ class _Core:
                                         "the outcome is unknown", operation=op.name)
         return data
 
-    @staticmethod
-    def _status_error(op: Operation, response: httpx.Response, scrub: Callable[[str], str],
-                      attempt: int) -> tuple[errors.ApiError, bool]:
+    def _status_error(self, op: Operation, response: httpx.Response,
+                      scrub: Callable[[str], str], attempt: int) -> tuple[errors.ApiError, bool]:
         status = response.status_code
         if status in _GATEWAY_STATUSES and not op.retry_safe:
             return errors.AmbiguousError(
@@ -268,6 +272,11 @@ class _Core:
         if attempt > 1:
             message += f" (after {attempt} attempts)"
         cls = errors.error_for_status(status)
+        if status in _KEY_STATUSES:
+            # Which key, and where: one process may hold several (an environment each).
+            whose = f"environment {self._environment}: " if self._environment else ""
+            message += (f" ({whose}{self.shown_url} refused the key read from "
+                        f"{self._key_variable}: check that variable)")
         error = cls(message, operation=op.name, status=status, code=code, details=details)
         return error, status in _CLEAN_RETRY_STATUSES or status in _GATEWAY_STATUSES
 
@@ -369,12 +378,15 @@ class AsyncClient:
                  insecure_http: bool = False, on_retry: Callable[[RetryEvent], None] | None = None,
                  rng: random.Random | None = None,
                  sleep: Callable[[float], Awaitable[object] | object] | None = None,
-                 lanes: int = 1) -> None:
+                 lanes: int = 1, key_variable: str = API_KEY_ENV,
+                 environment: str | None = None) -> None:
+        """``key_variable``: where ``api_key`` was read from, and ``environment``: the
+        project's environment it is for, both named by an authentication error."""
         self._shown_url = check_base_url(base_url, insecure_http)
         if api_key is not None and (not api_key or not api_key.isprintable()
                                     or not api_key.isascii()):
             raise errors.ConfigError("the API key is empty or has characters an HTTP header "
-                                     f"cannot carry (check {API_KEY_ENV})")
+                                     f"cannot carry (check {key_variable})")
         options: dict[str, Any] = {
             "base_url": base_url, "auth": key_auth(api_key),
             "timeout": timeout, "headers": _headers(), "follow_redirects": False}
@@ -405,7 +417,8 @@ class AsyncClient:
         # The key lives in the core (and the auth), never in this object's attributes.
         self._core = _Core(base_url=self._shown_url, api_key=api_key, timeout=timeout,
                            build=_poster(self._http), max_retries=max_retries,
-                           backoff=backoff, max_backoff=max_backoff, on_retry=on_retry, rng=rng)
+                           backoff=backoff, max_backoff=max_backoff, on_retry=on_retry, rng=rng,
+                           key_variable=key_variable, environment=environment)
 
     @property
     def base_url(self) -> str:
@@ -486,8 +499,10 @@ class AsyncClient:
 # --- from --endpoint to what to connect with ---------------------------------
 
 
-def check_endpoint(endpoint: str | None, api_key: str | None) -> tuple[str, str | None]:
-    """(endpoint, key) to connect with; ConfigError when either is missing."""
+def check_endpoint(endpoint: str | None, api_key: str | None, key_source: str = API_KEY_ENV
+                   ) -> tuple[str, str | None]:
+    """(endpoint, key) to connect with; ConfigError when either is missing (``key_source``:
+    the variable the key is read from, and its environment)."""
     endpoint = (endpoint or "").strip()
     if not endpoint:
         raise errors.ConfigError("no API endpoint configured: pass --endpoint URL or set "
@@ -495,5 +510,5 @@ def check_endpoint(endpoint: str | None, api_key: str | None) -> tuple[str, str 
     if endpoint == "local":
         return endpoint, api_key or LOCAL_API_KEY
     if not api_key:
-        raise errors.ConfigError(f"no API key: set {API_KEY_ENV}")
+        raise errors.ConfigError(f"no API key for {redact.url(endpoint)}: set {key_source}")
     return endpoint, api_key

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import click
 
 from govsync import __version__, envvars, logs
+from govsync.cli.scope import given, new_state_said, replaced_paths, require_environment
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.envvars import DEFAULT_STATE
 from govsync.envvars import LOG as LOG_ENV
@@ -29,7 +30,7 @@ from govsync.errors import GovsyncError, ManifestError
 from govsync.manifests import load as load_manifests
 from govsync.manifests.model import Context, ManifestSet
 from govsync.manifests.parallel import forked_reader
-from govsync.project import Given, Selection, select
+from govsync.project import Selection, select
 from govsync.settings import Settings, resolve
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -159,15 +160,6 @@ def project_options(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def given(ctx: click.Context, param: str, value: str | None, flag: str, variable: str) -> Given:
-    """A global option's value and where it came from (option, environment, default)."""
-    source = ctx.get_parameter_source(param)
-    where = ("option" if source == click.core.ParameterSource.COMMANDLINE
-             else "environment" if source == click.core.ParameterSource.ENVIRONMENT
-             else "default")
-    return Given(value, where, flag, variable)
-
-
 def global_options(func: F) -> F:
     """--endpoint, --state, --workspace... and the project's environment, collapsed into
     one ``settings`` argument.  Precedence, highest first: the option, its environment
@@ -175,7 +167,8 @@ def global_options(func: F) -> F:
 
     @click.option("--endpoint", envvar=envvars.ENDPOINT, show_envvar=True, metavar="URL",
                   help="API base URL, or `local` for the embedded reference server. The key "
-                       f"comes from {API_KEY_ENV}.")
+                       f"comes from {API_KEY_ENV}, or the variable the environment's "
+                       "apiKey names.")
     @click.option("--state", "state_url", envvar=envvars.STATE, default=DEFAULT_STATE,
                   show_default=True, show_envvar=True, metavar="URL",
                   help="State store: a SQLite file, or a postgresql:// URL.")
@@ -194,12 +187,13 @@ def global_options(func: F) -> F:
                 **kwargs: Any) -> Any:
         ctx = click.get_current_context()
 
+        state = given(ctx, "state_url", state_url, "--state", envvars.STATE)
         settings = resolve(
             selection,
             endpoint=given(ctx, "endpoint", endpoint, "--endpoint", envvars.ENDPOINT),
-            state=given(ctx, "state_url", state_url, "--state", envvars.STATE),
+            state=state,
             workspace=given(ctx, "workspace", workspace, "--workspace", envvars.WORKSPACE),
-            api_key=os.environ.get(API_KEY_ENV) or None,
+            environ=os.environ,
             insecure_http=insecure_http,
             local_seed=local_seed,
         )
@@ -208,7 +202,9 @@ def global_options(func: F) -> F:
         exposed = exposed_state(settings.state)
         if exposed:
             click.echo(f"warning: {exposed}", err=True)
-        return func(*args, settings=settings, **kwargs)
+        require_environment(selection, ctx.command.name or "")
+        with new_state_said(settings, defaulted=state.source == "default"):
+            return func(*args, settings=settings, **kwargs)
 
     return wrapper  # type: ignore[return-value]
 
@@ -247,6 +243,9 @@ def load(paths: tuple[str, ...] | list[str], selection: Selection | None = None,
 
     selection = selection or Selection()
     context = Context(selection.variables(), selection.name)
+    note = replaced_paths(selection, paths)
+    if note:
+        click.echo(note, err=True)
 
     enabled = gc.isenabled()
     gc.disable()

@@ -11,7 +11,8 @@ import click
 
 from govsync import envvars, logs
 from govsync.agentconfig import GITHUB_API, parse_duration
-from govsync.cli.root import given, global_options
+from govsync.cli.root import global_options
+from govsync.cli.scope import given
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.envvars import UI_TOKEN
 from govsync.errors import ConfigError
@@ -155,7 +156,7 @@ def agent_command(ctx: click.Context, project_file: str | None, repo: str | None
         workspace=Given(os.environ.get(envvars.WORKSPACE) or None,
                         "environment" if os.environ.get(envvars.WORKSPACE) else "default",
                         "--workspace", envvars.WORKSPACE),
-        api_key=os.environ.get(API_KEY_ENV) or None, insecure_http=insecure_http,
+        insecure_http=insecure_http,
         local_seed=os.environ.get(envvars.LOCAL_SEED) or None,
         url=os.environ.get(envvars.AGENT_URL) or None, sinks=sinks)
     secure = (options.url or "").lower().startswith("https://")
@@ -198,7 +199,7 @@ def _environment_settings(environment: str) -> Settings:
         state=given(ctx, "state_url", ctx.params.get("state_url"), "--state", envvars.STATE),
         workspace=given(ctx, "workspace", ctx.params.get("workspace"), "--workspace",
                         envvars.WORKSPACE),
-        api_key=None)
+        environ=os.environ)
 
 
 @agent_command.command("pause")

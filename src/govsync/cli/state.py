@@ -198,11 +198,14 @@ def state_readonly_role(role: str, settings: Settings) -> None:
     and nothing else: no write, and never the key that authenticates saved
     plans, so it cannot forge one. Run it with the credentials that own the
     state (it makes the tables first if there are none yet); pipe the output to
-    psql as that owner. Create the role itself first (CREATE ROLE ... LOGIN).
+    psql as that owner, with -v ON_ERROR_STOP=1 so that psql stops (and exits
+    non-zero) at the first error. Create the role itself first (CREATE ROLE ...
+    LOGIN): the first statement stops the script, naming it, when it does not
+    exist.
 
     \b
     Example:
-      govsync state readonly-role govsync_reader --state "$GOVSYNC_STATE" | psql "$GOVSYNC_STATE"
+      govsync state readonly-role govsync_reader | psql -v ON_ERROR_STOP=1 "$GOVSYNC_STATE"
     """
 
     for statement in commands.state_readonly_role(settings, role):

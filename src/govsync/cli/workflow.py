@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import threading
 from typing import Any
 
 import click
 
 from govsync import approvals, commands, envvars, planfile, render
+from govsync.cli.interrupt import graceful
 from govsync.cli.root import (
     FORMATS,
     global_options,
@@ -19,8 +22,11 @@ from govsync.cli.root import (
     project_options,
     target_option,
 )
+from govsync.cli.scope import require_environment, saved_plan_settings
 from govsync.errors import ConfigError, GovsyncError
+from govsync.manifests.model import ManifestSet
 from govsync.plan import blocked_advice
+from govsync.planfile import SavedPlan
 from govsync.project import Selection
 from govsync.redact import url as safe_url
 from govsync.render.graph import change_graph, dependency_graph
@@ -116,9 +122,11 @@ def prompt(settings: Settings) -> str:
     return f"Apply these changes to {where(settings)}? Only 'yes' will be accepted"
 
 
-def confirmed(prompt: str) -> bool:
+def confirmed(prompt: str, *, cancelled: str = "apply cancelled",
+              skip: str = "--auto-approve", does: str = "applies") -> bool:
     """Ask for `yes`: at a terminal, or as one line of standard input (``echo yes |``),
-    as Terraform does.  End of input or any other answer cancels (GovsyncError)."""
+    as Terraform does.  End of input or any other answer cancels (GovsyncError:
+    ``cancelled``, naming the flag that ``skip``s the question)."""
     stdin = sys.stdin
     if stdin.isatty():
         answer = str(click.prompt(prompt, default="", show_default=False))
@@ -127,13 +135,13 @@ def confirmed(prompt: str) -> bool:
         line = stdin.readline()
         if not line:
             click.echo("", err=True)
-            raise GovsyncError("apply cancelled: standard input ended before an answer; "
-                               "nothing was changed (pipe `yes`, or pass --auto-approve)")
+            raise GovsyncError(f"{cancelled}: standard input ended before an answer; "
+                               f"nothing was changed (pipe `yes`, or pass {skip})")
         answer = line
         click.echo(answer.strip(), err=True)
     if answer.strip() != "yes":
         said = f"the answer was {answer.strip()[:40]!r}" if answer.strip() else "no answer"
-        raise GovsyncError(f"apply cancelled: {said}, and only 'yes' applies; "
+        raise GovsyncError(f"{cancelled}: {said}, and only 'yes' {does}; "
                            "nothing was changed")
     return True
 
@@ -196,25 +204,29 @@ def apply(paths: tuple[str, ...], settings: Settings, auto_approve: bool, parall
         return _apply_json(paths, settings, saved_plan, parallelism=parallelism,
                            forget_orphans=forget_orphans, lock_timeout=lock_timeout,
                            allow_endpoint_change=allow_endpoint_change, reviewed=reviewed)
-    source = planfile.read(paths[0]) if saved_plan else load(paths, settings.selection)
+    settings, source = _source(paths, settings, saved_plan)
 
     def confirm(the_plan: Any) -> bool:
         o.info(f"Changing {where(settings)}.")
         click.echo(render.plan_text(the_plan, color=o.color), nl=False, color=o.color)
-        if auto_approve or saved_plan or reviewed:
-            return True
-        return confirmed(prompt(settings))
+        if not (auto_approve or saved_plan or reviewed):
+            confirmed(prompt(settings))
+        # From here on, the first Ctrl-C lets what is in flight finish (cli/interrupt.py).
+        stack.enter_context(graceful(stopping))
+        return True
 
     from govsync.apply import DONE
     from govsync.render.progress import LineReporter, ProgressReporter
 
     reporter = (ProgressReporter(o.color, o.quiet) if o.color and sys.stderr.isatty()
                 else LineReporter(o.color, o.quiet))
-    the_plan, result = commands.apply(
-        source, settings, reviewed=reviewed, confirm=confirm, parallelism=parallelism,
-        forget_orphans=forget_orphans, lock_timeout=lock_timeout, reporter=reporter,
-        allow_endpoint_change=allow_endpoint_change,
-    )
+    stopping = threading.Event()
+    with contextlib.ExitStack() as stack:
+        the_plan, result = commands.apply(
+            source, settings, reviewed=reviewed, confirm=confirm, parallelism=parallelism,
+            forget_orphans=forget_orphans, lock_timeout=lock_timeout, reporter=reporter,
+            allow_endpoint_change=allow_endpoint_change, stopping=stopping,
+        )
     if the_plan.governance is not None:
         click.echo(f"Recorded the governance of workspace {settings.workspace!r}.")
     if not result.outcomes:
@@ -242,6 +254,17 @@ def apply(paths: tuple[str, ...], settings: Settings, auto_approve: bool, parall
         sys.exit(1)
 
 
+def _source(paths: tuple[str, ...], settings: Settings, saved_plan: bool
+            ) -> tuple[Settings, SavedPlan | ManifestSet]:
+    """What apply applies, and to what: a saved plan with the environment, workspace
+    and state it records; else the manifests of the selected environment."""
+    if saved_plan:
+        saved = planfile.read(paths[0])
+        return saved_plan_settings(settings, saved.plan, paths[0]), saved
+    require_environment(settings.selection, "plan")
+    return settings, load(paths, settings.selection)
+
+
 def _apply_json(paths: tuple[str, ...], settings: Settings, saved_plan: bool,
                 **options: Any) -> None:
     """``apply --format json``: JSON lines on stdout, the plan and messages on stderr.
@@ -254,15 +277,20 @@ def _apply_json(paths: tuple[str, ...], settings: Settings, saved_plan: bool,
     o = out()
     reporter = JsonReporter()
 
+    stopping = threading.Event()
+    stack = contextlib.ExitStack()
+
     def show(the_plan: Any) -> bool:
         if not o.quiet:
             click.echo(render.plan_text(the_plan), nl=False, err=True)
+        stack.enter_context(graceful(stopping))
         return True
 
     try:
-        source = planfile.read(paths[0]) if saved_plan else load(paths, settings.selection)
-        _plan, result = commands.apply(source, settings, confirm=show, reporter=reporter,
-                                       **options)
+        settings, source = _source(paths, settings, saved_plan)
+        with stack:
+            _plan, result = commands.apply(source, settings, confirm=show, reporter=reporter,
+                                           stopping=stopping, **options)
     except GovsyncError as exc:
         problems = getattr(exc, "problems", None)
         why = (f"{len(problems)} error(s) in the manifests, the first: {problems[0]}"
@@ -374,6 +402,7 @@ def show_command(file: str, settings: Settings, fmt: str, digest: bool) -> None:
     from govsync.render.documents import show_text
 
     saved = planfile.read(file)
+    settings = saved_plan_settings(settings, saved.plan, file)
     if digest:
         click.echo(approvals.review_message(saved.review_digest).decode(), nl=False)
         return
@@ -418,7 +447,9 @@ def _signers(record: Any, settings: Settings, workspace: str
 @click.option("--key", "key_file", required=True, type=click.Path(dir_okay=False),
               help="Your SSH private key (ed25519, ecdsa or rsa), e.g. ~/.ssh/id_ed25519.")
 @click.option("--yes", "assume_yes", is_flag=True,
-              help="Sign without asking (at a terminal, approve asks after showing the plan).")
+              help="Sign without asking (otherwise approve asks after showing the plan: at "
+                   "the terminal, or as one line of standard input: `echo yes | govsync "
+                   "approve ...`).")
 @project_options
 def approve(plan_file: str, key_file: str, assume_yes: bool, selection: Selection) -> None:
     """Sign a saved plan: add your SSH signature to PLAN.sig.
@@ -444,11 +475,10 @@ def approve(plan_file: str, key_file: str, assume_yes: bool, selection: Selectio
     click.echo(f"You are approving {plan_file}: workspace {saved.plan.workspace!r}{env}, "
                f"review digest sha256:{saved.review_digest}.", err=True)
     click.echo(plan_text(saved.plan) + requests_text(saved.plan), nl=False, err=True)
-    if sys.stdin.isatty() and not assume_yes:
-        answer = str(click.prompt("Sign this plan? Only 'yes' will be accepted", default="",
-                                  show_default=False))
-        if answer.strip() != "yes":
-            raise GovsyncError("not signed: only 'yes' signs")
+    if not assume_yes:
+        # As apply asks: at a terminal, or one line of standard input.
+        confirmed("Sign this plan? Only 'yes' will be accepted", cancelled="not signed",
+                  skip="--yes", does="signs")
     allowed = selection.project.approvals if selection.project else None
     signers = approvals.read_allowed_signers(allowed) if allowed is not None else None
     source = allowed.allowed_signers if allowed is not None else ""

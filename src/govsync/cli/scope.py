@@ -1,0 +1,131 @@
+"""What a command acts on, never silently something else (issue 34, finding 6).
+
+- A project with environments and no ``--env`` is an error listing them (the
+  project's top level is not an environment: a plan of workspace ``default``,
+  offline, is not what anyone meant).
+- Paths given with ``--env`` replace the environment's: said in one line, with
+  the patches that are left out.
+- ``apply PLAN`` and ``show PLAN`` take the environment, workspace and state the
+  saved plan records; an ``--env``, ``--workspace`` or ``--state`` that names
+  another is an error naming both.
+- A new SQLite state made where no project file is: said in one line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+import click
+
+from govsync import envvars, redact
+from govsync.errors import ConfigError
+from govsync.project import Given, Selection, same_setting
+from govsync.settings import Settings, resolve
+
+if TYPE_CHECKING:
+    from govsync.plan import Plan
+
+# Commands that act on every environment, or take theirs from elsewhere (an argument,
+# a saved plan: apply checks for itself, knowing whether it was given one).
+EVERY_ENVIRONMENT = frozenset({"ui", "pause", "resume", "show", "apply", "readonly-role"})
+
+
+def require_environment(selection: Selection, command: str) -> None:
+    """ConfigError when the project has environments and none is selected."""
+    project = selection.project
+    if project is None or not project.environments or selection.environment is not None:
+        return
+    if command in EVERY_ENVIRONMENT:
+        return
+    names = ", ".join(sorted(project.environments))
+    raise ConfigError(f"{project.file} defines environments ({names}) and none is selected: "
+                      f"pass --env NAME (or set {envvars.ENV}); nothing was sent")
+
+
+def replaced_paths(selection: Selection, given: tuple[str, ...] | list[str]) -> str:
+    """The line saying that paths on the command line replace the environment's ('' when
+    they do not, or are the same)."""
+    env = selection.environment
+    if not given or env is None or selection.project is None:
+        return ""
+    theirs = selection.project.paths(env) or ()
+    mine = {os.path.abspath(p) for p in given}
+    left = [p for p in theirs if os.path.abspath(p) not in mine]
+    if not left:
+        return ""
+    return (f"Note: the paths given replace environment {env.name}'s paths "
+            f"({', '.join(theirs)}): {', '.join(left)} and the patches there are not read "
+            "(give no PATH to plan the whole environment, --target to plan part of it).")
+
+
+def saved_plan_settings(settings: Settings, plan: Plan, path: str) -> Settings:
+    """The settings of ``apply PLAN`` / ``show PLAN``: the environment, workspace and
+    state the plan records, unless given; given ones that contradict it are an error."""
+    ctx = click.get_current_context()
+    selection = settings.selection
+    project = selection.project
+    if (plan.environment and selection.environment is None and project is not None
+            and plan.environment in project.environments):
+        selection = Selection(project, project.environments[plan.environment],
+                              selection.overrides)
+    if selection.name != plan.environment:
+        mine = f"environment {selection.name}" if selection.name else "no environment"
+        theirs = f"environment {plan.environment}" if plan.environment else "no environment"
+        flag = f"--env {plan.environment}" if plan.environment else "no --env"
+        raise ConfigError(f"{path} is a plan for {theirs}, and this run names {mine}: run it "
+                          f"with {flag} (check {envvars.ENV}); nothing was sent")
+    state = given(ctx, "state_url", ctx.params.get("state_url"), "--state", envvars.STATE)
+    workspace = given(ctx, "workspace", ctx.params.get("workspace"), "--workspace",
+                      envvars.WORKSPACE)
+    if (state.source == "default" and selection.setting("state") is None and plan.state
+            and redact.MASK not in plan.state):
+        state = Given(plan.state, "option", state.flag, state.variable)
+    if workspace.source == "default" and selection.environment is None:
+        workspace = Given(plan.workspace, "option", workspace.flag, workspace.variable)
+    endpoint = given(ctx, "endpoint", ctx.params.get("endpoint"), "--endpoint",
+                     envvars.ENDPOINT)
+    scoped = resolve(selection, endpoint=endpoint, state=state, workspace=workspace,
+                     environ=settings.environ, insecure_http=settings.insecure_http,
+                     local_seed=settings.local_seed)
+    scoped = dataclasses.replace(scoped, targets=settings.targets)
+    if plan.state and not same_setting("state", _comparable(scoped.state), plan.state):
+        raise ConfigError(
+            f"{path} was made against state {plan.state}, and this run names state "
+            f"{redact.url(scoped.state)}: drop --state ({envvars.STATE}), or make the plan "
+            "again against this state; nothing was sent")
+    return scoped
+
+
+def _comparable(state: str) -> str:
+    return state if "://" in state else os.path.abspath(state)
+
+
+def given(ctx: click.Context, param: str, value: str | None, flag: str, variable: str) -> Given:
+    """A global option's value and where it came from (option, environment, default)."""
+    source = ctx.get_parameter_source(param)
+    where = ("option" if source == click.core.ParameterSource.COMMANDLINE
+             else "environment" if source == click.core.ParameterSource.ENVIRONMENT
+             else "default")
+    return Given(value, where, flag, variable)
+
+
+@contextmanager
+def new_state_said(settings: Settings, *, defaulted: bool) -> Iterator[None]:
+    """Say in one line on stderr when the command made a new SQLite state in the
+    default place (``defaulted``: nobody named one) and no project file names where
+    states live (a command run from the wrong folder)."""
+    # (A plain path, as the default is: this module stays clear of govsync.state,
+    # which `validate` never loads.)
+    path = settings.state
+    before = not defaulted or "://" in path or os.path.lexists(path)
+    try:
+        yield
+    finally:
+        if not before and settings.selection.project is None and os.path.lexists(path):
+            click.echo(f"Note: made a new state at {path} (there is no govsync.yaml here or "
+                       "above; pass --state, or run from the project's folder, to use "
+                       "another).", err=True)
