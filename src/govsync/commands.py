@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from govsync import approvals, audit, envvars, governance, live, planfile, redact, runtime
+from govsync import approvals, audit, envvars, governance, live, planfile, redact, refresh, runtime
 from govsync import drift as d
 from govsync.api.catalog import readable_kinds
 from govsync.api.kinds import BY_KIND
@@ -117,14 +117,18 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False,
     running = None
     if exists(settings.state):
         with runtime.open_state(settings) as store:
-            snapshot = store.snapshot(settings.workspace, responses=False, create=False)
+            snapshot = store.snapshot(settings.workspace, responses=_refreshing(settings),
+                                      create=False)
             running = store.running(settings.workspace)
     else:
         snapshot = read_snapshot(settings)
     record = governance.recorded(snapshot.governance, settings.workspace)
     governance.check_environment(record, selection.name, settings.workspace, selection.project)
+    observed = _observe(settings, snapshot)
     result = make_plan(manifests, snapshot, environ=settings.environ,
-                       targets=settings.targets, read_secrets=read_secrets)
+                       targets=settings.targets, read_secrets=read_secrets,
+                       missing=observed.missing if observed else ())
+    _annotate(result, observed, settings, snapshot)
     result.secrets_read = read_secrets
     _governed(result, record, proposed, selection.name)
     check_rules(result, manifests, governance.rules_to_check(record, proposed),
@@ -192,7 +196,52 @@ def _in_new_workspace(planned: Plan, manifests: ManifestSet, settings: Settings)
     again = make_plan(manifests, snapshot, environ=settings.environ, targets=settings.targets)
     again.checks, again.environment, again.governance = (
         planned.checks, planned.environment, planned.governance)
+    again.drift, again.refreshed = planned.drift, planned.refreshed
     return again
+
+
+def _refreshing(settings: Settings) -> bool:
+    """Whether this run reads the recorded objects from the server (contract section 12)."""
+    return settings.refresh and bool(settings.endpoint)
+
+
+async def _observe_async(settings: Settings, snapshot: Snapshot) -> refresh.Observed | None:
+    """Read every recorded object (None: no refresh, or nothing to read, or the state
+    belongs to another endpoint, whose ids would all look missing here)."""
+    if not _refreshing(settings) or not snapshot.entries or endpoint_change(snapshot, settings):
+        return None
+    try:
+        async with runtime.client(settings) as client:
+            return await refresh.observe(client, snapshot.entries,
+                                         settings.selection.ignore_changes)
+    except UnauthorizedError as exc:
+        raise _key_rejected(exc) from exc
+
+
+def _observe(settings: Settings, snapshot: Snapshot) -> refresh.Observed | None:
+    if not _refreshing(settings) or not snapshot.entries:
+        return None
+    import asyncio
+
+    return asyncio.run(_observe_async(settings, snapshot))
+
+
+def _annotate(plan: Plan, observed: refresh.Observed | None, settings: Settings,
+              snapshot: Snapshot) -> None:
+    """The refresh's findings on the plan, or why there is none (with an endpoint)."""
+    if observed is not None:
+        refresh.annotate(plan, observed)
+    elif _refreshing(settings) and snapshot.entries and endpoint_change(snapshot, settings):
+        refresh.skipped(plan, "the state was applied against another endpoint")
+
+
+def _refused_partial(observed: refresh.Observed | None, doing: str) -> None:
+    """ApiError when some recorded objects could not be read: never act on a partial
+    picture."""
+    if observed is None or observed.reading.complete:
+        return
+    raise ApiError(f"{observed.reading.summary()}; {doing}: run again once the server "
+                   "answers (or --refresh=false to compare with the recorded state only)")
 
 
 def check_rules(plan: Plan, manifests: ManifestSet, rules: tuple[Rule, ...],
@@ -386,7 +435,8 @@ def apply(
         try:
             # The API's answers recorded in state are for `state show`: planning
             # and applying never read them (at 100,000 entries, 0.6 s).
-            snapshot = store.snapshot(settings.workspace, responses=False)
+            snapshot = store.snapshot(settings.workspace,
+                                      responses=saved is None and _refreshing(settings))
             record = governance.recorded(snapshot.governance, settings.workspace)
             governance.check_environment(record, selection.name, settings.workspace,
                                          selection.project)
@@ -471,7 +521,11 @@ async def _apply(
     if isinstance(source, SavedPlan):
         the_plan, manifests = source.plan, None
     else:
-        the_plan = make_plan(source, snapshot, environ=settings.environ, targets=settings.targets)
+        observed = await _observe_async(settings, snapshot)
+        _refused_partial(observed, "nothing was applied")
+        the_plan = make_plan(source, snapshot, environ=settings.environ, targets=settings.targets,
+                             missing=observed.missing if observed else ())
+        _annotate(the_plan, observed, settings, snapshot)
         manifests = source
         _governed(the_plan, record, proposed, name)
         check_rules(the_plan, source, governance.rules_to_check(record, proposed), name, snapshot)
@@ -712,9 +766,13 @@ def drift(manifests: ManifestSet, settings: Settings, *,
 
     if read_secrets:
         check_secrets_set(manifests, settings)
-    snapshot = read_snapshot(settings)
+    snapshot = read_snapshot(settings, responses=_refreshing(settings))
+    observed = _observe(settings, snapshot)
+    _refused_partial(observed, "drift cannot say what it could not read")
     the_plan = make_plan(manifests, snapshot, environ=settings.environ,
-                         targets=settings.targets, read_secrets=read_secrets)
+                         targets=settings.targets, read_secrets=read_secrets,
+                         missing=observed.missing if observed else ())
+    _annotate(the_plan, observed, settings, snapshot)
     values = live.wanted(manifests)
     existing: dict[str, set[str]] | None = None
     skipped = f"no endpoint configured ({envvars.ENDPOINT} / --endpoint)"
@@ -735,7 +793,8 @@ def drift(manifests: ManifestSet, settings: Settings, *,
         except ApiError as exc:
             raise ApiError(f"cannot run the live checks: {live.failed(values, exc)}") from exc
     live_checks = d.live_checks(values, existing, skipped)
-    return d.DriftReport(the_plan, live_checks, d.unobservable(manifests))
+    return d.DriftReport(the_plan, live_checks, d.unobservable(
+        manifests, observed.reading.read_kinds() if observed else ()))
 
 
 # -- state commands -------------------------------------------------------------

@@ -21,7 +21,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -105,6 +105,8 @@ class Change:
     patched: dict[str, str] | None = None
     # A move: the address the state entry has now.
     moved_from: str | None = None
+    # The fields changed outside govsync since it last applied (refresh).
+    outside: tuple[FieldChange, ...] = ()
 
     def public(self) -> dict[str, Any]:
         """What users see of a change (``--format json``): no request."""
@@ -121,6 +123,8 @@ class Change:
             body["patchedBy"] = self.patched
         if self.moved_from:
             body["movedFrom"] = self.moved_from
+        if self.outside:
+            body["outside"] = [d.as_dict() for d in self.outside]
         return body
 
     def patch_of(self, path: str) -> str | None:
@@ -130,6 +134,31 @@ class Change:
                     or field_path.startswith(path + ".") or path.startswith(field_path + "[")):
                 return patch
         return None
+
+
+class DriftKind(StrEnum):
+    """How a recorded object differs from the server (refresh)."""
+
+    CHANGED = "changed"
+    MISSING = "missing"
+
+
+@dataclass(frozen=True)
+class Drifted:
+    """A recorded object changed outside govsync (its fields), or missing on the server."""
+
+    address: str
+    kind: DriftKind
+    diff: tuple[FieldChange, ...] = ()
+    id: str | None = None
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return tuple(d.path for d in self.diff)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"address": self.address, "kind": self.kind, "fields": list(self.fields),
+                "id": self.id, "diff": [d.as_dict() for d in self.diff]}
 
 
 @dataclass
@@ -171,6 +200,10 @@ class Plan:
     governance: dict[str, Any] | None = None
     # False: made without reading secrets' values (for review only).
     secrets_read: bool = True
+    # What a refresh found changed outside govsync or missing (empty: nothing, or no
+    # refresh), and whether the server was read at all.
+    drift: list[Drifted] = field(default_factory=list)
+    refreshed: bool = False
 
     def __repr__(self) -> str:
         # A count, not every change: asyncio.run formats its task's result
@@ -236,6 +269,7 @@ def make_plan(
     environ: Environ | None = None,
     targets: Sequence[str] = (),
     read_secrets: bool = True,
+    missing: Collection[str] = (),
 ) -> Plan:
     """Diff ``manifests`` against ``snapshot``.  Raises ManifestError for a
     missing secret variable or a Moved/Import document that cannot apply,
@@ -243,7 +277,10 @@ def make_plan(
 
     Without ``read_secrets``, secrets' values are not read: each secret is
     taken to be unchanged since it was applied (a pull request's plan, which
-    ``apply --reviewed`` plans again with the values)."""
+    ``apply --reviewed`` plans again with the values).
+
+    ``missing``: recorded addresses the server no longer has (refresh): planned
+    as creates."""
     env = os.environ if environ is None else environ
     entries = snapshot.entries
     problems: list[Problem] = []
@@ -276,6 +313,11 @@ def make_plan(
                                  resolved))
         elif address in imported:
             changes.append(_import(manifest, imported[address], request))
+        elif address in missing:
+            change = _change(manifest, None, request, resolved, address)
+            change.reason = (f"missing on the server (recorded as {entries[address].id}): "
+                             "created again")
+            changes.append(change)
         else:
             changes.append(_change(manifest, entries.get(address), request, resolved, address))
     for address in sorted(entries.keys() - manifests.objects.keys() - set(moved.values())):

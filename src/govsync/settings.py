@@ -37,6 +37,8 @@ class Settings:
     targets: tuple[str, ...] = ()
     # The project file's environment and variables (empty without a project).
     selection: Selection = field(default_factory=Selection)
+    # Read every recorded object from the server before planning (--refresh=false: no).
+    refresh: bool = True
 
     def __post_init__(self) -> None:
         if not WORKSPACE_NAME.match(self.workspace):
