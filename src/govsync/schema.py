@@ -16,7 +16,7 @@ from pydantic.json_schema import models_json_schema
 
 from govsync import __version__
 from govsync.api import models as m
-from govsync.api.catalog import OPERATIONS
+from govsync.api.catalog import OPERATIONS, Verb
 from govsync.api.kinds import KINDS, Kind
 from govsync.api.status import SPEC_CODES
 from govsync.files import write_generated
@@ -216,14 +216,23 @@ def openapi() -> dict[str, Any]:
     models: list[type[BaseModel]] = []
     for op in OPERATIONS:
         models += [op.request, op.response]
-    models += [m.ErrorBody, m.ConnectErrorBody]
+    models += [m.ListMetadata, m.ErrorBody, m.ConnectErrorBody]
     models = list(dict.fromkeys(models))
     refs, defs = _defs(models, "#/components/schemas/")
     paths: dict[str, Any] = {}
     for op in OPERATIONS:
         result = refs[op.response]
-        ok = ({"type": "object", "properties": {op.response_key: result},
-               "required": [op.response_key]} if op.response_key else result)
+        if op.verb == Verb.LIST:
+            assert op.response_key
+            ok = {"type": "object", "properties": {
+                op.response_key: {"type": "array", "items": result},
+                "listMetadata": refs[m.ListMetadata]},
+                "required": [op.response_key, "listMetadata"]}
+        elif op.response_key:
+            ok = {"type": "object", "properties": {op.response_key: result},
+                  "required": [op.response_key]}
+        else:
+            ok = result
         error = refs[m.ConnectErrorBody if op.connect else m.ErrorBody]
         responses: dict[str, Any] = {"200": {"description": "OK", "content": {
             "application/json": {"schema": ok}}}}
@@ -244,7 +253,7 @@ def openapi() -> dict[str, Any]:
         paths[op.path] = {"post": {
             "operationId": op.name,
             "tags": [op.service],
-            "summary": f"{op.name} ({op.kind or 'read'})",
+            "summary": f"{op.name} ({op.verb} {op.kind})",
             "parameters": parameters,
             "requestBody": {"required": True, "content": {"application/json": {"schema": refs[op.request]}}},
             "responses": responses,

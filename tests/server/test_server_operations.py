@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 from serverkit import SERVER_ID, TIMESTAMP, VALID, VIEWER, H, InProcess, World, path
 
-from govsync.api.catalog import BY_NAME, OPERATIONS
+from govsync.api.catalog import BY_NAME, SPEC
 from govsync.api.kinds import KINDS
 from govsync.server import Store
 
 
 def test_every_catalog_operation_has_a_valid_body() -> None:
-    assert set(VALID) == {op.name for op in OPERATIONS}
+    assert set(VALID) == {op.name for op in SPEC}
 
 
 def _objects(client: InProcess) -> dict[str, list[dict[str, Any]]]:
@@ -38,7 +38,7 @@ def _check_timestamps(obj: Any) -> None:
             _check_timestamps(item)
 
 
-@pytest.mark.parametrize("name", [op.name for op in OPERATIONS if op.verb != "read"])
+@pytest.mark.parametrize("name", [op.name for op in SPEC if not op.verb.reads])
 def test_write_operation_stores_and_returns_the_object(
     name: str, client: InProcess, world: World
 ) -> None:

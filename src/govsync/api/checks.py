@@ -1574,6 +1574,17 @@ FIELDS: dict[str, tuple[str, ...]] = {
 WRAPS: dict[str, str] = {
     'UpdateConnectorAiProviderV2Request': 'connectorAiProvider',
     'UpdateHookRequest': 'hook',
+    'UpdateSpaceV2Request': 'space',
+    'UpdateConnectorV2Request': 'connector',
+    'UpdateSatelliteV2Request': 'satellite',
+    'UpdateDataDiscoveryConfigurationV2Request': 'dataDiscoveryConfiguration',
+    'UpdatePolicyV2Request': 'policy',
+    'UpdatePolicyDataLoaderV2Request': 'policyDataLoader',
+    'UpdatePermissionV2Request': 'permission',
+    'UpdateDataLabelV2Request': 'dataLabel',
+    'UpdateLogQueryV2Request': 'metadata',
+    'UpdateFormV2Request': 'form',
+    'UpdateScenarioMonitorV2Request': 'scenarioMonitor',
 }
 
 

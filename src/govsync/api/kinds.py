@@ -18,7 +18,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from govsync.api import checks
-from govsync.api.catalog import BY_NAME, Operation
+from govsync.api.catalog import BY_NAME, Operation, Scope, Verb, of_kind
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -90,6 +90,46 @@ class Kind:
     @cached_property
     def update(self) -> Operation | None:
         return BY_NAME[self.update_op] if self.update_op else None
+
+    # The operations of api-lifecycle.md, from the catalog's rows of this kind
+    # (an endpoint may lack them: whether it offers them is learned per run).
+
+    @cached_property
+    def get(self) -> Operation | None:
+        """The Get that reads one object by id (None: the API has none for this kind)."""
+        return of_kind(self.name, Verb.GET)
+
+    @cached_property
+    def list(self) -> Operation | None:
+        """The List that reads the objects in pages, like ListGroups."""
+        return of_kind(self.name, Verb.LIST)
+
+    @cached_property
+    def delete(self) -> Operation | None:
+        return of_kind(self.name, Verb.DELETE)
+
+    @cached_property
+    def lifecycle_update(self) -> Operation | None:
+        """The update api-lifecycle.md lists (a ``…V2`` replace-all or a sparse one); the
+        planner still uses ``update_op`` (issue 33 switches kinds to these)."""
+        return of_kind(self.name, Verb.UPDATE)
+
+    @property
+    def get_op(self) -> str | None:
+        return self.get.name if self.get else None
+
+    @property
+    def list_op(self) -> str | None:
+        return self.list.name if self.list else None
+
+    @property
+    def delete_op(self) -> str | None:
+        return self.delete.name if self.delete else None
+
+    @property
+    def list_scope(self) -> tuple[Scope, ...]:
+        """The List's scoping ids (one of them required where ``list.scope_required``)."""
+        return self.list.scope if self.list else ()
 
     @cached_property
     def request_model(self) -> type[BaseModel]:

@@ -860,11 +860,6 @@ class ListMetadata(Output):
     nextCursor: str = ""
 
 
-class ListGroupsResponse(Output):
-    groups: list[Group]
-    listMetadata: ListMetadata
-
-
 class ErrorBody(BaseModel):
     """The error body of every operation (``details`` only for 400)."""
 

@@ -139,9 +139,9 @@ class ReferenceServer:
                 return json_response({"status": "ok"})
             return json_response({kind: self.store.list(kind) for kind in OBJECT_KINDS})
 
-        if op is None or method != "POST":
+        if op is None or not op.spec or method != "POST":  # api-lifecycle.md: next commit
             raise ApiFailure(404, "no such operation (every operation is POST /core.v1.<Service>/<Operation>)")
-        if viewer and op.verb != "read":
+        if viewer and not op.verb.reads:
             raise ApiFailure(403, "a viewer key may call ListGroups only")
         if op.connect:
             self._check_connect_headers(request)
@@ -156,7 +156,7 @@ class ReferenceServer:
         self.engine.check_references(op, body)
 
         fault = None
-        if op.verb != "read" and self.fault_rate > 0 and self.rng.random() < self.fault_rate:
+        if not op.verb.reads and self.fault_rate > 0 and self.rng.random() < self.fault_rate:
             fault = "error" if self.rng.random() < 0.5 else "drop"
         if fault == "error":
             raise ApiFailure(500, "internal error (injected fault: nothing was stored)")

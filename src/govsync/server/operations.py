@@ -27,8 +27,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from govsync import paths
-from govsync.api.catalog import Operation
-from govsync.api.kinds import BY_KIND
+from govsync.api.catalog import Operation, UpdateStyle
 from govsync.server.errors import ApiFailure
 from govsync.server.groups import list_groups
 from govsync.server.shapes import Shape, shape_of
@@ -91,8 +90,9 @@ class Engine:
 
     def perform(self, op: Operation, request: BaseModel) -> JsonObject:
         """Carries out a validated request and returns the response body."""
-        if op.kind is None:
+        if op.verb.reads:
             return READS[op.name](self.store, request)
+        assert op.kind is not None
         kind, shape = op.kind, shape_of(op.kind)
         wrap = op.wrap
         given = getattr(request, wrap) if wrap else request
@@ -106,7 +106,7 @@ class Engine:
         existing = self._existing(op, shape, fields)
         ns = time.time_ns()
         now = timestamp(ns)
-        if existing is not None and op.verb == "update" and not BY_KIND[kind].replace_all:
+        if existing is not None and op.style == UpdateStyle.SPARSE:
             obj = {**existing, **fields}
             if "updatedAt" in shape.timestamps:
                 obj["updatedAt"] = now

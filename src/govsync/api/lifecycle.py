@@ -1,0 +1,208 @@
+"""Pydantic models of the reads, updates and deletes (``shared/api-lifecycle.md``).
+
+The spec's own operations keep their models in ``models.py``; this module
+holds the requests and answers only api-lifecycle.md lists, in the same
+conventions (strict, unknown fields refused).  A Get or a Delete takes
+``IdRequest``; a List ``ListRequest`` (paged like ListGroups), with search
+and filter where the catalog says so, and a scoping id where it has one.  A
+replace-all update (``…V2``) wraps the whole object: its create request's
+fields, its ``id``, and the fields only the server sets (accepted, ignored),
+so that an object as read can be sent back with the client's fields laid over
+it.  The catalog (``catalog.py``) names these models per operation.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, create_model
+
+from govsync.api.models import (
+    Connector,
+    CreateConnectorRequest,
+    CreateDataDiscoveryConfigurationRequest,
+    CreateDataLabelRequest,
+    CreateFormRequest,
+    CreateLogQueryRequest,
+    CreatePermissionRequest,
+    CreatePolicyDataLoaderRequest,
+    CreatePolicyRequest,
+    CreateSatelliteRequest,
+    CreateScenarioMonitorRequest,
+    CreateSpaceRequest,
+    GroupFilterValue,
+    ListGroupsRequest,
+    Model,
+    NativeUserCredentials,
+    NonEmpty,
+    Output,
+    Policy,
+    Satellite,
+    SidecarName,
+    Timestamp,
+)
+
+# Fields every object carries that only the server sets.
+SERVER_FIELDS = ("id", "createdAt", "updatedAt")
+
+# --- Get and Delete --------------------------------------------------------------
+
+
+class IdRequest(Model):
+    id: NonEmpty
+
+
+class ConnectorIdRequest(Model):
+    connectorId: NonEmpty
+
+
+class DeleteBlockedUserRequest(Model):
+    id: NonEmpty
+    reason: str = ""
+
+
+# --- List ------------------------------------------------------------------------
+
+
+class ObjectFieldFilter(Model):
+    key: Literal["id", "name", "description", "terminationProtection"]
+    value: GroupFilterValue
+
+
+class ObjectFilter(Model):
+    field: ObjectFieldFilter | None = None
+    group: ObjectFilterGroup | None = None
+
+
+class ObjectFilterGroup(Model):
+    filters: list[ObjectFilter] = []
+
+
+ObjectFilter.model_rebuild()
+
+
+class ListRequest(Model):
+    limit: int = Field(default=50, ge=1, le=500)
+    cursor: str = ""
+    order: str = Field(default="", pattern=ListGroupsRequest.model_fields["order"].metadata[0].pattern,
+                       description="Sort field, `-field` or `field desc` for descending; default name.")
+
+
+class SearchListRequest(ListRequest):
+    search: str = ""
+    searchFields: list[Literal["name", "description", "id"]] = []
+    filter: ObjectFilter | None = None
+
+
+class ListInSpaceRequest(SearchListRequest):
+    spaceId: NonEmpty | None = None
+
+
+class ListOfResourceRequest(ListRequest):
+    resourceId: NonEmpty
+
+
+class ListConnectorListenerLinksRequest(ListRequest):
+    connectorId: NonEmpty | None = None
+    listenerId: NonEmpty | None = None
+
+    VARIANTS = ("connectorId", "listenerId")
+
+
+class ListSidecarResourceLinksRequest(ListRequest):
+    sidecarId: NonEmpty | None = None
+    resourceId: NonEmpty | None = None
+
+    VARIANTS = ("sidecarId", "resourceId")
+
+
+# --- Update ----------------------------------------------------------------------
+
+
+class UpdateSidecarRequest(Model):
+    id: NonEmpty
+    name: SidecarName | None = None
+    hostname: NonEmpty | None = None
+    terminationProtection: bool | None = None
+
+
+class UpdateNativeUserV3Request(Model):
+    id: NonEmpty
+    label: str | None = None
+    terminationProtection: bool | None = None
+    credentials: NativeUserCredentials | None = None
+
+
+class UpdateResourceAliasRequest(Model):
+    id: NonEmpty
+    alias: NonEmpty
+
+
+def _replace_all(name: str, key: str, create: type[Model],
+                 returned: type[BaseModel] | None = None) -> type[Model]:
+    """``{key: object}``: the create's fields, ``id``, the timestamps, and the fields only
+    the returned object has (read-only: accepted, ignored)."""
+    extra: dict[str, Any] = {"id": (NonEmpty, ...), "createdAt": (Timestamp | None, None),
+                             "updatedAt": (Timestamp | None, None)}
+    for field in (returned.model_fields if returned else ()):
+        if field not in create.model_fields and field not in extra:
+            extra[field] = (Any, None)
+    inner = create_model(f"{name.removeprefix('Update').removesuffix('V2')}Input",
+                         __base__=create, **extra)
+    wrapped: dict[str, Any] = {key: (inner, ...)}
+    return create_model(f"{name}Request", __base__=Model, **wrapped)
+
+
+class PolicyReport(Output):
+    reportId: str
+    policyId: str
+    policyCode: str = ""
+    evaluationWindow: str = ""
+    logQuery: str = ""
+    createdAt: str
+
+
+class LogQuery(Output):
+    id: str
+    name: str
+    query: dict[str, Any]
+    createdAt: str
+    updatedAt: str
+
+
+class ScenarioMonitor(Output):
+    id: str
+    name: str
+    scenario: str = ""
+    status: str
+    createdAt: str
+    updatedAt: str
+
+
+class BlockedUserStatus(Output):
+    id: str
+    blocked: bool
+
+
+class EmptyResult(Output):
+    """``{}``: the answer of a delete that returns nothing."""
+
+
+UpdateSpaceV2Request = _replace_all("UpdateSpaceV2", "space", CreateSpaceRequest)
+UpdateConnectorV2Request = _replace_all("UpdateConnectorV2", "connector", CreateConnectorRequest,
+                                        Connector)
+UpdateSatelliteV2Request = _replace_all("UpdateSatelliteV2", "satellite", CreateSatelliteRequest,
+                                        Satellite)
+UpdateDataDiscoveryConfigurationV2Request = _replace_all(
+    "UpdateDataDiscoveryConfigurationV2", "dataDiscoveryConfiguration",
+    CreateDataDiscoveryConfigurationRequest)
+UpdatePolicyV2Request = _replace_all("UpdatePolicyV2", "policy", CreatePolicyRequest, Policy)
+UpdatePolicyDataLoaderV2Request = _replace_all("UpdatePolicyDataLoaderV2", "policyDataLoader",
+                                               CreatePolicyDataLoaderRequest)
+UpdatePermissionV2Request = _replace_all("UpdatePermissionV2", "permission",
+                                         CreatePermissionRequest)
+UpdateDataLabelV2Request = _replace_all("UpdateDataLabelV2", "dataLabel", CreateDataLabelRequest)
+UpdateLogQueryV2Request = _replace_all("UpdateLogQueryV2", "metadata", CreateLogQueryRequest)
+UpdateFormV2Request = _replace_all("UpdateFormV2", "form", CreateFormRequest)
+UpdateScenarioMonitorV2Request = _replace_all("UpdateScenarioMonitorV2", "scenarioMonitor",
+                                              CreateScenarioMonitorRequest)
