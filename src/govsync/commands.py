@@ -124,11 +124,9 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False,
         snapshot = read_snapshot(settings)
     record = governance.recorded(snapshot.governance, settings.workspace)
     governance.check_environment(record, selection.name, settings.workspace, selection.project)
-    observed = _observe(settings, snapshot)
-    result = make_plan(manifests, snapshot, environ=settings.environ,
-                       targets=settings.targets, read_secrets=read_secrets,
-                       missing=observed.missing if observed else ())
-    _annotate(result, observed, settings, snapshot)
+    result, _observed = _refreshed(settings, snapshot, lambda missing: make_plan(
+        manifests, snapshot, environ=settings.environ, targets=settings.targets,
+        read_secrets=read_secrets, missing=missing))
     result.secrets_read = read_secrets
     _governed(result, record, proposed, selection.name)
     check_rules(result, manifests, governance.rules_to_check(record, proposed),
@@ -205,34 +203,49 @@ def _refreshing(settings: Settings) -> bool:
     return settings.refresh and bool(settings.endpoint)
 
 
-async def _observe_async(settings: Settings, snapshot: Snapshot) -> refresh.Observed | None:
-    """Read every recorded object (None: no refresh, or nothing to read, or the state
-    belongs to another endpoint, whose ids would all look missing here)."""
-    if not _refreshing(settings) or not snapshot.entries or endpoint_change(snapshot, settings):
-        return None
+def _refreshed(settings: Settings, snapshot: Snapshot, make: Callable[[frozenset[str]], Plan]
+               ) -> tuple[Plan, refresh.Observed | None]:
+    """The plan ``make`` makes, after a refresh where this run reads the server."""
+    if not _refreshing(settings):
+        return make(frozenset()), None
+    import asyncio
+
+    return asyncio.run(_refreshed_async(settings, snapshot, make))
+
+
+async def _refreshed_async(settings: Settings, snapshot: Snapshot,
+                           make: Callable[[frozenset[str]], Plan]
+                           ) -> tuple[Plan, refresh.Observed | None]:
+    """Read every recorded object, then plan (missing objects as creates, creates of
+    objects that exist unrecorded blocked).  Not where the state belongs to another
+    endpoint, whose ids would all look missing here."""
+    if not _refreshing(settings):
+        return make(frozenset()), None
+    if snapshot.entries and endpoint_change(snapshot, settings):
+        plan = make(frozenset())
+        refresh.skipped(plan, "the state was applied against another endpoint")
+        return plan, None
     try:
         async with runtime.client(settings) as client:
-            return await refresh.observe(client, snapshot.entries,
-                                         settings.selection.ignore_changes)
+            return await refresh.refreshed(client, snapshot.entries, make,
+                                           settings.selection.ignore_changes)
     except UnauthorizedError as exc:
         raise _key_rejected(exc) from exc
 
 
-def _observe(settings: Settings, snapshot: Snapshot) -> refresh.Observed | None:
-    if not _refreshing(settings) or not snapshot.entries:
-        return None
-    import asyncio
-
-    return asyncio.run(_observe_async(settings, snapshot))
-
-
-def _annotate(plan: Plan, observed: refresh.Observed | None, settings: Settings,
-              snapshot: Snapshot) -> None:
-    """The refresh's findings on the plan, or why there is none (with an endpoint)."""
-    if observed is not None:
-        refresh.annotate(plan, observed)
-    elif _refreshing(settings) and snapshot.entries and endpoint_change(snapshot, settings):
-        refresh.skipped(plan, "the state was applied against another endpoint")
+async def _check_creates(plan: Plan, settings: Settings, snapshot: Snapshot) -> None:
+    """A saved plan's creates, at apply time: none of an object that now exists on the
+    server unrecorded (BlockedPlanError follows; nothing is sent)."""
+    if not _refreshing(settings) or not any(c.action == Action.CREATE for c in plan.changes):
+        return
+    try:
+        async with runtime.client(settings) as client:
+            reading = await refresh.block_existing(client, plan, snapshot.entries)
+    except UnauthorizedError as exc:
+        raise _key_rejected(exc) from exc
+    if not reading.complete:
+        raise ApiError(f"cannot check that the plan's creates do not exist on the server yet: "
+                       f"{reading.summary()}; nothing was applied")
 
 
 def _refused_partial(observed: refresh.Observed | None, doing: str) -> None:
@@ -520,12 +533,13 @@ async def _apply(
     name = settings.selection.name
     if isinstance(source, SavedPlan):
         the_plan, manifests = source.plan, None
+        await _check_creates(the_plan, settings, snapshot)
     else:
-        observed = await _observe_async(settings, snapshot)
+        the_plan, observed = await _refreshed_async(
+            settings, snapshot, lambda missing: make_plan(
+                source, snapshot, environ=settings.environ, targets=settings.targets,
+                missing=missing))
         _refused_partial(observed, "nothing was applied")
-        the_plan = make_plan(source, snapshot, environ=settings.environ, targets=settings.targets,
-                             missing=observed.missing if observed else ())
-        _annotate(the_plan, observed, settings, snapshot)
         manifests = source
         _governed(the_plan, record, proposed, name)
         check_rules(the_plan, source, governance.rules_to_check(record, proposed), name, snapshot)
@@ -767,12 +781,10 @@ def drift(manifests: ManifestSet, settings: Settings, *,
     if read_secrets:
         check_secrets_set(manifests, settings)
     snapshot = read_snapshot(settings, responses=_refreshing(settings))
-    observed = _observe(settings, snapshot)
+    the_plan, observed = _refreshed(settings, snapshot, lambda missing: make_plan(
+        manifests, snapshot, environ=settings.environ, targets=settings.targets,
+        read_secrets=read_secrets, missing=missing))
     _refused_partial(observed, "drift cannot say what it could not read")
-    the_plan = make_plan(manifests, snapshot, environ=settings.environ,
-                         targets=settings.targets, read_secrets=read_secrets,
-                         missing=observed.missing if observed else ())
-    _annotate(the_plan, observed, settings, snapshot)
     values = live.wanted(manifests)
     existing: dict[str, set[str]] | None = None
     skipped = f"no endpoint configured ({envvars.ENDPOINT} / --endpoint)"

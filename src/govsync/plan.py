@@ -534,8 +534,27 @@ def _rotated_secrets(manifest: Manifest, before: dict[str, Any], after: dict[str
 ROTATED = "changed, not the manifest"
 
 
+# In the reason of a create blocked because its object exists unrecorded (and only there).
+EXISTS = "exists on the server as"
+
+
+def exists_reason(object_id: str) -> str:
+    """Why a create is blocked: its object exists on the server, and state does not record
+    it (contract section 12: no duplicate from a lost or misplaced state)."""
+    return (f"{EXISTS} {object_id}: adopt it with an Import document or `govsync import` "
+            "(or check that --state and --workspace name the state that records it)")
+
+
 def blocked_advice(blocked: Sequence[Change]) -> str:
-    """What to do about blocked changes: revert manifest edits, rotate secrets, or both."""
+    """What to do about blocked changes: revert manifest edits, rotate secrets, adopt
+    what exists, or all of these."""
+    existing = [c for c in blocked if EXISTS in c.reason]
+    if existing:
+        rest = [c for c in blocked if EXISTS not in c.reason]
+        adopt = (f"{len(existing)} exist(s) on the server unrecorded: adopt them with Import "
+                 "documents or `govsync import`, or point --state at the state that records "
+                 "them")
+        return adopt + ("; " + blocked_advice(rest) if rest else "")
     rotated = sum(1 for c in blocked if ROTATED in c.reason)
     if rotated == len(blocked):
         return ("a secret's value changed, not the manifests: rotate it as the reason says "

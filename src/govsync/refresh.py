@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +35,18 @@ from govsync import paths
 from govsync.api.catalog import Operation
 from govsync.api.kinds import BY_KIND, KINDS, Kind
 from govsync.errors import ApiError, ApiStatusError, NotFoundError, UnauthorizedError
-from govsync.plan import Check, CheckStatus, Drifted, DriftKind, FieldChange, Plan, field_diff
+from govsync.plan import (
+    Action,
+    Change,
+    Check,
+    CheckStatus,
+    Drifted,
+    DriftKind,
+    FieldChange,
+    Plan,
+    exists_reason,
+    field_diff,
+)
 from govsync.state import APPLIED, Entry
 from govsync.state.model import FINGERPRINT_PREFIX
 from govsync.values import SENSITIVE
@@ -82,12 +93,13 @@ class Reading:
 
     def summary(self) -> str:
         """One line for the plan: what was read live, and what could not be."""
-        read = sum(1 for _ in self.live)
-        line = f"{read} recorded object(s) read from the server"
-        if self.unreadable:
-            kinds = sorted(self.unreadable)
-            line += (f"; not readable, compared with the recorded state only: "
-                     f"{', '.join(kinds)} ({self._why()})")
+        line = f"{len(self.live)} recorded object(s) read from the server"
+        by_reason: dict[str, list[str]] = {}
+        for kind, why in sorted(self.unreadable.items()):
+            by_reason.setdefault(why, []).append(kind)
+        for why, kinds in sorted(by_reason.items()):
+            line += f"; not read ({why}), compared with the recorded state only: " + ", ".join(
+                kinds)
         if self.failed:
             shown = sorted(self.failed)
             line += (f"; could not be refreshed: {len(shown)} object(s) ("
@@ -95,14 +107,10 @@ class Reading:
                      + f": {self.failed[shown[0]]})")
         return line
 
-    def _why(self) -> str:
-        reasons = sorted(set(self.unreadable.values()))
-        return "; ".join(reasons)
-
 
 # Why a kind is not read.
-NO_READ_IN_API = "the API has no read for them"
-NO_READ_AT_ENDPOINT = "the endpoint does not offer their reads"
+NO_READ_IN_API = "the API has no read for these kinds"
+NO_READ_AT_ENDPOINT = "the endpoint does not offer these reads"
 
 
 def readable(kind: Kind) -> bool:
@@ -519,6 +527,134 @@ async def observe(client: AsyncClient, entries: Mapping[str, Entry],
     """Read every recorded object and compare it with what govsync last applied."""
     reading = await read(client, entries, concurrency=concurrency)
     return Observed(reading, compare(entries, reading, ignore))
+
+
+async def refreshed(client: AsyncClient, entries: Mapping[str, Entry],
+                    make: Callable[[frozenset[str]], Plan],
+                    ignore: Mapping[str, Sequence[str]] | None = None) -> tuple[Plan, Observed]:
+    """Refresh, then the plan ``make`` makes with the missing objects as creates, its
+    creates of objects that exist unrecorded blocked, and the refresh's findings on it."""
+    observed = await observe(client, entries, ignore)
+    plan = make(observed.missing)
+    await block_existing(client, plan, entries, observed.reading)
+    annotate(plan, observed)
+    return plan, observed
+
+
+# -- no duplicate from a lost or misplaced state ----------------------------------------
+
+# Creates of one kind looked up one by one (a List filtered on the name); more read
+# the kind's whole List once.
+LOOKUPS = 4
+
+
+def _identity(kind: Kind, change: Change) -> tuple[str, str] | None:
+    """(field, value) that finds a create's object on the server, where a read can: the
+    API name; for a kind read by another field than its id (a connector's AI provider,
+    by its connector), that field.  None: nothing identifies it before it exists."""
+    request = change.request or {}
+    if kind.named and kind.list is not None and not kind.list.scope_required:
+        name = request.get("name")
+        return ("name", name) if isinstance(name, str) else None
+    if kind.get is not None and kind.get.by != "id":
+        value = request.get(kind.get.by)
+        return (kind.get.by, value) if isinstance(value, str) else None
+    return None
+
+
+async def block_existing(client: AsyncClient, plan: Plan, entries: Mapping[str, Entry],
+                         reading: Reading | None = None) -> Reading:
+    """Block every create whose object already exists on the server unrecorded (found
+    by its name, or its identifying field): sending it would make a second one, or
+    overwrite one govsync does not manage.  Returns what was read."""
+    reading = reading if reading is not None else Reading()
+    wanted: dict[str, list[tuple[Change, tuple[str, str]]]] = {}
+    for change in plan.changes:
+        if change.action != Action.CREATE:
+            continue
+        kind = BY_KIND[change.kind]
+        identity = _identity(kind, change)
+        if identity is not None:
+            wanted.setdefault(kind.name, []).append((change, identity))
+    if not wanted:
+        return reading
+    reader = Reader(client, reading)
+    found: dict[str, str] = {}
+    try:
+        async with asyncio.TaskGroup() as group:
+            for name, creates in wanted.items():
+                group.create_task(_look_up(reader, BY_KIND[name], creates, found))
+    except* UnauthorizedError as rejected:
+        raise _first(rejected) from None
+    recorded_ids = {(e.kind, e.id) for e in entries.values() if e.id}
+    for change in plan.changes:
+        object_id = found.get(change.address)
+        if object_id and (change.kind, object_id) not in recorded_ids:
+            change.action = Action.BLOCKED
+            change.id = object_id
+            change.reason = exists_reason(object_id)
+    return reading
+
+
+async def _look_up(reader: Reader, kind: Kind, creates: list[tuple[Change, tuple[str, str]]],
+                   found: dict[str, str]) -> None:
+    reading = reader.reading
+    if kind.name in reading.unreadable:
+        return
+    try:
+        if kind.list is not None and not kind.list.scope_required:
+            await _look_up_listed(reader, kind, creates, found)
+        elif await reader.offers_reads():
+            for change, (_field, value) in creates:
+                obj = await reader.get(kind, _EntryOf(change, value))
+                if obj is not None and _id_of(kind, obj):
+                    found[change.address] = str(_id_of(kind, obj))
+        else:
+            reading.unreadable[kind.name] = NO_READ_AT_ENDPOINT
+    except NotFoundError:
+        reading.unreadable[kind.name] = NO_READ_AT_ENDPOINT
+    except UnauthorizedError:
+        raise
+    except ApiError as exc:
+        why = _failure(exc)
+        for change, _ in creates:
+            reading.failed.setdefault(change.address, why)
+
+
+async def _look_up_listed(reader: Reader, kind: Kind,
+                          creates: list[tuple[Change, tuple[str, str]]],
+                          found: dict[str, str]) -> None:
+    op = kind.list
+    assert op is not None
+    listed = reader.reading.listed.get(kind.name)
+    if listed is None and op.search and len(creates) <= LOOKUPS:
+        for change, (field_name, value) in creates:
+            items, _, _ = await reader.page(op, {"limit": PAGE, "filter": {"field": {
+                "key": field_name, "value": {"type": "string", "value": value}}}})
+            match = next((o for o in items if o.get(field_name) == value), None)
+            if match is not None and _id_of(kind, match):
+                found[change.address] = str(_id_of(kind, match))
+        return
+    if listed is None:
+        listed = reader.reading.listed[kind.name] = await reader.all_pages(op, {})
+    by_value: dict[tuple[str, Any], dict[str, Any]] = {}
+    for obj in listed:
+        for field_name in {f for _, (f, _) in creates}:
+            by_value.setdefault((field_name, obj.get(field_name)), obj)
+    for change, identity in creates:
+        match = by_value.get(identity)
+        if match is not None and _id_of(kind, match):
+            found[change.address] = str(_id_of(kind, match))
+
+
+class _EntryOf(Entry):
+    """A create looked up by its identifying field, as an entry ``Reader.get`` reads."""
+
+    def __init__(self, change: Change, value: str) -> None:
+        kind = BY_KIND[change.kind]
+        assert kind.get is not None
+        super().__init__(change.address, change.kind, None, APPLIED,
+                         {kind.get.by: value})
 
 
 def annotate(plan: Plan, observed: Observed) -> None:
