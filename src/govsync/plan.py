@@ -41,8 +41,10 @@ from govsync.values import (
     SENSITIVE,
     UNREAD,
     MissingSecret,
+    PlannedSecret,
     Resolver,
     SecretRef,
+    holes,
 )
 
 
@@ -453,9 +455,18 @@ def _import(manifest: Manifest, directive: Directive, request: dict[str, Any]) -
     readable = kind.name in readable_kinds()
     verify = ("" if readable else f"the API has no operation that reads a {kind.name}, so the "
               f"id {directive.spec['id']} is recorded without checking that it exists; ")
-    if kind.replace_all:
+    secrets = [p for p in holes(request) if isinstance(paths.get(request, p), PlannedSecret)]
+    if kind.replace_all and secrets:
+        # No read returns a secret: sending it could overwrite the live one with
+        # whatever the variable holds (a migration's placeholder).
+        what = (f"nothing is sent: {kind.update_op} would also send the secret(s) "
+                f"{', '.join('spec.' + paths.text(p) for p in secrets)}, which no read "
+                "returns to check; the manifest's spec is recorded (a later change to it is "
+                "sent as usual)")
+        operation: str | None = None
+    elif kind.replace_all:
         what = f"{kind.update_op} then sets it to the manifest's spec"
-        operation: str | None = kind.update_op
+        operation = kind.update_op
     else:
         what = ("the manifest's spec is recorded as its current spec (no operation can make "
                 "the server match it: check that they agree)")
