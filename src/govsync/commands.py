@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from govsync import approvals, audit, envvars, governance, live, planfile, redact, refresh, runtime
+from govsync import approvals, audit, envvars, governance, live, planfile, redact, runtime
 from govsync import drift as d
 from govsync.api.catalog import readable_kinds
 from govsync.api.kinds import BY_KIND
@@ -73,6 +73,7 @@ from govsync.state import (
 from govsync.values import KNOWN_AFTER_APPLY, MissingSecret, Resolver
 
 if TYPE_CHECKING:
+    from govsync import refresh
     from govsync.api.client import AsyncClient
     from govsync.apply import ApplyResult, Reporter
 
@@ -221,6 +222,8 @@ async def _refreshed_async(settings: Settings, snapshot: Snapshot,
     endpoint, whose ids would all look missing here."""
     if not _refreshing(settings):
         return make(frozenset()), None
+    from govsync import refresh  # with asyncio: offline commands never load it
+
     if snapshot.entries and endpoint_change(snapshot, settings):
         plan = make(frozenset())
         refresh.skipped(plan, "the state was applied against another endpoint")
@@ -238,6 +241,8 @@ async def _check_creates(plan: Plan, settings: Settings, snapshot: Snapshot) -> 
     server unrecorded (BlockedPlanError follows; nothing is sent)."""
     if not _refreshing(settings) or not any(c.action == Action.CREATE for c in plan.changes):
         return
+    from govsync import refresh
+
     try:
         async with runtime.client(settings) as client:
             reading = await refresh.block_existing(client, plan, snapshot.entries)
