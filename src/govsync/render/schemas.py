@@ -20,7 +20,7 @@ from typing import Any
 from govsync.api.kinds import KINDS
 from govsync.apply import Result
 from govsync.formats import FORMAT_VERSION
-from govsync.plan import Action, CheckStatus
+from govsync.plan import Action, CheckStatus, DriftKind
 from govsync.state import EntryStatus
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -66,6 +66,28 @@ def _document(title: str, description: str, properties: Schema,
     return {"$schema": DRAFT, "title": title, "description": description, **body}
 
 
+def _field_changes(description: str) -> Schema:
+    return {"type": "array", "description": description, "items": _object({
+        "field": _STR,
+        "before": {"description": "Any JSON value; secrets are \"(sensitive)\"."},
+        "after": {"description": "Any JSON value; secrets are \"(sensitive)\", ids not "
+                  "known yet \"(known after apply)\"."},
+    })}
+
+
+def _drifted() -> Schema:
+    return _object({
+        "address": _ADDRESS,
+        "kind": {"enum": _values(DriftKind), "description": "changed: its live fields differ "
+                 "from what govsync last applied; missing: the server no longer has it "
+                 "(planned as a create)."},
+        "fields": {**_STRS, "description": "The field paths changed outside govsync."},
+        "id": {**_STR_OR_NULL, "description": "The id state records."},
+        "diff": _field_changes("Field by field: before is what govsync applied, after what "
+                               "the server holds."),
+    }, required=["address", "kind", "fields"])
+
+
 def _change() -> Schema:
     return _object({
         "address": _ADDRESS,
@@ -83,6 +105,9 @@ def _change() -> Schema:
         })},
         "patchedBy": {"type": "object", "additionalProperties": _STR,
                       "description": "Field path -> the Patch that set it (only when one did)."},
+        "outside": _field_changes("The fields changed outside govsync since it last applied "
+                                  "them, read by the refresh (only when some were): not "
+                                  "what the manifests ask for, which is `diff`."),
     }, required=["address", "action", "kind", "id", "fields", "reason", "diff"])
 
 
@@ -101,6 +126,12 @@ def _plan_properties() -> Schema:
                    "description": "Live checks (policy owner groups), endpoint warnings, "
                                   "rule warnings."},
         "summary": _counts(_values(Action), "How many changes of each action."),
+        "refreshed": {"type": "boolean", "description": "Whether the recorded objects were "
+                      "read from the server before planning (false: --refresh=false, no "
+                      "endpoint, or nothing recorded)."},
+        "drift": {"type": "array", "items": _drifted(),
+                  "description": "Recorded objects changed outside govsync or missing on the "
+                                 "server, as the refresh found them."},
     }
 
 
@@ -117,7 +148,7 @@ def plan_schema() -> Schema:
     return _document(
         "govsync plan", "`govsync plan --format json` and `govsync show FILE --format json` "
         "(a saved plan as written; requests are not shown).", properties,
-        required=list(_plan_properties()))
+        required=[p for p in _plan_properties() if p not in ("refreshed", "drift")])
 
 
 def drift_schema() -> Schema:
