@@ -126,3 +126,52 @@ def documents(path: Path) -> list[dict[str, Any]]:
 
 __all__ = ["Gov", "Run", "copy_examples", "documents", "make_gov", "os", "without_settings",
            "write"]
+
+
+def console_edit(gov: Gov, kind: str, object_id: str) -> str:
+    """Change one field of a stored object behind govsync's back (as the service's
+    console would), in the server's own storage; returns the field's dotted path."""
+    from govsync.api.kinds import BY_KIND
+
+    spec = BY_KIND[kind]
+    store = Store(str(gov.folder / LOCAL_DB))
+    try:
+        id_field = spec.create.id_field
+        obj = next(o for o in store.list(kind) if o.get(id_field, o.get("id")) == object_id)
+        path, value = _changed_field(spec.fields, spec.secrets, obj)
+        target: Any = obj
+        *parents, last = path.split(".")
+        for part in parents:
+            target = target[part]
+        target[last] = value
+        store.put(kind, object_id, obj, key=obj.get("connectorId") if kind ==
+                  "ConnectorAIProvider" else None)
+        return path
+    finally:
+        store.close()
+
+
+def _changed_field(fields: tuple[str, ...], secrets: tuple[str, ...],
+                   obj: Mapping[str, Any]) -> tuple[str, Any]:
+    """A field of ``obj`` to change (not its name, an id, or a secret) and a new value."""
+    def leaf(value: Any, path: str) -> tuple[str, Any] | None:
+        if path in secrets or path.endswith("Id") or path in ("name", "id"):
+            return None
+        if isinstance(value, bool):
+            return path, not value
+        if isinstance(value, int):
+            return path, value + 1
+        if isinstance(value, str) and value:
+            return path, value + "-console"
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                found = leaf(inner, f"{path}.{key}")
+                if found:
+                    return found
+        return None
+
+    for name in fields:
+        found = leaf(obj.get(name), name) if name in obj else None
+        if found:
+            return found
+    raise AssertionError(f"no field to change in {obj}")
