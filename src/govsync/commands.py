@@ -196,6 +196,12 @@ def _in_new_workspace(planned: Plan, manifests: ManifestSet, settings: Settings)
     again.checks, again.environment, again.governance = (
         planned.checks, planned.environment, planned.governance)
     again.drift, again.refreshed = planned.drift, planned.refreshed
+    # The creates the refresh found existing stay blocked.
+    found = {c.address: c for c in planned.changes if c.action == Action.BLOCKED}
+    for change in again.changes:
+        if change.action == Action.CREATE and change.address in found:
+            change.action, change.id, change.reason = (
+                Action.BLOCKED, found[change.address].id, found[change.address].reason)
     return again
 
 

@@ -59,7 +59,7 @@ class Gov:
 
     def run(self, *args: str, env: Mapping[str, str] | None = None) -> Run:
         full = {"GOVSYNC_STATE": self.state, "GOVSYNC_WORKSPACE": self.workspace,
-                "GOVSYNC_ENDPOINT": "local", "GOVSYNC_LOCAL_SEED": str(EXAMPLE_SEED),
+                "GOVSYNC_ENDPOINT": "local",
                 **self.env, **(env or {})}
         result = CliRunner().invoke(cli, list(args), env=full, catch_exceptions=False)
         return Run(list(args), result.exit_code, result.stdout, result.stderr)

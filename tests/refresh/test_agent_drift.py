@@ -13,13 +13,12 @@ from govsync.agentconfig import AgentSettings, Event
 from govsync.project import Selection
 from govsync.settings import Settings
 from govsync.ui.reading import Status
-from testkit import EXAMPLE_SEED
 
 
 def cycle_of(gov: Gov) -> Target:
     loaded = project.load(str(gov.folder / "govsync.yaml"))
     settings = Settings(endpoint="local", state=gov.state, workspace=gov.workspace,
-                        local_seed=str(EXAMPLE_SEED), local_db=str(gov.folder / LOCAL_DB),
+                        local_db=str(gov.folder / LOCAL_DB),
                         environ=gov.env, selection=Selection(loaded, None))
     return Target("default", settings, AgentSettings())
 

@@ -136,8 +136,8 @@ def _secret(value: Any) -> bool:
 
 def _align(expected: Any, live: Any, *, exact: bool) -> tuple[Any, Any]:
     """(expected, live) made comparable: a secret on the recorded side is a secret on
-    both (never read, never shown); without ``exact``, keys the recorded side does not
-    have, or the live side does not return, are left out."""
+    both (never read, never shown); keys the live side does not return are left out,
+    and without ``exact`` those the recorded side does not have too."""
     if _secret(expected):
         return SENSITIVE, SENSITIVE if live is not _ABSENT else _ABSENT
     if isinstance(expected, dict) and isinstance(live, dict):
@@ -146,7 +146,9 @@ def _align(expected: Any, live: Any, *, exact: bool) -> tuple[Any, Any]:
         keys = list(expected) + ([k for k in live if k not in expected] if exact else [])
         for key in keys:
             e, g = expected.get(key, _ABSENT), live.get(key, _ABSENT)
-            if not exact and g is _ABSENT:
+            if g is _ABSENT:
+                # Inside an object, a field the read does not return is write-only
+                # (an API key inside a free-form variant), not removed.
                 continue
             e, g = _align(e, g, exact=exact)
             _put(exp_out, live_out, key, e, g)
