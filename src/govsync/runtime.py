@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from govsync.api.kinds import SEEDED_KINDS
 from govsync.errors import ConfigError
 from govsync.settings import Settings
 from govsync.state import StateStore, open_store
@@ -55,7 +56,8 @@ def connect(endpoint: str | None, api_key: str | None, *, insecure_http: bool = 
 
 
 def seed_local(seed: str | None, local_db: str) -> None:
-    """Preload the embedded server's database with a seed file (idempotent)."""
+    """Preload the embedded server's database with a seed file: the objects it does not
+    hold yet (idempotent)."""
     from govsync.server import Store
 
     if local_db == ":memory:":
@@ -63,10 +65,17 @@ def seed_local(seed: str | None, local_db: str) -> None:
     os.makedirs(os.path.dirname(local_db) or ".", exist_ok=True)
     if not seed:
         return
-    store = Store(local_db)
+    # Read into a scratch store first: only the objects the database does not hold
+    # yet are added, so a seed never undoes what an apply (or the service's
+    # console) changed since: a link's terminationProtection stays as applied.
+    fresh, store = Store(":memory:"), Store(local_db)
     try:
-        store.load_seed(seed)
+        fresh.load_seed(seed)
+        for kind in SEEDED_KINDS:
+            store.put_many(kind, [(o["id"], o, None) for o in fresh.list(kind)
+                                  if not store.exists(kind, o["id"])])
     except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot load seed {seed}: {exc}") from exc
     finally:
+        fresh.close()
         store.close()

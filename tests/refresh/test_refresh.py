@@ -39,7 +39,7 @@ def test_no_false_drift_right_after_apply(gov: Gov) -> None:
     assert report["unobservable"] == sorted(k.name for k in KINDS if not readable(k))
     plan = gov.ok("plan", manifests, "--detailed-exitcode")
     assert "No changes" in plan.out and "Objects changed outside govsync" not in plan.out
-    assert "Check refresh: warning" in plan.out  # the kinds no read exists for, named
+    assert "Check refresh: passed" in plan.out  # the kinds no read exists for, named
     assert "ResourceAlias" in plan.out
 
 

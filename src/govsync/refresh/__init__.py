@@ -91,7 +91,7 @@ def annotate(plan: Plan, observed: Observed) -> None:
             change.outside = changed[change.address]
     reading = observed.reading
     status = (CheckStatus.FAILED if reading.failed
-              else CheckStatus.WARNING if reading.unreadable else CheckStatus.PASSED)
+              else CheckStatus.WARNING if reading.endpoint_lacks_reads else CheckStatus.PASSED)
     plan.checks.append(Check("refresh", status, reading.summary()))
 
 

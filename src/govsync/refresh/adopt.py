@@ -175,6 +175,7 @@ async def block_existing(client: AsyncClient, plan: Plan, entries: Mapping[str, 
     if not wanted:
         return reading
     reader = Reader(client, reading)
+    reading.looked_up += sum(len(creates) for creates in wanted.values())
     found: dict[str, str] = {}
     try:
         async with asyncio.TaskGroup() as group:

@@ -41,12 +41,19 @@ class Reading:
     # Whether the endpoint offers the reads of api-lifecycle.md (None: not learned).
     offers_reads: bool | None = None
     calls: int = 0
+    # Creates looked up on the server before they are sent (no duplicate).
+    looked_up: int = 0
     # Kinds of which at least one object was read.
     kinds_read: set[str] = field(default_factory=set)
 
     @property
     def complete(self) -> bool:
         return not self.failed
+
+    @property
+    def endpoint_lacks_reads(self) -> bool:
+        """Whether some kinds could not be read because the endpoint lacks their reads."""
+        return NO_READ_AT_ENDPOINT in self.unreadable.values()
 
     def read_kinds(self) -> list[str]:
         """The kinds this refresh could read (every kind with a read, where the endpoint
@@ -58,6 +65,8 @@ class Reading:
     def summary(self) -> str:
         """One line for the plan: what was read live, and what could not be."""
         line = f"{len(self.live)} recorded object(s) read from the server"
+        if self.looked_up:
+            line += f"; {self.looked_up} create(s) looked up by name"
         by_reason: dict[str, list[str]] = {}
         for kind, why in sorted(self.unreadable.items()):
             by_reason.setdefault(why, []).append(kind)
