@@ -150,3 +150,16 @@ def test_port_in_use_is_one_line_and_exit_1() -> None:
     assert result.stderr == (f"Error: cannot listen on 127.0.0.1:{port}: the address is already "
                              "in use; pick another --port\n")
     assert result.stdout == ""
+
+
+def test_serve_operations_spec_answers_the_lifecycle_404(served: Callable[..., Served]) -> None:
+    full = served("--api-key", KEY)
+    spec = served("--api-key", KEY, "--operations", "spec")
+    assert "spec operations only" in spec.stderr and "spec operations" not in full.stderr
+    for server, status in ((full, 200), (spec, 404)):
+        response = httpx.post(server.base + path("ListSpaces"), json={}, headers=H)
+        assert response.status_code == status
+        if status == 404:
+            assert response.json()["code"] == "not_found"
+        assert httpx.post(server.base + path("CreateSpace"), json={"name": "s"},
+                          headers=H).status_code == 200

@@ -15,9 +15,9 @@ behaviour on them has tests of its own):
 - an integer written with a fraction, ``111.0``, is refused (400): JSON
   Schema 2020-12 counts it as the integer 111, so whole floats are sent
   as integers (``test_server_validation.py``);
-- a ListGroups ``cursor`` is valid only when this server issued it: a
-  generated one is dropped from a request meant to be valid
-  (``test_server_groups.py``).
+- a List's ``cursor`` (ListGroups' and every other) is valid only when
+  this server issued it: a generated one is dropped from a request meant to
+  be valid (``test_server_groups.py``).
 
 Any other method than POST answers 404 not_found, as every unknown route
 does (the spec's error table has no 405): that check is off.
@@ -32,7 +32,8 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from serverkit import KEY, SEED, H
 
-from govsync.server import Store, create_app
+from govsync.api.catalog import BY_PATH, SPEC, Verb
+from govsync.server import Operations, Store, create_app
 
 OPENAPI = Path(__file__).resolve().parents[2] / "schemas" / "openapi.json"
 # Generated requests per operation and phase; the whole test stays well under 30 s.
@@ -49,14 +50,18 @@ CONFIG = schemathesis.Config.from_dict({
 })
 
 
-def _app() -> Any:
+def _app(operations: Operations = Operations.ALL) -> Any:
     store = Store()
     store.load_seed(SEED)
-    return create_app(store, api_keys=[KEY])
+    return create_app(store, api_keys=[KEY], operations=operations)
 
 
 schema = schemathesis.openapi.from_path(str(OPENAPI), config=CONFIG)
 schema.app = _app()
+# `govsync serve --operations spec`: the spec's operations behave exactly the same.
+spec_schema = schemathesis.openapi.from_path(str(OPENAPI), config=CONFIG).include(
+    operation_id=[op.name for op in SPEC])
+spec_schema.app = _app(Operations.SPEC)
 
 
 def _whole_floats_as_ints(value: Any) -> Any:
@@ -69,11 +74,22 @@ def _whole_floats_as_ints(value: Any) -> Any:
     return value
 
 
+def _send(case: schemathesis.Case) -> None:
+    if isinstance(case.body, dict):
+        case.body = _whole_floats_as_ints(case.body)
+        if BY_PATH[case.operation.path].verb == Verb.LIST \
+                and not case.meta.generation.mode.is_negative:
+            case.body.pop("cursor", None)
+    case.call_and_validate(headers=H)
+
+
 @schema.parametrize()
 @settings(deadline=None, suppress_health_check=list(HealthCheck), database=None)
 def test_server_agrees_with_openapi(case: schemathesis.Case) -> None:
-    if isinstance(case.body, dict):
-        case.body = _whole_floats_as_ints(case.body)
-        if case.operation.path.endswith("/ListGroups") and not case.meta.generation.mode.is_negative:
-            case.body.pop("cursor", None)
-    case.call_and_validate(headers=H)
+    _send(case)
+
+
+@spec_schema.parametrize()
+@settings(deadline=None, suppress_health_check=list(HealthCheck), database=None)
+def test_spec_only_server_agrees_with_openapi(case: schemathesis.Case) -> None:
+    _send(case)

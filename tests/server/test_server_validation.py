@@ -220,7 +220,7 @@ def test_401_comes_before_404_and_400(shared: InProcess) -> None:
 
 
 def test_unknown_operation_and_wrong_method_are_404(shared: InProcess) -> None:
-    for method, url in (("POST", "/core.v1.SpaceService/DeleteSpace"), ("POST", "/"),
+    for method, url in (("POST", "/core.v1.SpaceService/EraseSpace"), ("POST", "/"),
                         ("GET", path("CreateSpace")), ("PUT", path("CreateSpace")),
                         ("POST", "/_govsync/health")):
         response = shared.request(method, url, json={}, headers=H)

@@ -76,6 +76,7 @@ COMMANDS = {
     "schema": "tools:schema",
     "serve": "tools:serve",
     "migrate": "tools:migrate",
+    "import": "adopt:import_command",
     "fmt": "tools:fmt_command",
     "init": "tools:init_command",
     "docs": "tools:docs_command",

@@ -42,10 +42,13 @@ def schema(out_dir: str, check: bool) -> None:
 @click.option("--port", default=8080, show_default=True, type=int, help="Port to listen on.")
 @click.option("--db", default=":memory:", show_default=True, help="SQLite file, or :memory:.")
 @click.option("--api-key", "api_keys", multiple=True, help="A key that may call every operation.")
-@click.option("--viewer-key", "viewer_keys", multiple=True, help="A key that may call ListGroups only.")
+@click.option("--viewer-key", "viewer_keys", multiple=True, help="A key that may call Get and List operations only.")
 @click.option("--seed", type=click.Path(exists=True, dir_okay=False), help="YAML of resources, groups, users and links to preload.")
 @click.option("--latency-ms", default=0, type=click.IntRange(min=0), help="Delay every response.")
-@click.option("--fault-rate", default=0.0, type=click.FloatRange(0.0, 1.0), help="Fraction of write calls that fail.")
+@click.option("--fault-rate", default=0.0, type=click.FloatRange(0.0, 1.0), help="Fraction of write calls (creates, updates, deletes) that fail.")
+@click.option("--operations", default="all", show_default=True, type=click.Choice(["all", "spec"]),
+              help="spec: only api-spec.md's operations (every other one is 404), as an "
+                   "endpoint without the reads, updates and deletes of api-lifecycle.md.")
 @click.option("-v", "--verbose", count=True, help="Log every request (also: govsync -v serve).")
 def serve(
     host: str,
@@ -56,6 +59,7 @@ def serve(
     seed: str | None,
     latency_ms: int,
     fault_rate: float,
+    operations: str,
     verbose: int,
 ) -> None:
     """Run the reference implementation of the control API.
@@ -78,6 +82,7 @@ def serve(
         seed=seed,
         latency_ms=latency_ms,
         fault_rate=fault_rate,
+        operations=operations,
         verbose=verbose + out().verbose > 0,
     )
 

@@ -24,9 +24,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from govsync import paths
 from govsync.api.kinds import BY_KIND, Kind
@@ -146,7 +146,7 @@ def convert(state: State, owner_group: str | None = None) -> Conversion:
                              "Terraform will destroy it"))
     _unique_names(out)
     _variables(out.migrated)
-    _references(out.migrated)
+    references(out.migrated)
     out.migrated.sort(key=lambda m: (m.kind.name, m.name))
     out.kept.sort(key=lambda k: k.address)
     return out
@@ -426,8 +426,17 @@ def _variables(migrated: list[Migrated]) -> None:
                                     else f"{base}_{_digest(where).upper()}")
 
 
-def _references(migrated: list[Migrated]) -> None:
-    """``<x>Id: ID`` becomes ``<x>Ref: NAME`` where ID is a migrated object's of that kind."""
+class Adopted(Protocol):
+    """An object written as a manifest to adopt it (migrated, or imported from the server)."""
+
+    kind: Kind
+    id: str
+    name: str
+    spec: dict[str, Any]
+
+
+def references(migrated: Sequence[Adopted]) -> None:
+    """``<x>Id: ID`` becomes ``<x>Ref: NAME`` where ID is another adopted object's."""
     names = {(m.kind.name, m.id): m.name for m in migrated}
     for m in migrated:
         for ref in m.kind.references:

@@ -71,6 +71,11 @@ class Output:
     # Documents of each manifest file, to read the file back against.
     documents: dict[str, list[Document]] = field(default_factory=dict)
     ownerless: int = 0
+    # The command that writes the folder (in messages, and in full in its
+    # record) and the comment heading each manifest file.
+    tool: str = "govsync migrate"
+    writer: str = "govsync migrate terraform"
+    header: tuple[str, ...] = HEADER
 
 
 @dataclass
@@ -89,13 +94,13 @@ def render(state: State, conversion: Conversion, shown_out: str) -> Output:
         by_kind.setdefault(m.kind.name, []).append(_document(m))
         output.ownerless += m.owner_missing
     for kind, documents in by_kind.items():
-        _files(output, _file_stem(kind), documents)
+        files(output, file_stem(kind), documents)
     imports = [Document({"apiVersion": API_VERSION, "kind": "Import",
                          "metadata": {"name": m.instance.address},
                          "spec": {"to": m.address, "id": m.id}})
                for m in conversion.migrated]
     if imports:
-        _files(output, IMPORTS_FILE.removesuffix(".yaml"), imports)
+        files(output, IMPORTS_FILE.removesuffix(".yaml"), imports)
     output.files[REPORT_FILE] = report(state, conversion, shown_out)
     output.files[SCRIPT_FILE] = state_rm_script(conversion.migrated)
     output.executable.add(SCRIPT_FILE)
@@ -111,7 +116,7 @@ def _document(m: Migrated) -> Document:
                     [f"Terraform: {m.instance.address}"])
 
 
-def _file_stem(kind: str) -> str:
+def file_stem(kind: str) -> str:
     """``ConnectorAIProvider`` -> ``connector-ai-provider``."""
     out = ""
     for i, ch in enumerate(kind):
@@ -122,7 +127,7 @@ def _file_stem(kind: str) -> str:
     return out
 
 
-def _files(output: Output, stem: str, documents: list[Document]) -> None:
+def files(output: Output, stem: str, documents: list[Document]) -> None:
     """``stem.yaml``, then ``stem-2.yaml``...: at most _PER_FILE documents and _MAX_BYTES."""
     part: list[Document] = []
     texts: list[str] = []
@@ -143,7 +148,7 @@ def _files(output: Output, stem: str, documents: list[Document]) -> None:
 def _put(output: Output, stem: str, number: int, documents: list[Document],
          texts: list[str]) -> None:
     name = f"{stem}.yaml" if number == 1 else f"{stem}-{number}.yaml"
-    output.files[name] = join(texts, HEADER)
+    output.files[name] = join(texts, output.header)
     output.documents[name] = documents
 
 
@@ -153,10 +158,10 @@ def check(output: Output) -> None:
     for name, documents in output.documents.items():
         if _read_back(output.files[name], name) != [plain_data(d.data) for d in documents]:
             # A string the plain or block style did not keep: quote every string.
-            output.files[name] = dump(documents, HEADER, exact=True)
+            output.files[name] = dump(documents, output.header, exact=True)
             if _read_back(output.files[name], name) != [plain_data(d.data) for d in documents]:
                 raise MigrateError([f"{name}: the YAML written does not read back as the "
-                                    "objects migrated (a defect of govsync migrate)"])
+                                    f"objects it holds (a defect of {output.tool})"])
     with tempfile.TemporaryDirectory(prefix="govsync-migrate-check-") as scratch:
         for name in output.documents:
             with open(os.path.join(scratch, name), "w", encoding="utf-8") as fh:
@@ -198,8 +203,8 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _record(files: Mapping[str, str]) -> str:
-    return json.dumps({"formatVersion": RECORD_FORMAT, "writer": "govsync migrate terraform",
+def _record(files: Mapping[str, str], writer: str) -> str:
+    return json.dumps({"formatVersion": RECORD_FORMAT, "writer": writer,
                        "files": {name: _digest(text) for name, text in sorted(files.items())}},
                       indent=2, sort_keys=True) + "\n"
 
@@ -207,13 +212,13 @@ def _record(files: Mapping[str, str]) -> str:
 def write(out: str, output: Output) -> Written:
     """Put the files in ``out`` (see the module's docstring); MigrateError when refused."""
     files = {**output.files}
-    files[RECORD_FILE] = _record(output.files)
+    files[RECORD_FILE] = _record(output.files, output.writer)
     if os.path.lexists(out) and not os.path.isdir(out):
         raise MigrateError([f"{out}: exists and is not a folder: choose another --out"])
     if not os.path.isdir(out) or not os.listdir(out):
         _write_new(out, files, output.executable)
         return Written(changed=sorted(files))
-    return _update(out, files, output.executable)
+    return _update(out, files, output.executable, output.tool)
 
 
 def _write_new(out: str, files: Mapping[str, str], executable: set[str]) -> None:
@@ -244,8 +249,8 @@ def _write_file(path: str, text: str, executable: bool) -> None:
     os.chmod(path, 0o755 if executable else 0o644)
 
 
-def _update(out: str, files: Mapping[str, str], executable: set[str]) -> Written:
-    recorded = _read_record(out)
+def _update(out: str, files: Mapping[str, str], executable: set[str], tool: str) -> Written:
+    recorded = _read_record(out, tool)
     present = {name: _read(os.path.join(out, name)) for name in sorted(os.listdir(out))}
     refused: list[str] = []
     for name, text in present.items():
@@ -254,11 +259,11 @@ def _update(out: str, files: Mapping[str, str], executable: set[str]) -> Written
         new = files.get(name)
         if name in recorded:
             if text is None or (_digest(text) != recorded[name] and text != new):
-                refused.append(f"{os.path.join(out, name)}: changed since govsync migrate "
+                refused.append(f"{os.path.join(out, name)}: changed since {tool} "
                                "wrote it: move your change elsewhere (or the file away), "
                                "then run this again")
         elif new is not None and text != new:
-            refused.append(f"{os.path.join(out, name)}: not written by govsync migrate, and "
+            refused.append(f"{os.path.join(out, name)}: not written by {tool}, and "
                            "it would be overwritten: move it away, or choose another --out")
     if refused:
         raise MigrateError([*refused, "nothing was written"])
@@ -280,9 +285,9 @@ def _update(out: str, files: Mapping[str, str], executable: set[str]) -> Written
     return written
 
 
-def _read_record(out: str) -> dict[str, str]:
+def _read_record(out: str, tool: str) -> dict[str, str]:
     path = os.path.join(out, RECORD_FILE)
-    refusal = MigrateError([f"{out}: not empty, and not a folder govsync migrate wrote (no "
+    refusal = MigrateError([f"{out}: not empty, and not a folder {tool} wrote (no "
                             f"valid {RECORD_FILE}): choose an empty or new folder with --out"])
     text = _read(path)
     if text is None:

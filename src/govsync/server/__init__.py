@@ -6,14 +6,14 @@
 
 Modules: ``app`` (request pipeline and checks), ``operations`` (the one
 engine every operation runs through), ``shapes`` (per-kind output table),
-``groups`` (ListGroups), ``store`` (SQLite storage and seeds), ``errors``
+``listing`` (every List, paged as ListGroups), ``store`` (SQLite storage and seeds), ``errors``
 (error bodies), ``serve`` (``govsync serve``: the listening socket, uvicorn,
 the request log), ``droppable`` (the uvicorn protocol fault injection drops).
 """
 
 from __future__ import annotations
 
-from govsync.server.app import create_app
+from govsync.server.app import Operations, create_app
 from govsync.server.store import SeedError, Store
 
-__all__ = ["SeedError", "Store", "create_app"]
+__all__ = ["Operations", "SeedError", "Store", "create_app"]

@@ -7,8 +7,10 @@ passes these checks in order, the first failure answering:
 1. 401 unauthorized: no ``X-API-KEY``, or one that is neither an
    ``api_keys`` nor a ``viewer_keys`` key (no ``api_keys`` at all: any
    non-empty key is a full key, as for the in-process ``local`` endpoint).
-2. 404 not_found: no operation at that path, or a method other than POST.
-3. 403 forbidden: a viewer key on anything but a read (ListGroups).
+2. 404 not_found: no operation at that path, or a method other than POST
+   (with ``operations=Operations.SPEC``: also every operation api-spec.md
+   does not show).
+3. 403 forbidden: a viewer key on anything but a read (a Get or a List).
 4. 400 invalid_request: CreatePermission's Connect headers; Content-Type
    not ``application/json``; a body over 1 MiB, not UTF-8 JSON, or not an
    object; then the request model (strict, no unknown fields).
@@ -19,11 +21,15 @@ passes these checks in order, the first failure answering:
 ``GET /_govsync/health`` and ``GET /_govsync/objects`` (every stored object
 by kind) serve tests and tooling; they need a full key.
 
+``operations`` picks what is served: ``all`` (api-spec.md's operations and
+api-lifecycle.md's reads, updates and deletes) or ``spec`` (the spec's only,
+an endpoint without the reads; contract section 12).
+
 ``latency_ms`` delays every API answer (the delay comes first, before the
 checks); with CreatePermission's ``Connect-Timeout-Ms`` shorter than it, the
 answer is 504 deadline_exceeded once that timeout has passed, whatever the
 request, and nothing is stored.  ``fault_rate`` makes that
-fraction of valid write calls fail: half answer 500 before storing anything,
+fraction of valid write calls (creates, updates, deletes) fail: half answer 500 before storing anything,
 half store the object and then drop the connection without any answer.
 Error bodies: see ``errors.py``.
 """
@@ -36,6 +42,7 @@ import logging
 import random
 import re
 from collections.abc import Sequence
+from enum import StrEnum
 from typing import Any
 
 from pydantic import ValidationError
@@ -64,6 +71,19 @@ _TIMEOUT = re.compile(CONNECT_TIMEOUT_PATTERN)
 _DIGITS = re.compile(r"^[0-9]{1,19}$")
 
 
+class Operations(StrEnum):
+    """Which operations a server answers (``govsync serve --operations``)."""
+
+    ALL = "all"  # api-spec.md's and api-lifecycle.md's
+    SPEC = "spec"  # api-spec.md's only: every other one is 404 not_found
+
+    def offers(self, op: Operation) -> bool:
+        return self == Operations.ALL or op.spec
+
+
+VIEWER_ONLY_READS = "a viewer key may call Get and List operations only"
+
+
 class _Dropped(Exception):
     """Fault injection stored the object; the answer must never arrive."""
 
@@ -84,8 +104,10 @@ class ReferenceServer:
         latency_ms: int = 0,
         fault_rate: float = 0.0,
         rng: random.Random | None = None,
+        operations: Operations = Operations.ALL,
     ) -> None:
         self.store = store
+        self.operations = operations
         self.engine = Engine(store)
         self.api_keys = frozenset(api_keys or ())
         self.viewer_keys = frozenset(viewer_keys) - self.api_keys
@@ -134,15 +156,15 @@ class ReferenceServer:
             if method != "GET":
                 raise ApiFailure(404, f"no {method} {path}; use GET")
             if viewer:
-                raise ApiFailure(403, "a viewer key may call ListGroups only")
+                raise ApiFailure(403, VIEWER_ONLY_READS)
             if path == HEALTH_PATH:
                 return json_response({"status": "ok"})
             return json_response({kind: self.store.list(kind) for kind in OBJECT_KINDS})
 
-        if op is None or not op.spec or method != "POST":  # api-lifecycle.md: next commit
+        if op is None or not self.operations.offers(op) or method != "POST":
             raise ApiFailure(404, "no such operation (every operation is POST /core.v1.<Service>/<Operation>)")
         if viewer and not op.verb.reads:
-            raise ApiFailure(403, "a viewer key may call ListGroups only")
+            raise ApiFailure(403, VIEWER_ONLY_READS)
         if op.connect:
             self._check_connect_headers(request)
         body = await self._read_json(request)
@@ -220,6 +242,7 @@ def create_app(
     latency_ms: int = 0,
     fault_rate: float = 0.0,
     rng: random.Random | None = None,
+    operations: Operations = Operations.ALL,
 ) -> Starlette:
     """The reference server over ``store`` as a Starlette app."""
     server = ReferenceServer(
@@ -229,6 +252,7 @@ def create_app(
         latency_ms=latency_ms,
         fault_rate=fault_rate,
         rng=rng,
+        operations=operations,
     )
     app = Starlette(routes=[Mount("", app=server)])
     app.state.server = server

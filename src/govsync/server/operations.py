@@ -2,18 +2,26 @@
 
 Nothing here branches on an operation's or a kind's name.  An operation row
 (``api/catalog.py``) gives the kind, the verb, the response key, the id
-field and the references that must exist; the kind's row (``api/kinds.py``)
-says whether its update replaces the whole object; its shape
-(``shapes.py``) says how the stored object differs from the request.  The
-one read operation, ListGroups, is looked up in ``READS``.
+field, the references that must exist, an update's style and read-only
+fields, a List's scope; its shape (``shapes.py``) says how the stored object
+differs from the request.
 
 A create stores ``{id, **request fields, createdAt, updatedAt}`` shaped by
-its row.  An update either replaces every field (replace-all kinds; fields
-the server filled in, such as a hook's status, are kept unless given) or
-sets the fields it carries on the stored object (``null`` leaves a field
-unchanged).  An object keyed by another field (a connector AI provider by
-its connector) is upserted by that key.  Client-sent ``createdAt`` and
-``updatedAt`` are validated but ignored: the server owns timestamps.
+its row.  An update either replaces every field (replace-all: fields the
+server filled in, such as a hook's status, are kept unless given; read-only
+fields and those only the server sets are ignored; a counter such as a
+policy's ``version`` goes up by one) or sets the fields it carries on the
+stored object (sparse: an absent or ``null`` field is left unchanged).  An
+object keyed by another field (a connector AI provider by its connector) is
+upserted by that key.  Client-sent ``createdAt`` and ``updatedAt`` are
+validated but ignored: the server owns timestamps.
+
+A Get answers the object named by the request's ``by`` field, a List a page
+(``listing.py``); neither ever returns a secret (write-only fields are
+absent).  A Delete refuses an object whose ``terminationProtection`` is
+true, or one another stored object refers to (``REFERRERS``: the fields the
+creates' ``must_exist`` rows point at it, of kinds that can be deleted), with
+a 400 naming why.  An unknown id is 404.
 """
 
 from __future__ import annotations
@@ -21,22 +29,62 @@ from __future__ import annotations
 import copy
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel
 
 from govsync import paths
-from govsync.api.catalog import Operation, UpdateStyle
-from govsync.server.errors import ApiFailure
-from govsync.server.groups import list_groups
-from govsync.server.shapes import Shape, shape_of
+from govsync.api.catalog import OPERATIONS, Operation, UpdateStyle, Verb, of_kind
+from govsync.api.kinds import BY_KIND
+from govsync.server.errors import ApiFailure, invalid
+from govsync.server.listing import list_page
+from govsync.server.shapes import WRITE_ONLY_KEY, Shape, shape_of
 from govsync.server.store import JsonObject, Store, new_id, timestamp
-
-READS: Mapping[str, Callable[[Store, Any], JsonObject]] = {"ListGroups": list_groups}
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _SERVER_TIMESTAMPS = ("createdAt", "updatedAt")
+
+
+def _referrers() -> dict[str, tuple[tuple[str, str], ...]]:
+    """Target kind -> (kind, stored field) of the objects that refer to one by id."""
+    found: dict[str, dict[tuple[str, str], None]] = {}
+    for op in OPERATIONS:
+        if op.kind is None or op.verb not in (Verb.CREATE, Verb.UPDATE) \
+                or of_kind(op.kind, Verb.DELETE) is None:
+            continue  # an object that can never go would pin its target for ever
+        for path, target in op.must_exist:
+            prefix = f"{op.wrap}." if op.wrap else ""
+            stored = path.removeprefix(prefix)
+            if stored != op.id_field:  # the object itself (a blocked user's user)
+                found.setdefault(target, {})[op.kind, stored] = None
+    return {target: tuple(refs) for target, refs in found.items()}
+
+
+REFERRERS: Mapping[str, tuple[tuple[str, str], ...]] = _referrers()
+
+
+def _stored_secrets(kind: str) -> tuple[str, ...]:
+    """Dotted paths of the secrets a kind's stored object keeps (returned on create only)."""
+    shape = shape_of(kind)
+    if not shape.returns_secrets:
+        return ()
+    renamed = dict(shape.rename)
+    out = []
+    for path in BY_KIND[kind].create.secret_paths:
+        parent, _, last = path.rpartition(".")
+        new = renamed.get(path, last)
+        out.append(f"{parent}.{new}" if parent else new)
+    return tuple(out)
+
+
+def _without_open_secrets(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_open_secrets(v) for k, v in value.items()
+                if not WRITE_ONLY_KEY.search(k)}
+    if isinstance(value, list):
+        return [_without_open_secrets(v) for v in value]
+    return value
 
 
 def id_prefix(kind: str) -> str:
@@ -90,9 +138,16 @@ class Engine:
 
     def perform(self, op: Operation, request: BaseModel) -> JsonObject:
         """Carries out a validated request and returns the response body."""
-        if op.verb.reads:
-            return READS[op.name](self.store, request)
         assert op.kind is not None
+        if op.verb == Verb.GET:
+            return self._get(op, request)
+        if op.verb == Verb.LIST:
+            page, metadata = list_page(self.store, op, request)
+            assert op.response_key is not None
+            return {op.response_key: [self.readable(op.kind, o) for o in page],
+                    "listMetadata": metadata}
+        if op.verb == Verb.DELETE:
+            return self._delete(op, request)
         kind, shape = op.kind, shape_of(op.kind)
         wrap = op.wrap
         given = getattr(request, wrap) if wrap else request
@@ -104,15 +159,23 @@ class Engine:
             fields.pop(name, None)
 
         existing = self._existing(op, shape, fields)
+        updating = op.verb == Verb.UPDATE and existing is not None
+        if updating:
+            assert existing is not None
+            self._keep_read_only(op, shape, type(given), fields, existing)
         ns = time.time_ns()
         now = timestamp(ns)
-        if existing is not None and op.style == UpdateStyle.SPARSE:
+        if updating and op.style == UpdateStyle.SPARSE:
+            assert existing is not None
             obj = {**existing, **fields}
             if "updatedAt" in shape.timestamps:
                 obj["updatedAt"] = now
         else:
             obj = self._build(op, shape, fields, existing, ns, now)
-        appended = self._appended(shape, fields, now)
+        if updating and shape.counter:
+            assert existing is not None
+            obj[shape.counter] = int(existing.get(shape.counter) or 0) + 1
+        appended = self._appended(shape, existing if updating else None, obj, now)
 
         id_ = obj[op.id_field]
         self.store.put(kind, id_, obj, key=obj.get(shape.key) if shape.key else None)
@@ -124,6 +187,78 @@ class Engine:
         if shape.response_fields:
             return {name: obj.get(name) for name in shape.response_fields}
         return obj
+
+    def readable(self, kind: str, obj: JsonObject) -> JsonObject:
+        """``obj`` as a read returns it: without a secret (write-only fields absent)."""
+        hidden, shape = _stored_secrets(kind), shape_of(kind)
+        if not hidden and not shape.open_secrets:
+            return obj
+        out = copy.deepcopy(obj)
+        for path in hidden:
+            parent, last = _parent(out, path)
+            if parent is not None:
+                parent.pop(last, None)
+        for path in shape.open_secrets:
+            parent, last = _parent(out, path)
+            if parent is not None and last in parent:
+                parent[last] = _without_open_secrets(parent[last])
+        return out
+
+    def _named(self, op: Operation, request: BaseModel) -> JsonObject:
+        """The object a Get or a Delete names (``op.by``); 404 when there is none."""
+        assert op.kind is not None
+        value = getattr(request, op.by)
+        shape = shape_of(op.kind)
+        found = (self.store.get_by_key(op.kind, value) if op.by == shape.key
+                 else self.store.get(op.kind, value))
+        if found is None:
+            raise ApiFailure(404, f"{op.by} names no existing {op.kind}")
+        return found
+
+    def _get(self, op: Operation, request: BaseModel) -> JsonObject:
+        assert op.kind is not None
+        obj = self.readable(op.kind, self._named(op, request))
+        if op.response_key:
+            return {op.response_key: obj}
+        return {name: obj.get(name) for name in op.response.model_fields}
+
+    def _delete(self, op: Operation, request: BaseModel) -> JsonObject:
+        assert op.kind is not None
+        kind, shape = op.kind, shape_of(op.kind)
+        obj = self._named(op, request)
+        id_ = obj[BY_KIND[kind].create.id_field]
+        if obj.get("terminationProtection") is True:
+            raise invalid(f"the {kind} has terminationProtection true: update it to false "
+                          "before deleting it", op.by)
+        for other_kind, field in REFERRERS.get(kind, ()):
+            referrer = next((o for o in self.store.list(other_kind)
+                             if get_path(o, field) == id_), None)
+            if referrer is not None:
+                raise invalid(f"the {kind} is still referred to by {other_kind} "
+                              f"{referrer.get('id')} ({field}): delete or change that first",
+                              op.by)
+        for other_kind, other in self._appended(shape, obj, None, timestamp()):
+            self.store.put(other_kind, other["id"], other)
+        self.store.delete(kind, id_)
+        return {"id": id_} if "id" in op.response.model_fields else {}
+
+    def _keep_read_only(self, op: Operation, shape: Shape, given: type[BaseModel],
+                        fields: JsonObject, existing: JsonObject) -> None:
+        """An update ignores the fields only the server sets and those it cannot change."""
+        assert op.kind is not None
+        creatable = BY_KIND[op.kind].request_model.model_fields
+        for name in set(given.model_fields) - set(creatable) - {op.id_field}:
+            fields.pop(name, None)
+        for name in op.read_only:
+            if name in existing:
+                fields[name] = existing[name]
+            else:
+                fields.pop(name, None)
+        for name in shape.fixed_variant:
+            old, new = existing.get(name), fields.get(name)
+            if isinstance(old, dict) and isinstance(new, dict) and set(old) != set(new):
+                raise invalid(f"{name}: the variant cannot change ({', '.join(sorted(old))})",
+                              name)
 
     # --- steps ----------------------------------------------------------------
 
@@ -191,17 +326,23 @@ class Engine:
             obj["updatedAt"] = now
         return obj
 
-    def _appended(self, shape: Shape, fields: JsonObject, now: str) -> list[tuple[str, JsonObject]]:
-        """The other objects a create appends to, as they will be stored."""
+    def _appended(self, shape: Shape, old: JsonObject | None, new: JsonObject | None,
+                  now: str) -> list[tuple[str, JsonObject]]:
+        """The other objects whose list holds a field of this one, as they will be stored
+        once ``old`` (an object updated or deleted) is replaced by ``new`` (None: deleted)."""
         changed = []
         for append in shape.appends:
-            target = self.store.get(append.kind, fields[append.ref])
+            ref = (new or old or {}).get(append.ref)
+            target = self.store.get(append.kind, ref) if isinstance(ref, str) else None
             if target is None:
+                if new is None:
+                    continue  # deleting: nothing left to update
                 raise ApiFailure(404, f"{append.ref} names no existing {append.kind}")
             values = list(target.get(append.list_field) or [])
-            value = fields[append.value]
-            if value not in values:
-                values.append(value)
+            if old is not None and old.get(append.value) in values:
+                values.remove(old[append.value])
+            if new is not None and new[append.value] not in values:
+                values.append(new[append.value])
             changed.append((append.kind, {**target, append.list_field: values, "updatedAt": now}))
         return changed
 

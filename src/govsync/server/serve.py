@@ -20,7 +20,7 @@ import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from govsync.errors import ConfigError
-from govsync.server.app import create_app
+from govsync.server.app import Operations, create_app
 from govsync.server.droppable import DroppableH11Protocol
 from govsync.server.store import SeedError, Store
 
@@ -105,6 +105,7 @@ def run(
     latency_ms: int,
     fault_rate: float,
     verbose: bool = False,
+    operations: str = Operations.ALL,
 ) -> None:
     """Serve the API on ``host:port`` until interrupted (one uvicorn worker)."""
     try:
@@ -120,7 +121,8 @@ def run(
         sock = listen(host, port)
         try:
             _serve(sock, store, host=host, db=db, api_keys=api_keys, viewer_keys=viewer_keys,
-                   latency_ms=latency_ms, fault_rate=fault_rate, verbose=verbose)
+                   latency_ms=latency_ms, fault_rate=fault_rate, verbose=verbose,
+                   operations=Operations(operations))
         finally:
             sock.close()
     finally:
@@ -128,7 +130,8 @@ def run(
 
 
 def _serve(sock: socket.socket, store: Store, *, host: str, db: str, api_keys: Sequence[str],
-           viewer_keys: Sequence[str], latency_ms: int, fault_rate: float, verbose: bool) -> None:
+           viewer_keys: Sequence[str], latency_ms: int, fault_rate: float, verbose: bool,
+           operations: Operations) -> None:
     if not api_keys:
         _stderr(f"{PREFIX} warning: no --api-key given, any non-empty X-API-KEY is accepted")
     app: ASGIApp = create_app(
@@ -137,13 +140,15 @@ def _serve(sock: socket.socket, store: Store, *, host: str, db: str, api_keys: S
         viewer_keys=list(viewer_keys),
         latency_ms=latency_ms,
         fault_rate=fault_rate,
+        operations=operations,
     )
     if verbose:
         app = RequestLog(app, _stderr)
     listening = (
         f"{PREFIX} listening on {url_of(host, sock.getsockname()[1])} (db {db}, "
         f"{_plural(len(set(api_keys)), 'api key')}, "
-        f"{_plural(len(set(viewer_keys) - set(api_keys)), 'viewer key')})"
+        f"{_plural(len(set(viewer_keys) - set(api_keys)), 'viewer key')}"
+        + (", spec operations only)" if operations == Operations.SPEC else ")")
     )
     config = uvicorn.Config(
         app,

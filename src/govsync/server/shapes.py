@@ -13,6 +13,7 @@ them (``returns_secrets``: the BI integrations, whose output carries them).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -92,6 +93,14 @@ class Shape:
     timestamps: tuple[str, ...] = ("createdAt", "updatedAt")
     # When the response is not wrapped: the fields it returns (empty: all).
     response_fields: tuple[str, ...] = ()
+    # A field the server adds 1 to on every update (a policy's version).
+    counter: str | None = None
+    # Free-form objects (dotted paths) whose keys matching WRITE_ONLY_KEY are
+    # secrets: stored, never returned by a read (a connector AI provider's
+    # config.providerA...: the spec does not show their fields).
+    open_secrets: tuple[str, ...] = ()
+    # Fields holding exactly one variant key that an update cannot change.
+    fixed_variant: tuple[str, ...] = ()
 
 
 def _expire_at(obj: JsonObject, now: int) -> str:
@@ -101,6 +110,9 @@ def _expire_at(obj: JsonObject, now: int) -> str:
                       "too large: the suspension would end after 9999-12-31")
     return timestamp(ns)
 
+
+# A key inside a free-form variant that holds a secret (apiKey, secretKey, token...).
+WRITE_ONLY_KEY = re.compile(r"(?i)(key|secret|token|password|credential)")
 
 _IN_SPACE = Shape(keep_null=("spaceId",), embeds=(Embed("spaceId", "Space", "space"),))
 
@@ -115,6 +127,7 @@ SHAPES: Mapping[str, Shape] = MappingProxyType({
         lookups=(Lookup("groupName", "Group", "name", "owners", "group"),
                  Lookup("userEmail", "User", "human.email", "owners", "user")),
         defaults={"owners": [], "version": 1, "ast": ""},
+        counter="version",
     ),
     "PolicySuspension": Shape(
         defaults={"orgId": ORG_ID, "identityType": "user", "createdBy": PRINCIPAL_ID},
@@ -130,11 +143,12 @@ SHAPES: Mapping[str, Shape] = MappingProxyType({
     "BIIntegration": Shape(rename=(("biA.biAApiKey", "apiKey"), ("biA.biAApiSecret", "apiSecret")),
                            keep_null=("linkedDbUserId",), returns_secrets=True),
     "AIProviderIntegration": Shape(defaults={"status": "connected", "providerOrganizationName": ""}),
-    "ConnectorAIProvider": Shape(key="connectorId"),
+    "ConnectorAIProvider": Shape(key="connectorId", open_secrets=("config",)),
     "LogQuery": Shape(response_fields=("id",)),
     "ScenarioMonitor": Shape(response_fields=("id",)),
     "SessionTermination": Shape(timestamps=("createdAt",)),
-    "BlockedUser": Shape(response_fields=("id",)),
+    "BlockedUser": Shape(response_fields=("id",), defaults={"blocked": True}),
+    "NativeUser": Shape(fixed_variant=("credentials",)),
 })
 
 DEFAULT_SHAPE = Shape()

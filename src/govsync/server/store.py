@@ -196,6 +196,16 @@ class Store:
             for id_, body, key in items:
                 self._remember(kind, id_, key, body)
 
+    def delete(self, kind: str, id_: str) -> None:
+        """Remove one object and commit (nothing when there is none)."""
+        with self._lock:
+            self._db.execute("DELETE FROM objects WHERE kind = ? AND id = ?", (kind, id_))
+            self._objects.get(kind, {}).pop(id_, None)
+            keys = self._keys.get(kind, {})
+            for key in [k for k, v in keys.items() if v == id_]:
+                del keys[key]
+            self._versions[kind] = self._versions.get(kind, 0) + 1
+
     def _remember(self, kind: str, id_: str, key: str | None, body: JsonObject) -> None:
         self._objects.setdefault(kind, {})[id_] = body
         if key is not None:

@@ -1,6 +1,13 @@
-"""ListGroups: order, search, filter and keyset pagination over the groups.
+"""Every List of the catalog, as ListGroups: order, scope, search, filter and keyset
+pagination over the objects of one kind.
 
-Request (``ListGroupsRequest``):
+A List's catalog row gives its kind, its plural key, its scoping ids (a
+request field and the dotted path of the object it must equal: ListConnectors'
+``spaceId``, ListConnectorListenerLinks' ``connectorId`` -> ``connector.id``)
+and whether it takes search and filter.  What ListGroups does (below, with
+"groups" for the objects) every List does.
+
+Request (``ListGroupsRequest``, ``ListRequest``, ``SearchListRequest``...):
 
 - ``order``: ``name`` (default), ``createdAt``, ``updatedAt`` or ``id``;
   ``-field`` or ``field desc`` sorts descending, ``field asc`` ascending.
@@ -39,19 +46,19 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from govsync.api.models import GroupFilter, ListGroupsRequest
+from govsync import paths
+from govsync.api.catalog import Operation
 from govsync.server.errors import invalid
 from govsync.server.store import JsonObject, Store
 
-GROUP = "Group"
 DEFAULT_SEARCH_FIELDS = ("name", "description")
 
 Predicate = Callable[[JsonObject], bool]
 SortKey = tuple[str, str]
 
-# Per store: (groups version, query fingerprint) -> groups sorted ascending
+# Per store: (kind, its version, query fingerprint) -> objects sorted ascending
 # with their keys.  Paging through a long list sorts it once.
-_CACHE: weakref.WeakKeyDictionary[Store, dict[tuple[int, str], tuple[list[JsonObject], list[SortKey]]]]
+_CACHE: weakref.WeakKeyDictionary[Store, dict[tuple[str, int, str], tuple[list[JsonObject], list[SortKey]]]]
 _CACHE = weakref.WeakKeyDictionary()
 _CACHE_SIZE = 32
 
@@ -79,7 +86,8 @@ def _equals(key: str, convert: Callable[[Any], Any], target: Any) -> Predicate:
     return check
 
 
-def _compile(spec: GroupFilter) -> Predicate:
+def _compile(spec: Any) -> Predicate:
+    """A filter (``GroupFilter``, ``ObjectFilter``: the same shape) as a predicate."""
     checks: list[Predicate] = []
     if spec.field is not None:
         key, kind, wanted = spec.field.key, spec.field.value.type, spec.field.value.value
@@ -107,12 +115,23 @@ def _number(value: Any) -> float | None:
         return None
 
 
-def _fingerprint(request: ListGroupsRequest, field: str, descending: bool) -> str:
+def _query(op: Operation, request: Any) -> tuple[str, list[str], Any, dict[str, str]]:
+    """The request's search, search fields, filter and scope (empty where the List has none)."""
+    scope = {s.path: value for s in op.scope
+             if (value := getattr(request, s.field, None)) is not None}
+    if not op.search:
+        return "", [], None, scope
+    return request.search, list(request.searchFields), request.filter, scope
+
+
+def _fingerprint(op: Operation, request: Any, field: str, descending: bool) -> str:
+    search, fields, filter_, scope = _query(op, request)
     query = {
         "order": [field, descending],
-        "search": request.search.casefold(),
-        "searchFields": sorted(request.searchFields) if request.search else [],
-        "filter": request.filter.model_dump() if request.filter else None,
+        "search": search.casefold(),
+        "searchFields": sorted(fields) if search else [],
+        "filter": filter_.model_dump() if filter_ else None,
+        "scope": scope,
     }
     canonical = json.dumps(query, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
@@ -138,20 +157,25 @@ def _decode_cursor(cursor: str, fingerprint: str) -> SortKey:
 
 
 def _matching(
-    store: Store, request: ListGroupsRequest, field: str, fingerprint: str
+    store: Store, op: Operation, request: Any, field: str, fingerprint: str
 ) -> tuple[list[JsonObject], list[SortKey]]:
+    assert op.kind is not None
     cache = _CACHE.setdefault(store, {})
-    cache_key = (store.version(GROUP), fingerprint)
+    cache_key = (op.kind, store.version(op.kind), fingerprint)
     hit = cache.get(cache_key)
     if hit is not None:
         return hit
-    groups = store.list(GROUP)
-    if request.filter is not None:
-        keep = _compile(request.filter)
+    groups = store.list(op.kind)
+    search, search_fields, filter_, scope = _query(op, request)
+    for path, value in scope.items():
+        keys = paths.split(path)
+        groups = [g for g in groups if paths.get(g, keys) == value]
+    if filter_ is not None:
+        keep = _compile(filter_)
         groups = [g for g in groups if keep(g)]
-    if request.search:
-        needle = request.search.casefold()
-        fields = request.searchFields or DEFAULT_SEARCH_FIELDS
+    if search:
+        needle = search.casefold()
+        fields = search_fields or DEFAULT_SEARCH_FIELDS
         groups = [g for g in groups if any(needle in _text(g.get(f)).casefold() for f in fields)]
     keyed = sorted(
         (((_text(g.get(field)), _text(g.get("id"))), g) for g in groups), key=lambda pair: pair[0]
@@ -163,11 +187,12 @@ def _matching(
     return result
 
 
-def list_groups(store: Store, request: ListGroupsRequest) -> JsonObject:
+def list_page(store: Store, op: Operation, request: Any) -> tuple[list[JsonObject], JsonObject]:
+    """One page of the objects a List request asks for, and its ``listMetadata``."""
     field, descending = _parse_order(request.order)
-    fingerprint = _fingerprint(request, field, descending)
+    fingerprint = _fingerprint(op, request, field, descending)
     after = _decode_cursor(request.cursor, fingerprint) if request.cursor else None
-    groups, keys = _matching(store, request, field, fingerprint)
+    groups, keys = _matching(store, op, request, field, fingerprint)
     limit, total = request.limit, len(groups)
     if not descending:
         start = bisect.bisect_right(keys, after) if after else 0
@@ -178,12 +203,9 @@ def list_groups(store: Store, request: ListGroupsRequest) -> JsonObject:
         start = max(end - limit, 0)
         page, page_keys, more = groups[start:end][::-1], keys[start:end][::-1], start > 0
     next_cursor = _encode_cursor(page_keys[-1], fingerprint) if more and page_keys else ""
-    return {
-        "groups": page,
-        "listMetadata": {
-            "after": next_cursor,
-            "before": request.cursor,
-            "count": total,
-            "nextCursor": next_cursor,
-        },
+    return page, {
+        "after": next_cursor,
+        "before": request.cursor,
+        "count": total,
+        "nextCursor": next_cursor,
     }

@@ -1,0 +1,353 @@
+"""``govsync import``: manifests for what the server holds and no state records.
+
+Contract section 12, "Adopting".  The server is read through the client, in
+pages of each kind's List (``api-lifecycle.md``), concurrently across kinds;
+a List that needs a scoping id (a native user's ``resourceId``...) is called
+once per id known from the objects listed and the state.  Every object that
+the workspace's state does not record becomes:
+
+* a manifest: ``metadata.name`` is its API name (kinds without one: its
+  id), its spec the fields of the kind's spec model as read,
+  defaults left out; an ``<x>Id`` naming another imported object becomes
+  ``<x>Ref``; every secret, which no read returns, becomes ``{fromEnv: VAR}``
+  (the variables are listed, to be set before ``plan``);
+* an ``Import`` document (``spec: {to, id}``), so that the plan adopts it
+  without a create.
+
+Objects whose spec cannot be made from what a read returns (a policy
+suspension's ``expirationMinutes``) are left out, each with the reason.
+The folder is written as ``govsync migrate terraform`` writes its own
+(``migrate/writer.py``): checked whole by the manifest loader, then written
+or refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import fnmatch
+import hashlib
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from govsync import paths
+from govsync.api.catalog import Operation
+from govsync.api.kinds import BY_KIND, KINDS, REFERENCES, Kind
+from govsync.envvars import API_KEY as API_KEY_ENV
+from govsync.errors import ApiError, ConfigError, UnauthorizedError
+from govsync.manifests.documents import API_VERSION
+from govsync.migrate.convert import references
+from govsync.migrate.writer import Output, Written, check, file_stem, files, write
+from govsync.migrate.yamlout import Document, FromEnv
+from govsync.state.model import Snapshot
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from govsync.api.client import AsyncClient
+
+IMPORTS_STEM = "imports"
+HEADER = ("Imported from the server by `govsync import`: set the variables it listed, "
+          "then run `govsync plan`.",)
+PAGE_SIZE = 500
+_ENV_UNSAFE = re.compile(r"[^A-Z0-9]+")
+_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+# A policy's owner is written by name; the object read carries it under ``owners``.
+OWNERS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "Policy": (("groupName", "group", "name"), ("userEmail", "user", "human.email")),
+}
+
+
+@dataclass
+class Found:
+    """One object the server holds and the state does not record."""
+
+    kind: Kind
+    id: str
+    name: str
+    spec: dict[str, Any]
+    secrets: list[tuple[tuple[str, ...], FromEnv]] = field(default_factory=list)
+
+    @property
+    def address(self) -> str:
+        return f"{self.kind.name}/{self.name}"
+
+
+@dataclass
+class Imported:
+    """What ``govsync import`` did."""
+
+    found: list[Found]
+    written: Written
+    skipped: list[str] = field(default_factory=list)  # "Kind id: why"
+    unlisted: list[str] = field(default_factory=list)  # kinds it could not list, and why
+    recorded: int = 0  # objects the state already records
+
+    @property
+    def variables(self) -> list[str]:
+        return [leaf.variable for f in self.found for _, leaf in f.secrets]
+
+
+def importable(names: Iterable[str]) -> list[Kind]:
+    """The kinds asked for (every kind with a List when none is named); ConfigError for a
+    kind that is unknown or has no List to find its objects with."""
+    chosen = list(dict.fromkeys(names))
+    if not chosen:
+        return [k for k in KINDS if k.list is not None]
+    kinds = []
+    for name in chosen:
+        kind = BY_KIND.get(name)
+        if kind is None:
+            raise ConfigError(f"--kind {name}: no such kind (see docs/kinds.md)")
+        if kind.list is None:
+            raise ConfigError(f"--kind {name}: the API has no List for a {name}, so govsync "
+                              "cannot find them; adopt one with an Import document")
+        kinds.append(kind)
+    return kinds
+
+
+async def read_server(client: AsyncClient, kinds: list[Kind], snapshot: Snapshot,
+                      ) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
+    """Every object of ``kinds`` on the server, by kind; and the kinds that could not be
+    listed (a required scope no known object gives)."""
+    objects: dict[str, list[dict[str, Any]]] = {}
+    unscoped = [k for k in kinds if k.list is not None and not k.list.scope_required]
+    scoped = [k for k in kinds if k.list is not None and k.list.scope_required]
+    pages = await asyncio.gather(*(_all(client, k.list, {}) for k in unscoped if k.list))
+    objects.update(zip((k.name for k in unscoped), pages, strict=True))
+    unlisted = []
+    for kind in scoped:
+        assert kind.list is not None
+        bodies = [{s.field: value} for s in kind.list.scope
+                  for value in sorted(_known(s.field, objects, snapshot))]
+        if not bodies:
+            unlisted.append(f"{kind.name}: its List needs "
+                            f"{' or '.join(s.field for s in kind.list.scope)}, and no object "
+                            "read or recorded names one")
+            continue
+        found = await asyncio.gather(*(_all(client, kind.list, b) for b in bodies))
+        unique = {o["id"]: o for page in found for o in page if isinstance(o.get("id"), str)}
+        objects[kind.name] = list(unique.values())
+    return objects, unlisted
+
+
+async def _all(client: AsyncClient, op: Operation, scope: Mapping[str, Any]
+               ) -> list[dict[str, Any]]:
+    """Every page of a List."""
+    assert op.response_key is not None
+    items: list[dict[str, Any]] = []
+    body: dict[str, Any] = {"limit": PAGE_SIZE, **scope}
+    seen: set[str] = set()
+    while True:
+        page = await client.call(op, body)
+        items += [o for o in page.get(op.response_key) or [] if isinstance(o, dict)]
+        cursor = (page.get("listMetadata") or {}).get("nextCursor") or ""
+        if not cursor or cursor in seen:
+            return items
+        seen.add(cursor)
+        body = {**body, "cursor": cursor}
+
+
+def _known(field_name: str, objects: Mapping[str, list[dict[str, Any]]],
+           snapshot: Snapshot) -> set[str]:
+    """Ids a scoping field may take: those of the kind it names, and every value of it
+    in the objects read and the specs recorded."""
+    values: set[str] = set()
+    for ref in REFERENCES:
+        if ref.id_field == field_name:
+            values |= {o["id"] for o in objects.get(ref.target, []) if isinstance(o.get("id"), str)}
+            values |= {e.id for e in snapshot.entries.values() if e.kind == ref.target and e.id}
+    for listed in objects.values():
+        values |= {o[field_name] for o in listed if isinstance(o.get(field_name), str)}
+    for entry in snapshot.entries.values():
+        value = (entry.read_spec() or {}).get(field_name)
+        if isinstance(value, str):
+            values.add(value)
+    return values
+
+
+def adoptable(objects: Mapping[str, list[dict[str, Any]]], snapshot: Snapshot,
+              name_glob: str | None) -> tuple[list[Found], list[str], int]:
+    """The objects no state entry records, as manifests; those left out, and why; how
+    many the state records."""
+    recorded = {(e.kind, e.id) for e in snapshot.entries.values() if e.id}
+    found, skipped, known = [], [], 0
+    for kind_name, listed in objects.items():
+        kind = BY_KIND[kind_name]
+        for obj in listed:
+            id_ = obj.get(kind.create.id_field)
+            if not isinstance(id_, str) or not id_:
+                continue
+            if (kind.name, id_) in recorded:
+                known += 1
+                continue
+            name = obj.get("name") if kind.named else id_
+            if not isinstance(name, str) or not name:
+                skipped.append(f"{kind.name} {id_}: the server gives it no name")
+                continue
+            if name_glob is not None and not fnmatch.fnmatchcase(name, name_glob):
+                continue
+            if not kind.named:
+                name = _NAME_UNSAFE.sub("-", name)
+            item = _found(kind, id_, name, obj)
+            why = _invalid(item)
+            if why:
+                skipped.append(f"{kind.name} {id_}: {why}")
+            else:
+                found.append(item)
+    _unique_names(found)
+    _name_variables(found)
+    references(found)
+    return found, skipped, known
+
+
+def _fit(model: type[BaseModel], obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of ``obj`` that ``model`` takes, at every depth (a read also returns
+    what only the server sets: a log store's default region), defaults and nulls left out."""
+    out: dict[str, Any] = {}
+    for key, info in model.model_fields.items():
+        value = obj.get(key)
+        if value is None or value == info.default:
+            continue
+        inner = _model_in(info.annotation)
+        if inner is not None and isinstance(value, dict):
+            value = _fit(inner, value)
+        elif inner is not None and isinstance(value, list):
+            value = [_fit(inner, v) if isinstance(v, dict) else v for v in value]
+        out[key] = copy.deepcopy(value)
+    return out
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The model a field holds (``X``, ``X | None``, ``list[X]``), if any."""
+    from pydantic import BaseModel
+
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _found(kind: Kind, id_: str, name: str, obj: Mapping[str, Any]) -> Found:
+    spec = _fit(kind.request_model, obj)
+    if kind.named:
+        spec.pop("name", None)
+    for spec_field, entry, match in OWNERS.get(kind.name, ()):
+        for owner in obj.get("owners") or []:
+            value = paths.get(owner.get(entry) if isinstance(owner, dict) else None,
+                              paths.split(match))
+            if isinstance(value, str):
+                spec[spec_field] = value
+                break
+    item = Found(kind, id_, name, spec)
+    for dotted in kind.secrets:
+        keys = tuple(dotted.split("."))
+        parent = paths.get(spec, keys[:-1]) if len(keys) > 1 else spec
+        if isinstance(parent, dict):  # the variant the secret belongs to is the one used
+            leaf = FromEnv("")
+            parent[keys[-1]] = leaf
+            item.secrets.append((keys, leaf))
+    return item
+
+
+def _invalid(item: Found) -> str | None:
+    """Why the spec read cannot be a manifest (the request model's first complaint)."""
+    from pydantic import ValidationError
+
+    request = _plain(item.spec)
+    if item.kind.named:
+        request["name"] = item.name
+    try:
+        item.kind.request_model.model_validate(request)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False, include_input=False)[0]
+        where = ".".join(str(p) for p in error["loc"]) or "spec"
+        return f"spec.{where}: {error['msg']} (a read does not return what it needs)"
+    return None
+
+
+def _plain(value: Any) -> Any:
+    """The spec with a stand-in for each secret (to validate it)."""
+    if isinstance(value, FromEnv):
+        return "secret"
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def _unique_names(found: list[Found]) -> None:
+    """Two objects of a kind with one name: each gets its id's digest appended."""
+    seen: dict[str, int] = {}
+    for f in found:
+        seen[f.address] = seen.get(f.address, 0) + 1
+    for f in found:
+        if seen[f.address] > 1:
+            f.name = f"{f.name}-{_digest(f.id)}"
+
+
+def _name_variables(found: list[Found]) -> None:
+    """``<KIND>_<NAME>_<FIELD>``, uppercase; a digest tells apart two that would meet."""
+    names: dict[str, list[tuple[FromEnv, str]]] = {}
+    for f in found:
+        for keys, leaf in f.secrets:
+            base = _ENV_UNSAFE.sub("_", "_".join([file_stem(f.kind.name), f.name, *keys])
+                                   .upper()).strip("_")
+            names.setdefault(base, []).append((leaf, f"{f.address} {'.'.join(keys)}"))
+    for base, group in names.items():
+        for leaf, where in group:
+            leaf.variable = base if len(group) == 1 else f"{base}_{_digest(where).upper()}"
+
+
+def render(found: list[Found]) -> Output:
+    """The folder's files in memory: one manifest file per kind, then ``imports.yaml``."""
+    output = Output(tool="govsync import", writer="govsync import", header=HEADER)
+    by_kind: dict[str, list[Document]] = {}
+    for f in found:
+        by_kind.setdefault(f.kind.name, []).append(Document(
+            {"apiVersion": API_VERSION, "kind": f.kind.name, "metadata": {"name": f.name},
+             "spec": f.spec}, [f"{f.kind.name} {f.id} on the server"]))
+    for kind, documents in by_kind.items():
+        files(output, file_stem(kind), documents)
+    imports = [Document({"apiVersion": API_VERSION, "kind": "Import",
+                         "metadata": {"name": f"import-{file_stem(f.kind.name)}-{f.name}"},
+                         "spec": {"to": f.address, "id": f.id}}) for f in found]
+    if imports:
+        files(output, IMPORTS_STEM, imports)
+    return output
+
+
+async def _read(client: AsyncClient, kinds: list[Kind], snapshot: Snapshot
+                ) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
+    try:
+        async with client:
+            return await read_server(client, kinds, snapshot)
+    except UnauthorizedError as exc:
+        raise ConfigError(f"the API rejected the key ({exc.status}): check {API_KEY_ENV} "
+                          "for this endpoint") from exc
+    except ApiError as exc:
+        raise ApiError(f"cannot read the server: {exc}") from exc
+
+
+def import_objects(client: AsyncClient, snapshot: Snapshot, out: str, *,
+                   kinds: Iterable[str] = (), name_glob: str | None = None) -> Imported:
+    """Read the server, write the folder ``out``; MigrateError when the folder is refused,
+    ApiError when the server cannot be read (then nothing is written)."""
+    chosen = importable(kinds)
+    objects, unlisted = asyncio.run(_read(client, chosen, snapshot))
+    found, skipped, recorded = adoptable(objects, snapshot, name_glob)
+    output = render(found)
+    if not output.documents:
+        return Imported(found, Written(), skipped, unlisted, recorded)
+    check(output)
+    return Imported(found, write(out, output), skipped, unlisted, recorded)
