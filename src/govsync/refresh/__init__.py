@@ -32,13 +32,13 @@ from typing import TYPE_CHECKING
 from govsync.plan import Check, CheckStatus, Drifted, DriftKind, Plan
 from govsync.refresh.adopt import block_existing, verify_imports
 from govsync.refresh.compare import compare, outside_changes
-from govsync.refresh.reading import CONCURRENCY, Reading, read
+from govsync.refresh.reading import CONCURRENCY, LANES, Reading, read
 from govsync.state import Entry
 
 if TYPE_CHECKING:
     from govsync.api.client import AsyncClient
 
-__all__ = ["Observed", "Reading", "annotate", "block_existing", "compare", "observe",
+__all__ = ["LANES", "Observed", "Reading", "annotate", "block_existing", "compare", "observe",
            "outside_changes", "read", "refreshed", "skipped", "verify_imports"]
 
 
