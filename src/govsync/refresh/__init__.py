@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from govsync.plan import Check, CheckStatus, Drifted, DriftKind, Plan
+from govsync.plan import REFRESH_CHECK, Check, CheckStatus, Drifted, DriftKind, Plan
 from govsync.refresh.adopt import block_existing, verify_imports
 from govsync.refresh.compare import compare, outside_changes
 from govsync.refresh.reading import CONCURRENCY, LANES, Reading, read
@@ -92,10 +92,11 @@ def annotate(plan: Plan, observed: Observed) -> None:
     reading = observed.reading
     status = (CheckStatus.FAILED if reading.failed
               else CheckStatus.WARNING if reading.endpoint_lacks_reads else CheckStatus.PASSED)
-    plan.checks.append(Check("refresh", status, reading.summary()))
+    plan.checks.append(Check(REFRESH_CHECK, status, reading.summary()))
 
 
 def skipped(plan: Plan, why: str) -> None:
     """The plan's line for a refresh not made."""
-    plan.checks.append(Check("refresh", CheckStatus.SKIPPED, f"the server was not read: {why}"))
+    plan.checks.append(Check(REFRESH_CHECK, CheckStatus.SKIPPED,
+                             f"the server was not read: {why}"))
 
