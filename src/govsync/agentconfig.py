@@ -56,6 +56,7 @@ class Event(StrEnum):
     OUT_OF_SYNC = "outOfSync"
     BLOCKED = "blocked"
     UNCERTAIN = "uncertain"
+    DRIFTED = "drifted"  # changed outside govsync, or missing on the server
     LOCKED = "locked"
     PAUSED = "paused"
     ERROR = "error"
@@ -65,7 +66,7 @@ class Event(StrEnum):
 
 # What a sink is sent when its ``events`` are not given: what a person acts on.
 DEFAULT_EVENTS = frozenset({Event.OUT_OF_SYNC, Event.BLOCKED, Event.UNCERTAIN, Event.ERROR,
-                            Event.APPLIED, Event.FAILED})
+                            Event.DRIFTED, Event.APPLIED, Event.FAILED})
 
 
 class SinkType(StrEnum):

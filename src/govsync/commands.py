@@ -72,6 +72,7 @@ from govsync.state import (
 from govsync.values import KNOWN_AFTER_APPLY, MissingSecret, Resolver
 
 if TYPE_CHECKING:
+    from govsync import refresh
     from govsync.api.client import AsyncClient
     from govsync.apply import ApplyResult, Reporter
 
@@ -116,7 +117,8 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False,
     running, governed = None, {}
     if exists(settings.state):
         with runtime.open_state(settings) as store:
-            snapshot = store.snapshot(settings.workspace, responses=False, create=False)
+            snapshot = store.snapshot(settings.workspace, responses=_refreshing(settings),
+                                      create=False)
             running = store.running(settings.workspace)
             if snapshot.governance is None and settings.endpoint:
                 governed = store.governed()
@@ -124,8 +126,9 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False,
         snapshot = read_snapshot(settings)
     record = governance.recorded(snapshot.governance, settings.workspace)
     governance.check_environment(record, selection.name, settings.workspace, selection.project)
-    result = make_plan(manifests, snapshot, environ=settings.environ,
-                       targets=settings.targets, read_secrets=read_secrets)
+    result, _observed = _refreshed(settings, snapshot, lambda missing: make_plan(
+        manifests, snapshot, environ=settings.environ, targets=settings.targets,
+        read_secrets=read_secrets, missing=missing))
     result.secrets_read = read_secrets
     _governed(result, record, proposed, selection.name)
     check_rules(result, manifests, governance.rules_to_check(record, proposed),
@@ -197,7 +200,78 @@ def _in_new_workspace(planned: Plan, manifests: ManifestSet, settings: Settings)
     again = make_plan(manifests, snapshot, environ=settings.environ, targets=settings.targets)
     again.checks, again.environment, again.governance = (
         planned.checks, planned.environment, planned.governance)
+    again.drift, again.refreshed = planned.drift, planned.refreshed
+    # The creates the refresh found existing stay blocked.
+    found = {c.address: c for c in planned.changes if c.action == Action.BLOCKED}
+    for change in again.changes:
+        if change.action == Action.CREATE and change.address in found:
+            change.action, change.id, change.reason = (
+                Action.BLOCKED, found[change.address].id, found[change.address].reason)
+            change.request, change.operation = None, None
     return again
+
+
+def _refreshing(settings: Settings) -> bool:
+    """Whether this run reads the recorded objects from the server (contract section 12)."""
+    return settings.refresh and bool(settings.endpoint)
+
+
+def _refreshed(settings: Settings, snapshot: Snapshot, make: Callable[[frozenset[str]], Plan]
+               ) -> tuple[Plan, refresh.Observed | None]:
+    """The plan ``make`` makes, after a refresh where this run reads the server."""
+    if not _refreshing(settings):
+        return make(frozenset()), None
+    import asyncio
+
+    return asyncio.run(_refreshed_async(settings, snapshot, make))
+
+
+async def _refreshed_async(settings: Settings, snapshot: Snapshot,
+                           make: Callable[[frozenset[str]], Plan]
+                           ) -> tuple[Plan, refresh.Observed | None]:
+    """Read every recorded object, then plan (missing objects as creates, creates of
+    objects that exist unrecorded blocked).  Not where the state belongs to another
+    endpoint, whose ids would all look missing here."""
+    if not _refreshing(settings):
+        return make(frozenset()), None
+    from govsync import refresh  # with asyncio: offline commands never load it
+
+    if snapshot.entries and endpoint_change(snapshot, settings):
+        plan = make(frozenset())
+        refresh.skipped(plan, "the state was applied against another endpoint")
+        return plan, None
+    try:
+        async with runtime.client(settings, lanes=refresh.LANES) as client:
+            return await refresh.refreshed(client, snapshot.entries, make,
+                                           settings.selection.ignore_changes)
+    except UnauthorizedError as exc:
+        raise _key_rejected(exc) from exc
+
+
+async def _check_creates(plan: Plan, settings: Settings, snapshot: Snapshot) -> None:
+    """A saved plan's creates, at apply time: none of an object that now exists on the
+    server unrecorded (BlockedPlanError follows; nothing is sent)."""
+    if not _refreshing(settings) or not any(c.action == Action.CREATE for c in plan.changes):
+        return
+    from govsync import refresh
+
+    try:
+        async with runtime.client(settings) as client:
+            reading = await refresh.block_existing(client, plan, snapshot.entries)
+    except UnauthorizedError as exc:
+        raise _key_rejected(exc) from exc
+    if not reading.complete:
+        raise ApiError(f"cannot check that the plan's creates do not exist on the server yet: "
+                       f"{reading.summary()}; nothing was applied")
+
+
+def _refused_partial(observed: refresh.Observed | None, doing: str) -> None:
+    """ApiError when some recorded objects could not be read: never act on a partial
+    picture."""
+    if observed is None or observed.reading.complete:
+        return
+    raise ApiError(f"{observed.reading.summary()}; {doing}: run again once the server "
+                   "answers (or --refresh=false to compare with the recorded state only)")
 
 
 def check_rules(plan: Plan, manifests: ManifestSet, rules: tuple[Rule, ...],
@@ -402,7 +476,8 @@ def apply(
         try:
             # The API's answers recorded in state are for `state show`: planning
             # and applying never read them (at 100,000 entries, 0.6 s).
-            snapshot = store.snapshot(settings.workspace, responses=False)
+            snapshot = store.snapshot(settings.workspace,
+                                      responses=saved is None and _refreshing(settings))
             record = governance.recorded(snapshot.governance, settings.workspace)
             governance.check_environment(record, selection.name, settings.workspace,
                                          selection.project)
@@ -486,8 +561,13 @@ async def _apply(
     name = settings.selection.name
     if isinstance(source, SavedPlan):
         the_plan, manifests = source.plan, None
+        await _check_creates(the_plan, settings, snapshot)
     else:
-        the_plan = make_plan(source, snapshot, environ=settings.environ, targets=settings.targets)
+        the_plan, observed = await _refreshed_async(
+            settings, snapshot, lambda missing: make_plan(
+                source, snapshot, environ=settings.environ, targets=settings.targets,
+                missing=missing))
+        _refused_partial(observed, "nothing was applied")
         manifests = source
         _governed(the_plan, record, proposed, name)
         check_rules(the_plan, source, governance.rules_to_check(record, proposed), name, snapshot)
@@ -735,9 +815,11 @@ def drift(manifests: ManifestSet, settings: Settings, *,
 
     if read_secrets:
         check_secrets_set(manifests, settings)
-    snapshot = read_snapshot(settings)
-    the_plan = make_plan(manifests, snapshot, environ=settings.environ,
-                         targets=settings.targets, read_secrets=read_secrets)
+    snapshot = read_snapshot(settings, responses=_refreshing(settings))
+    the_plan, observed = _refreshed(settings, snapshot, lambda missing: make_plan(
+        manifests, snapshot, environ=settings.environ, targets=settings.targets,
+        read_secrets=read_secrets, missing=missing))
+    _refused_partial(observed, "drift cannot say what it could not read")
     values = live.wanted(manifests)
     existing: dict[str, set[str]] | None = None
     skipped = f"no endpoint configured ({envvars.ENDPOINT} / --endpoint)"
@@ -758,7 +840,8 @@ def drift(manifests: ManifestSet, settings: Settings, *,
         except ApiError as exc:
             raise ApiError(f"cannot run the live checks: {live.failed(values, exc)}") from exc
     live_checks = d.live_checks(values, existing, skipped)
-    return d.DriftReport(the_plan, live_checks, d.unobservable(manifests))
+    return d.DriftReport(the_plan, live_checks, d.unobservable(
+        manifests, observed.reading.read_kinds() if observed else ()))
 
 
 # -- state commands -------------------------------------------------------------

@@ -6,20 +6,21 @@ Three sources of drift:
   orphans and uncertain entries, exactly as ``plan`` computes them;
 * live checks, where the API offers a read: every group named by a policy
   owner must exist (ListGroups, every page);
-* nothing else can be observed live: the API has no read operation for any
-  managed kind, so drift says so plainly instead of pretending to check.
+* refresh, where the endpoint offers the reads of api-lifecycle.md: every
+  recorded object read back, changed outside govsync or missing
+  (``refresh.py``); what cannot be read is said plainly, never pretended.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from govsync.api.catalog import readable_kinds
 from govsync.api.kinds import KINDS, Kind, LiveRef
 from govsync.live import LiveValue, missing
 from govsync.manifests.model import ManifestSet
-from govsync.plan import Action, Change, CheckStatus, Plan
+from govsync.plan import Action, Change, CheckStatus, Drifted, Plan
 
 
 @dataclass
@@ -41,13 +42,20 @@ class DriftReport:
         return [c for c in self.plan.changes if c.action != Action.NOOP]
 
     @property
+    def outside(self) -> list[Drifted]:
+        """Recorded objects changed outside govsync or missing on the server (refresh)."""
+        return self.plan.drift
+
+    @property
     def in_sync(self) -> bool:
-        return not self.drifted and all(c.status != CheckStatus.FAILED for c in self.live)
+        return (not self.drifted and not self.outside
+                and all(c.status != CheckStatus.FAILED for c in self.live))
 
 
-def unobservable(manifests: ManifestSet) -> list[str]:
+def unobservable(manifests: ManifestSet, read: Collection[str] = ()) -> list[str]:
+    """The manifests' kinds that were not read live (``read``: the kinds a refresh read)."""
     kinds = {m.kind.name for m in manifests.objects.values()}
-    return sorted(kinds - readable_kinds())
+    return sorted(kinds - readable_kinds() - set(read))
 
 
 def live_checks(values: list[LiveValue], existing: Mapping[str, set[str]] | None,

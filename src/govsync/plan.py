@@ -21,7 +21,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -41,8 +41,10 @@ from govsync.values import (
     SENSITIVE,
     UNREAD,
     MissingSecret,
+    PlannedSecret,
     Resolver,
     SecretRef,
+    holes,
 )
 
 
@@ -105,6 +107,8 @@ class Change:
     patched: dict[str, str] | None = None
     # A move: the address the state entry has now.
     moved_from: str | None = None
+    # The fields changed outside govsync since it last applied (refresh).
+    outside: tuple[FieldChange, ...] = ()
 
     def public(self) -> dict[str, Any]:
         """What users see of a change (``--format json``): no request."""
@@ -121,6 +125,8 @@ class Change:
             body["patchedBy"] = self.patched
         if self.moved_from:
             body["movedFrom"] = self.moved_from
+        if self.outside:
+            body["outside"] = [d.as_dict() for d in self.outside]
         return body
 
     def patch_of(self, path: str) -> str | None:
@@ -130,6 +136,35 @@ class Change:
                     or field_path.startswith(path + ".") or path.startswith(field_path + "[")):
                 return patch
         return None
+
+
+# The name of the plan's check that says what a refresh read (refresh.annotate).
+REFRESH_CHECK = "refresh"
+
+
+class DriftKind(StrEnum):
+    """How a recorded object differs from the server (refresh)."""
+
+    CHANGED = "changed"
+    MISSING = "missing"
+
+
+@dataclass(frozen=True)
+class Drifted:
+    """A recorded object changed outside govsync (its fields), or missing on the server."""
+
+    address: str
+    kind: DriftKind
+    diff: tuple[FieldChange, ...] = ()
+    id: str | None = None
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return tuple(d.path for d in self.diff)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"address": self.address, "kind": self.kind, "fields": list(self.fields),
+                "id": self.id, "diff": [d.as_dict() for d in self.diff]}
 
 
 @dataclass
@@ -173,6 +208,10 @@ class Plan:
     governance: dict[str, Any] | None = None
     # False: made without reading secrets' values (for review only).
     secrets_read: bool = True
+    # What a refresh found changed outside govsync or missing (empty: nothing, or no
+    # refresh), and whether the server was read at all.
+    drift: list[Drifted] = field(default_factory=list)
+    refreshed: bool = False
 
     def __repr__(self) -> str:
         # A count, not every change: asyncio.run formats its task's result
@@ -238,6 +277,7 @@ def make_plan(
     environ: Environ | None = None,
     targets: Sequence[str] = (),
     read_secrets: bool = True,
+    missing: Collection[str] = (),
 ) -> Plan:
     """Diff ``manifests`` against ``snapshot``.  Raises ManifestError for a
     missing secret variable or a Moved/Import document that cannot apply,
@@ -245,7 +285,10 @@ def make_plan(
 
     Without ``read_secrets``, secrets' values are not read: each secret is
     taken to be unchanged since it was applied (a pull request's plan, which
-    ``apply --reviewed`` plans again with the values)."""
+    ``apply --reviewed`` plans again with the values).
+
+    ``missing``: recorded addresses the server no longer has (refresh): planned
+    as creates."""
     env = os.environ if environ is None else environ
     entries = snapshot.entries
     problems: list[Problem] = []
@@ -278,6 +321,11 @@ def make_plan(
                                  resolved))
         elif address in imported:
             changes.append(_import(manifest, imported[address], request))
+        elif address in missing:
+            change = _change(manifest, None, request, resolved, address)
+            change.reason = (f"missing on the server (recorded as {entries[address].id}): "
+                             "created again")
+            changes.append(change)
         else:
             changes.append(_change(manifest, entries.get(address), request, resolved, address))
     for address in sorted(entries.keys() - manifests.objects.keys() - set(moved.values())):
@@ -413,9 +461,18 @@ def _import(manifest: Manifest, directive: Directive, request: dict[str, Any]) -
     readable = kind.name in readable_kinds()
     verify = ("" if readable else f"the API has no operation that reads a {kind.name}, so the "
               f"id {directive.spec['id']} is recorded without checking that it exists; ")
-    if kind.replace_all:
+    secrets = [p for p in holes(request) if isinstance(paths.get(request, p), PlannedSecret)]
+    if kind.replace_all and secrets:
+        # No read returns a secret: sending it could overwrite the live one with
+        # whatever the variable holds (a migration's placeholder).
+        what = (f"nothing is sent: {kind.update_op} would also send the secret(s) "
+                f"{', '.join('spec.' + paths.text(p) for p in secrets)}, which no read "
+                "returns to check; the manifest's spec is recorded (a later change to it is "
+                "sent as usual)")
+        operation: str | None = None
+    elif kind.replace_all:
         what = f"{kind.update_op} then sets it to the manifest's spec"
-        operation: str | None = kind.update_op
+        operation = kind.update_op
     else:
         what = ("the manifest's spec is recorded as its current spec (no operation can make "
                 "the server match it: check that they agree)")
@@ -494,8 +551,27 @@ def _rotated_secrets(manifest: Manifest, before: dict[str, Any], after: dict[str
 ROTATED = "changed, not the manifest"
 
 
+# In the reason of a create blocked because its object exists unrecorded (and only there).
+EXISTS = "exists on the server as"
+
+
+def exists_reason(object_id: str) -> str:
+    """Why a create is blocked: its object exists on the server, and state does not record
+    it (contract section 12: no duplicate from a lost or misplaced state)."""
+    return (f"{EXISTS} {object_id}: adopt it with an Import document or `govsync import` "
+            "(or check that --state and --workspace name the state that records it)")
+
+
 def blocked_advice(blocked: Sequence[Change]) -> str:
-    """What to do about blocked changes: revert manifest edits, rotate secrets, or both."""
+    """What to do about blocked changes: revert manifest edits, rotate secrets, adopt
+    what exists, or all of these."""
+    existing = [c for c in blocked if EXISTS in c.reason]
+    if existing:
+        rest = [c for c in blocked if EXISTS not in c.reason]
+        adopt = (f"{len(existing)} exist(s) on the server unrecorded: adopt them with Import "
+                 "documents or `govsync import`, or point --state at the state that records "
+                 "them")
+        return adopt + ("; " + blocked_advice(rest) if rest else "")
     rotated = sum(1 for c in blocked if ROTATED in c.reason)
     if rotated == len(blocked):
         return ("a secret's value changed, not the manifests: rotate it as the reason says "

@@ -32,6 +32,7 @@ from typing import Any
 
 from govsync import agentconfig, approvals, redact, rules
 from govsync.agentconfig import AgentSettings
+from govsync.api.kinds import BY_KIND
 from govsync.approvals import Approvals
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.envvars import DEFAULT_STATE, LOCAL_DB
@@ -47,7 +48,7 @@ API_VERSION = "govsync/v1"
 ENV_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 TOP_KEYS = ("apiVersion", "kind", "paths", "workspace", "endpoint", "state", "apiKey",
-            "viewerKey", "vars", "environments", "rules", "approvals", "agent")
+            "viewerKey", "vars", "environments", "rules", "approvals", "agent", "ignoreChanges")
 ENV_KEYS = ("paths", "workspace", "endpoint", "state", "apiKey", "viewerKey", "vars", "agent")
 # Where a key comes from: ``{fromEnv: VARIABLE}``, never the key (the file is in git).
 KEY_FIELDS = {"apiKey": "api_key", "viewerKey": "viewer_key"}
@@ -84,6 +85,9 @@ class Project:
     # Guardrails and approvals (contract section 8).
     rules: tuple[Rule, ...] = ()
     approvals: Approvals | None = None
+    # Fields a refresh does not report as changed outside govsync, per kind (as Argo
+    # CD's ignoreDifferences): {Hook: (description,)}.
+    ignore_changes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def environment(self, name: str | None) -> Environment | None:
         """The environment called ``name`` (None: none selected); ConfigError if unknown."""
@@ -191,9 +195,35 @@ def _check(doc: Any, base: str) -> Project:
     names = sorted(environments)
     the_rules = rules.parse(value.get("rules"), doc.file, at, problem, names)
     the_approvals = approvals.parse(value.get("approvals"), doc.file, at, problem, names, base)
+    ignore = _ignore_changes(value.get("ignoreChanges"), problem)
     if problems:
         raise ManifestError(problems)
-    return Project(doc.file, top, environments, the_rules, the_approvals)
+    return Project(doc.file, top, environments, the_rules, the_approvals, ignore)
+
+
+def _ignore_changes(value: Any, problem: Any) -> dict[str, tuple[str, ...]]:
+    """``ignoreChanges: {Kind: [field, ...]}``: known kinds, dotted field paths."""
+    if value is None:
+        return {}
+    where = ("ignoreChanges",)
+    if not isinstance(value, dict):
+        problem(where, "ignoreChanges must map kinds to lists of fields, e.g. "
+                "{Hook: [description]}")
+        return {}
+    out: dict[str, tuple[str, ...]] = {}
+    for kind, fields in value.items():
+        if kind not in BY_KIND:
+            hint = closest(str(kind), list(BY_KIND))
+            problem((*where, kind), f"ignoreChanges: unknown kind {kind!r}"
+                    + (f" (did you mean {hint}?)" if hint else ""), key=True)
+            continue
+        if not isinstance(fields, list) or not all(
+                isinstance(f, str) and f.strip() for f in fields):
+            problem((*where, kind), f"ignoreChanges.{kind} must be a list of field names "
+                    "(dotted paths such as config.providerA.model)")
+            continue
+        out[kind] = tuple(f.strip().removeprefix("spec.") for f in fields)
+    return out
 
 
 def _keys(body: dict[Any, Any], at: tuple[Any, ...], allowed: tuple[str, ...],
@@ -312,6 +342,11 @@ class Selection:
     def rules(self) -> tuple[Rule, ...]:
         """The project's guardrail rules (none without a project)."""
         return self.project.rules if self.project is not None else ()
+
+    @property
+    def ignore_changes(self) -> Mapping[str, tuple[str, ...]]:
+        """Fields a refresh does not report, per kind (none without a project)."""
+        return self.project.ignore_changes if self.project is not None else {}
 
     def variables(self) -> dict[str, Any]:
         if self.project is None:

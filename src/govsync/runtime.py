@@ -14,6 +14,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from govsync import envvars
+from govsync.api.kinds import SEEDED_KINDS
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.errors import ConfigError
 from govsync.files import inside, tracked_by_git
@@ -88,7 +89,8 @@ def connect(endpoint: str | None, api_key: str | None, *, insecure_http: bool = 
 
 
 def seed_local(seed: str | None, local_db: str) -> None:
-    """Preload the embedded server's database with a seed file (idempotent)."""
+    """Preload the embedded server's database with a seed file: the objects it does not
+    hold yet (idempotent)."""
     from govsync.server import Store
 
     if local_db == ":memory:":
@@ -96,10 +98,17 @@ def seed_local(seed: str | None, local_db: str) -> None:
     os.makedirs(os.path.dirname(local_db) or ".", exist_ok=True)
     if not seed:
         return
-    store = Store(local_db)
+    # Read into a scratch store first: only the objects the database does not hold
+    # yet are added, so a seed never undoes what an apply (or the service's
+    # console) changed since: a link's terminationProtection stays as applied.
+    fresh, store = Store(":memory:"), Store(local_db)
     try:
-        store.load_seed(seed)
+        fresh.load_seed(seed)
+        for kind in SEEDED_KINDS:
+            store.put_many(kind, [(o["id"], o, None) for o in fresh.list(kind)
+                                  if not store.exists(kind, o["id"])])
     except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot load seed {seed}: {exc}") from exc
     finally:
+        fresh.close()
         store.close()

@@ -40,6 +40,8 @@ class Settings:
     # The environment variable the key was read from (an environment's
     # ``apiKey: {fromEnv: VAR}``, else GOVSYNC_API_KEY): errors name it.
     key_variable: str = envvars.API_KEY
+    # Read every recorded object from the server before planning (--refresh=false: no).
+    refresh: bool = True
 
     def __post_init__(self) -> None:
         if not WORKSPACE_NAME.match(self.workspace):

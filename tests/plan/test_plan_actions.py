@@ -37,7 +37,10 @@ def test_everything_is_no_op_after_apply(gov: Gov, applied: Path) -> None:
     assert {e.status for e in snapshot.entries.values()} == {"applied"}
 
     result = gov.run("plan", applied, "--detailed-exitcode", *LOCAL, code=0)
-    assert result.stdout == ("Check groups: passed (4 policy owner group(s) exist)\n"
+    assert result.stdout == ("Check refresh: passed (55 recorded object(s) read from the server; not read (the API "
+                             "has no read for these kinds), compared with the recorded state "
+                             "only: ResourceAlias, SessionTermination)\n"
+                             "Check groups: passed (4 policy owner group(s) exist)\n"
                              "No changes. The manifests match the recorded state.\n"
                              "Plan: 0 to create, 0 to update, 0 blocked, 0 orphaned, "
                              "0 uncertain, 59 unchanged.\n")
@@ -45,8 +48,10 @@ def test_everything_is_no_op_after_apply(gov: Gov, applied: Path) -> None:
     assert plan["summary"] == summary(no_op=59)
     assert plan["serial"] == snapshot.serial
     assert plan["lineage"] == snapshot.lineage
-    assert plan["checks"] == [{"name": "groups", "status": "passed",
-                               "detail": "4 policy owner group(s) exist"}]
+    assert [c["name"] for c in plan["checks"]] == ["refresh", "groups"]
+    assert plan["checks"][1] == {"name": "groups", "status": "passed",
+                                 "detail": "4 policy owner group(s) exist"}
+    assert plan["refreshed"] is True and plan["drift"] == []
     for change in plan["changes"]:
         assert change["id"] == snapshot.entries[change["address"]].id
         assert (change["fields"], change["diff"], change["reason"]) == ([], [], "")
@@ -77,6 +82,9 @@ def test_hook_timeout_change_is_an_update(gov: Gov, applied: Path) -> None:
     text = gov.run("plan", applied, "--out", "p.json", *LOCAL).stdout
     assert text == ("~ Hook/risk_score  (update)\n"
                     "      timeoutMs: 1500 -> 2500\n"
+                    "Check refresh: passed (55 recorded object(s) read from the server; not "
+                    "read (the API has no read for these kinds), compared with the recorded "
+                    "state only: ResourceAlias, SessionTermination)\n"
                     "Check groups: passed (4 policy owner group(s) exist)\n"
                     "Plan: 0 to create, 1 to update, 0 blocked, 0 orphaned, 0 uncertain, "
                     "58 unchanged.\n")

@@ -140,8 +140,8 @@ def test_json_is_one_line_with_every_change_and_the_summary(mixed: Plan) -> None
     assert text.endswith("}\n") and text.count("\n") == 1
     body = json.loads(text)
     assert list(body) == ["formatVersion", "workspace", "lineage", "serial", "changes",
-                          "checks", "summary", "targets", "leftOut", "environment",
-                          "governance"]
+                          "checks", "summary", "refreshed", "drift", "targets", "leftOut",
+                          "environment", "governance"]
     assert (body["formatVersion"], body["workspace"]) == ("1.0", "default")
     assert [(c["address"], c["action"]) for c in body["changes"]] == [
         ("AIProviderIntegration/ai", "blocked"), ("Hook/hook_one", "update"),

@@ -55,6 +55,7 @@ LISTED_CHANGES = 100
 STATUS_EVENTS = {
     Status.SYNCED: Event.SYNCED, Status.OUT_OF_SYNC: Event.OUT_OF_SYNC,
     Status.BLOCKED: Event.BLOCKED, Status.UNCERTAIN: Event.UNCERTAIN,
+    Status.DRIFTED: Event.DRIFTED,
     Status.LOCKED: Event.LOCKED, Status.PAUSED: Event.PAUSED, Status.ERROR: Event.ERROR,
 }
 
@@ -90,6 +91,8 @@ class Cycle:
     summary: dict[str, int] = field(default_factory=dict)
     changes: list[dict[str, Any]] = field(default_factory=list)
     applied: dict[str, Any] | None = None  # when this cycle applied: when, ok, summary
+    # Objects a refresh found changed outside govsync or missing on the server.
+    drifted: int = 0
 
     @property
     def pending(self) -> int:
@@ -117,7 +120,7 @@ class Cycle:
             "status": str(self.status), "reason": self.reason, "revision": self.revision,
             "summary": {k: n for k, n in self.summary.items() if n},
             "pending": self.pending, "uncertain": self.uncertain,
-            "changes": self.changes, "applied": self.applied,
+            "changes": self.changes, "applied": self.applied, "drifted": self.drifted,
         }
         key = hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
         return {**body, "at": self.at, "ok": self.status == Status.SYNCED,
@@ -130,7 +133,7 @@ class Cycle:
                 "at": self.at, "seconds": round(self.seconds, 3),
                 "summary": {k: n for k, n in self.summary.items() if n},
                 "pendingChanges": self.pending, "uncertainEntries": self.uncertain,
-                "applied": self.applied}
+                "driftedObjects": self.drifted, "applied": self.applied}
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any], environment: str,
@@ -141,7 +144,8 @@ class Cycle:
             return cls(environment, workspace, Status(record["status"]),
                        str(record.get("reason") or ""), record.get("revision"),
                        str(record.get("at") or ""), float(record.get("seconds") or 0.0),
-                       summary, list(record.get("changes") or []), record.get("applied"))
+                       summary, list(record.get("changes") or []), record.get("applied"),
+                       int(record.get("drifted") or 0))
         except (KeyError, TypeError, ValueError):
             return None
 
@@ -181,6 +185,7 @@ def _plan(cycle: Cycle, manifests: ManifestSet, settings: Settings) -> Plan:
     if errors:
         cycle.reason += "; " + problems(errors).split("; the first: ", 1)[1]
     cycle.summary = plan.summary()
+    cycle.drifted = len(plan.drift)
     cycle.changes = [{"address": c.address, "action": str(c.action), "fields": c.fields[:20]}
                      for c in plan.changes if c.action != Action.NOOP][:LISTED_CHANGES]
     return plan
@@ -198,7 +203,9 @@ def _run(cycle: Cycle, target: Target, paused: Mapping[str, Any] | None, frozen:
     manifests = load_manifests(selection.paths(()), read=read,
                                context=Context(selection.variables(), selection.name))
     plan = _plan(cycle, manifests, settings)
-    appliable = (cycle.status in (Status.OUT_OF_SYNC, Status.UNCERTAIN)
+    # Drifted: what the manifests ask (and what is missing) is applied; what changed
+    # outside govsync is only reported.
+    appliable = (cycle.status in (Status.OUT_OF_SYNC, Status.UNCERTAIN, Status.DRIFTED)
                  and (plan.work() or plan.governance is not None))
     if paused is not None:
         cycle.status, cycle.reason = Status.PAUSED, (

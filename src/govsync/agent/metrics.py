@@ -28,6 +28,10 @@ class Metrics:
         self.uncertain = Gauge("govsync_uncertain_entries",
                                "State entries whose create has an unknown outcome",
                                ["environment"], registry=r)
+        self.drifted = Gauge("govsync_drifted_objects",
+                             "Recorded objects changed outside govsync or missing on the "
+                             "server, as the last refresh found them", ["environment"],
+                             registry=r)
         self.cycle_seconds = Histogram("govsync_cycle_seconds",
                                        "Seconds one environment's cycle took (plan and apply)",
                                        ["environment"], buckets=BUCKETS, registry=r)
@@ -53,6 +57,7 @@ class Metrics:
             self.status.labels(name, str(status)).set(1 if status == cycle.status else 0)
         self.pending.labels(name).set(cycle.pending)
         self.uncertain.labels(name).set(cycle.uncertain)
+        self.drifted.labels(name).set(cycle.drifted)
         if ran:
             self.cycle_seconds.labels(name).observe(cycle.seconds)
             self.cycles.labels(name, str(cycle.status)).inc()

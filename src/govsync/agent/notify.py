@@ -67,10 +67,11 @@ GITHUB_LABEL = "govsync"
 GITHUB_STATE = {
     Event.SYNCED: "success", Event.APPLIED: "success", Event.OUT_OF_SYNC: "pending",
     Event.BLOCKED: "failure", Event.UNCERTAIN: "failure", Event.FAILED: "failure",
-    Event.ERROR: "error",
+    Event.ERROR: "error", Event.DRIFTED: "failure",
 }
 # The events that mean the environment has drifted from its manifests (an issue).
-DRIFT = frozenset({Event.OUT_OF_SYNC, Event.BLOCKED, Event.UNCERTAIN, Event.ERROR})
+DRIFT = frozenset({Event.OUT_OF_SYNC, Event.BLOCKED, Event.UNCERTAIN, Event.ERROR,
+                   Event.DRIFTED})
 
 
 class Result:

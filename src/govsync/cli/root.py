@@ -225,6 +225,21 @@ def target_option(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def refresh_option(func: F) -> F:
+    """--refresh=false, stored on ``settings``."""
+
+    @click.option("--refresh", "refresh", type=click.BOOL, default=True, show_default=True,
+                  metavar="BOOL",
+                  help="Read every recorded object from the server first, and show what "
+                       "changed outside govsync or is missing (--refresh=false: compare with "
+                       "the recorded state only).")
+    @functools.wraps(func)
+    def wrapper(*args: Any, refresh: bool, settings: Settings, **kwargs: Any) -> Any:
+        return func(*args, settings=dataclasses.replace(settings, refresh=refresh), **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
 def load(paths: tuple[str, ...] | list[str], selection: Selection | None = None, *,
          short: bool = False) -> ManifestSet:
     """Load manifests as a short-lived process should.

@@ -20,6 +20,7 @@ from govsync.cli.root import (
     out,
     paths_argument,
     project_options,
+    refresh_option,
     target_option,
 )
 from govsync.cli.scope import require_environment, saved_plan_settings
@@ -40,6 +41,7 @@ from govsync.sshsig import PassphraseNeeded
 @paths_argument
 @global_options
 @target_option
+@refresh_option
 @click.option("--out", "out_file", type=click.Path(dir_okay=False),
               help="Save the plan for `govsync apply FILE`.")
 @click.option("--format", "fmt", type=click.Choice([*FORMATS.choices, "html"]), default="text",
@@ -150,6 +152,7 @@ def confirmed(prompt: str, *, cancelled: str = "apply cancelled",
 @paths_argument
 @global_options
 @target_option
+@refresh_option
 @click.option("--auto-approve", is_flag=True,
               help="Apply without asking for `yes` (otherwise asked at the terminal, or "
                    "read as one line of standard input: `echo yes | govsync apply ...`).")
@@ -309,6 +312,7 @@ def _apply_json(paths: tuple[str, ...], settings: Settings, saved_plan: bool,
 @paths_argument
 @global_options
 @target_option
+@refresh_option
 @click.option("--format", "fmt", type=FORMATS, default="text", show_default=True)
 @click.option("--without-secrets", is_flag=True,
               help="Do not read secrets' values (a job with read-only credentials): a "

@@ -11,7 +11,7 @@ import click
 from govsync.drift import DriftReport
 from govsync.formats import FORMAT_VERSION
 from govsync.governance import Governance
-from govsync.plan import Action, Change, CheckStatus, FieldChange, Plan
+from govsync.plan import Action, Change, CheckStatus, DriftKind, FieldChange, Plan
 from govsync.render import linediff
 from govsync.render.graph import change_graph, legend, mermaid
 from govsync.values import KNOWN_AFTER_APPLY_TEXT, SENSITIVE, shown
@@ -106,10 +106,42 @@ def summary_line(plan: Plan) -> str:
     s = plan.summary()
     extra = "".join(f", {s[a]} to {a}" for a in OCCASIONAL if s[a])
     left = f" Left out by --target: {plan.left_out}." if plan.targets else ""
+    left += _outside_count(plan)
     return (
         f"Plan: {s['create']} to create, {s['update']} to update{extra}, {s['blocked']} blocked, "
         f"{s['orphan']} orphaned, {s['uncertain']} uncertain, {s['no-op']} unchanged.{left}"
     )
+
+
+def _outside_count(plan: Plan) -> str:
+    """`` Outside govsync: 1 changed, 1 missing.`` ('' when nothing drifted)."""
+    if not plan.drift:
+        return ""
+    changed = sum(1 for d in plan.drift if d.kind == DriftKind.CHANGED)
+    missing = len(plan.drift) - changed
+    return f" Outside govsync: {changed} changed, {missing} missing."
+
+
+OUTSIDE_TITLE = "Objects changed outside govsync"
+OUTSIDE_NOTE = ("read from the server: changed since govsync last applied them, or missing; "
+                "the manifests' changes follow")
+
+
+def outside_lines(plan: Plan, *, markdown: bool = False, style: Style = _plain) -> list[str]:
+    """The refresh's findings, one object each: what changed outside govsync (field by
+    field, before is what govsync applied, after what the server holds) and what is
+    missing ([] when nothing)."""
+    lines: list[str] = []
+    for d in plan.drift:
+        if d.kind == DriftKind.MISSING:
+            text = f"- {d.address}  (missing on the server: recorded as {d.id})"
+            lines.append(_md(text) if markdown else style(text, "red"))
+            continue
+        text = f"~ {d.address}  (changed outside govsync)"
+        lines.append(_md(text) if markdown else style(text, "yellow"))
+        for f in d.diff:
+            lines += field_change_lines(f, markdown=markdown, style=style)
+    return lines
 
 
 def plan_json(plan: Plan) -> str:
@@ -151,6 +183,7 @@ def _plan_head(plan: Plan) -> dict[str, Any]:
 
 def _plan_tail(plan: Plan) -> dict[str, Any]:
     return {"checks": [c.as_dict() for c in plan.checks], "summary": plan.summary(),
+            "refreshed": plan.refreshed, "drift": [d.as_dict() for d in plan.drift],
             "targets": plan.targets, "leftOut": plan.left_out,
             "environment": plan.environment,
             "governance": governance_lines(plan) or None}
@@ -173,6 +206,11 @@ def plan_text(plan: Plan, *, color: bool = False, verbose: bool = False) -> str:
         return click.style(text, fg=fg, bold=bold) if color and (fg or bold) else text
 
     lines: list[str] = []
+    outside = outside_lines(plan, style=style)
+    if outside:
+        lines.append(style(OUTSIDE_TITLE, "yellow", bold=True) + f" ({OUTSIDE_NOTE}):")
+        lines += outside
+        lines.append("")
     for c in plan.changes:
         if c.action == Action.NOOP and not verbose:
             continue
@@ -243,6 +281,10 @@ def plan_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT, title: str = "govs
         head.append(f"- check **{check.name}**: {check.status} ({check.detail})")
     if plan.checks:
         head.append("")
+    outside = outside_lines(plan, markdown=True)
+    if outside:
+        head += [f"#### {OUTSIDE_TITLE}", "", f"_{OUTSIDE_NOTE}_", "", "```diff", *outside,
+                 "```", ""]
     if not plan.has_changes():
         head.append("No changes. The manifests match the recorded state.")
     by_kind: dict[str, list[Any]] = {}
@@ -343,7 +385,9 @@ def _verdict(report: DriftReport) -> str:
     if report.in_sync:
         return "In sync."
     return (f"Drift: {len(report.drifted)} change(s) between the manifests and state, "
-            f"{sum(len(c.problems) for c in report.live)} live problem(s).")
+            + (f"{len(report.outside)} object(s) changed outside govsync or missing, "
+               if report.outside else "")
+            + f"{sum(len(c.problems) for c in report.live)} live problem(s).")
 
 
 def drift_headline(report: DriftReport) -> str:
@@ -357,7 +401,9 @@ def drift_headline(report: DriftReport) -> str:
     else:
         line = (f"Drift: {len(report.drifted)} change(s) between the manifests and the "
                 f"recorded state ({addresses} compared), "
-                f"{sum(len(c.problems) for c in report.live)} live problem(s)")
+                + (f"{len(report.outside)} object(s) changed outside govsync or missing, "
+                   if report.outside else "")
+                + f"{sum(len(c.problems) for c in report.live)} live problem(s)")
     live = "; ".join(f"{c.name} {c.status} ({c.detail})" for c in report.live) or "nothing"
     line += f"; live checks: {live}"
     if report.unobservable:
@@ -406,6 +452,10 @@ def drift_text(report: DriftReport, *, color: bool = False) -> str:
 
     headline = drift_headline(report)
     lines = [click.style(headline, bold=True) if color else headline]
+    outside = outside_lines(report.plan, style=style)
+    if outside:
+        lines.append(f"{OUTSIDE_TITLE} ({OUTSIDE_NOTE}):")
+        lines += outside
     for c in report.drifted:
         symbol, fg = SYMBOLS[c.action]
         head = f"{symbol} {c.address}  ({c.action})"

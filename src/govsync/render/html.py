@@ -21,7 +21,7 @@ from importlib import resources
 from typing import Any
 from urllib.parse import urlencode
 
-from govsync.plan import Action, Change, Plan
+from govsync.plan import Action, Change, DriftKind, Plan
 from govsync.render import (
     ORDER,
     SYMBOLS,
@@ -353,6 +353,30 @@ def checks_section(plan: Plan, errors: Sequence[RuleProblem] = ()) -> str:
             f"<tbody>{''.join(rows)}</tbody></table></section>")
 
 
+def outside_section(plan: Plan) -> str:
+    """What the refresh found: objects changed outside govsync (field by field: what
+    govsync applied, what the server holds) and objects missing on the server."""
+    if not plan.drift:
+        return ""
+    blocks = []
+    for d in plan.drift:
+        if d.kind == DriftKind.MISSING:
+            blocks.append(f'<article class="change"><h4><code>{esc(d.address)}</code> '
+                          f"missing on the server</h4><p class=\"reason\">recorded as "
+                          f"{esc(d.id or '')}; planned as a create</p></article>")
+            continue
+        rows = "".join(
+            f"<tr><th scope=row>{esc(f.path)}</th><td>{_value(f.before)}</td>"
+            f"<td>{_value(f.after)}</td></tr>" for f in d.diff)
+        blocks.append(f'<article class="change"><h4><code>{esc(d.address)}</code> changed '
+                      'outside govsync</h4><table class="fields"><thead><tr><th scope=col>'
+                      "field</th><th scope=col>applied by govsync</th><th scope=col>on the "
+                      f"server</th></tr></thead><tbody>{rows}</tbody></table></article>")
+    return ('<section aria-labelledby="outside" class="notice"><h2 id="outside">Objects '
+            f"changed outside govsync: {len(plan.drift)}</h2><p>Read from the server before "
+            "planning; the manifests' changes follow.</p>" + "".join(blocks) + "</section>")
+
+
 def governance_section(plan: Plan) -> str:
     lines = governance_lines(plan)
     if not lines:
@@ -432,8 +456,8 @@ def plan_body(plan: Plan, extra: PlanPage, graph: Graph, *, chosen: Filter | Non
                  "this file: run <code>govsync ui</code> to explore it.</p>")
     else:
         drawn = graph_section(graph, title="What depends on what", node_url=graph_url)
-    return (f'<dl class="facts">{dl}</dl>{summary_table(plan)}{governance_section(plan)}'
-            f"{blocked_section(plan)}{checks_section(plan, extra.errors)}"
+    return (f'<dl class="facts">{dl}</dl>{summary_table(plan)}{outside_section(plan)}'
+            f"{governance_section(plan)}{blocked_section(plan)}{checks_section(plan, extra.errors)}"
             f"{approvals_section(extra.approvals)}{uncertain_section(plan)}"
             f"{changes_section(plan, chosen=chosen, path=path)}{drawn}")
 

@@ -22,7 +22,7 @@ from typing import Any
 from govsync.api.kinds import KINDS
 from govsync.apply import Result
 from govsync.formats import FORMAT_VERSION
-from govsync.plan import Action, CheckStatus
+from govsync.plan import Action, CheckStatus, DriftKind
 from govsync.state import EntryStatus
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -68,6 +68,28 @@ def _document(title: str, description: str, properties: Schema,
     return {"$schema": DRAFT, "title": title, "description": description, **body}
 
 
+def _field_changes(description: str) -> Schema:
+    return {"type": "array", "description": description, "items": _object({
+        "field": _STR,
+        "before": {"description": "Any JSON value; secrets are \"(sensitive)\"."},
+        "after": {"description": "Any JSON value; secrets are \"(sensitive)\", ids not "
+                  "known yet \"(known after apply)\"."},
+    })}
+
+
+def _drifted() -> Schema:
+    return _object({
+        "address": _ADDRESS,
+        "kind": {"enum": _values(DriftKind), "description": "changed: its live fields differ "
+                 "from what govsync last applied; missing: the server no longer has it "
+                 "(planned as a create)."},
+        "fields": {**_STRS, "description": "The field paths changed outside govsync."},
+        "id": {**_STR_OR_NULL, "description": "The id state records."},
+        "diff": _field_changes("Field by field: before is what govsync applied, after what "
+                               "the server holds."),
+    }, required=["address", "kind", "fields"])
+
+
 def _change() -> Schema:
     return _object({
         "address": _ADDRESS,
@@ -85,6 +107,9 @@ def _change() -> Schema:
         })},
         "patchedBy": {"type": "object", "additionalProperties": _STR,
                       "description": "Field path -> the Patch that set it (only when one did)."},
+        "outside": _field_changes("The fields changed outside govsync since it last applied "
+                                  "them, read by the refresh (only when some were): not "
+                                  "what the manifests ask for, which is `diff`."),
     }, required=["address", "action", "kind", "id", "fields", "reason", "diff"])
 
 
@@ -106,6 +131,12 @@ def _plan_properties() -> Schema:
         "targets": {**_STRS, "description": "The --target patterns the plan was narrowed "
                     "to ([]: none, every address)."},
         "leftOut": {**_COUNT, "description": "Changes left out by --target (0 without)."},
+        "refreshed": {"type": "boolean", "description": "Whether the recorded objects were "
+                      "read from the server before planning (false: --refresh=false, no "
+                      "endpoint, or nothing recorded)."},
+        "drift": {"type": "array", "items": _drifted(),
+                  "description": "Recorded objects changed outside govsync or missing on the "
+                                 "server, as the refresh found them."},
         "environment": {**_STR_OR_NULL, "description": "The project's environment the plan "
                         "is for (null: none)."},
         "governance": {"type": ["array", "null"], "items": _STR,

@@ -23,7 +23,7 @@ from govsync.approvals import AllowedSigner
 from govsync.errors import GovsyncError, ManifestError, Problem
 from govsync.manifests import load as load_manifests
 from govsync.manifests.model import Context, ManifestSet
-from govsync.plan import Action, Plan
+from govsync.plan import REFRESH_CHECK, Action, CheckStatus, DriftKind, Plan
 from govsync.planfile import SavedPlan
 from govsync.project import Selection
 from govsync.redact import url as safe_url
@@ -42,6 +42,7 @@ class Status(StrEnum):
     LOCKED = "Locked"
     BLOCKED = "Blocked"
     UNCERTAIN = "Uncertain"
+    DRIFTED = "Drifted"
     OUT_OF_SYNC = "OutOfSync"
     SYNCED = "Synced"
 
@@ -234,6 +235,11 @@ def status_of(plan: Plan | None, rule_errors: int, lock: str, error: str) -> tup
     The dashboard's and the agent's."""
     if error or plan is None:
         return Status.ERROR, error or "not planned"
+    unread = next((c for c in plan.checks
+                   if c.name == REFRESH_CHECK and c.status == CheckStatus.FAILED), None)
+    if unread is not None:
+        # Not Synced on a partial picture: what could not be read may have drifted.
+        return Status.ERROR, f"the server could not be read whole: {unread.detail}"
     if lock:
         return Status.LOCKED, f"an apply holds the lock: {lock}"
     blocked = len(plan.blocked())
@@ -244,6 +250,10 @@ def status_of(plan: Plan | None, rule_errors: int, lock: str, error: str) -> tup
     summary = plan.summary()
     if summary[Action.UNCERTAIN]:
         return Status.UNCERTAIN, f"{summary[Action.UNCERTAIN]} uncertain entr(ies) to resolve"
+    if plan.drift:
+        missing = sum(1 for d in plan.drift if d.kind == DriftKind.MISSING)
+        return Status.DRIFTED, (f"{len(plan.drift) - missing} object(s) changed outside "
+                                f"govsync, {missing} missing on the server")
     if plan.has_changes():
         counts = ", ".join(f"{n} {a}" for a, n in summary.items() if n and a != Action.NOOP)
         return Status.OUT_OF_SYNC, (f"changes pending: {counts}" if counts

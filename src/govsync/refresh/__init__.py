@@ -1,0 +1,102 @@
+"""Refresh: read every recorded object from the server before a plan (contract section 12).
+
+``read(client, entries)`` reads the objects state records, concurrently
+across kinds: a kind with a List is read in pages (a scoped List once per
+scope id), else with one Get per object.  ``compare`` then says, per
+address, what changed outside govsync and what is missing.
+
+What an endpoint offers is learned, not assumed, once per run and per kind,
+without side effects: a List's first page answers 200 where the endpoint has
+it; an unknown operation is 404 ``not_found`` (the reference server's
+``--operations spec`` answers every operation of api-lifecycle.md so).  A
+Get answers 404 for an unknown id too, so a kind that has only a Get (or a
+scoped List) is read only once a List has shown that the endpoint has the
+reads of api-lifecycle.md.
+
+What govsync last applied is the answer it recorded when it applied (the
+object as the server returned it, with the defaults the server filled in),
+else, where the answer carries no fields (an import, an id-only answer), the
+spec it sent.  Fields the server sets (``id``, timestamps, the fields its
+update cannot change and no manifest sets: a policy's ``ast`` and
+``version``), objects embedded in another (a connector's ``space``) and
+secrets (never returned, or recorded only as ``(sensitive)`` or a keyed
+fingerprint) never count as drift.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from govsync.plan import REFRESH_CHECK, Check, CheckStatus, Drifted, DriftKind, Plan
+from govsync.refresh.adopt import block_existing, verify_imports
+from govsync.refresh.compare import compare, outside_changes
+from govsync.refresh.reading import CONCURRENCY, LANES, Reading, read
+from govsync.state import Entry
+
+if TYPE_CHECKING:
+    from govsync.api.client import AsyncClient
+
+__all__ = ["LANES", "Observed", "Reading", "annotate", "block_existing", "compare", "observe",
+           "outside_changes", "read", "refreshed", "skipped", "verify_imports"]
+
+
+# -- the plan's view ------------------------------------------------------------------
+
+
+@dataclass
+class Observed:
+    """A refresh's outcome: what was read, and what differs from what govsync applied."""
+
+    reading: Reading
+    drift: list[Drifted]
+
+    @property
+    def missing(self) -> frozenset[str]:
+        return frozenset(d.address for d in self.drift if d.kind == DriftKind.MISSING)
+
+
+async def observe(client: AsyncClient, entries: Mapping[str, Entry],
+                  ignore: Mapping[str, Sequence[str]] | None = None,
+                  *, concurrency: int = CONCURRENCY) -> Observed:
+    """Read every recorded object and compare it with what govsync last applied."""
+    reading = await read(client, entries, concurrency=concurrency)
+    return Observed(reading, compare(entries, reading, ignore))
+
+
+async def refreshed(client: AsyncClient, entries: Mapping[str, Entry],
+                    make: Callable[[frozenset[str]], Plan],
+                    ignore: Mapping[str, Sequence[str]] | None = None) -> tuple[Plan, Observed]:
+    """Refresh, then the plan ``make`` makes with the missing objects as creates, its
+    creates of objects that exist unrecorded blocked, and the refresh's findings on it."""
+    observed = await observe(client, entries, ignore)
+    plan = make(observed.missing)
+    await block_existing(client, plan, entries, observed.reading)
+    await verify_imports(client, plan, observed.reading)
+    annotate(plan, observed)
+    return plan, observed
+
+
+
+def annotate(plan: Plan, observed: Observed) -> None:
+    """Put a refresh's findings on ``plan``: ``outside`` on each change, the drift list
+    (of the plan's addresses: ``--target`` leaves the rest out), one check line."""
+    addresses = {c.address for c in plan.changes}
+    plan.refreshed = True
+    plan.drift = [d for d in observed.drift if d.address in addresses]
+    changed = {d.address: d.diff for d in plan.drift if d.kind == DriftKind.CHANGED}
+    for change in plan.changes:
+        if change.address in changed:
+            change.outside = changed[change.address]
+    reading = observed.reading
+    status = (CheckStatus.FAILED if reading.failed
+              else CheckStatus.WARNING if reading.endpoint_lacks_reads else CheckStatus.PASSED)
+    plan.checks.append(Check(REFRESH_CHECK, status, reading.summary()))
+
+
+def skipped(plan: Plan, why: str) -> None:
+    """The plan's line for a refresh not made."""
+    plan.checks.append(Check(REFRESH_CHECK, CheckStatus.SKIPPED,
+                             f"the server was not read: {why}"))
+

@@ -1,0 +1,360 @@
+"""Reading what state records from the server: pages of Lists, Gets, and what an
+endpoint offers (learned once per run and per kind, without side effects)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from govsync import paths
+from govsync.api.catalog import Operation
+from govsync.api.kinds import BY_KIND, KINDS, Kind
+from govsync.errors import ApiError, ApiStatusError, NotFoundError, UnauthorizedError
+from govsync.state import APPLIED, Entry
+
+if TYPE_CHECKING:
+    from govsync.api.client import AsyncClient
+
+# The largest page a List gives (api-lifecycle.md: limit 1-500).
+PAGE = 500
+# Gets in flight at once, over every kind.
+CONCURRENCY = 64
+# Connections a refresh's client keeps (AsyncClient lanes: one pool shared by many
+# callers costs more CPU than the calls).
+LANES = 16
+# Fields every object carries that only the server sets.
+SERVER_FIELDS = ("id", "createdAt", "updatedAt")
+
+
+@dataclass
+class Reading:
+    """What a refresh read: the live object of each address (None: the server does not
+    have it), the kinds it could not read and why, the objects whose read failed."""
+
+    live: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    # Kinds the endpoint (or the API) offers no read for -> why.
+    unreadable: dict[str, str] = field(default_factory=dict)
+    # Addresses whose read failed -> why (a timeout, a 500 after retries, a wrong answer).
+    failed: dict[str, str] = field(default_factory=dict)
+    # Every live object of a kind read whole (all its List pages), by kind.
+    listed: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # Whether the endpoint offers the reads of api-lifecycle.md (None: not learned).
+    offers_reads: bool | None = None
+    calls: int = 0
+    # Creates looked up on the server before they are sent (no duplicate).
+    looked_up: int = 0
+    # Kinds of which at least one object was read.
+    kinds_read: set[str] = field(default_factory=set)
+
+    @property
+    def complete(self) -> bool:
+        return not self.failed
+
+    @property
+    def endpoint_lacks_reads(self) -> bool:
+        """Whether some kinds could not be read because the endpoint lacks their reads."""
+        return NO_READ_AT_ENDPOINT in self.unreadable.values()
+
+    def read_kinds(self) -> list[str]:
+        """The kinds this refresh could read (every kind with a read, where the endpoint
+        showed it has them; else those it read)."""
+        if self.offers_reads:
+            return sorted(k.name for k in KINDS if readable(k) and k.name not in self.unreadable)
+        return sorted(self.kinds_read)
+
+    def summary(self) -> str:
+        """One line for the plan: what was read live, and what could not be."""
+        line = f"{len(self.live)} recorded object(s) read from the server"
+        if self.looked_up:
+            line += f"; {self.looked_up} create(s) looked up by name"
+        by_reason: dict[str, list[str]] = {}
+        for kind, why in sorted(self.unreadable.items()):
+            by_reason.setdefault(why, []).append(kind)
+        for why, kinds in sorted(by_reason.items()):
+            line += f"; not read ({why}), compared with the recorded state only: " + ", ".join(
+                kinds)
+        if self.failed:
+            shown = sorted(self.failed)
+            line += (f"; could not be refreshed: {len(shown)} object(s) ("
+                     + ", ".join(shown[:5]) + (" ..." if len(shown) > 5 else "")
+                     + f": {self.failed[shown[0]]})")
+        return line
+
+
+# Why a kind is not read.
+NO_READ_IN_API = "the API has no read for these kinds"
+NO_READ_AT_ENDPOINT = "the endpoint does not offer these reads"
+
+
+def readable(kind: Kind) -> bool:
+    """Whether the API (api-lifecycle.md) has a read for ``kind``."""
+    return kind.get is not None or kind.list is not None
+
+
+def recorded(entries: Mapping[str, Entry], addresses: Iterable[str] | None = None
+             ) -> dict[str, list[Entry]]:
+    """The applied entries (with an id) to read, by kind."""
+    chosen = entries.keys() if addresses is None else addresses
+    out: dict[str, list[Entry]] = {}
+    for address in chosen:
+        entry = entries.get(address)
+        if entry is not None and entry.status == APPLIED and entry.id:
+            out.setdefault(entry.kind, []).append(entry)
+    return out
+
+
+class Reader:
+    """Reads objects with one client: pages of Lists, Gets, and what the endpoint offers."""
+
+    def __init__(self, client: AsyncClient, reading: Reading,
+                 concurrency: int = CONCURRENCY) -> None:
+        self.client = client
+        self.reading = reading
+        self._slots = asyncio.Semaphore(concurrency)
+        self._probe: asyncio.Task[bool] | None = None
+
+    async def call(self, op: Operation, body: Mapping[str, Any]) -> dict[str, Any]:
+        async with self._slots:
+            self.reading.calls += 1
+            return await self.client.call(op, body)
+
+    async def offers_reads(self) -> bool:
+        """Whether the endpoint has the reads of api-lifecycle.md: one List of one object,
+        learned once (an unknown operation is 404 not_found)."""
+        if self.reading.offers_reads is not None:
+            return self.reading.offers_reads
+        if self._probe is None:
+            self._probe = asyncio.ensure_future(self._learn())
+        return await self._probe
+
+    async def _learn(self) -> bool:
+        op = next(k.list for k in KINDS if k.list is not None and not k.list.scope_required)
+        try:
+            await self.call(op, {"limit": 1})
+        except NotFoundError:
+            self.reading.offers_reads = False
+        else:
+            self.reading.offers_reads = True
+        return self.reading.offers_reads
+
+    async def page(self, op: Operation, body: Mapping[str, Any]
+                   ) -> tuple[list[dict[str, Any]], str, int | None]:
+        """One page of a List: its objects, the next cursor ('' at the end), the count."""
+        answer = await self.call(op, body)
+        items = answer.get(op.response_key or "")
+        meta = answer.get("listMetadata")
+        if not isinstance(items, list) or not all(isinstance(i, dict) for i in items) or (
+                meta is not None and not isinstance(meta, dict)):
+            raise ApiError(f"{op.name} answered without a list of objects under "
+                           f"{op.response_key!r}", operation=op.name)
+        meta = meta or {}
+        cursor = meta.get("nextCursor") or ""
+        count = meta.get("count")
+        return (items, cursor if isinstance(cursor, str) else "",
+                count if isinstance(count, int) and not isinstance(count, bool) else None)
+
+    async def all_pages(self, op: Operation, body: Mapping[str, Any],
+                        first: tuple[list[dict[str, Any]], str, int | None] | None = None
+                        ) -> list[dict[str, Any]]:
+        items, cursor, _ = first or await self.page(op, {**body, "limit": PAGE})
+        out = list(items)
+        seen: set[str] = set()
+        while cursor:
+            if cursor in seen:
+                raise ApiError(f"{op.name} repeated a page cursor; paging stopped",
+                               operation=op.name)
+            seen.add(cursor)
+            items, cursor, _ = await self.page(op, {**body, "limit": PAGE, "cursor": cursor})
+            out.extend(items)
+        return out
+
+    async def get(self, kind: Kind, entry: Entry) -> dict[str, Any] | None:
+        """The live object of ``entry`` (None: the server does not have it)."""
+        op = kind.get
+        assert op is not None
+        value = entry.id if op.by == "id" else (entry.read_spec() or {}).get(op.by)
+        if not isinstance(value, str) or not value:
+            raise ApiError(f"{entry.address}: no {op.by} recorded to read it with",
+                           operation=op.name)
+        try:
+            answer = await self.call(op, {op.by: value})
+        except NotFoundError:
+            return None
+        obj = answer.get(op.response_key) if op.response_key else answer
+        if not isinstance(obj, dict):
+            raise ApiError(f"{op.name} answered without an object under {op.response_key!r}",
+                           operation=op.name)
+        return obj
+
+
+def object_id(kind: Kind, obj: Mapping[str, Any]) -> Any:
+    return obj.get(kind.create.id_field, obj.get("id"))
+
+
+async def read(client: AsyncClient, entries: Mapping[str, Entry],
+               addresses: Iterable[str] | None = None, *,
+               concurrency: int = CONCURRENCY) -> Reading:
+    """Read every applied entry of ``addresses`` (None: all) from the server."""
+    reading = Reading()
+    reader = Reader(client, reading, concurrency)
+    by_kind = recorded(entries, addresses)
+    try:
+        async with asyncio.TaskGroup() as group:
+            for name, kind_entries in sorted(by_kind.items()):
+                group.create_task(_read_kind(reader, BY_KIND[name], kind_entries))
+    except* UnauthorizedError as rejected:
+        # The key, not the objects, is what to fix: said once, as the first call said it.
+        raise first_rejection(rejected) from None
+    reading.kinds_read = {entries[a].kind for a in reading.live}
+    return reading
+
+
+def first_rejection(group: BaseExceptionGroup[UnauthorizedError]) -> UnauthorizedError:
+    first = group.exceptions[0]
+    return first_rejection(first) if isinstance(first, BaseExceptionGroup) else first
+
+
+async def _read_kind(reader: Reader, kind: Kind, entries: list[Entry]) -> None:
+    reading = reader.reading
+    if not readable(kind):
+        reading.unreadable[kind.name] = NO_READ_IN_API
+        return
+    try:
+        if kind.list is not None and not kind.list.scope_required:
+            await _by_list(reader, kind, entries)
+        elif await reader.offers_reads():
+            if kind.list is not None:
+                await _by_scoped_list(reader, kind, entries)
+            else:
+                await _by_gets(reader, kind, entries)
+        else:
+            reading.unreadable[kind.name] = NO_READ_AT_ENDPOINT
+    except UnauthorizedError:
+        raise
+    except ApiError as exc:
+        _failed(reading, entries, exc)
+
+
+def _failed(reading: Reading, entries: Iterable[Entry], exc: ApiError) -> None:
+    """The entries not read yet could not be refreshed, for the reason ``exc`` gives."""
+    if isinstance(exc, UnauthorizedError):
+        raise exc
+    why = failure(exc)
+    for entry in entries:
+        if entry.address not in reading.live:
+            reading.failed[entry.address] = why
+
+
+def failure(exc: ApiError) -> str:
+    if isinstance(exc, ApiStatusError):
+        return f"{exc.operation} answered {exc.status} {exc.code}"
+    return exc.message
+
+
+async def _by_list(reader: Reader, kind: Kind, entries: list[Entry]) -> None:
+    op = kind.list
+    assert op is not None
+    reading = reader.reading
+    try:
+        first = await reader.page(op, {"limit": PAGE})
+    except NotFoundError:
+        reading.unreadable[kind.name] = NO_READ_AT_ENDPOINT
+        return
+    if reading.offers_reads is None:
+        reading.offers_reads = True
+    items, cursor, count = first
+    found = {object_id(kind, o): o for o in items}
+    unfound = [e for e in entries if e.id not in found]
+    pages_left = math.ceil(max((count or 0) - len(items), 0) / PAGE) if cursor else 0
+    gets = math.ceil(len(unfound) / CONCURRENCY)
+    if cursor and kind.get is not None and count is not None and gets < pages_left:
+        # Fewer round trips to read the rest one by one than page by page.
+        for entry in entries:
+            if entry.id in found:
+                reading.live[entry.address] = found[entry.id]
+        await _by_gets(reader, kind, unfound)
+        return
+    every = await reader.all_pages(op, {}, first) if cursor else items
+    reading.listed[kind.name] = every
+    found = {object_id(kind, o): o for o in every}
+    gone = [e for e in entries if e.id not in found]
+    for entry in entries:
+        if entry.id in found:
+            reading.live[entry.address] = found[entry.id]
+    if gone and kind.get is not None:
+        await _by_gets(reader, kind, gone)  # a List may lag: the Get says for sure
+    else:
+        for entry in gone:
+            reading.live[entry.address] = None
+
+
+async def _by_scoped_list(reader: Reader, kind: Kind, entries: list[Entry]) -> None:
+    """A List that needs a scope (a resource's native users): once per scope id the
+    recorded objects name; objects whose scope is not recorded are read with Gets."""
+    op = kind.list
+    assert op is not None
+    groups: dict[tuple[str, str], list[Entry]] = {}
+    rest: list[Entry] = []
+    for entry in entries:
+        key = _scope_of(op, entry)
+        if key is None:
+            rest.append(entry)
+        else:
+            groups.setdefault(key, []).append(entry)
+
+    async def one(scope: tuple[str, str], members: list[Entry]) -> None:
+        try:
+            every = await reader.all_pages(op, {scope[0]: scope[1]})
+        except ApiError as exc:
+            _failed(reader.reading, members, exc)
+            return
+        found = {object_id(kind, o): o for o in every}
+        gone = []
+        for entry in members:
+            if entry.id in found:
+                reader.reading.live[entry.address] = found[entry.id]
+            else:
+                gone.append(entry)
+        if gone and kind.get is not None:
+            await _by_gets(reader, kind, gone)
+        else:
+            for entry in gone:
+                reader.reading.live[entry.address] = None
+
+    async with asyncio.TaskGroup() as group:
+        for scope, members in groups.items():
+            group.create_task(one(scope, members))
+        if rest and kind.get is not None:
+            group.create_task(_by_gets(reader, kind, rest))
+        elif rest:
+            for entry in rest:
+                reader.reading.failed[entry.address] = (
+                    f"no {' or '.join(s.field for s in op.scope)} recorded to list it with")
+
+
+def _scope_of(op: Operation, entry: Entry) -> tuple[str, str] | None:
+    """(request field, value) of the first scope the entry's spec or answer records."""
+    spec = entry.read_spec() or {}
+    for scope in op.scope:
+        for source in (spec, entry.response or {}):
+            value = paths.get(source, paths.split(scope.path))
+            if isinstance(value, str) and value:
+                return scope.field, value
+    return None
+
+
+async def _by_gets(reader: Reader, kind: Kind, entries: Sequence[Entry]) -> None:
+    async def one(entry: Entry) -> None:
+        try:
+            reader.reading.live[entry.address] = await reader.get(kind, entry)
+        except ApiError as exc:
+            _failed(reader.reading, [entry], exc)
+
+    async with asyncio.TaskGroup() as group:
+        for entry in entries:
+            group.create_task(one(entry))
+
+

@@ -1,0 +1,177 @@
+"""Helpers of the refresh tests: govsync in process against the embedded reference
+server (``--endpoint local``), and the same server's API called directly, as a person
+in the service's console would change an object.
+
+Every test runs in a folder of its own (the embedded server keeps its objects in
+``.govsync/local-api.db`` there), with its state in SQLite or PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import textwrap
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+from click.testing import CliRunner
+
+from govsync.cli import cli
+from govsync.runtime import seed_local
+from govsync.server import Store, create_app
+from testkit import EXAMPLE_MANIFESTS, EXAMPLE_SECRET_VARS, EXAMPLE_SEED, without_settings
+
+LOCAL_DB = Path(".govsync") / "local-api.db"
+
+
+@dataclass
+class Run:
+    args: list[str]
+    code: int
+    out: str
+    err: str
+
+    def __str__(self) -> str:
+        return (f"govsync {' '.join(self.args)} -> exit {self.code}\n--- stdout\n"
+                f"{self.out[-6000:]}\n--- stderr\n{self.err[-3000:]}")
+
+    def json(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(self.out)
+        return data
+
+
+@dataclass
+class Gov:
+    """govsync in one folder: ``run(...)`` the command line against the embedded server,
+    ``call(...)`` that server's API directly."""
+
+    folder: Path
+    state: str
+    workspace: str
+    env: dict[str, str] = field(default_factory=dict)
+
+    def run(self, *args: str, env: Mapping[str, str] | None = None) -> Run:
+        full = {"GOVSYNC_STATE": self.state, "GOVSYNC_WORKSPACE": self.workspace,
+                "GOVSYNC_ENDPOINT": "local",
+                **self.env, **(env or {})}
+        result = CliRunner().invoke(cli, list(args), env=full, catch_exceptions=False)
+        return Run(list(args), result.exit_code, result.stdout, result.stderr)
+
+    def ok(self, *args: str, code: int = 0) -> Run:
+        run = self.run(*args)
+        assert run.code == code, run
+        return run
+
+    def call(self, operation: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """One operation of the embedded server, as the service's console calls it."""
+        from govsync.api.catalog import BY_NAME
+
+        async def send() -> httpx.Response:
+            store = Store(str(self.folder / LOCAL_DB))
+            try:
+                transport = httpx.ASGITransport(app=create_app(store, api_keys=None))
+                async with httpx.AsyncClient(transport=transport,
+                                             base_url="http://console") as client:
+                    return await client.post(BY_NAME[operation].path, json=dict(body),
+                                             headers={"X-API-KEY": "console"})
+            finally:
+                store.close()
+
+        response = asyncio.run(send())
+        assert response.status_code == 200, (operation, response.status_code, response.text)
+        data: dict[str, Any] = response.json()
+        return data
+
+    def objects(self, kind: str) -> list[dict[str, Any]]:
+        store = Store(str(self.folder / LOCAL_DB))
+        try:
+            return list(store.list(kind))
+        finally:
+            store.close()
+
+    def entries(self) -> dict[str, dict[str, Any]]:
+        run = self.ok("state", "export")
+        return {e["address"]: e for e in run.json()["entries"]}
+
+
+def make_gov(folder: Path, state: str) -> Gov:
+    env = {name: f"secret-{name.lower()}" for name in EXAMPLE_SECRET_VARS}
+    seed_local(str(EXAMPLE_SEED), str(folder / LOCAL_DB))
+    return Gov(folder, state, f"ws-{uuid.uuid4().hex[:10]}", env)
+
+
+def copy_examples(folder: Path) -> Path:
+    target = folder / "manifests"
+    shutil.copytree(EXAMPLE_MANIFESTS, target)
+    return target
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def documents(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+__all__ = ["Gov", "Run", "copy_examples", "documents", "make_gov", "os", "without_settings",
+           "write"]
+
+
+def console_edit(gov: Gov, kind: str, object_id: str) -> str:
+    """Change one field of a stored object behind govsync's back (as the service's
+    console would), in the server's own storage; returns the field's dotted path."""
+    from govsync.api.kinds import BY_KIND
+
+    spec = BY_KIND[kind]
+    store = Store(str(gov.folder / LOCAL_DB))
+    try:
+        id_field = spec.create.id_field
+        obj = next(o for o in store.list(kind) if o.get(id_field, o.get("id")) == object_id)
+        path, value = _changed_field(spec.fields, spec.secrets, obj)
+        target: Any = obj
+        *parents, last = path.split(".")
+        for part in parents:
+            target = target[part]
+        target[last] = value
+        store.put(kind, object_id, obj, key=obj.get("connectorId") if kind ==
+                  "ConnectorAIProvider" else None)
+        return path
+    finally:
+        store.close()
+
+
+def _changed_field(fields: tuple[str, ...], secrets: tuple[str, ...],
+                   obj: Mapping[str, Any]) -> tuple[str, Any]:
+    """A field of ``obj`` to change (not its name, an id, or a secret) and a new value."""
+    def leaf(value: Any, path: str) -> tuple[str, Any] | None:
+        if path in secrets or path.endswith("Id") or path in ("name", "id"):
+            return None
+        if isinstance(value, bool):
+            return path, not value
+        if isinstance(value, int):
+            return path, value + 1
+        if isinstance(value, str) and value:
+            return path, value + "-console"
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                found = leaf(inner, f"{path}.{key}")
+                if found:
+                    return found
+        return None
+
+    for name in fields:
+        found = leaf(obj.get(name), name) if name in obj else None
+        if found:
+            return found
+    raise AssertionError(f"no field to change in {obj}")
