@@ -81,7 +81,7 @@ class Commits:
         _git("init", "-q", "-b", "main", cwd=self.root)
         self._commit("prod, governed")
         plan = os.path.join(tmp, "prod.json")
-        for step in (["plan", "--env", "prod", "--out", plan], ["approve", plan, "--key", key],
+        for step in (["plan", "--env", "prod", "--out", plan], ["approve", "--yes", plan, "--key", key],
                      ["apply", "--env", "prod", plan]):
             done = _run(step, self.env, self.root)
             if done.returncode != 0:

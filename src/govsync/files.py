@@ -7,8 +7,8 @@ loading the API models.
 from __future__ import annotations
 
 import os
+import re
 import stat
-import subprocess
 from collections.abc import Mapping, Sequence
 
 import yaml
@@ -89,6 +89,36 @@ def inside(path: str, root: str) -> bool:
     return _inside(path, os.path.realpath(root))
 
 
+# A state URL's scheme (a SQLite state may be a plain path, with none).
+SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def sqlite_path(url: str) -> str | None:
+    """The file of a SQLite state URL (None for another backend)."""
+    scheme = SCHEME.match(url)
+    name = scheme.group(1).lower() if scheme else ""
+    if name not in ("", "sqlite"):
+        return None
+    return url.removeprefix("sqlite:///").removeprefix("sqlite://")
+
+
+def exposed_state(state: str, checkout: str | None = None) -> str:
+    """Why a SQLite state lies where a commit can replace it ('' if it does not): inside
+    ``checkout`` (the agent's), or tracked by git.  One line, the path and the fix."""
+    path = sqlite_path(state)
+    if path is None:
+        return ""
+    if checkout is not None and inside(path, checkout):
+        return (f"the state {path} is inside the agent's checkout {checkout}, where a commit "
+                "can replace it: give --state a file outside the checkout, or a "
+                "postgresql:// URL")
+    if os.path.isfile(path) and tracked_by_git(path):
+        return (f"the state {path} is tracked by git, so a commit can replace it: run `git rm "
+                f"--cached {path}` and list it in .gitignore, or give --state a file outside "
+                "the repository")
+    return ""
+
+
 def tracked_by_git(path: str) -> bool:
     """Whether git tracks the file at ``path`` (in the work tree it lies in).  git is
     asked only where a ``.git`` is found above the file; no git, no work tree: False."""
@@ -99,6 +129,8 @@ def tracked_by_git(path: str) -> bool:
         if parent == here:
             return False
         here = parent
+    import subprocess  # a slow import: only when a state file lies in a work tree
+
     try:
         done = subprocess.run(["git", "ls-files", "--error-unmatch", "--",
                                os.path.basename(real)], cwd=folder, capture_output=True,

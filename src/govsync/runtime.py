@@ -17,9 +17,8 @@ from govsync import envvars
 from govsync.api.kinds import SEEDED_KINDS
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.errors import ConfigError
-from govsync.files import inside, tracked_by_git
 from govsync.settings import Settings
-from govsync.state import StateStore, open_store, sqlite_path
+from govsync.state import StateStore, open_store
 
 if TYPE_CHECKING:
     from govsync.api.client import AsyncClient
@@ -28,23 +27,6 @@ if TYPE_CHECKING:
 def open_state(settings: Settings) -> StateStore:
     """The state store the settings name (a SQLite file or a PostgreSQL database)."""
     return open_store(settings.state)
-
-
-def exposed_state(state: str, checkout: str | None = None) -> str:
-    """Why a SQLite state lies where a commit can replace it ('' if it does not): inside
-    ``checkout`` (the agent's), or tracked by git.  One line, the path and the fix."""
-    path = sqlite_path(state)
-    if path is None:
-        return ""
-    if checkout is not None and inside(path, checkout):
-        return (f"the state {path} is inside the agent's checkout {checkout}, where a commit "
-                "can replace it: give --state a file outside the checkout, or a "
-                "postgresql:// URL")
-    if os.path.isfile(path) and tracked_by_git(path):
-        return (f"the state {path} is tracked by git, so a commit can replace it: run `git rm "
-                f"--cached {path}` and list it in .gitignore, or give --state a file outside "
-                "the repository")
-    return ""
 
 
 def client(settings: Settings, **kw: Any) -> AsyncClient:

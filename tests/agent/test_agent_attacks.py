@@ -104,7 +104,7 @@ def test_a_commit_cannot_move_an_environment_onto_prods_endpoint(
                  "allowed_signers": f"ana@example.com {kind} {b64}\n"})
     plan = tmp_path / "p.json"
     for step in (("plan", "--env", "prod", "--out", str(plan), "--state", state_url),
-                 ("approve", str(plan), "--key", str(key)),
+                 ("approve", "--yes", str(plan), "--key", str(key)),
                  ("apply", "--env", "prod", str(plan), "--state", state_url)):
         done = govsync(*step, cwd=repo.root, url=server)
         assert done.returncode == 0, done.stderr
@@ -119,14 +119,16 @@ def test_a_commit_cannot_move_an_environment_onto_prods_endpoint(
         for name in ("prod", "prod-fast"):
             assert "govsync agent accept" in found[name]["reason"], found[name]
             assert f"workspace {prod!r}" in found[name]["reason"], found[name]
-        # An operator accepts prod-fast: planned now, and waiting for prod's approval.
+        # An operator accepts prod-fast: planned now. Its workspace records nothing, and
+        # h1 exists on prod's endpoint, so its create is blocked (refresh: no duplicate);
+        # the apply of what remains would wait for prod's approvals (tests/governance).
         accepted = govsync("agent", "accept", "prod-fast", "--reason", "test", "--state",
                            state_url, cwd=repo.root, url=server)
         assert accepted.returncode == 0, accepted.stderr
-        found = agent.wait(lambda e: e["prod-fast"]["status"] == "OutOfSync",
+        found = agent.wait(lambda e: "agent accept" not in e["prod-fast"]["reason"],
                            what="prod-fast accepted")
-        assert "waiting for approvals" in found["prod-fast"]["reason"], found["prod-fast"]
-        assert f"workspace {prod!r}" in found["prod-fast"]["reason"], found["prod-fast"]
+        assert found["prod-fast"]["status"] == "Blocked", found["prod-fast"]
+        assert found["prod-fast"]["lastCycle"]["summary"].get("blocked") == 1, found["prod-fast"]
         time.sleep(1.5)  # another cycle or so
         assert agent.environments()["prod"]["status"] == "Blocked"
     finally:

@@ -230,7 +230,7 @@ def _confined(target: Target) -> None:
     read: manifests, an allowed-signers file or the plans folder outside the
     checkout (an absolute or ``../`` path, a symbolic link leading out).  (A state
     a commit could replace the loop refuses before opening it:
-    ``runtime.exposed_state``.)"""
+    ``files.exposed_state``.)"""
     if target.root is None:
         return
     selection = target.settings.selection

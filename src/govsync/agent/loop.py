@@ -39,7 +39,7 @@ from govsync.agent.notify import (
 from govsync.agent.reach import SinkPolicy
 from govsync.agentconfig import DEFAULT_INTERVAL, Sink
 from govsync.errors import GovsyncError, LockLostError, ManifestError, StateError
-from govsync.files import inside
+from govsync.files import exposed_state, inside
 from govsync.manifests.loader import ReadCache
 from govsync.project import Given, Selection
 from govsync.redact import url as safe_url
@@ -294,7 +294,7 @@ class Agent:
     def _environment(self, known: Known, problem: str) -> None:
         target = known.target
         workspace = target.workspace
-        exposed = runtime.exposed_state(target.settings.state, target.root)
+        exposed = exposed_state(target.settings.state, target.root)
         if exposed:  # a commit could replace it: never opened
             known.leading = False
             self._show(known, Cycle(target.name, workspace, Status.ERROR, exposed,

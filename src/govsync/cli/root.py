@@ -27,6 +27,7 @@ from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.envvars import DEFAULT_STATE
 from govsync.envvars import LOG as LOG_ENV
 from govsync.errors import GovsyncError, ManifestError
+from govsync.files import exposed_state
 from govsync.manifests import load as load_manifests
 from govsync.manifests.model import Context, ManifestSet
 from govsync.manifests.parallel import forked_reader
@@ -197,8 +198,6 @@ def global_options(func: F) -> F:
             insecure_http=insecure_http,
             local_seed=local_seed,
         )
-        from govsync.runtime import exposed_state
-
         exposed = exposed_state(settings.state)
         if exposed:
             click.echo(f"warning: {exposed}", err=True)

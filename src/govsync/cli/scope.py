@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
 # Commands that act on every environment, or take theirs from elsewhere (an argument,
 # a saved plan: apply checks for itself, knowing whether it was given one).
-EVERY_ENVIRONMENT = frozenset({"ui", "pause", "resume", "show", "apply", "readonly-role"})
+EVERY_ENVIRONMENT = frozenset({"ui", "pause", "resume", "accept", "show", "apply",
+                               "readonly-role"})
 
 
 def require_environment(selection: Selection, command: str) -> None:

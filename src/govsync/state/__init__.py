@@ -18,10 +18,10 @@ module inside:
 from __future__ import annotations
 
 import os
-import re
 
 from govsync import redact
 from govsync.errors import StateError
+from govsync.files import SCHEME, sqlite_path
 from govsync.state.model import (
     APPLIED,
     PENDING,
@@ -54,9 +54,6 @@ __all__ = [
     "sqlite_path",
 ]
 
-SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
-
-
 def open_store(url: str) -> StateStore:
     """A store for ``url``: a SQLite path (default, or ``sqlite:///path``) or
     ``postgresql://...``.  Any other ``scheme://`` is a StateError."""
@@ -81,15 +78,6 @@ def open_store(url: str) -> StateStore:
     path = sqlite_path(url)
     assert path is not None
     return SqliteStore(path)
-
-
-def sqlite_path(url: str) -> str | None:
-    """The file of a SQLite state URL (None for another backend)."""
-    scheme = SCHEME.match(url)
-    name = scheme.group(1).lower() if scheme else ""
-    if name not in ("", "sqlite"):
-        return None
-    return url.removeprefix("sqlite:///").removeprefix("sqlite://")
 
 
 def exists(url: str) -> bool:
