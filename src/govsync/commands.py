@@ -542,6 +542,7 @@ async def _apply(
     from govsync.apply import Applier, ApplyResult, Throttle
 
     name = settings.selection.name
+    observed: refresh.Observed | None = None
     if isinstance(source, SavedPlan):
         the_plan, manifests = source.plan, None
         await _check_creates(the_plan, settings, snapshot)
@@ -639,7 +640,9 @@ async def _apply(
                            else None)
         applier = Applier(store, snapshot, client, environ=settings.environ, throttle=throttle,
                           reporter=reporter, api_key=settings.api_key,
-                          endpoint=record_endpoint, stopping=stopping)
+                          endpoint=record_endpoint, stopping=stopping,
+                          live=observed.reading.live if observed is not None else None,
+                          reads=settings.refresh)
         result = await applier.run(the_plan, work)
         if evidence is not None and work and not result.took_effect:
             # Nothing changed (a refused key, say): the plan is as good as before.

@@ -5,8 +5,11 @@ create     in the manifests, not in state
 update     in both, spec differs, the kind's update covers every change
 no-op      in both, same resolved spec
 blocked    in both, spec differs, the API cannot make the change
-orphan     in state, no longer in the manifests (the API cannot delete)
+orphan     in state, no longer in the manifests, nothing asks to delete it
 uncertain  a create whose outcome is unknown (sent, no answer)
+delete     a ``Removed`` document with ``destroy: true`` (or ``prune``)
+forget     a ``Removed`` document with ``destroy: false``: dropped from state
+replace    ``--replace ADDR``: a new object, references moved, the old deleted
 =========  ==========================================================
 
 Specs are compared *resolved* (``values.Resolver``): references become the
@@ -59,10 +62,17 @@ class Action(StrEnum):
     UNCERTAIN = "uncertain"
     MOVE = "move"
     IMPORT = "import"
+    DELETE = "delete"
+    REPLACE = "replace"
+    FORGET = "forget"
 
 
 # The actions apply sends a request for, or records in state.
-WORK = frozenset({Action.CREATE, Action.UPDATE, Action.MOVE, Action.IMPORT})
+WORK = frozenset({Action.CREATE, Action.UPDATE, Action.MOVE, Action.IMPORT, Action.DELETE,
+                  Action.REPLACE, Action.FORGET})
+# The actions that end an object (or govsync's record of it): apply makes them after
+# every other change, dependants first.
+ENDING = frozenset({Action.DELETE, Action.FORGET})
 
 
 class CheckStatus(StrEnum):
@@ -464,7 +474,9 @@ def _import(manifest: Manifest, directive: Directive, request: dict[str, Any]) -
                 "returns to check; the manifest's spec is recorded (a later change to it is "
                 "sent as usual)")
         operation: str | None = None
-    elif kind.replace_all:
+    elif kind.replace_all and kind.update is not None and kind.update.spec:
+        # (a kind whose update only api-lifecycle.md lists is sent only where the
+        # read that verifies the import finds a difference)
         what = f"{kind.update_op} then sets it to the manifest's spec"
         operation = kind.update_op
     else:
@@ -509,7 +521,7 @@ def _action(manifest: Manifest, entry: Any, request: dict[str, Any],
                       request=request, operation=kind.update_op, after=manifest.dependencies)
     rotated = _rotated_secrets(manifest, before, resolved)
     reason = (rotation_reason(kind, rotated, [f for f in cannot if f not in {
-        str(p[0]) for p, _ in rotated}]) if rotated else blocked_reason(kind, cannot))
+        str(p[0]) for p, _ in rotated}]) if rotated else blocked_reason(kind, cannot, address))
     return Change(address, Action.BLOCKED, kind.name, id=entry.id, fields=fields, diff=diff,
                   reason=reason)
 
@@ -613,15 +625,16 @@ def missing_secrets(manifests: ManifestSet, environ: Environ) -> list[Problem]:
     return problems
 
 
-def blocked_reason(kind: Kind, fields: list[str]) -> str:
+def blocked_reason(kind: Kind, fields: list[str], address: str = "") -> str:
     names = ", ".join(fields)
     if kind.update_op is None:
         why = f"the API has no operation that updates a {kind.name}"
     else:
         why = f"{kind.update_op} can change only {kind.changeable}"
     return (
-        f"cannot change {names}: {why}. Revert the change in the manifest, or create a new "
-        f"{kind.name} under a new name (the old one stays on the server: the API cannot delete)"
+        f"cannot change {names}: {why}. Revert the change in the manifest, or replace the "
+        f"object: `--replace {address or kind.name + '/NAME'}` creates a new one and deletes "
+        "the old one"
     )
 
 
