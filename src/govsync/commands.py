@@ -127,7 +127,7 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False,
     governance.check_environment(record, selection.name, settings.workspace, selection.project)
     result, _observed = _refreshed(settings, snapshot, lambda missing: make_plan(
         manifests, snapshot, environ=settings.environ, targets=settings.targets,
-        read_secrets=read_secrets, missing=missing))
+        read_secrets=read_secrets, missing=missing, prune=settings.selection.prune))
     result.secrets_read = read_secrets
     _governed(result, record, proposed, selection.name)
     check_rules(result, manifests, governance.rules_to_check(record, proposed),
@@ -192,7 +192,8 @@ def _in_new_workspace(planned: Plan, manifests: ManifestSet, settings: Settings)
         snapshot = store.snapshot(settings.workspace, responses=False)
     if snapshot.serial or snapshot.entries:
         raise StateError("the state changed while the plan was made: run `govsync plan` again")
-    again = make_plan(manifests, snapshot, environ=settings.environ, targets=settings.targets)
+    again = make_plan(manifests, snapshot, environ=settings.environ, targets=settings.targets,
+                      prune=settings.selection.prune)
     again.checks, again.environment, again.governance = (
         planned.checks, planned.environment, planned.governance)
     again.drift, again.refreshed = planned.drift, planned.refreshed
@@ -550,7 +551,7 @@ async def _apply(
         the_plan, observed = await _refreshed_async(
             settings, snapshot, lambda missing: make_plan(
                 source, snapshot, environ=settings.environ, targets=settings.targets,
-                missing=missing))
+                missing=missing, prune=settings.selection.prune))
         _refused_partial(observed, "nothing was applied")
         manifests = source
         _governed(the_plan, record, proposed, name)
@@ -797,7 +798,7 @@ def drift(manifests: ManifestSet, settings: Settings, *,
     snapshot = read_snapshot(settings, responses=_refreshing(settings))
     the_plan, observed = _refreshed(settings, snapshot, lambda missing: make_plan(
         manifests, snapshot, environ=settings.environ, targets=settings.targets,
-        read_secrets=read_secrets, missing=missing))
+        read_secrets=read_secrets, missing=missing, prune=settings.selection.prune))
     _refused_partial(observed, "drift cannot say what it could not read")
     values = live.wanted(manifests)
     existing: dict[str, set[str]] | None = None

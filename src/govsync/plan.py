@@ -31,7 +31,7 @@ from typing import Any
 
 from govsync import __version__, paths
 from govsync.api.catalog import readable_kinds
-from govsync.api.kinds import Kind
+from govsync.api.kinds import BY_KIND, Kind
 from govsync.errors import ConfigError, ManifestError, Problem
 from govsync.graph import order
 from govsync.manifests.directives import Directive
@@ -282,6 +282,7 @@ def make_plan(
     targets: Sequence[str] = (),
     read_secrets: bool = True,
     missing: Collection[str] = (),
+    prune: bool = False,
 ) -> Plan:
     """Diff ``manifests`` against ``snapshot``.  Raises ManifestError for a
     missing secret variable or a Moved/Import document that cannot apply,
@@ -292,11 +293,13 @@ def make_plan(
     ``apply --reviewed`` plans again with the values).
 
     ``missing``: recorded addresses the server no longer has (refresh): planned
-    as creates."""
+    as creates.  ``prune``: every orphan is planned as a delete (the project's or
+    environment's ``prune: true``); without it, only a ``Removed`` document deletes."""
     env = os.environ if environ is None else environ
     entries = snapshot.entries
     problems: list[Problem] = []
     moved, imported = _directives(manifests, entries, problems)
+    removed = _removals(manifests, entries, problems)
     more: dict[str, str] = {}
     for new, old in moved.items():
         if entries[old].id:
@@ -338,10 +341,16 @@ def make_plan(
             changes.append(Change(address, Action.UNCERTAIN, entry.kind, id=entry.id, reason=(
                 "a create was sent but its outcome is unknown, and the manifest is gone; "
                 f"run `govsync state resolve {address} --id ID` or `--absent`")))
+        elif address in removed:
+            changes.append(ending(entry, removed[address]))
+        elif prune:
+            changes.append(ending(entry, None))
         else:
             changes.append(Change(address, Action.ORPHAN, entry.kind, id=entry.id, reason=(
-                "no longer in the manifests; the API cannot delete it, so it stays on the "
-                "server; `govsync apply --forget-orphans` drops it from state")))
+                "no longer in the manifests: nothing deletes it, so it stays on the server; "
+                "a Removed document deletes it (destroy: true) or forgets it (false) after "
+                "review; `govsync apply --forget-orphans` drops it from state")))
+    order_deletes(changes, entries)
     if problems:
         raise ManifestError(problems)
     plan = Plan(snapshot.workspace, snapshot.lineage, snapshot.serial, manifests.digest, changes,
@@ -385,6 +394,8 @@ def _directives(manifests: ManifestSet, entries: Mapping[str, Entry], problems: 
     imported: dict[str, Directive] = {}
     sources: dict[str, Directive] = {}
     for d in manifests.directives:
+        if d.kind == "Removed":
+            continue
         new = d.spec["to"]
         if new not in manifests.objects:
             problems.append(Problem(*d.where("to"), f"{d.label}: no manifest defines {new}: "
@@ -430,6 +441,80 @@ def _directives(manifests: ManifestSet, entries: Mapping[str, Entry], problems: 
                                         f"as {entry.id}, not {d.spec['id']}: `govsync state "
                                         "forget` it first to adopt another object"))
     return moved, imported
+
+
+def _removals(manifests: ManifestSet, entries: Mapping[str, Entry], problems: list[Problem]
+              ) -> dict[str, Directive]:
+    """The Removed documents to act on, by the address they remove (one recorded, whose
+    manifest is gone; one already gone from state is a no-op)."""
+    out: dict[str, Directive] = {}
+    for d in manifests.removals:
+        address = d.spec["from"]
+        if address in manifests.objects:
+            problems.append(Problem(*d.where("from"), f"{d.label}: {address} is still defined "
+                                    "in the manifests: remove its manifest (a Removed document "
+                                    "ends an object whose manifest is gone)"))
+        elif address in out:
+            problems.append(Problem(*d.where("from"), f"{d.label}: {address} is already "
+                                    f"removed by {out[address].label}: keep one"))
+        elif address in entries:
+            out[address] = d
+    return out
+
+
+def protected(spec: Mapping[str, Any] | None) -> bool:
+    return bool(spec) and spec.get("terminationProtection") is True  # type: ignore[union-attr]
+
+
+def ending(entry: Entry, directive: Directive | None) -> Change:
+    """The delete (or forget) of a recorded object: ``directive`` a Removed document, None
+    for ``prune``.  Blocked where the object is protected or the API cannot delete it."""
+    kind = BY_KIND[entry.kind]
+    by = directive.label if directive is not None else "prune: true"
+    if directive is not None and directive.spec["destroy"] is False:
+        return Change(entry.address, Action.FORGET, entry.kind, id=entry.id, reason=(
+            f"{by}: dropped from state; the object stays on the server"))
+    if kind.delete is None:
+        return Change(entry.address, Action.BLOCKED, entry.kind, id=entry.id, reason=(
+            f"{by}: the API has no operation that deletes a {kind.name}: forget it instead "
+            "(a Removed document with destroy: false, or `govsync apply --forget-orphans`)"))
+    if protected(entry.read_spec()):
+        return Change(entry.address, Action.BLOCKED, entry.kind, id=entry.id,
+                      reason=protected_reason(by, "in state"))
+    return Change(entry.address, Action.DELETE, entry.kind, id=entry.id,
+                  operation=kind.delete.name, reason=f"{by}: {kind.delete.name}")
+
+
+def protected_reason(by: str, where: str) -> str:
+    return (f"{by}: terminationProtection is true ({where}), and govsync never deletes a "
+            "protected object: first set `terminationProtection: false` in its manifest "
+            "and apply that, then remove it (two reviewed steps)")
+
+
+def order_deletes(changes: list[Change], entries: Mapping[str, Entry]) -> None:
+    """Dependants first: a delete waits for the deletes of the objects that refer to it;
+    one still referred to by an object that stays is blocked, naming it."""
+    deleting = {c.id: c for c in changes if c.action == Action.DELETE and c.id}
+    if not deleting:
+        return
+    staying: dict[str, list[str]] = {}
+    gone = {c.address for c in changes if c.action in (Action.DELETE, Action.FORGET)}
+    for address, entry in entries.items():
+        spec = entry.read_spec() or {}
+        for ref in BY_KIND[entry.kind].references if entry.kind in BY_KIND else ():
+            target = deleting.get(spec.get(ref.id_field))  # type: ignore[arg-type]
+            if target is None or target.kind != ref.target or target.address == address:
+                continue
+            if address in gone:
+                target.after = (*target.after, address)
+            else:
+                staying.setdefault(target.address, []).append(f"{address} ({ref.id_field})")
+    for change in changes:
+        if change.address in staying:
+            change.action = Action.BLOCKED
+            change.operation = None
+            change.reason = (f"still referred to by {', '.join(sorted(staying[change.address]))}"
+                             ": the server refuses to delete it; remove or change those first")
 
 
 def recorded_at(entries: Mapping[str, Entry], kind: str, object_id: str) -> str | None:

@@ -383,6 +383,9 @@ def _change(c: Any) -> Change:
             raise ValueError(f"{address}: a {action} needs its operation")
     elif request is not None:
         raise TypeError(f"{address}: a {action} has no request")
+    elif action == Action.DELETE and operation != BY_KIND[kind].delete_op:
+        raise ValueError(f"{address}: a delete of a {kind} is sent with "
+                         f"{BY_KIND[kind].delete_op}, not {operation}")
     if action == Action.MOVE and not (isinstance(moved_from, str)
                                       and moved_from.startswith(kind + "/")):
         raise ValueError(f"{address}: a move needs movedFrom, an address of the same kind")

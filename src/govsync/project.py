@@ -46,8 +46,8 @@ API_VERSION = "govsync/v1"
 ENV_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 TOP_KEYS = ("apiVersion", "kind", "paths", "workspace", "endpoint", "state", "vars",
-            "environments", "rules", "approvals", "agent", "ignoreChanges")
-ENV_KEYS = ("paths", "workspace", "endpoint", "state", "vars", "agent")
+            "environments", "rules", "approvals", "agent", "ignoreChanges", "prune")
+ENV_KEYS = ("paths", "workspace", "endpoint", "state", "vars", "agent", "prune")
 # Keys a user might put a credential under: refused with the reason.
 _KEY_LIKE = re.compile(r"(?i)^(api[-_]?key|x-api-key|apikey|token|password|secret)$")
 
@@ -64,6 +64,8 @@ class Environment:
     vars: Mapping[str, Any] = field(default_factory=dict)
     # The agent's settings here (contract section 9; None: none).
     agent: AgentSettings | None = None
+    # Every orphan planned as a delete (contract section 12; None: not set here).
+    prune: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -178,7 +180,7 @@ def _check(doc: Any, base: str) -> Project:
         _keys(body, ("environments", name), ENV_KEYS, problem)
         env = _environment(name, body, ("environments", name), base, problem)
         environments[name] = Environment(name, env.paths, env.workspace or name, env.endpoint,
-                                         env.state, env.vars, env.agent)
+                                         env.state, env.vars, env.agent, env.prune)
 
     def at(where: tuple[Any, ...]) -> tuple[int, int]:
         line, col = locate(doc.root, where)
@@ -258,8 +260,13 @@ def _environment(name: str, body: dict[str, Any], at: tuple[Any, ...], base: str
             problem((*at, "vars", key), f"variable name {key!r}: start with a letter or '_' and "
                     "use only letters, digits and '_'", key=True)
     agent = agentconfig.parse(body.get("agent"), (*at, "agent"), base, problem)
+    prune = body.get("prune")
+    if prune is not None and not isinstance(prune, bool):
+        problem((*at, "prune"), "prune must be true (every orphan is planned as a delete) or "
+                "false")
+        prune = None
     return Environment(name, paths, strings["workspace"], strings["endpoint"], strings["state"],
-                       dict(variables), agent)
+                       dict(variables), agent, prune)
 
 
 def parse_var(text: str) -> tuple[str, Any]:
@@ -316,6 +323,14 @@ class Selection:
     def rules(self) -> tuple[Rule, ...]:
         """The project's guardrail rules (none without a project)."""
         return self.project.rules if self.project is not None else ()
+
+    @property
+    def prune(self) -> bool:
+        """Whether every orphan is planned as a delete: the environment's ``prune``, else
+        the project's (contract section 12)."""
+        if self.environment is not None and self.environment.prune is not None:
+            return self.environment.prune
+        return bool(self.project is not None and self.project.top.prune)
 
     @property
     def ignore_changes(self) -> Mapping[str, tuple[str, ...]]:

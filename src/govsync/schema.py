@@ -154,6 +154,11 @@ def _directive_specs() -> dict[str, dict[str, Any]]:
                    "description": "Adopt an object that exists on the server.",
                    "properties": {"to": address,
                                   "id": {"type": "string", "minLength": 1}}},
+        "Removed": {"type": "object", "additionalProperties": False,
+                    "required": ["from", "destroy"],
+                    "description": "Delete a recorded object whose manifest is gone "
+                                   "(destroy: true), or drop it from state only (false).",
+                    "properties": {"from": address, "destroy": {"type": "boolean"}}},
     }
 
 
