@@ -23,8 +23,8 @@ from urllib.parse import urlencode
 
 from govsync.plan import Action, Change, DriftKind, Plan
 from govsync.render import (
-    ORDER,
     OCCASIONAL,
+    ORDER,
     SYMBOLS,
     TABLE_ORDER,
     fmt_value,
