@@ -462,6 +462,12 @@ def _removals(manifests: ManifestSet, entries: Mapping[str, Entry], problems: li
     return out
 
 
+def recorded_shown(entry: Entry) -> dict[str, Any]:
+    """A recorded spec as rules and people may see it: secrets' fingerprints hidden."""
+    shown: dict[str, Any] = _fingerprints_hidden(entry.read_spec() or {})
+    return shown
+
+
 def protected(spec: Mapping[str, Any] | None) -> bool:
     return bool(spec) and spec.get("terminationProtection") is True  # type: ignore[union-attr]
 
@@ -527,13 +533,13 @@ def _move(manifest: Manifest, old: str, entry: Entry, request: dict[str, Any],
           resolved: dict[str, Any]) -> Change:
     kind = manifest.kind
     old_name = old.split("/", 1)[1]
-    if kind.named and old_name != manifest.name:
+    if kind.named and old_name != manifest.name and not kind.can_update("name"):
         return Change(manifest.address, Action.BLOCKED, kind.name, id=entry.id,
                       moved_from=old, reason=(
                           f"moving {old} to {manifest.address} would change the {kind.name}'s "
-                          f"API name ({old_name!r} -> {manifest.name!r}), and the API cannot "
-                          "rename: keep the old address, or create a new object under the "
-                          "new name"))
+                          f"API name ({old_name!r} -> {manifest.name!r}), and "
+                          f"{kind.update_op or 'no update'} cannot change it: keep the old "
+                          f"address, or replace it (`--replace {old}`)"))
     change = _change(manifest, entry, request, resolved, manifest.address)
     change.moved_from = old
     if change.action == Action.NOOP:

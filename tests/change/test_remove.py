@@ -15,6 +15,8 @@ import yaml
 from refreshkit import Gov, copy_examples, write
 
 from govsync.api.kinds import BY_KIND
+from govsync.plan import Action, Change, Plan
+from govsync.planfile import review_digest
 from testkit import EXAMPLE_MANIFESTS, EXAMPLE_SEED, serve, stop
 
 KEY = "spec-only-key"
@@ -210,3 +212,38 @@ def test_spec_only_endpoint_refuses_deletes_in_the_plan_and_forget_orphans_works
         if d and d["metadata"]["name"] == "analytics")["spec"]["description"])
     gov.ok("apply", str(manifests), "--auto-approve", "--forget-orphans")
     assert "Form/access-request" not in gov.entries()
+
+
+def test_rules_see_deletes_and_the_review_digest_signs_them(gov: Gov) -> None:
+    """A rule on change.action refuses a delete in prod-like fashion; the digest that
+    approvers sign differs between a plan with the delete and one without."""
+    manifests = applied(gov)
+    drop(manifests, "Form", "access-request")
+    removed(manifests, "Form/access-request", True)
+    write(gov.folder, "govsync.yaml", f"""\
+        apiVersion: govsync/v1
+        kind: Project
+        paths: [{manifests}]
+        rules:
+          - name: no-form-deletes
+            match: {{kinds: [Form]}}
+            expression: "change.action != 'delete'"
+            message: "forms are archived, not deleted"
+        """)
+    run = gov.run("plan")
+    assert run.code == 1 and "forms are archived, not deleted" in run.err, run
+    refused = gov.run("apply", "--auto-approve")
+    assert refused.code == 1 and "Form/access-request" in gov.entries()
+    # Forgetting is another action, which the rule lets through.
+    removed(manifests, "Form/access-request", False)
+    gov.ok("apply", "--auto-approve")
+    assert "Form/access-request" not in gov.entries()
+    history = gov.ok("audit", "export", "--format", "json").out
+    assert '"forget"' in history
+
+    base = Plan("w", "l", 1, "d", [], id="p")
+    deleting = Plan("w", "l", 1, "d", [Change("Form/a", Action.DELETE, "Form", id="form-1",
+                                              operation="DeleteForm")], id="p")
+    forgetting = Plan("w", "l", 1, "d", [Change("Form/a", Action.FORGET, "Form",
+                                                id="form-1")], id="p")
+    assert len({review_digest(base), review_digest(deleting), review_digest(forgetting)}) == 3
