@@ -203,6 +203,7 @@ def _in_new_workspace(planned: Plan, manifests: ManifestSet, settings: Settings)
         if change.action == Action.CREATE and change.address in found:
             change.action, change.id, change.reason = (
                 Action.BLOCKED, found[change.address].id, found[change.address].reason)
+            change.request, change.operation = None, None
     return again
 
 

@@ -208,6 +208,8 @@ def _directives_reference(defs: dict[str, Any]) -> list[str]:
         "agent": "`govsync agent`: `interval`, `autoApply`, `freeze` (cron windows), "
                  "`timezone`, `plans` (approved saved plans), `notify` (webhook, slack, "
                  "github); an environment's keys override the top's",
+        "ignoreChanges": "kind -> fields (dotted) a refresh does not report as changed "
+                         "outside govsync, e.g. `{Hook: [description]}`",
     }
     for key in TOP_KEYS:
         if key in ("apiVersion", "kind"):

@@ -43,7 +43,7 @@ from govsync.api.kinds import BY_KIND
 from govsync.errors import PlanError
 from govsync.files import Unreadable, read_regular
 from govsync.formats import FORMAT_VERSION, same_major
-from govsync.plan import Action, Change, Check, CheckStatus, FieldChange, Plan
+from govsync.plan import Action, Change, Check, CheckStatus, Drifted, DriftKind, FieldChange, Plan
 from govsync.values import PlannedSecret, Ref
 
 KIND = "govsync-plan"
@@ -127,6 +127,8 @@ def _body(plan: Plan) -> dict[str, Any]:
         "environment": plan.environment,
         "governance": plan.governance,
         "reviewDigest": review_digest(plan),
+        "refreshed": plan.refreshed,
+        "drift": [d.as_dict() for d in plan.drift],
     }
 
 
@@ -328,7 +330,28 @@ def _plan(data: Mapping[str, Any]) -> Plan:
         id=_plan_id(data.get("planId")),
         environment=_optional_str(data.get("environment"), "environment"),
         governance=_governance(data.get("governance")),
+        refreshed=data.get("refreshed") is True,
+        drift=_drift(data.get("drift", [])),
     )
+
+
+def _drift(value: Any) -> list[Drifted]:
+    """The refresh's findings a saved plan shows (information: nothing is sent for them)."""
+    if not isinstance(value, list):
+        raise TypeError("drift must be a list")
+    out = []
+    for item in value:
+        if not isinstance(item, dict):
+            raise TypeError("a drift entry must be an object")
+        diff = item.get("diff", [])
+        if not isinstance(diff, list) or not all(isinstance(d, dict) for d in diff):
+            raise TypeError("a drift entry's diff must be a list of objects")
+        out.append(Drifted(_str(item.get("address"), "a drift entry's address"),
+                           DriftKind(str(item.get("kind"))),
+                           tuple(FieldChange(_str(d.get("field"), "a field"), d.get("before"),
+                                             d.get("after")) for d in diff),
+                           _optional_str(item.get("id"), "a drift entry's id")))
+    return out
 
 
 def _plan_id(value: Any) -> str:

@@ -204,7 +204,8 @@ def test_two_environments_day_two(tmp_path: Path, servers: tuple[Server, Server]
                              "--format", "json")).out)
     (imported,) = plan["changes"]
     assert imported["action"] == "import" and imported["id"] == hook_id
-    assert "without checking that it exists" in imported["reason"]
+    assert imported["reason"].startswith("adopted by ")
+    assert "verified by GetHook" in imported["reason"]  # the API reads a Hook now
     ok(run("apply", "--env", "prod", "--target", "Hook/fraud_score", "--auto-approve"))
     hooks = {h["name"]: h for h in by_kind(prod, "Hook")}
     assert len(hooks) == 2 and hooks["fraud_score"]["timeoutMs"] == 700

@@ -94,10 +94,16 @@ def test_forget_then_import(govsync: Govsync, server: Server, applied: Path,
     assert hook_id in {h["id"] for h in server.objects()["Hook"]}
     assert govsync.serial() == serial + 1
     refused(govsync, plan)
-    assert actions(govsync, applied) == {"Hook/mask_pii": "create"}
+    # It exists on the server unrecorded: blocked, never created a second time.
+    run = govsync.invoke("plan", str(applied), "--format", "json")
+    assert run.code == 1, run
+    (change,) = [c for c in json.loads(run.out)["changes"] if c["action"] != "no-op"]
+    assert (change["address"], change["action"]) == ("Hook/mask_pii", "blocked")
+    assert change["reason"].startswith(f"exists on the server as {hook_id}")
 
     # Import adopts it again under the id the server has: no change left.
-    plan = saved_plan(govsync, applied, tmp_path / "before-import.json")
+    plan = tmp_path / "before-import.json"
+    govsync.invoke("plan", str(applied), "--out", str(plan))
     imported = govsync.run("state", "import", "Hook/mask_pii", hook_id, str(applied))
     assert imported.code == 0, imported
     assert (f"Recorded Hook/mask_pii as {hook_id} without verification: the API cannot "
@@ -122,9 +128,13 @@ def test_import_an_object_made_outside_govsync(govsync: Govsync, server: Server,
     assert connector_id and obj["spaceId"] == space_id
     write_docs(applied / "adopted.yaml", [doc("Connector", "made-by-hand", {
         "spaceRef": "analytics", "terminationProtection": True})])
-    assert actions(govsync, applied) == {"Connector/made-by-hand": "create"}
+    run = govsync.invoke("plan", str(applied), "--format", "json")
+    assert run.code == 1, run  # found live by its name: blocked, not created twice
+    (change,) = [c for c in json.loads(run.out)["changes"] if c["action"] != "no-op"]
+    assert (change["action"], change["id"]) == ("blocked", connector_id)
 
-    plan = saved_plan(govsync, applied, tmp_path / "plan.json")
+    plan = tmp_path / "plan.json"
+    govsync.invoke("plan", str(applied), "--out", str(plan))
     before = govsync.serial()
     imported = govsync.run("state", "import", "Connector/made-by-hand", connector_id,
                            str(applied))
@@ -184,7 +194,13 @@ def test_resolve(serve: Callable[..., Server], make_govsync: Callable[..., Govsy
     assert "Hook/h_b" not in gov.entries()
     assert gov.serial() == serial + 2
     refused(gov, plan)
-    assert actions(gov, manifests) == {"Hook/h_b": "create"}
+    # A dropped answer may have stored h_b after all: then it is found live and
+    # blocked, never created a second time.
+    stored = [h for h in faulty.objects()["Hook"] if h["name"] == "h_b"]
+    run = gov.invoke("plan", str(manifests), "--format", "json")
+    (change,) = [c for c in json.loads(run.out)["changes"] if c["action"] != "no-op"]
+    assert (change["address"], change["action"]) == (
+        "Hook/h_b", "blocked" if stored else "create")
 
     # Only uncertain entries can be resolved, with exactly one of --id and --absent.
     assert gov.run("state", "resolve", "Hook/h_a", "--absent").code == 1
@@ -213,7 +229,8 @@ def test_export_then_import_all_into_another_workspace(
         govsync: Govsync, applied: Path, make_govsync: Callable[..., Govsync],
         sqlite_state: str, tmp_path: Path) -> None:
     other = make_govsync(sqlite_state, govsync.endpoint)
-    assert detailed(other, applied) == 2  # empty: everything to create
+    # Empty, against a server that holds the objects: their creates are blocked.
+    assert detailed(other, applied) == 1
     data = export_to(govsync, other, tmp_path)
     assert data["workspace"] == govsync.workspace and len(data["entries"]) == 59
     run = other.run("plan", str(applied), "--detailed-exitcode")

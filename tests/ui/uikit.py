@@ -94,10 +94,12 @@ def build(root: Path) -> Path:
     alice, bob = key(root, "alice"), key(root, "bob")
     local = ("--endpoint", "local", "--local-seed", str(EXAMPLE_SEED))
     gov(root, "apply", "--env", "staging", *local, "--auto-approve")
-    gov(root, "plan", "--env", "prod", *local, "--out", "prod.json")
+    # Both environments share the one embedded server here: prod's creates would be
+    # found existing (staging made them), so prod does not read it.
+    gov(root, "plan", "--env", "prod", *local, "--refresh=false", "--out", "prod.json")
     for signer in (alice, bob):
         gov(root, "approve", "prod.json", "--key", str(signer))
-    gov(root, "apply", "--env", "prod", *local, "prod.json")
+    gov(root, "apply", "--env", "prod", *local, "--refresh=false", "prod.json")
     hooks = root / "manifests" / "hooks.yaml"
     hooks.write_text(hooks.read_text().replace("risk.northwind.internal/v1/score",
                                                "risk.northwind.internal/v2/score"))

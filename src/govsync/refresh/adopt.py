@@ -101,6 +101,16 @@ async def _read_import(reader: Reader, kind: Kind, change: Change) -> Any:
 
 def _verified(kind: Kind, change: Change, live: dict[str, Any] | None) -> None:
     read = kind.get.name if kind.get is not None else (kind.list.name if kind.list else "")
+    # "adopted by Import/x: " stays first: which document adopts it.
+    by = change.reason.split(": ", 1)[0] + ": " if change.reason.startswith("adopted by ") \
+        else ""
+    _check_import(kind, change, live, read)
+    change.reason = by + change.reason
+    if change.action == Action.BLOCKED:
+        change.request, change.operation = None, None
+
+
+def _check_import(kind: Kind, change: Change, live: dict[str, Any] | None, read: str) -> None:
     if live is None:
         change.action = Action.BLOCKED
         change.reason = (f"no {kind.name} {change.id} exists on the server ({read} found "
@@ -188,7 +198,7 @@ async def block_existing(client: AsyncClient, plan: Plan, entries: Mapping[str, 
         live_id = found.get(change.address)
         if live_id and (change.kind, live_id) not in recorded_ids:
             change.action = Action.BLOCKED
-            change.id = live_id
+            change.id, change.request, change.operation = live_id, None, None
             change.reason = exists_reason(live_id)
     return reading
 
