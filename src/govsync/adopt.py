@@ -36,7 +36,7 @@ from govsync import paths
 from govsync.api.catalog import Operation
 from govsync.api.kinds import BY_KIND, KINDS, REFERENCES, Kind
 from govsync.envvars import API_KEY as API_KEY_ENV
-from govsync.errors import ApiError, ConfigError, UnauthorizedError
+from govsync.errors import ApiError, ConfigError, NotFoundError, UnauthorizedError
 from govsync.manifests.documents import API_VERSION
 from govsync.migrate.convert import references
 from govsync.migrate.writer import Output, Written, check, file_stem, files, write
@@ -332,6 +332,10 @@ async def _read(client: AsyncClient, kinds: list[Kind], snapshot: Snapshot
     try:
         async with client:
             return await read_server(client, kinds, snapshot)
+    except NotFoundError as exc:
+        raise ApiError(f"the endpoint does not offer {exc.operation or 'a List'} (404): "
+                       "govsync import needs the reads of api-lifecycle.md, which this "
+                       "endpoint lacks") from exc
     except UnauthorizedError as exc:
         raise ConfigError(f"the API rejected the key ({exc.status}): check {API_KEY_ENV} "
                           "for this endpoint") from exc

@@ -461,7 +461,7 @@ class Applier:
                     "the API rejected the key",
                     f"the API answered {exc.status} {exc.code} for {operation}: check that "
                     f"{API_KEY_ENV} holds a key for this endpoint with write permission "
-                    "(a viewer key may only call ListGroups)")
+                    "(a viewer key may only call Get and List operations)")
             code = exc.code if isinstance(exc, ApiStatusError) else ""
             return _outcome(change, Result.FAILED, exc.message, code)
         from govsync.api.client import unwrap

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from govsync.api.kinds import KINDS
+from govsync.api.kinds import KINDS, Kind
 from govsync.files import write_generated
 from govsync.project import ENV_KEYS, TOP_KEYS
 
@@ -131,6 +131,7 @@ def kinds_reference() -> str:
         else:
             facts.append(("update operation", "none"))
         facts.append(("can change after create", kind.changeable))
+        facts.append(("server operations (api-lifecycle.md)", _lifecycle(kind)))
         facts.append(("name", "`metadata.name` is the object's `name` in the API" if kind.named
                       else "the API object has no name: `metadata.name` is only its address"))
         if kind.references:
@@ -166,6 +167,28 @@ def kinds_reference() -> str:
             out += [" ".join(model["description"].split()), ""]
         out += _fields_table(model, defs, nested, alternatives={})
     return "\n".join(out).rstrip() + "\n"
+
+
+def _lifecycle(kind: Kind) -> str:
+    """The Get, List, update and Delete of a kind that the reference server answers (an
+    endpoint may lack them: ``govsync serve --operations spec``)."""
+    parts = []
+    if kind.get:
+        parts.append(f"get `{kind.get.name}` → `{kind.get.response_key or 'top level'}`")
+    if kind.list:
+        notes = [s.field for s in kind.list.scope]
+        scope = (" or ".join(notes) + (", required" if kind.list.scope_required else "")
+                 if notes else "")
+        extra = ", ".join(x for x in ("search" if kind.list.search else "", scope) if x)
+        parts.append(f"list `{kind.list.name}` → `{kind.list.response_key}`"
+                     + (f" ({extra})" if extra else ""))
+    if kind.lifecycle_update:
+        update = kind.lifecycle_update
+        fixed = f"; cannot change {', '.join(update.read_only)}" if update.read_only else ""
+        parts.append(f"update `{update.name}` ({update.style}{fixed})")
+    if kind.delete:
+        parts.append(f"delete `{kind.delete.name}`")
+    return "; ".join(parts) or "none"
 
 
 def _directives_reference(defs: dict[str, Any]) -> list[str]:

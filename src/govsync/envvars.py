@@ -25,6 +25,9 @@ PROJECT: Final = "GOVSYNC_PROJECT"
 LOG: Final = "GOVSYNC_LOG"
 INSECURE_HTTP: Final = "GOVSYNC_INSECURE_HTTP"
 LOCAL_SEED: Final = "GOVSYNC_LOCAL_SEED"
+# ``spec``: the embedded server answers the spec's operations only (as
+# ``govsync serve --operations spec``); default ``all``.
+LOCAL_OPERATIONS: Final = "GOVSYNC_LOCAL_OPERATIONS"
 INSTALL_SPEC: Final = "GOVSYNC_INSTALL_SPEC"
 KEY_PASSPHRASE: Final = "GOVSYNC_KEY_PASSPHRASE"
 ACTOR: Final = "GOVSYNC_ACTOR"
@@ -38,5 +41,5 @@ AGENT_URL: Final = "GOVSYNC_AGENT_URL"
 # Every one of govsync's own settings: none may stand for a manifest's secret
 # (``{fromEnv: GOVSYNC_API_KEY}`` would send govsync's own key to an integration).
 OWN: Final = frozenset({ENDPOINT, API_KEY, STATE, WORKSPACE, ENV, PROJECT, LOG, INSECURE_HTTP,
-                        LOCAL_SEED, INSTALL_SPEC, KEY_PASSPHRASE, ACTOR, UI_TOKEN,
+                        LOCAL_SEED, LOCAL_OPERATIONS, INSTALL_SPEC, KEY_PASSPHRASE, ACTOR, UI_TOKEN,
                         AGENT_WEBHOOK_SECRET, AGENT_URL})

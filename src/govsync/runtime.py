@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from govsync import envvars
 from govsync.api.kinds import SEEDED_KINDS
 from govsync.errors import ConfigError
 from govsync.settings import Settings
@@ -30,27 +31,34 @@ def open_state(settings: Settings) -> StateStore:
 def client(settings: Settings, **kw: Any) -> AsyncClient:
     """An API client for the configured endpoint (ConfigError when none)."""
     return connect(settings.endpoint, settings.api_key, insecure_http=settings.insecure_http,
-                   local_db=settings.local_db, local_seed=settings.local_seed, **kw)
+                   local_db=settings.local_db, local_seed=settings.local_seed,
+                   local_operations=settings.environ.get(envvars.LOCAL_OPERATIONS), **kw)
 
 
 def connect(endpoint: str | None, api_key: str | None, *, insecure_http: bool = False,
             local_db: str | os.PathLike[str] | None = None, local_seed: str | None = None,
-            **kw: Any) -> AsyncClient:
-    """An AsyncClient for ``--endpoint``: a URL, or ``local`` (in-process, no key needed)."""
+            local_operations: str | None = None, **kw: Any) -> AsyncClient:
+    """An AsyncClient for ``--endpoint``: a URL, or ``local`` (in-process, no key needed;
+    ``local_operations`` ``spec``: the spec's operations only)."""
     from govsync.api.client import LOCAL_BASE_URL, AsyncClient, check_endpoint
 
     endpoint, api_key = check_endpoint(endpoint, api_key)
     if endpoint == "local":  # the server's modules load only for the embedded server
         from govsync.api.transport import asgi_transport
-        from govsync.server import Store, create_app
+        from govsync.server import Operations, Store, create_app
 
+        try:
+            operations = Operations(local_operations or Operations.ALL)
+        except ValueError:
+            raise ConfigError(f"{envvars.LOCAL_OPERATIONS} must be all or spec") from None
         if local_db is None:
             raise ConfigError("the embedded server needs its database file (local_db)")
         seed_local(local_seed, str(local_db))
         if os.fspath(local_db) != ":memory:":
             os.makedirs(os.path.dirname(os.path.abspath(local_db)), exist_ok=True)
         store = Store(str(local_db))
-        transport = asgi_transport(create_app(store, api_keys=None), store.close)
+        transport = asgi_transport(create_app(store, api_keys=None, operations=operations),
+                                   store.close)
         return AsyncClient(LOCAL_BASE_URL, api_key, transport=transport, **kw)
     return AsyncClient(endpoint, api_key, insecure_http=insecure_http, **kw)
 

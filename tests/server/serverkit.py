@@ -15,7 +15,8 @@ from typing import Any
 
 import httpx
 
-from govsync.api.catalog import BY_NAME
+from govsync.api.catalog import BY_NAME, LIFECYCLE, Operation, UpdateStyle, Verb
+from govsync.api.kinds import BY_KIND
 from govsync.server import Store, create_app
 from testkit import serve, stop
 
@@ -152,11 +153,26 @@ class World:
         return self._make("signing_key", "CreateSigningKey", lambda: {
             "name": "world-key", "publicKey": "ssh-ed25519 AAAA", "algorithm": "ed25519"})
 
+    def of(self, kind: str, *, deletable: bool = False) -> str:
+        """The id of an object of ``kind``, made on first use with its create's valid body
+        (``deletable``: with terminationProtection false, where the body protects it)."""
+        op, key = BY_KIND[kind].create, f"{kind}:{deletable}"
+        if key not in self._ids:
+            body = VALID[op.name](self)
+            if deletable and "terminationProtection" in BY_KIND[kind].fields:
+                body["terminationProtection"] = False
+            answer = self.call(op.name, body)
+            self._ids[key] = (answer[op.response_key] if op.response_key else answer)[op.id_field]
+        return self._ids[key]
+
 
 class FakeWorld:
     """Ids that look right but name nothing: enough for requests that fail validation."""
 
     space = connector = native_user = policy = hook = signing_key = "fake-id"
+
+    def of(self, kind: str, *, deletable: bool = False) -> str:
+        return "fake-id"
 
 
 Body = Callable[[Any], dict[str, Any]]
@@ -219,6 +235,41 @@ VALID: dict[str, Body] = {
                                   "classifierData": "\\d+"},
     "CreateScenarioMonitor": lambda w: {"name": "m", "scenario": "ssh", "status": "active"},
 }
+
+# The lifecycle operations' valid bodies, from their catalog rows: what a
+# scoping id, a sparse update and a Delete's extra field take.
+SCOPES: dict[str, str] = {"listenerId": "lst-1", "sidecarId": "sdc-1", "resourceId": "res-1"}
+SPARSE: dict[str, dict[str, Any]] = {
+    "UpdateSidecar": {"hostname": "h2.example"}, "UpdateNativeUserV3": {"label": "l2"},
+    "UpdateResourceAlias": {"alias": "alias-b"},
+}
+EXTRA: dict[str, dict[str, Any]] = {"DeleteBlockedUser": {"reason": "done"}}
+
+
+def _lifecycle_body(op: Operation) -> Body:
+    assert op.kind is not None
+    kind = op.kind
+
+    def body(w: Any) -> dict[str, Any]:
+        if op.verb == Verb.LIST:  # one object to find, in the seeded scope where it needs one
+            w.of(kind)
+            scope = next(({s.field: SCOPES[s.field]} for s in op.scope
+                          if op.scope_required and s.field in SCOPES), {})
+            return {"limit": 10, **scope}
+        if op.verb == Verb.UPDATE and op.style == UpdateStyle.REPLACE_ALL:
+            assert op.wrap is not None
+            create = VALID[BY_KIND[kind].create.name](w)
+            return {op.wrap: {**create, "id": w.of(kind)}}
+        if op.by == "connectorId":  # a connector AI provider, by its connector
+            w.of(kind)
+            return {"connectorId": w.connector}
+        named = w.of(kind, deletable=op.verb == Verb.DELETE)
+        return {"id": named, **SPARSE.get(op.name, {}), **EXTRA.get(op.name, {})}
+
+    return body
+
+
+VALID.update({op.name: _lifecycle_body(op) for op in LIFECYCLE})
 
 
 # --- a served process ---------------------------------------------------------

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from serverkit import KEY, VALID, VIEWER, H, InProcess, World, make_app, path
 
-from govsync.api.catalog import UpdateStyle, Verb
+from govsync.api.catalog import BY_NAME, LIFECYCLE, UpdateStyle, Verb
 from govsync.api.kinds import BY_KIND, KINDS, Kind
 from govsync.server import Operations
 
@@ -364,3 +364,16 @@ def test_every_get_list_update_and_delete_is_served() -> None:
                     response = client.post(op.path, json={}, headers=H)
                     # An empty body is refused by the model (400), never "no such operation".
                     assert response.status_code in (200, 400), (op.name, response.text)
+
+
+@pytest.mark.parametrize("name", [op.name for op in LIFECYCLE])
+def test_every_lifecycle_operation_answers_its_valid_body(name: str, client: InProcess,
+                                                          world: World) -> None:
+    op = BY_NAME[name]
+    response = call(client, name, VALID[name](world))
+    answer = response.json()
+    assert response.status_code == 200, response.text
+    if op.verb == Verb.LIST:
+        assert list(answer) == [op.response_key, "listMetadata"] and answer[op.response_key]
+    elif op.response_key:
+        assert list(answer) == [op.response_key]

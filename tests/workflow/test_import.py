@@ -127,3 +127,16 @@ def test_import_needs_an_endpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     refused = run("import", "--out", "x")
     assert refused.exit_code == 1 and "Error:" in refused.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_import_from_an_endpoint_without_the_reads_says_so(populated: dict[str, str],
+                                                           tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GOVSYNC_LOCAL_OPERATIONS", "spec")
+    refused = run("import", *LOCAL, "--kind", "Space", "--out", "x")
+    assert refused.exit_code == 1
+    assert "does not offer ListSpaces (404)" in refused.stderr, refused.stderr
+    assert not (tmp_path / "x").exists()
+    monkeypatch.setenv("GOVSYNC_LOCAL_OPERATIONS", "some")
+    wrong = run("import", *LOCAL, "--kind", "Space", "--out", "x")
+    assert wrong.exit_code == 1 and "GOVSYNC_LOCAL_OPERATIONS must be all or spec" in wrong.stderr
