@@ -227,7 +227,7 @@ def request_body(kind: Kind, change: Change, send: dict[str, Any],
     if change.operation is None:
         raise ValueError(f"{change.address}: the plan holds no operation for this change")
     op = BY_NAME[change.operation]
-    if change.action == Action.CREATE:
+    if change.action in (Action.CREATE, Action.REPLACE):
         obj = send
     else:
         changed = {paths.split(f)[0] for f in change.fields}
@@ -316,6 +316,8 @@ class Applier:
                     async with asyncio.TaskGroup() as group:
                         for change in phase:
                             group.create_task(self._run(change))
+                if phase is sends:
+                    await self._delete_replaced(sends)
             if sends or endings:
                 self.result.seconds = time.monotonic() - began
             for change in orphans:
@@ -429,7 +431,7 @@ class Applier:
             return resolved
         send, spec, secrets = resolved
         base = None
-        if change.action != Action.CREATE and kind.replace_all:
+        if change.action not in (Action.CREATE, Action.REPLACE) and kind.replace_all:
             read = await self._base(change, kind)
             if isinstance(read, Outcome):
                 return read
@@ -448,6 +450,11 @@ class Applier:
         except AmbiguousError as exc:
             if intent:
                 return await self._uncertain(change, spec, exc.message)
+            if change.action == Action.REPLACE:
+                return _outcome(change, Result.UNCERTAIN, (
+                    f"{exc.message}: a new {kind.name} may or may not exist; state keeps "
+                    f"the old one ({change.id}); look for it on the server before planning "
+                    "the replace again"))
             if change.action != Action.CREATE:
                 return await self._settle_update(change, kind, spec, body, exc.message)
             return _outcome(change, Result.FAILED, exc.message)
@@ -552,6 +559,30 @@ class Applier:
                             f"still records it: {exc}; `govsync state forget {change.address}`")
         self.ids.pop(change.address, None)
         return _outcome(change, Result.APPLIED)
+
+    async def _delete_replaced(self, sends: list[Change]) -> None:
+        """The old object of each replace that took effect, deleted once what refers to it
+        points at the new one (dependants' old objects first)."""
+        replaced = [c for c in sends if c.action == Action.REPLACE
+                    and self._status.get(c.address) == Result.APPLIED and c.id]
+        if not replaced or self.result.stopped:
+            return
+        outcomes = {o.address: o for o in self.result.outcomes}
+        by_address = {c.address: c for c in replaced}
+        for address in reversed(run_order(replaced)):
+            change = by_address[address]
+            kind = BY_KIND[change.kind]
+            assert change.id is not None
+            operation, body = writes.delete_body(kind, change.id, {})
+            self.result.requests += 1
+            try:
+                await self.client.call(operation, body)
+            except ApiError as exc:
+                outcome = outcomes[address]
+                outcome.status = Result.FAILED
+                outcome.error = (f"created anew (id {outcome.id}) and its references moved, "
+                                 f"but deleting the old one ({change.id}) failed: {exc.message}; "
+                                 f"it is no longer in state: delete it on the server")
 
     async def _recorded(self, change: Change, entry: Entry) -> Outcome:
         """Record the API's yes; until that is done, the change is not applied."""

@@ -127,7 +127,8 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False,
     governance.check_environment(record, selection.name, settings.workspace, selection.project)
     result, _observed = _refreshed(settings, snapshot, lambda missing: make_plan(
         manifests, snapshot, environ=settings.environ, targets=settings.targets,
-        read_secrets=read_secrets, missing=missing, prune=settings.selection.prune))
+        read_secrets=read_secrets, missing=missing, prune=settings.selection.prune,
+        replace=settings.replace))
     result.secrets_read = read_secrets
     _governed(result, record, proposed, selection.name)
     check_rules(result, manifests, governance.rules_to_check(record, proposed),
@@ -193,7 +194,7 @@ def _in_new_workspace(planned: Plan, manifests: ManifestSet, settings: Settings)
     if snapshot.serial or snapshot.entries:
         raise StateError("the state changed while the plan was made: run `govsync plan` again")
     again = make_plan(manifests, snapshot, environ=settings.environ, targets=settings.targets,
-                      prune=settings.selection.prune)
+                      prune=settings.selection.prune, replace=settings.replace)
     again.checks, again.environment, again.governance = (
         planned.checks, planned.environment, planned.governance)
     again.drift, again.refreshed = planned.drift, planned.refreshed
@@ -552,7 +553,7 @@ async def _apply(
         the_plan, observed = await _refreshed_async(
             settings, snapshot, lambda missing: make_plan(
                 source, snapshot, environ=settings.environ, targets=settings.targets,
-                missing=missing, prune=settings.selection.prune))
+                missing=missing, prune=settings.selection.prune, replace=settings.replace))
         _refused_partial(observed, "nothing was applied")
         manifests = source
         _governed(the_plan, record, proposed, name)
@@ -799,7 +800,8 @@ def drift(manifests: ManifestSet, settings: Settings, *,
     snapshot = read_snapshot(settings, responses=_refreshing(settings))
     the_plan, observed = _refreshed(settings, snapshot, lambda missing: make_plan(
         manifests, snapshot, environ=settings.environ, targets=settings.targets,
-        read_secrets=read_secrets, missing=missing, prune=settings.selection.prune))
+        read_secrets=read_secrets, missing=missing, prune=settings.selection.prune,
+        replace=settings.replace))
     _refused_partial(observed, "drift cannot say what it could not read")
     values = live.wanted(manifests)
     existing: dict[str, set[str]] | None = None

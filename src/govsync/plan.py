@@ -252,11 +252,16 @@ class _Ids(Mapping[str, str]):
     from the entries in place (a copy for a state of 100,000 is 5 MB more at
     the plan's peak), and those of the plan's moves and imports."""
 
-    def __init__(self, entries: Mapping[str, Entry], more: Mapping[str, str]) -> None:
+    def __init__(self, entries: Mapping[str, Entry], more: Mapping[str, str],
+                 replaced: Collection[str] = ()) -> None:
         self._entries = entries
         self._more = more
+        # Objects this plan replaces: their new ids are known after apply.
+        self._replaced = replaced
 
     def __getitem__(self, address: str) -> str:
+        if address in self._replaced:
+            raise KeyError(address)
         found = self._more.get(address)
         if found is not None:
             return found
@@ -266,9 +271,10 @@ class _Ids(Mapping[str, str]):
         return entry.id
 
     def __iter__(self) -> Iterator[str]:
-        yield from self._more
+        yield from (a for a in self._more if a not in self._replaced)
         yield from (a for a, e in self._entries.items()
-                    if a not in self._more and e.status == APPLIED and e.id)
+                    if a not in self._more and a not in self._replaced
+                    and e.status == APPLIED and e.id)
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
@@ -283,6 +289,7 @@ def make_plan(
     read_secrets: bool = True,
     missing: Collection[str] = (),
     prune: bool = False,
+    replace: Sequence[str] = (),
 ) -> Plan:
     """Diff ``manifests`` against ``snapshot``.  Raises ManifestError for a
     missing secret variable or a Moved/Import document that cannot apply,
@@ -294,7 +301,10 @@ def make_plan(
 
     ``missing``: recorded addresses the server no longer has (refresh): planned
     as creates.  ``prune``: every orphan is planned as a delete (the project's or
-    environment's ``prune: true``); without it, only a ``Removed`` document deletes."""
+    environment's ``prune: true``); without it, only a ``Removed`` document deletes.
+    ``replace``: addresses to replace (``--replace``): each is created anew, what refers
+    to it is updated (or, where its update cannot change the reference, replaced too),
+    and the old object is deleted last."""
     env = os.environ if environ is None else environ
     entries = snapshot.entries
     problems: list[Problem] = []
@@ -306,8 +316,9 @@ def make_plan(
             more[new] = entries[old].id  # type: ignore[assignment]
     for new, directive in imported.items():
         more[new] = directive.spec["id"]
-    resolver = Resolver(ids=_Ids(entries, more), fingerprint=snapshot.fingerprint, environ=env,
-                        read_secrets=read_secrets)
+    replaced = _replacing(manifests, entries, replace)
+    resolver = Resolver(ids=_Ids(entries, more, replaced), fingerprint=snapshot.fingerprint,
+                        environ=env, read_secrets=read_secrets)
     changes: list[Change] = []
     if len(manifests.order) != len(manifests.objects):
 
@@ -328,13 +339,19 @@ def make_plan(
                                  resolved))
         elif address in imported:
             changes.append(_import(manifest, imported[address], request))
+        elif address in replaced:
+            changes.append(_replacement(manifest, entries[address], request, replace))
         elif address in missing:
             change = _change(manifest, None, request, resolved, address)
             change.reason = (f"missing on the server (recorded as {entries[address].id}): "
                              "created again")
             changes.append(change)
         else:
-            changes.append(_change(manifest, entries.get(address), request, resolved, address))
+            change = _change(manifest, entries.get(address), request, resolved, address)
+            if replaced and _chained(change, manifest, replaced):
+                replaced.add(address)  # its reference cannot be updated: replaced too
+                change = _replacement(manifest, entries[address], request, replace)
+            changes.append(change)
     for address in sorted(entries.keys() - manifests.objects.keys() - set(moved.values())):
         entry = entries[address]
         if entry.status in (PENDING, UNCERTAIN):
@@ -441,6 +458,48 @@ def _directives(manifests: ManifestSet, entries: Mapping[str, Entry], problems: 
                                         f"as {entry.id}, not {d.spec['id']}: `govsync state "
                                         "forget` it first to adopt another object"))
     return moved, imported
+
+
+def _replacing(manifests: ManifestSet, entries: Mapping[str, Entry], replace: Sequence[str]
+               ) -> set[str]:
+    """The addresses ``--replace`` names: each must be in the manifests and applied."""
+    for address in replace:
+        entry = entries.get(address)
+        if address not in manifests.objects or entry is None or entry.status != APPLIED:
+            raise ConfigError(f"--replace {address}: name an object the manifests define and "
+                              "state records as applied (Kind/name)")
+        if manifests.objects[address].kind.delete is None:
+            raise ConfigError(f"--replace {address}: the API cannot delete a "
+                              f"{entry.kind}, so it cannot be replaced")
+    return set(replace)
+
+
+def _chained(change: Change, manifest: Manifest, replaced: Collection[str]) -> bool:
+    """A change blocked only because a reference to a replaced object cannot be updated."""
+    if change.action != Action.BLOCKED or change.id is None or manifest.kind.delete is None:
+        return False
+    moving: set[str] = set()
+    for written, target in manifest.refs:
+        if target in replaced:
+            moving.add(written)
+            moving.update(r.id_field for r in manifest.kind.references
+                          if r.ref_field == written)
+    top = {str(paths.split(f)[0]) for f in change.fields}
+    return bool(moving) and top <= moving
+
+
+def _replacement(manifest: Manifest, entry: Entry, request: dict[str, Any],
+                 asked: Sequence[str]) -> Change:
+    kind = manifest.kind
+    why = ("--replace" if manifest.address in asked
+           else "it refers to a replaced object and its update cannot change the reference")
+    name = (f"; for a moment two {kind.name}s are named {manifest.name!r} (the new one is "
+            "created before the old one is deleted)" if kind.named else "")
+    return Change(manifest.address, Action.REPLACE, kind.name, id=entry.id,
+                  fields=tuple(sorted(request)), request=request, operation=kind.create_op,
+                  after=manifest.dependencies,
+                  reason=(f"replaced ({why}): {kind.create_op} creates a new one, what refers "
+                          f"to it is updated, then {kind.delete_op} deletes {entry.id}{name}"))
 
 
 def _removals(manifests: ManifestSet, entries: Mapping[str, Entry], problems: list[Problem]

@@ -17,6 +17,7 @@ from govsync.cli.root import (
     paths_argument,
     project_options,
     refresh_option,
+    replace_option,
     target_option,
 )
 from govsync.errors import ConfigError, GovsyncError
@@ -33,6 +34,7 @@ from govsync.sshsig import PassphraseNeeded
 @paths_argument
 @global_options
 @target_option
+@replace_option
 @refresh_option
 @click.option("--out", "out_file", type=click.Path(dir_okay=False),
               help="Save the plan for `govsync apply FILE`.")
@@ -142,6 +144,7 @@ def confirmed(prompt: str) -> bool:
 @paths_argument
 @global_options
 @target_option
+@replace_option
 @refresh_option
 @click.option("--auto-approve", is_flag=True,
               help="Apply without asking for `yes` (otherwise asked at the terminal, or "
