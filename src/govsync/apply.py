@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
-from govsync import paths, writes
+from govsync import writes
 from govsync.api.catalog import BY_NAME
 from govsync.api.kinds import BY_KIND, KINDS, Kind
 from govsync.envvars import API_KEY as API_KEY_ENV
@@ -48,7 +48,7 @@ from govsync.errors import (
     StateError,
     UnauthorizedError,
 )
-from govsync.plan import ENDING, WORK, Action, Change, Plan
+from govsync.plan import ENDING, WORK, Action, Change, Plan, top_field
 from govsync.state import APPLIED, PENDING, UNCERTAIN, Entry, Snapshot, StateStore, now
 from govsync.state.writer import GroupWriter
 from govsync.values import SENSITIVE, MissingSecret, Resolver, UnknownId
@@ -230,8 +230,8 @@ def request_body(kind: Kind, change: Change, send: dict[str, Any],
     if change.action in (Action.CREATE, Action.REPLACE):
         obj = send
     else:
-        changed = {paths.split(f)[0] for f in change.fields}
-        obj = writes.update_object(kind, op, change.id, base, send, {str(f) for f in changed})
+        changed = {top_field(f) for f in change.fields}
+        obj = writes.update_object(kind, op, change.id, base, send, changed)
     wrap = op.wrap
     return op.name, ({wrap: obj} if wrap else obj)
 

@@ -47,6 +47,7 @@ from govsync.plan import (
     Action,
     Check,
     CheckStatus,
+    Drifted,
     Plan,
     blocked_advice,
     make_plan,
@@ -125,10 +126,11 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False,
         snapshot = read_snapshot(settings)
     record = governance.recorded(snapshot.governance, settings.workspace)
     governance.check_environment(record, selection.name, settings.workspace, selection.project)
+    heal = _healing(settings)
     result, _observed = _refreshed(settings, snapshot, lambda missing: make_plan(
         manifests, snapshot, environ=settings.environ, targets=settings.targets,
         read_secrets=read_secrets, missing=missing, prune=settings.selection.prune,
-        replace=settings.replace))
+        replace=settings.replace, heal=heal), heal)
     result.secrets_read = read_secrets
     _governed(result, record, proposed, selection.name)
     check_rules(result, manifests, governance.rules_to_check(record, proposed),
@@ -213,18 +215,25 @@ def _refreshing(settings: Settings) -> bool:
     return settings.refresh and bool(settings.endpoint)
 
 
-def _refreshed(settings: Settings, snapshot: Snapshot, make: Callable[[frozenset[str]], Plan]
-               ) -> tuple[Plan, refresh.Observed | None]:
+def _refreshed(settings: Settings, snapshot: Snapshot, make: Callable[[frozenset[str]], Plan],
+               heal: dict[str, Drifted] | None = None) -> tuple[Plan, refresh.Observed | None]:
     """The plan ``make`` makes, after a refresh where this run reads the server."""
     if not _refreshing(settings):
         return make(frozenset()), None
     import asyncio
 
-    return asyncio.run(_refreshed_async(settings, snapshot, make))
+    return asyncio.run(_refreshed_async(settings, snapshot, make, heal))
+
+
+def _healing(settings: Settings) -> dict[str, Drifted] | None:
+    """Where ``selfHeal: true``: the dict a refresh fills with what changed outside
+    govsync, for the plan to undo it (None: drift is reported, never reverted)."""
+    return {} if settings.selection.self_heal else None
 
 
 async def _refreshed_async(settings: Settings, snapshot: Snapshot,
-                           make: Callable[[frozenset[str]], Plan]
+                           make: Callable[[frozenset[str]], Plan],
+                           heal: dict[str, Drifted] | None = None,
                            ) -> tuple[Plan, refresh.Observed | None]:
     """Read every recorded object, then plan (missing objects as creates, creates of
     objects that exist unrecorded blocked).  Not where the state belongs to another
@@ -240,7 +249,8 @@ async def _refreshed_async(settings: Settings, snapshot: Snapshot,
     try:
         async with runtime.client(settings) as client:
             return await refresh.refreshed(client, snapshot.entries, make,
-                                           settings.selection.ignore_changes)
+                                           settings.selection.ignore_changes,
+                                           heal if heal is not None else None)
     except UnauthorizedError as exc:
         raise _key_rejected(exc) from exc
 
@@ -550,10 +560,12 @@ async def _apply(
         the_plan, manifests = source.plan, None
         await _check_creates(the_plan, settings, snapshot)
     else:
+        heal = _healing(settings)
         the_plan, observed = await _refreshed_async(
             settings, snapshot, lambda missing: make_plan(
                 source, snapshot, environ=settings.environ, targets=settings.targets,
-                missing=missing, prune=settings.selection.prune, replace=settings.replace))
+                missing=missing, prune=settings.selection.prune, replace=settings.replace,
+                heal=heal), heal)
         _refused_partial(observed, "nothing was applied")
         manifests = source
         _governed(the_plan, record, proposed, name)

@@ -290,6 +290,7 @@ def make_plan(
     missing: Collection[str] = (),
     prune: bool = False,
     replace: Sequence[str] = (),
+    heal: Mapping[str, Drifted] | None = None,
 ) -> Plan:
     """Diff ``manifests`` against ``snapshot``.  Raises ManifestError for a
     missing secret variable or a Moved/Import document that cannot apply,
@@ -304,7 +305,9 @@ def make_plan(
     environment's ``prune: true``); without it, only a ``Removed`` document deletes.
     ``replace``: addresses to replace (``--replace``): each is created anew, what refers
     to it is updated (or, where its update cannot change the reference, replaced too),
-    and the old object is deleted last."""
+    and the old object is deleted last.  ``heal`` (``selfHeal: true``): what a refresh
+    found changed outside govsync, by address: planned as the updates that put it back
+    where the kind's update covers every such field."""
     env = os.environ if environ is None else environ
     entries = snapshot.entries
     problems: list[Problem] = []
@@ -348,6 +351,8 @@ def make_plan(
             changes.append(change)
         else:
             change = _change(manifest, entries.get(address), request, resolved, address)
+            if heal and change.action == Action.NOOP and address in heal:
+                change = _healing(manifest, change, request, heal[address])
             if replaced and _chained(change, manifest, replaced):
                 replaced.add(address)  # its reference cannot be updated: replaced too
                 change = _replacement(manifest, entries[address], request, replace)
@@ -460,6 +465,26 @@ def _directives(manifests: ManifestSet, entries: Mapping[str, Entry], problems: 
     return moved, imported
 
 
+def top_field(path: str) -> str:
+    """The top-level spec field of a change's dotted path (``hosts[1]`` -> ``hosts``)."""
+    return path.split(".", 1)[0].split("[", 1)[0]
+
+
+def _healing(manifest: Manifest, change: Change, request: dict[str, Any], drifted: Drifted
+             ) -> Change:
+    """Self-heal: the update that puts back what changed outside govsync (the live value
+    -> the manifest's), where the kind's update covers every such field."""
+    kind = manifest.kind
+    top = {top_field(d.path) for d in drifted.diff}
+    if not top or not all(kind.can_update(f) for f in top):
+        return change
+    return Change(change.address, Action.UPDATE, kind.name, id=change.id,
+                  fields=tuple(d.path for d in drifted.diff),
+                  diff=tuple(FieldChange(d.path, d.after, d.before) for d in drifted.diff),
+                  request=request, operation=kind.update_op, after=manifest.dependencies,
+                  reason="selfHeal: puts back what changed outside govsync")
+
+
 def _replacing(manifests: ManifestSet, entries: Mapping[str, Entry], replace: Sequence[str]
                ) -> set[str]:
     """The addresses ``--replace`` names: each must be in the manifests and applied."""
@@ -484,7 +509,7 @@ def _chained(change: Change, manifest: Manifest, replaced: Collection[str]) -> b
             moving.add(written)
             moving.update(r.id_field for r in manifest.kind.references
                           if r.ref_field == written)
-    top = {str(paths.split(f)[0]) for f in change.fields}
+    top = {top_field(f) for f in change.fields}
     return bool(moving) and top <= moving
 
 

@@ -46,8 +46,9 @@ API_VERSION = "govsync/v1"
 ENV_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 TOP_KEYS = ("apiVersion", "kind", "paths", "workspace", "endpoint", "state", "vars",
-            "environments", "rules", "approvals", "agent", "ignoreChanges", "prune")
-ENV_KEYS = ("paths", "workspace", "endpoint", "state", "vars", "agent", "prune")
+            "environments", "rules", "approvals", "agent", "ignoreChanges", "prune",
+            "selfHeal")
+ENV_KEYS = ("paths", "workspace", "endpoint", "state", "vars", "agent", "prune", "selfHeal")
 # Keys a user might put a credential under: refused with the reason.
 _KEY_LIKE = re.compile(r"(?i)^(api[-_]?key|x-api-key|apikey|token|password|secret)$")
 
@@ -66,6 +67,8 @@ class Environment:
     agent: AgentSettings | None = None
     # Every orphan planned as a delete (contract section 12; None: not set here).
     prune: bool | None = None
+    # Outside changes planned as the updates that undo them (None: not set here).
+    self_heal: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -180,7 +183,8 @@ def _check(doc: Any, base: str) -> Project:
         _keys(body, ("environments", name), ENV_KEYS, problem)
         env = _environment(name, body, ("environments", name), base, problem)
         environments[name] = Environment(name, env.paths, env.workspace or name, env.endpoint,
-                                         env.state, env.vars, env.agent, env.prune)
+                                         env.state, env.vars, env.agent, env.prune,
+                                         env.self_heal)
 
     def at(where: tuple[Any, ...]) -> tuple[int, int]:
         line, col = locate(doc.root, where)
@@ -260,13 +264,16 @@ def _environment(name: str, body: dict[str, Any], at: tuple[Any, ...], base: str
             problem((*at, "vars", key), f"variable name {key!r}: start with a letter or '_' and "
                     "use only letters, digits and '_'", key=True)
     agent = agentconfig.parse(body.get("agent"), (*at, "agent"), base, problem)
-    prune = body.get("prune")
-    if prune is not None and not isinstance(prune, bool):
-        problem((*at, "prune"), "prune must be true (every orphan is planned as a delete) or "
-                "false")
-        prune = None
+    flags: dict[str, bool | None] = {}
+    for key, meaning in (("prune", "every orphan is planned as a delete"),
+                         ("selfHeal", "what changed outside govsync is put back")):
+        flag = body.get(key)
+        if flag is not None and not isinstance(flag, bool):
+            problem((*at, key), f"{key} must be true ({meaning}) or false")
+            flag = None
+        flags[key] = flag
     return Environment(name, paths, strings["workspace"], strings["endpoint"], strings["state"],
-                       dict(variables), agent, prune)
+                       dict(variables), agent, flags["prune"], flags["selfHeal"])
 
 
 def parse_var(text: str) -> tuple[str, Any]:
@@ -331,6 +338,14 @@ class Selection:
         if self.environment is not None and self.environment.prune is not None:
             return self.environment.prune
         return bool(self.project is not None and self.project.top.prune)
+
+    @property
+    def self_heal(self) -> bool:
+        """Whether the updates that undo outside changes are planned (``selfHeal: true`` of
+        the environment, else of the project); without it drift is reported only."""
+        if self.environment is not None and self.environment.self_heal is not None:
+            return self.environment.self_heal
+        return bool(self.project is not None and self.project.top.self_heal)
 
     @property
     def ignore_changes(self) -> Mapping[str, tuple[str, ...]]:

@@ -153,3 +153,17 @@ def test_a_field_no_update_covers_is_blocked_naming_replace(sqlite_gov: Gov) -> 
     run = gov.run("plan", str(manifests))
     assert "cannot change satelliteType" in run.out, run
     assert f"--replace Satellite/{name}" in run.out, run
+
+
+def test_a_field_set_back_to_its_default_is_sent(gov: Gov) -> None:
+    """Emptying a hook's allowlist (its default) is a change the manifest asks for: sent,
+    not mistaken for a field the manifest does not name."""
+    manifests = applied(gov)
+    path, docs, i = find_document(manifests, "Hook")
+    name = docs[i]["metadata"]["name"]
+    assert docs[i]["spec"].get("allowlistedNetworkHosts")
+    docs[i]["spec"]["allowlistedNetworkHosts"] = []
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    gov.ok("apply", str(manifests), "--auto-approve")
+    live = next(o for o in gov.objects("Hook") if o["name"] == name)
+    assert live["allowlistedNetworkHosts"] == []

@@ -77,10 +77,15 @@ async def observe(client: AsyncClient, entries: Mapping[str, Entry],
 
 async def refreshed(client: AsyncClient, entries: Mapping[str, Entry],
                     make: Callable[[frozenset[str]], Plan],
-                    ignore: Mapping[str, Sequence[str]] | None = None) -> tuple[Plan, Observed]:
+                    ignore: Mapping[str, Sequence[str]] | None = None,
+                    heal: dict[str, Drifted] | None = None) -> tuple[Plan, Observed]:
     """Refresh, then the plan ``make`` makes with the missing objects as creates, its
-    creates of objects that exist unrecorded blocked, and the refresh's findings on it."""
+    creates of objects that exist unrecorded blocked, and the refresh's findings on it.
+    ``heal`` (self-heal): filled with what changed outside govsync before ``make`` runs,
+    for it to plan the updates that undo it."""
     observed = await observe(client, entries, ignore)
+    if heal is not None:
+        heal.update((d.address, d) for d in observed.drift if d.kind == DriftKind.CHANGED)
     plan = make(observed.missing)
     await block_existing(client, plan, entries, observed.reading)
     await verify_imports(client, plan, observed.reading)
