@@ -246,6 +246,9 @@ def _directives_reference(defs: dict[str, Any]) -> list[str]:
                          "outside govsync, e.g. `{Hook: [description]}`",
         "prune": "`true`: every orphan (a recorded object no manifest defines) is planned "
                  "as a `delete`; an environment's overrides the top's",
+        "selfHeal": "`true`: what changed outside govsync is planned as the updates that put "
+                    "it back (plan, apply, the agent), under the same rules and approvals; "
+                    "else it is reported only; an environment's overrides the top's",
     }
     for key in TOP_KEYS:
         if key in ("apiVersion", "kind"):

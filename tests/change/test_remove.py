@@ -247,3 +247,17 @@ def test_rules_see_deletes_and_the_review_digest_signs_them(gov: Gov) -> None:
     forgetting = Plan("w", "l", 1, "d", [Change("Form/a", Action.FORGET, "Form",
                                                 id="form-1")], id="p")
     assert len({review_digest(base), review_digest(deleting), review_digest(forgetting)}) == 3
+
+
+def test_a_saved_plan_with_a_delete_and_a_replace_applies_exactly_them(gov: Gov) -> None:
+    manifests = applied(gov)
+    form_id = gov.entries()["Form/access-request"]["id"]
+    label_id = gov.entries()["DataLabel/iban"]["id"]
+    drop(manifests, "Form", "access-request")
+    removed(manifests, "Form/access-request", True)
+    gov.ok("plan", str(manifests), "--replace", "DataLabel/iban", "--out", "p.json")
+    run = gov.ok("apply", "p.json", "--auto-approve")
+    assert "Form/access-request: delete applied" in run.err, run
+    assert form_id not in ids_of(gov, "Form")
+    assert gov.entries()["DataLabel/iban"]["id"] != label_id
+    assert label_id not in ids_of(gov, "DataLabel")
