@@ -48,7 +48,7 @@ from govsync.errors import (
     StateError,
     UnauthorizedError,
 )
-from govsync.plan import ENDING, WORK, Action, Change, Plan, top_field
+from govsync.plan import ENDING, WORK, Action, Change, Plan, protected, top_field
 from govsync.state import APPLIED, PENDING, UNCERTAIN, Entry, Snapshot, StateStore, now
 from govsync.state.writer import GroupWriter
 from govsync.values import SENSITIVE, MissingSecret, Resolver, UnknownId
@@ -277,6 +277,7 @@ class Applier:
         self.reads = reads
         self.specs = {a: e.read_spec() or {} for a, e in snapshot.entries.items()
                       if e.kind in _READ_BY_FIELD}
+        self.entries = snapshot.entries
         # Set by another thread (the agent, on SIGTERM): what is in flight is
         # answered and recorded, nothing more is sent.
         self.stopping = stopping
@@ -527,6 +528,11 @@ class Applier:
         kind = BY_KIND[change.kind]
         if change.id is None or kind.delete is None:
             return _outcome(change, Result.FAILED, "the plan holds no id or no delete for it")
+        entry = self.entries.get(change.address)
+        if entry is not None and protected(entry.read_spec()):
+            # The plan blocks it; a plan made before protection was turned on cannot.
+            return _outcome(change, Result.FAILED, "not sent: terminationProtection is true "
+                            "in state; turn it off with an applied change first")
         spec = self.specs.get(change.address, {})
         operation, body = writes.delete_body(kind, change.id, spec)
         self.result.requests += 1
