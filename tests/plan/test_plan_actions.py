@@ -373,7 +373,8 @@ def test_removed_manifests_become_orphans(gov: Gov, applied: Path) -> None:
 
     plan = gov.plan(applied, "--detailed-exitcode", code=2)
     assert plan["summary"] == summary(orphan=2, no_op=57)
-    reason = ("no longer in the manifests; the API cannot delete it, so it stays on the server; "
+    reason = ("no longer in the manifests: nothing deletes it, so it stays on the server; a "
+              "Removed document deletes it (destroy: true) or forgets it (false) after review; "
               "`govsync apply --forget-orphans` drops it from state")
     assert only_changes(plan) == {
         address: {"address": address, "action": "orphan", "kind": address.split("/")[0],

@@ -178,10 +178,10 @@ def test_markdown_has_the_summary_table_and_a_section_per_kind(mixed: Plan) -> N
     markdown = render.plan_markdown(mixed)
     assert markdown.startswith("### govsync plan: workspace `default`\n")
     assert "| 1 | 2 | 1 | 1 | 1 | 1 |" in markdown.splitlines()
-    assert "> **2 blocked change(s)**" in markdown
+    assert "> **1 blocked change(s)**" in markdown
     assert _sections(markdown) == [("AIProviderIntegration", "1 blocked"),
                                    ("Hook", "1 update, 1 uncertain"),
-                                   ("Space", "1 create, 1 blocked, 1 orphan")]
+                                   ("Space", "1 create, 1 update, 1 orphan")]
     assert "~ Hook/hook_one (update)\n" in markdown
     assert "Space/same" not in markdown
     assert _closed(markdown)
