@@ -38,6 +38,7 @@ from common import KEY, compile_package, start_server  # noqa: E402
 from generate import STAMP, applied_entries, write  # noqa: E402
 
 from govsync.api.kinds import BY_KIND  # noqa: E402
+from govsync.refresh.reading import LANES  # noqa: E402
 from govsync.state import empty_snapshot, open_store  # noqa: E402
 
 
@@ -65,7 +66,7 @@ async def refresh_once(url: str, entries: list) -> tuple[float, int, int]:  # ty
     from govsync.api.client import AsyncClient
 
     by_address = {e.address: e for e in entries}
-    async with AsyncClient(url, KEY, insecure_http=True) as client:
+    async with AsyncClient(url, KEY, insecure_http=True, lanes=LANES) as client:
         began = time.perf_counter()
         reading = await refresh.read(client, by_address)
         seconds = time.perf_counter() - began

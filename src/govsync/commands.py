@@ -247,7 +247,7 @@ async def _refreshed_async(settings: Settings, snapshot: Snapshot,
         refresh.skipped(plan, "the state was applied against another endpoint")
         return plan, None
     try:
-        async with runtime.client(settings) as client:
+        async with runtime.client(settings, lanes=refresh.LANES) as client:
             return await refresh.refreshed(client, snapshot.entries, make,
                                            settings.selection.ignore_changes,
                                            heal if heal is not None else None)

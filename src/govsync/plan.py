@@ -148,6 +148,10 @@ class Change:
         return None
 
 
+# The name of the plan's check that says what a refresh read (refresh.annotate).
+REFRESH_CHECK = "refresh"
+
+
 class DriftKind(StrEnum):
     """How a recorded object differs from the server (refresh)."""
 

@@ -68,7 +68,8 @@ def workspace() -> str:
 class Agent:
     """``govsync agent`` as a process (its output in ``log``)."""
 
-    def __init__(self, repo: Repo, directory: Path, *, endpoint: str, state: str | None = None,
+    def __init__(self, repo: Repo, directory: Path, *, endpoint: str | None,
+                 state: str | None = None,
                  interval: str = "1s", env: dict[str, str] | None = None,
                  args: tuple[str, ...] = ()) -> None:
         self.port = free_port()
@@ -77,7 +78,8 @@ class Agent:
         directory.mkdir(parents=True, exist_ok=True)
         command = [sys.executable, "-m", "govsync", "agent", "--repo", str(repo.root),
                    "--checkout", str(directory / "checkout"),
-                   "--endpoint", endpoint, "--listen", f"127.0.0.1:{self.port}",
+                   *(["--endpoint", endpoint] if endpoint else []),
+                   "--listen", f"127.0.0.1:{self.port}",
                    "--interval", interval, *args]
         if state is not None:
             command += ["--state", state]

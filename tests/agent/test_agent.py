@@ -51,10 +51,15 @@ def project(environments: str, top: str = "") -> str:
 
 
 def test_a_commit_goes_out_of_sync_then_is_auto_applied(tmp_path: Path, server: str) -> None:
+    # Each environment has its endpoint: on one shared endpoint, prod's creates would be
+    # found existing (staging's) and blocked, never made twice.
+    proc, prod_server = serve_process(["--api-key", KEY], key=KEY,
+                                      output=tmp_path / "prod-server.log")
     repo = Repo(tmp_path / "repo", project(
-        "  staging:\n    agent: {autoApply: true}\n  prod:\n    agent: {autoApply: false}\n"))
+        f"  staging:\n    endpoint: {server}\n    agent: {{autoApply: true}}\n"
+        f"  prod:\n    endpoint: {prod_server}\n    agent: {{autoApply: false}}\n"))
     repo.commit({"manifests/hooks.yaml": hooks(["a1", "a2"])})
-    agent = Agent(repo, tmp_path / "run", endpoint=server)
+    agent = Agent(repo, tmp_path / "run", endpoint=None)
     try:
         found = agent.wait(lambda e: e["staging"]["status"] == "Synced"
                            and e["prod"]["status"] == "OutOfSync", what="first cycles")
@@ -81,13 +86,14 @@ def test_a_commit_goes_out_of_sync_then_is_auto_applied(tmp_path: Path, server: 
         assert page.status_code == 200 and "OutOfSync" in page.text
     finally:
         assert agent.stop() == 0
-    again = Agent(repo, tmp_path / "run", endpoint=server, interval="1h")
+    again = Agent(repo, tmp_path / "run", endpoint=None, interval="1h")
     try:
         found = again.wait(lambda e: e["prod"]["status"] == "OutOfSync", what="a restart")
         history = again.get("/api/v1/environments/prod/history").json()["records"]
         assert history[0]["cycles"] >= 2, history[:2]  # the cycles before the restart, kept
     finally:
         again.stop()
+        stop_process(proc)
 
 
 def test_a_wrong_webhook_signature_gets_401_and_a_right_one_a_cycle_at_once(

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from govsync.api.kinds import BY_KIND
+from govsync.plan import REFRESH_CHECK, Check, CheckStatus, Plan
 from govsync.refresh.compare import outside_changes
 from govsync.state.model import FINGERPRINT_PREFIX
+from govsync.ui.reading import Status, status_of
 from govsync.values import SENSITIVE
 
 STAMP = "2026-01-01T00:00:00Z"
@@ -66,3 +68,12 @@ def test_without_an_answer_the_spec_is_compared_where_the_server_returns_it() ->
     # deletionPolicy is input only: not returned, not compared.
     assert [(d.path, d.before, d.after) for d in diff] == [
         ("schedule", "0 2 * * *", "0 3 * * *")]
+
+
+def test_a_partial_refresh_is_never_synced() -> None:
+    plan = Plan("w", "l", 1, "d", [], checks=[Check(
+        REFRESH_CHECK, CheckStatus.FAILED, "could not be refreshed: 1 object(s)")])
+    status, why = status_of(plan, 0, "", "")
+    assert status == Status.ERROR and "could not be refreshed" in why
+    plan.checks = [Check(REFRESH_CHECK, CheckStatus.PASSED, "59 recorded object(s) read")]
+    assert status_of(plan, 0, "", "")[0] == Status.SYNCED

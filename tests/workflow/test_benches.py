@@ -166,3 +166,10 @@ def test_bench_agent_prints_the_cycle_the_plan_idle_memory_and_take_over(tmp_pat
     assert "no-op govsync plan of the same:" in out
     assert "idle agent:" in out and "resident memory (MiB)" in out
     assert "take-over" in out
+
+
+def test_bench_refresh_reads_every_recorded_object(tmp_path: Path) -> None:
+    out = bench(str(ROOT / "bench/refresh/run.py"), "--sizes", "40", "--latency-ms", "1",
+                "--runs", "1", cwd=tmp_path)
+    assert "refresh of 40 objects:" in out and "40 read; bound N x 1 ms / 10" in out
+    assert "no-op plan of 40 objects:" in out

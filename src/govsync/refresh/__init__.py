@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from govsync.api.kinds import BY_KIND
 from govsync.plan import (
+    REFRESH_CHECK,
     Action,
     Check,
     CheckStatus,
@@ -42,13 +43,13 @@ from govsync.plan import (
 )
 from govsync.refresh.adopt import block_existing, verify_imports
 from govsync.refresh.compare import compare, outside_changes
-from govsync.refresh.reading import CONCURRENCY, Reading, read
+from govsync.refresh.reading import CONCURRENCY, LANES, Reading, read
 from govsync.state import Entry
 
 if TYPE_CHECKING:
     from govsync.api.client import AsyncClient
 
-__all__ = ["Observed", "Reading", "annotate", "block_existing", "compare", "observe",
+__all__ = ["LANES", "Observed", "Reading", "annotate", "block_existing", "compare", "observe",
            "outside_changes", "read", "refreshed", "skipped", "verify_imports"]
 
 
@@ -108,7 +109,7 @@ def annotate(plan: Plan, observed: Observed) -> None:
     _check_endings(plan, reading)
     status = (CheckStatus.FAILED if reading.failed
               else CheckStatus.WARNING if reading.endpoint_lacks_reads else CheckStatus.PASSED)
-    plan.checks.append(Check("refresh", status, reading.summary()))
+    plan.checks.append(Check(REFRESH_CHECK, status, reading.summary()))
 
 
 def _check_endings(plan: Plan, reading: Reading) -> None:
@@ -138,5 +139,6 @@ def _check_endings(plan: Plan, reading: Reading) -> None:
 
 def skipped(plan: Plan, why: str) -> None:
     """The plan's line for a refresh not made."""
-    plan.checks.append(Check("refresh", CheckStatus.SKIPPED, f"the server was not read: {why}"))
+    plan.checks.append(Check(REFRESH_CHECK, CheckStatus.SKIPPED,
+                             f"the server was not read: {why}"))
 

@@ -21,7 +21,10 @@ if TYPE_CHECKING:
 # The largest page a List gives (api-lifecycle.md: limit 1-500).
 PAGE = 500
 # Gets in flight at once, over every kind.
-CONCURRENCY = 32
+CONCURRENCY = 64
+# Connections a refresh's client keeps (AsyncClient lanes: one pool shared by many
+# callers costs more CPU than the calls).
+LANES = 16
 # Fields every object carries that only the server sets.
 SERVER_FIELDS = ("id", "createdAt", "updatedAt")
 

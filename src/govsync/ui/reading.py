@@ -23,7 +23,7 @@ from govsync.approvals import AllowedSigner
 from govsync.errors import GovsyncError, ManifestError, Problem
 from govsync.manifests import load as load_manifests
 from govsync.manifests.model import Context, ManifestSet
-from govsync.plan import Action, DriftKind, Plan
+from govsync.plan import REFRESH_CHECK, Action, CheckStatus, DriftKind, Plan
 from govsync.planfile import SavedPlan
 from govsync.project import Selection
 from govsync.redact import url as safe_url
@@ -235,6 +235,11 @@ def status_of(plan: Plan | None, rule_errors: int, lock: str, error: str) -> tup
     The dashboard's and the agent's."""
     if error or plan is None:
         return Status.ERROR, error or "not planned"
+    unread = next((c for c in plan.checks
+                   if c.name == REFRESH_CHECK and c.status == CheckStatus.FAILED), None)
+    if unread is not None:
+        # Not Synced on a partial picture: what could not be read may have drifted.
+        return Status.ERROR, f"the server could not be read whole: {unread.detail}"
     if lock:
         return Status.LOCKED, f"an apply holds the lock: {lock}"
     blocked = len(plan.blocked())
