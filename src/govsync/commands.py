@@ -53,6 +53,7 @@ from govsync.plan import (
     make_plan,
     missing_secrets,
     recorded_at,
+    say_unread,
 )
 from govsync.planfile import SavedPlan, plan_digest, review_digest, reviewed_change
 from govsync.redact import url as safe_url
@@ -219,10 +220,16 @@ def _refreshed(settings: Settings, snapshot: Snapshot, make: Callable[[frozenset
                heal: dict[str, Drifted] | None = None) -> tuple[Plan, refresh.Observed | None]:
     """The plan ``make`` makes, after a refresh where this run reads the server."""
     if not _refreshing(settings):
-        return make(frozenset()), None
+        return _unread(make(frozenset()), settings), None
     import asyncio
 
     return asyncio.run(_refreshed_async(settings, snapshot, make, heal))
+
+
+def _unread(plan: Plan, settings: Settings) -> Plan:
+    """A plan made without a refresh says what its updates send."""
+    say_unread(plan, "--refresh=false" if settings.endpoint else "no endpoint")
+    return plan
 
 
 def _healing(settings: Settings) -> dict[str, Drifted] | None:
@@ -239,7 +246,7 @@ async def _refreshed_async(settings: Settings, snapshot: Snapshot,
     objects that exist unrecorded blocked).  Not where the state belongs to another
     endpoint, whose ids would all look missing here."""
     if not _refreshing(settings):
-        return make(frozenset()), None
+        return _unread(make(frozenset()), settings), None
     from govsync import refresh  # with asyncio: offline commands never load it
 
     if snapshot.entries and endpoint_change(snapshot, settings):

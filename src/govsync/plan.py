@@ -469,6 +469,21 @@ def _directives(manifests: ManifestSet, entries: Mapping[str, Entry], problems: 
     return moved, imported
 
 
+UNREAD_UPDATE = ("not read from the server ({why}): {op} is sent the manifest's whole spec, "
+                 "so a field changed outside govsync that the manifest leaves at its default "
+                 "is set back")
+
+
+def say_unread(plan: Plan, why: str, read: Collection[str] = ()) -> None:
+    """Updates that replace the whole object but whose object was not read (``read``: the
+    addresses that were): the plan says what is sent instead of read-modify-write."""
+    for change in plan.changes:
+        kind = BY_KIND[change.kind]
+        if (change.action in (Action.UPDATE, Action.MOVE) and change.operation
+                and kind.replace_all and change.address not in read and not change.reason):
+            change.reason = UNREAD_UPDATE.format(why=why, op=change.operation)
+
+
 def top_field(path: str) -> str:
     """The top-level spec field of a change's dotted path (``hosts[1]`` -> ``hosts``)."""
     return path.split(".", 1)[0].split("[", 1)[0]

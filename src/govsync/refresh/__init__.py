@@ -40,6 +40,7 @@ from govsync.plan import (
     Plan,
     protected,
     protected_reason,
+    say_unread,
 )
 from govsync.refresh.adopt import block_existing, verify_imports
 from govsync.refresh.compare import compare, outside_changes
@@ -107,6 +108,7 @@ def annotate(plan: Plan, observed: Observed) -> None:
             change.outside = changed[change.address]
     reading = observed.reading
     _check_endings(plan, reading)
+    say_unread(plan, "the endpoint does not offer its read", reading.live.keys())
     status = (CheckStatus.FAILED if reading.failed
               else CheckStatus.WARNING if reading.endpoint_lacks_reads else CheckStatus.PASSED)
     plan.checks.append(Check(REFRESH_CHECK, status, reading.summary()))
