@@ -29,8 +29,18 @@ Two more counts must then be 0:
     accepted    attacks that govsync let through (exit 0)
     forged      objects on the server with the forged value
 
+With ``--changes``, once every create has settled, a second phase changes every
+hook's timeout (updates) and removes a quarter of the hooks with ``Removed``
+documents (deletes), and goes through the same faults and kills; apply is
+re-run until it exits 0 (an update or a delete whose answer was lost is settled
+by a read: no ``state resolve`` is needed).  Two more counts must then be 0:
+
+    unchanged   hooks the manifests keep whose timeout is not the new one
+    undeleted   removed hooks still on the server (or still in state)
+
     python bench/soak/run.py [--objects 200] [--fault-rate 0.2] [--kills 5]
                              [--state sqlite|postgresql://...] [--seed 1] [--attacks]
+                             [--changes]
 """
 
 from __future__ import annotations
@@ -59,13 +69,20 @@ from commits import KINDS as COMMIT_KINDS  # noqa: E402
 from commits import Commits  # noqa: E402
 
 
-def hooks(directory: str, n: int, prefix: str) -> list[str]:
+def hooks(directory: str, n: int, prefix: str, timeout: int = 100,
+          removed: frozenset[str] = frozenset()) -> list[str]:
     names = [f"{prefix}_{i}" for i in range(n)]
     os.makedirs(directory, exist_ok=True)
     with open(os.path.join(directory, "hooks.yaml"), "w", encoding="utf-8") as fh:
         for name in names:
+            if name in removed:
+                fh.write(f"---\napiVersion: govsync/v1\nkind: Removed\n"
+                         f"metadata: {{name: rm-{name}}}\n"
+                         f"spec: {{from: Hook/{name}, destroy: true}}\n")
+                continue
             fh.write(f"---\napiVersion: govsync/v1\nkind: Hook\nmetadata: {{name: {name}}}\n"
-                     f"spec: {{code: \"def handler(e):\\n    return 1\\n\", timeoutMs: 100}}\n")
+                     f"spec: {{code: \"def handler(e):\\n    return 1\\n\", "
+                     f"timeoutMs: {timeout}}}\n")
     return names
 
 
@@ -177,6 +194,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--attacks", action="store_true",
                         help="Mix the attacks of issue 21 with the faults and kills.")
+    parser.add_argument("--changes", action="store_true",
+                        help="Then update every hook and delete a quarter of them, through "
+                             "the same faults and kills.")
     args = parser.parse_args()
     accepted = 0
     kinds = ["replay", "forge", "reviewed"] + (["truncate-and-restore"]
@@ -222,6 +242,27 @@ def main() -> None:
                 if reruns >= 50:
                     settled = False
                     break
+            changed: dict[str, int] = {}
+            if args.changes and settled:
+                gone = frozenset(names[::4])
+                hooks(os.path.join(tmp, "m"), args.objects, f"soak{args.seed}", timeout=250,
+                      removed=gone)
+                for _ in range(args.kills):
+                    govsync(apply_args, env, kill_after=rng.uniform(0.3, 2.0))
+                for _ in range(50):
+                    reruns += 1
+                    if govsync(apply_args, env) == 0:
+                        break
+                else:
+                    settled = False
+                live = objects(url).get("Hook", [])
+                kept = [h for h in live if h["name"] in names and h["name"] not in gone]
+                changed = {
+                    "unchanged": sum(1 for h in kept if h.get("timeoutMs") != 250),
+                    "undeleted": sum(1 for h in live if h["name"] in gone)
+                    + sum(1 for a in state_entries(env) if a.split("/", 1)[1] in gone),
+                }
+                names = [n for n in names if n not in gone]
             seconds = time.monotonic() - started
             counts = Counter(h["name"] for h in objects(url).get("Hook", []))
             entries = state_entries(env)
@@ -238,12 +279,14 @@ def main() -> None:
                 "seconds": round(seconds, 1),
                 **({"attacksAccepted": accepted, "forgedOnServer": forged}
                    if args.attacks else {}),
+                **changed,
             }))
         finally:
             server.kill()
             server.wait()
     # Exit 1 when the soak found what it looks for, or never settled.
-    if duplicates or losses or missing or not settled or accepted or forged:
+    if (duplicates or losses or missing or not settled or accepted or forged
+            or any(changed.values())):
         raise SystemExit(1)
 
 

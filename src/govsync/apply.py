@@ -33,19 +33,21 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
+from govsync import writes
 from govsync.api.catalog import BY_NAME
-from govsync.api.kinds import BY_KIND, Kind
+from govsync.api.kinds import BY_KIND, KINDS, Kind
 from govsync.errors import (
     AmbiguousError,
     ApiError,
     ApiStatusError,
     ForbiddenError,
     LockLostError,
+    NotFoundError,
     PlanError,
     StateError,
     UnauthorizedError,
 )
-from govsync.plan import WORK, Action, Change, Plan
+from govsync.plan import ENDING, WORK, Action, Change, Plan, protected, top_field
 from govsync.state import APPLIED, PENDING, UNCERTAIN, Entry, Snapshot, StateStore, now
 from govsync.state.writer import Fence, GroupWriter
 from govsync.values import SENSITIVE, MissingSecret, Resolver, UnknownId
@@ -216,17 +218,19 @@ def run_order(changes: list[Change]) -> list[str]:
                         "sent; make a new plan with `govsync plan`") from None
 
 
-def request_body(kind: Kind, change: Change, send: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def request_body(kind: Kind, change: Change, send: dict[str, Any],
+                 base: Mapping[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
     """(operation, body) for a change: the operation its plan chose (``change.operation``,
-    chosen once, by ``plan.py``), the body shaped by its action and the kind's row."""
+    chosen once, by ``plan.py``), the body shaped by its action and the kind's row; an
+    update's is laid over ``base``, the object as read (writes.py)."""
     if change.operation is None:
         raise ValueError(f"{change.address}: the plan holds no operation for this change")
     op = BY_NAME[change.operation]
-    if change.action == Action.CREATE:
+    if change.action in (Action.CREATE, Action.REPLACE):
         obj = send
     else:
-        fields = send if kind.replace_all else {k: send[k] for k in kind.updatable if k in send}
-        obj = {"id": change.id, **fields} if kind.update_with_id else fields
+        changed = {top_field(f) for f in change.fields}
+        obj = writes.update_object(kind, op, change.id, base, send, changed)
     wrap = op.wrap
     return op.name, ({wrap: obj} if wrap else obj)
 
@@ -262,8 +266,17 @@ class Applier:
         api_key: str | None = None,
         endpoint: str | None = None,
         stopping: threading.Event | None = None,
+        live: Mapping[str, dict[str, Any] | None] | None = None,
+        reads: bool = True,
     ) -> None:
         self.store = store
+        # The objects as the refresh just read them (an update is laid over its object);
+        # where an object was not read, ``reads`` says whether apply may read it now.
+        self.live = live or {}
+        self.reads = reads
+        self.specs = {a: e.read_spec() or {} for a, e in snapshot.entries.items()
+                      if e.kind in _READ_BY_FIELD}
+        self.entries = snapshot.entries
         # Set by another thread (the agent, on SIGTERM): what is in flight is
         # answered and recorded, nothing more is sent.
         self.stopping = stopping
@@ -287,20 +300,26 @@ class Applier:
 
     async def run(self, plan: Plan, work: list[Change]) -> ApplyResult:
         """Apply ``work`` (from ``plan.work()``): sends in dependency order, then orphans."""
-        sends = [c for c in work if c.action in WORK]
+        sends = [c for c in work if c.action in WORK and c.action not in ENDING]
+        # Deletes and forgets after every other change (dependants first: their ``after``).
+        endings = [c for c in work if c.action in ENDING]
         orphans = [c for c in work if c.action == Action.ORPHAN]
-        self._chain = chain_lengths(sends)  # PlanError on a cycle, before anything is sent
+        self._chain = chain_lengths(sends + endings)  # PlanError on a cycle, before sending
         self.unsure |= {c.address for c in plan.changes if c.action == Action.UNCERTAIN}
-        self._done = {c.address: asyncio.Event() for c in sends}
-        self.reporter.start(len(sends) + len(orphans))
+        self._done = {c.address: asyncio.Event() for c in sends + endings}
+        self.reporter.start(len(sends) + len(endings) + len(orphans))
         if self.store.writes_wait:
             self._writer = GroupWriter(self.store, self.workspace)
         try:
-            if sends:
-                began = time.monotonic()
-                async with asyncio.TaskGroup() as group:
-                    for change in sends:
-                        group.create_task(self._run(change))
+            began = time.monotonic()
+            for phase in (sends, endings):
+                if phase:
+                    async with asyncio.TaskGroup() as group:
+                        for change in phase:
+                            group.create_task(self._run(change))
+                if phase is sends:
+                    await self._delete_replaced(sends)
+            if sends or endings:
                 self.result.seconds = time.monotonic() - began
             for change in orphans:
                 self._finish(self._forget(change))
@@ -323,6 +342,13 @@ class Applier:
     def _stop(self, short: str, why: str) -> None:
         if not self.result.stopped:
             self.result.stopped, self.result.stopped_short = why, short
+
+    def _key_refused(self, exc: ApiStatusError, operation: str) -> None:
+        """Every other call would fail the same way: stop sending."""
+        self._stop("the API rejected the key",
+                   f"the API answered {exc.status} {exc.code} for {operation}: {exc.message}; apply "
+                   "needs a key with write permission (a viewer key may only call Get and "
+                   "List operations)")
 
     async def _run(self, change: Change) -> None:
         try:
@@ -361,6 +387,10 @@ class Applier:
                     answer = await self._send(change)
             elif change.action == Action.IMPORT and not change.operation:
                 answer = await self._adopt(change)
+            elif change.action == Action.DELETE:
+                answer = await self._delete(change)
+            elif change.action == Action.FORGET:
+                answer = self._forget(change)
             else:
                 answer = await self._send(change)
         # An answer is recorded once the slot is given back: the next call goes
@@ -417,7 +447,13 @@ class Applier:
         if isinstance(resolved, Outcome):
             return resolved
         send, spec, secrets = resolved
-        operation, body = request_body(kind, change, send)
+        base = None
+        if change.action not in (Action.CREATE, Action.REPLACE) and kind.replace_all:
+            read = await self._base(change, kind)
+            if isinstance(read, Outcome):
+                return read
+            base = read
+        operation, body = request_body(kind, change, send, base)
         intent = change.action == Action.CREATE and not kind.create.retry_safe
         try:
             if intent:  # its write is fenced: it is the check that the lock is held
@@ -434,18 +470,20 @@ class Applier:
         except AmbiguousError as exc:
             if intent:
                 return await self._uncertain(change, spec, exc.message)
+            if change.action == Action.REPLACE:
+                return _outcome(change, Result.UNCERTAIN, (
+                    f"{exc.message}: a new {kind.name} may or may not exist; state keeps "
+                    f"the old one ({change.id}); look for it on the server before planning "
+                    "the replace again"))
+            if change.action != Action.CREATE:
+                return await self._settle_update(change, kind, spec, body, exc.message)
             return _outcome(change, Result.FAILED, exc.message)
         except ApiError as exc:
             if intent:
                 with contextlib.suppress(StateError):
                     self.store.remove(self.workspace, change.address)
             if isinstance(exc, UnauthorizedError | ForbiddenError):
-                # Every other call would fail the same way: stop sending.
-                self._stop(
-                    "the API rejected the key",
-                    f"the API answered {exc.status} {exc.code} for {operation}: {exc.message}; "
-                    "apply needs a key with write permission (a viewer key may only call Get "
-                    "and List operations)")
+                self._key_refused(exc, operation)
             code = exc.code if isinstance(exc, ApiStatusError) else ""
             return _outcome(change, Result.FAILED, exc.message, code)
         from govsync.api.client import unwrap
@@ -461,6 +499,108 @@ class Applier:
         return Entry(change.address, kind.name, object_id or change.id, APPLIED, spec,
                      scrub(obj, sorted({*secrets, *self.hidden}, key=len, reverse=True)),
                      now())
+
+    async def _base(self, change: Change, kind: Kind) -> dict[str, Any] | None | Outcome:
+        """The object a replace-all update is laid over: as the refresh read it, else read
+        now (None: not read, so the manifest's fields alone are sent, as the plan said)."""
+        live = self.live.get(change.address)
+        if live is not None:
+            return live
+        if not self.reads or kind.get is None or change.id is None:
+            return None
+        try:
+            return await writes.read_live(self.client, kind, change.id,
+                                          self.specs.get(change.address, {}))
+        except AmbiguousError as exc:
+            return _outcome(change, Result.FAILED, f"not sent: reading the object before "
+                            f"updating it failed ({exc.message})")
+        except ApiError as exc:
+            if isinstance(exc, UnauthorizedError | ForbiddenError):
+                raise
+            return _outcome(change, Result.FAILED, f"not sent: reading the object before "
+                            f"updating it failed ({exc.message})")
+
+    async def _settle_update(self, change: Change, kind: Kind, spec: dict[str, Any],
+                             body: dict[str, Any], why: str) -> Outcome | Entry:
+        """An update sent without an answer: one read says whether it took effect."""
+        op = kind.update
+        sent = body.get(op.wrap, body) if op is not None and op.wrap else body
+        try:
+            live = (await writes.read_live(self.client, kind, change.id, spec)
+                    if kind.get is not None and change.id else None)
+        except ApiError:
+            live = None
+        if live is not None and writes.took_effect(kind, sent, live):
+            return Entry(change.address, kind.name, change.id, APPLIED, spec,
+                         scrub(live, self.hidden), now())
+        return _outcome(change, Result.FAILED, f"{why}; a read shows it did not take effect "
+                        "(or could not tell): the next plan sends it again")
+
+    async def _delete(self, change: Change) -> Outcome:
+        """Send one delete; the entry goes once the server said yes (or a read says the
+        object is gone).  A refusal (still referred to, protected) leaves state as it was."""
+        kind = BY_KIND[change.kind]
+        if change.id is None or kind.delete is None:
+            return _outcome(change, Result.FAILED, "the plan holds no id or no delete for it")
+        entry = self.entries.get(change.address)
+        if entry is not None and protected(entry.read_spec()):
+            # The plan blocks it; a plan made before protection was turned on cannot.
+            return _outcome(change, Result.FAILED, "not sent: terminationProtection is true "
+                            "in state; turn it off with an applied change first")
+        spec = self.specs.get(change.address, {})
+        operation, body = writes.delete_body(kind, change.id, spec)
+        self.result.requests += 1
+        try:
+            await self.client.call(operation, body)
+        except (AmbiguousError, NotFoundError) as exc:
+            # No answer, or "not found": a read says whether the object is gone.
+            try:
+                live = (await writes.read_live(self.client, kind, change.id, spec)
+                        if kind.get is not None else {})
+            except ApiError:
+                live = {}
+            if live:
+                return _outcome(change, Result.FAILED, f"{exc.message}; the object is still "
+                                "on the server: state keeps it")
+        except ApiError as exc:
+            if isinstance(exc, UnauthorizedError | ForbiddenError):
+                self._key_refused(exc, operation)
+            code = exc.code if isinstance(exc, ApiStatusError) else ""
+            return _outcome(change, Result.FAILED,
+                            f"{exc.message} (state keeps {change.address})", code)
+        try:
+            self._answered()
+            # (deletes run after every put: the writer's thread writes nothing meanwhile)
+            self.store.remove(self.workspace, change.address)
+        except StateError as exc:
+            return _outcome(change, Result.UNCERTAIN, f"deleted on the server, but state "
+                            f"still records it: {exc}; `govsync state forget {change.address}`")
+        self.ids.pop(change.address, None)
+        return _outcome(change, Result.APPLIED)
+
+    async def _delete_replaced(self, sends: list[Change]) -> None:
+        """The old object of each replace that took effect, deleted once what refers to it
+        points at the new one (dependants' old objects first)."""
+        replaced = [c for c in sends if c.action == Action.REPLACE
+                    and self._status.get(c.address) == Result.APPLIED and c.id]
+        if not replaced or self.result.stopped:
+            return
+        outcomes = {o.address: o for o in self.result.outcomes}
+        by_address = {c.address: c for c in replaced}
+        for address in reversed(run_order(replaced)):
+            change = by_address[address]
+            kind = BY_KIND[change.kind]
+            assert change.id is not None
+            operation, body = writes.delete_body(kind, change.id, {})
+            self.result.requests += 1
+            try:
+                await self.client.call(operation, body)
+            except ApiError as exc:
+                outcome = outcomes[address]
+                outcome.status = Result.FAILED
+                outcome.error = (f"created anew (id {outcome.id}) and its references moved, "
+                                 f"but deleting the old one ({change.id}) failed: {exc.message}; "
+                                 f"it is no longer in state: delete it on the server")
 
     async def _recorded(self, change: Change, entry: Entry) -> Outcome:
         """Record the API's yes; until that is done, the change is not applied."""
@@ -532,6 +672,8 @@ class Applier:
 
 
 _KEEP = object()
+# Kinds read by a field of their spec (a connector's AI provider, by its connectorId).
+_READ_BY_FIELD = frozenset(k.name for k in KINDS if k.get is not None and k.get.by != "id")
 
 
 def _outcome(change: Change, status: Result, error: str = "", code: str = "",

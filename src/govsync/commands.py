@@ -46,11 +46,13 @@ from govsync.plan import (
     Action,
     Check,
     CheckStatus,
+    Drifted,
     Plan,
     blocked_advice,
     make_plan,
     missing_secrets,
     recorded_at,
+    say_unread,
 )
 from govsync.planfile import SavedPlan, plan_digest, review_digest, reviewed_change
 from govsync.redact import url as safe_url
@@ -126,9 +128,11 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False,
         snapshot = read_snapshot(settings)
     record = governance.recorded(snapshot.governance, settings.workspace)
     governance.check_environment(record, selection.name, settings.workspace, selection.project)
+    heal = _healing(settings)
     result, _observed = _refreshed(settings, snapshot, lambda missing: make_plan(
         manifests, snapshot, environ=settings.environ, targets=settings.targets,
-        read_secrets=read_secrets, missing=missing))
+        read_secrets=read_secrets, missing=missing, prune=settings.selection.prune,
+        replace=settings.replace, heal=heal), heal)
     result.secrets_read = read_secrets
     _governed(result, record, proposed, selection.name)
     check_rules(result, manifests, governance.rules_to_check(record, proposed),
@@ -197,7 +201,8 @@ def _in_new_workspace(planned: Plan, manifests: ManifestSet, settings: Settings)
         snapshot = store.snapshot(settings.workspace, responses=False)
     if snapshot.serial or snapshot.entries:
         raise StateError("the state changed while the plan was made: run `govsync plan` again")
-    again = make_plan(manifests, snapshot, environ=settings.environ, targets=settings.targets)
+    again = make_plan(manifests, snapshot, environ=settings.environ, targets=settings.targets,
+                      prune=settings.selection.prune, replace=settings.replace)
     again.checks, again.environment, again.governance = (
         planned.checks, planned.environment, planned.governance)
     again.drift, again.refreshed = planned.drift, planned.refreshed
@@ -216,24 +221,37 @@ def _refreshing(settings: Settings) -> bool:
     return settings.refresh and bool(settings.endpoint)
 
 
-def _refreshed(settings: Settings, snapshot: Snapshot, make: Callable[[frozenset[str]], Plan]
-               ) -> tuple[Plan, refresh.Observed | None]:
+def _refreshed(settings: Settings, snapshot: Snapshot, make: Callable[[frozenset[str]], Plan],
+               heal: dict[str, Drifted] | None = None) -> tuple[Plan, refresh.Observed | None]:
     """The plan ``make`` makes, after a refresh where this run reads the server."""
     if not _refreshing(settings):
-        return make(frozenset()), None
+        return _unread(make(frozenset()), settings), None
     import asyncio
 
-    return asyncio.run(_refreshed_async(settings, snapshot, make))
+    return asyncio.run(_refreshed_async(settings, snapshot, make, heal))
+
+
+def _unread(plan: Plan, settings: Settings) -> Plan:
+    """A plan made without a refresh says what its updates send."""
+    say_unread(plan, "--refresh=false" if settings.endpoint else "no endpoint")
+    return plan
+
+
+def _healing(settings: Settings) -> dict[str, Drifted] | None:
+    """Where ``selfHeal: true``: the dict a refresh fills with what changed outside
+    govsync, for the plan to undo it (None: drift is reported, never reverted)."""
+    return {} if settings.selection.self_heal else None
 
 
 async def _refreshed_async(settings: Settings, snapshot: Snapshot,
-                           make: Callable[[frozenset[str]], Plan]
+                           make: Callable[[frozenset[str]], Plan],
+                           heal: dict[str, Drifted] | None = None,
                            ) -> tuple[Plan, refresh.Observed | None]:
     """Read every recorded object, then plan (missing objects as creates, creates of
     objects that exist unrecorded blocked).  Not where the state belongs to another
     endpoint, whose ids would all look missing here."""
     if not _refreshing(settings):
-        return make(frozenset()), None
+        return _unread(make(frozenset()), settings), None
     from govsync import refresh  # with asyncio: offline commands never load it
 
     if snapshot.entries and endpoint_change(snapshot, settings):
@@ -243,7 +261,8 @@ async def _refreshed_async(settings: Settings, snapshot: Snapshot,
     try:
         async with runtime.client(settings, lanes=refresh.LANES) as client:
             return await refresh.refreshed(client, snapshot.entries, make,
-                                           settings.selection.ignore_changes)
+                                           settings.selection.ignore_changes,
+                                           heal if heal is not None else None)
     except UnauthorizedError as exc:
         raise _key_rejected(exc) from exc
 
@@ -559,14 +578,17 @@ async def _apply(
     from govsync.apply import Applier, ApplyResult, Throttle
 
     name = settings.selection.name
+    observed: refresh.Observed | None = None
     if isinstance(source, SavedPlan):
         the_plan, manifests = source.plan, None
         await _check_creates(the_plan, settings, snapshot)
     else:
+        heal = _healing(settings)
         the_plan, observed = await _refreshed_async(
             settings, snapshot, lambda missing: make_plan(
                 source, snapshot, environ=settings.environ, targets=settings.targets,
-                missing=missing))
+                missing=missing, prune=settings.selection.prune, replace=settings.replace,
+                heal=heal), heal)
         _refused_partial(observed, "nothing was applied")
         manifests = source
         _governed(the_plan, record, proposed, name)
@@ -663,7 +685,9 @@ async def _apply(
                            else None)
         applier = Applier(store, snapshot, client, environ=settings.environ, throttle=throttle,
                           reporter=reporter, api_key=settings.api_key,
-                          endpoint=record_endpoint, stopping=stopping)
+                          endpoint=record_endpoint, stopping=stopping,
+                          live=observed.reading.live if observed is not None else None,
+                          reads=settings.refresh)
         result = await applier.run(the_plan, work)
         if evidence is not None and work and not result.took_effect:
             # Nothing changed (a refused key, say): the plan is as good as before.
@@ -818,7 +842,8 @@ def drift(manifests: ManifestSet, settings: Settings, *,
     snapshot = read_snapshot(settings, responses=_refreshing(settings))
     the_plan, observed = _refreshed(settings, snapshot, lambda missing: make_plan(
         manifests, snapshot, environ=settings.environ, targets=settings.targets,
-        read_secrets=read_secrets, missing=missing))
+        read_secrets=read_secrets, missing=missing, prune=settings.selection.prune,
+        replace=settings.replace))
     _refused_partial(observed, "drift cannot say what it could not read")
     values = live.wanted(manifests)
     existing: dict[str, set[str]] | None = None

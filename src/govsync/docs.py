@@ -106,11 +106,13 @@ def kinds_reference() -> str:
            "A reference field `<x>Ref` names another object by its `metadata.name` instead of",
            "giving its id (`<x>Id`); a secret is written `{fromEnv: VARIABLE}` and read from",
            "govsync's environment. An object can change after create only where its kind has an",
-           "update operation covering the changed fields; any other change is `blocked`.",
+           "update operation covering the changed fields; any other change is `blocked`",
+           "(`--replace ADDR` replaces the object). A `Removed` document deletes or forgets",
+           "an object whose manifest is gone.",
            "Wherever a value goes (but not a secret), `{var: NAME}` may stand for it: the",
            "value of a variable of the project file (see [the project file](#the-project-file)).",
-           "", "Three more kinds of document are not objects: [Patch](#patch), [Moved](#moved)",
-           "and [Import](#import); and the project file, `govsync.yaml`, is",
+           "", "Four more kinds of document are not objects: [Patch](#patch), [Moved](#moved),",
+           "[Import](#import) and [Removed](#removed); and the project file, `govsync.yaml`, is",
            "[kind: Project](#the-project-file).", "",
            "| kind | summary | create | update | can change after create |",
            "|---|---|---|---|---|"]
@@ -125,8 +127,10 @@ def kinds_reference() -> str:
         out += [f"## {kind.name}", "", kind.summary, ""]
         facts = [("create operation", f"`{kind.create_op}` (`POST {kind.create.path}`)")]
         if kind.update is not None:
-            covers = ("every field: the whole object is sent again"
-                      if kind.replace_all else ", ".join(f"`{f}`" for f in sorted(kind.updatable)))
+            covers = (", ".join(f"`{f}`" for f in sorted(kind.updatable))
+                      + ("; the object as read is sent again with the manifest's fields laid "
+                         "over it (read-modify-write)" if kind.replace_all
+                         else "; fields not sent stay as they are"))
             facts.append(("update operation", f"`{kind.update_op}` (`POST {kind.update.path}`): {covers}"))
         else:
             facts.append(("update operation", "none"))
@@ -182,8 +186,8 @@ def _lifecycle(kind: Kind) -> str:
         extra = ", ".join(x for x in ("search" if kind.list.search else "", scope) if x)
         parts.append(f"list `{kind.list.name}` → `{kind.list.response_key}`"
                      + (f" ({extra})" if extra else ""))
-    if kind.lifecycle_update:
-        update = kind.lifecycle_update
+    if kind.update:
+        update = kind.update
         fixed = f"; cannot change {', '.join(update.read_only)}" if update.read_only else ""
         parts.append(f"update `{update.name}` ({update.style}{fixed})")
     if kind.delete:
@@ -201,13 +205,20 @@ def _directives_reference(defs: dict[str, Any]) -> list[str]:
                  "A patch whose target no document defines is an error.",
         "Moved": "Re-addresses a state entry without calling the API (plan action `move`). "
                  "Both addresses are of one kind; where the kind's API name is "
-                 "`metadata.name` the move is blocked (no operation renames). Once applied, "
+                 "`metadata.name`, the new name is sent by the kind's update where it covers "
+                 "`name` (a rename), and the move is blocked where it does not. Once applied, "
                  "the document is a no-op and may be deleted (`govsync state mv` does the "
                  "same at once).",
         "Import": "Adopts an object that exists on the server (plan action `import`): apply "
                   "records it with the manifest's spec, and sends the update where the kind's "
                   "update replaces every field. An id recorded at another address is refused: "
                   "one object has one address.",
+        "Removed": "Ends a recorded object whose manifest is gone, after review: "
+                   "`destroy: true` plans a `delete` (the kind's delete operation, after every "
+                   "other change, dependants first), `destroy: false` a `forget` (dropped from "
+                   "state, left on the server). A protected object (`terminationProtection: "
+                   "true`, in state or live) is blocked until a change turning it off has been "
+                   "applied; one still referred to is blocked naming what refers to it.",
     }
     out: list[str] = []
     for name, about in text.items():
@@ -237,6 +248,11 @@ def _directives_reference(defs: dict[str, Any]) -> list[str]:
                  "github); an environment's keys override the top's",
         "ignoreChanges": "kind -> fields (dotted) a refresh does not report as changed "
                          "outside govsync, e.g. `{Hook: [description]}`",
+        "prune": "`true`: every orphan (a recorded object no manifest defines) is planned "
+                 "as a `delete`; an environment's overrides the top's",
+        "selfHeal": "`true`: what changed outside govsync is planned as the updates that put "
+                    "it back (plan, apply, the agent), under the same rules and approvals; "
+                    "else it is reported only; an environment's overrides the top's",
     }
     for key in TOP_KEYS:
         if key in ("apiVersion", "kind"):

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -49,9 +49,17 @@ from govsync.approvals import (
 )
 from govsync.errors import ApprovalError, GovernanceError, ManifestError, StateDamagedError
 from govsync.manifests.model import ManifestSet
-from govsync.plan import Action, Check, CheckStatus, Plan
+from govsync.plan import ENDING, Action, Check, CheckStatus, Plan, recorded_shown
 from govsync.project import Environment, Project
-from govsync.rules import Outcome, Rule, Severity, as_change, evaluate, manifest_subjects
+from govsync.rules import (
+    Outcome,
+    Rule,
+    Severity,
+    Subject,
+    as_change,
+    evaluate,
+    manifest_subjects,
+)
 from govsync.state import APPLIED, Snapshot
 
 FORMAT = 1
@@ -342,8 +350,17 @@ def check_plan(plan: Plan, manifests: ManifestSet, rules: Sequence[Rule],
     ids = {a: e.id for a, e in snapshot.entries.items() if e.status == APPLIED and e.id}
     changes = {c.address: as_change(c) for c in plan.changes}
     unchanged = {"action": str(Action.NOOP), "fields": []}
-    outcome = evaluate(rules, lambda: manifest_subjects(manifests, ids, changes, unchanged),
-                       environment, planned=True)
+    # Deletes and forgets have no manifest: the rules see the object as state records it.
+    ending = [c for c in plan.changes if c.action in ENDING and c.address in snapshot.entries]
+
+    def subjects() -> Iterator[Subject]:
+        yield from manifest_subjects(manifests, ids, changes, unchanged)
+        for c in ending:
+            yield Subject(c.address, c.kind, c.address.split("/", 1)[1],
+                          recorded_shown(snapshot.entries[c.address]), (manifests.files[0]
+                          if manifests.files else "state", 0, 0), as_change(c))
+
+    outcome = evaluate(rules, subjects, environment, planned=True)
     if outcome.errors:
         raise ManifestError(outcome.errors)
     plan.checks.extend(rule_checks(outcome, rules))

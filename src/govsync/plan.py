@@ -5,8 +5,11 @@ create     in the manifests, not in state
 update     in both, spec differs, the kind's update covers every change
 no-op      in both, same resolved spec
 blocked    in both, spec differs, the API cannot make the change
-orphan     in state, no longer in the manifests (the API cannot delete)
+orphan     in state, no longer in the manifests, nothing asks to delete it
 uncertain  a create whose outcome is unknown (sent, no answer)
+delete     a ``Removed`` document with ``destroy: true`` (or ``prune``)
+forget     a ``Removed`` document with ``destroy: false``: dropped from state
+replace    ``--replace ADDR``: a new object, references moved, the old deleted
 =========  ==========================================================
 
 Specs are compared *resolved* (``values.Resolver``): references become the
@@ -28,7 +31,7 @@ from typing import Any
 
 from govsync import __version__, paths
 from govsync.api.catalog import readable_kinds
-from govsync.api.kinds import Kind
+from govsync.api.kinds import BY_KIND, Kind
 from govsync.errors import ConfigError, ManifestError, Problem
 from govsync.graph import order
 from govsync.manifests.directives import Directive
@@ -59,10 +62,17 @@ class Action(StrEnum):
     UNCERTAIN = "uncertain"
     MOVE = "move"
     IMPORT = "import"
+    DELETE = "delete"
+    REPLACE = "replace"
+    FORGET = "forget"
 
 
 # The actions apply sends a request for, or records in state.
-WORK = frozenset({Action.CREATE, Action.UPDATE, Action.MOVE, Action.IMPORT})
+WORK = frozenset({Action.CREATE, Action.UPDATE, Action.MOVE, Action.IMPORT, Action.DELETE,
+                  Action.REPLACE, Action.FORGET})
+# The actions that end an object (or govsync's record of it): apply makes them after
+# every other change, dependants first.
+ENDING = frozenset({Action.DELETE, Action.FORGET})
 
 
 class CheckStatus(StrEnum):
@@ -248,11 +258,16 @@ class _Ids(Mapping[str, str]):
     from the entries in place (a copy for a state of 100,000 is 5 MB more at
     the plan's peak), and those of the plan's moves and imports."""
 
-    def __init__(self, entries: Mapping[str, Entry], more: Mapping[str, str]) -> None:
+    def __init__(self, entries: Mapping[str, Entry], more: Mapping[str, str],
+                 replaced: Collection[str] = ()) -> None:
         self._entries = entries
         self._more = more
+        # Objects this plan replaces: their new ids are known after apply.
+        self._replaced = replaced
 
     def __getitem__(self, address: str) -> str:
+        if address in self._replaced:
+            raise KeyError(address)
         found = self._more.get(address)
         if found is not None:
             return found
@@ -262,9 +277,10 @@ class _Ids(Mapping[str, str]):
         return entry.id
 
     def __iter__(self) -> Iterator[str]:
-        yield from self._more
+        yield from (a for a in self._more if a not in self._replaced)
         yield from (a for a, e in self._entries.items()
-                    if a not in self._more and e.status == APPLIED and e.id)
+                    if a not in self._more and a not in self._replaced
+                    and e.status == APPLIED and e.id)
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
@@ -278,6 +294,9 @@ def make_plan(
     targets: Sequence[str] = (),
     read_secrets: bool = True,
     missing: Collection[str] = (),
+    prune: bool = False,
+    replace: Sequence[str] = (),
+    heal: Mapping[str, Drifted] | None = None,
 ) -> Plan:
     """Diff ``manifests`` against ``snapshot``.  Raises ManifestError for a
     missing secret variable or a Moved/Import document that cannot apply,
@@ -288,19 +307,27 @@ def make_plan(
     ``apply --reviewed`` plans again with the values).
 
     ``missing``: recorded addresses the server no longer has (refresh): planned
-    as creates."""
+    as creates.  ``prune``: every orphan is planned as a delete (the project's or
+    environment's ``prune: true``); without it, only a ``Removed`` document deletes.
+    ``replace``: addresses to replace (``--replace``): each is created anew, what refers
+    to it is updated (or, where its update cannot change the reference, replaced too),
+    and the old object is deleted last.  ``heal`` (``selfHeal: true``): what a refresh
+    found changed outside govsync, by address: planned as the updates that put it back
+    where the kind's update covers every such field."""
     env = os.environ if environ is None else environ
     entries = snapshot.entries
     problems: list[Problem] = []
     moved, imported = _directives(manifests, entries, problems)
+    removed = _removals(manifests, entries, problems)
     more: dict[str, str] = {}
     for new, old in moved.items():
         if entries[old].id:
             more[new] = entries[old].id  # type: ignore[assignment]
     for new, directive in imported.items():
         more[new] = directive.spec["id"]
-    resolver = Resolver(ids=_Ids(entries, more), fingerprint=snapshot.fingerprint, environ=env,
-                        read_secrets=read_secrets)
+    replaced = _replacing(manifests, entries, replace)
+    resolver = Resolver(ids=_Ids(entries, more, replaced), fingerprint=snapshot.fingerprint,
+                        environ=env, read_secrets=read_secrets)
     changes: list[Change] = []
     if len(manifests.order) != len(manifests.objects):
 
@@ -321,23 +348,37 @@ def make_plan(
                                  resolved))
         elif address in imported:
             changes.append(_import(manifest, imported[address], request))
+        elif address in replaced:
+            changes.append(_replacement(manifest, entries[address], request, replace))
         elif address in missing:
             change = _change(manifest, None, request, resolved, address)
             change.reason = (f"missing on the server (recorded as {entries[address].id}): "
                              "created again")
             changes.append(change)
         else:
-            changes.append(_change(manifest, entries.get(address), request, resolved, address))
+            change = _change(manifest, entries.get(address), request, resolved, address)
+            if heal and change.action == Action.NOOP and address in heal:
+                change = _healing(manifest, change, request, heal[address])
+            if replaced and _chained(change, manifest, replaced):
+                replaced.add(address)  # its reference cannot be updated: replaced too
+                change = _replacement(manifest, entries[address], request, replace)
+            changes.append(change)
     for address in sorted(entries.keys() - manifests.objects.keys() - set(moved.values())):
         entry = entries[address]
         if entry.status in (PENDING, UNCERTAIN):
             changes.append(Change(address, Action.UNCERTAIN, entry.kind, id=entry.id, reason=(
                 "a create was sent but its outcome is unknown, and the manifest is gone; "
                 f"run `govsync state resolve {address} --id ID` or `--absent`")))
+        elif address in removed:
+            changes.append(ending(entry, removed[address]))
+        elif prune:
+            changes.append(ending(entry, None))
         else:
             changes.append(Change(address, Action.ORPHAN, entry.kind, id=entry.id, reason=(
-                "no longer in the manifests; the API cannot delete it, so it stays on the "
-                "server; `govsync apply --forget-orphans` drops it from state")))
+                "no longer in the manifests: nothing deletes it, so it stays on the server; "
+                "a Removed document deletes it (destroy: true) or forgets it (false) after "
+                "review; `govsync apply --forget-orphans` drops it from state")))
+    order_deletes(changes, entries)
     if problems:
         raise ManifestError(problems)
     plan = Plan(snapshot.workspace, snapshot.lineage, snapshot.serial, manifests.digest, changes,
@@ -381,6 +422,8 @@ def _directives(manifests: ManifestSet, entries: Mapping[str, Entry], problems: 
     imported: dict[str, Directive] = {}
     sources: dict[str, Directive] = {}
     for d in manifests.directives:
+        if d.kind == "Removed":
+            continue
         new = d.spec["to"]
         if new not in manifests.objects:
             problems.append(Problem(*d.where("to"), f"{d.label}: no manifest defines {new}: "
@@ -428,6 +471,163 @@ def _directives(manifests: ManifestSet, entries: Mapping[str, Entry], problems: 
     return moved, imported
 
 
+UNREAD_UPDATE = ("not read from the server ({why}): {op} is sent the manifest's whole spec, "
+                 "so a field changed outside govsync that the manifest leaves at its default "
+                 "is set back")
+
+
+def say_unread(plan: Plan, why: str, read: Collection[str] = ()) -> None:
+    """Updates that replace the whole object but whose object was not read (``read``: the
+    addresses that were): the plan says what is sent instead of read-modify-write."""
+    for change in plan.changes:
+        kind = BY_KIND[change.kind]
+        if (change.action in (Action.UPDATE, Action.MOVE) and change.operation
+                and kind.replace_all and change.address not in read and not change.reason):
+            change.reason = UNREAD_UPDATE.format(why=why, op=change.operation)
+
+
+def top_field(path: str) -> str:
+    """The top-level spec field of a change's dotted path (``hosts[1]`` -> ``hosts``)."""
+    return path.split(".", 1)[0].split("[", 1)[0]
+
+
+def _healing(manifest: Manifest, change: Change, request: dict[str, Any], drifted: Drifted
+             ) -> Change:
+    """Self-heal: the update that puts back what changed outside govsync (the live value
+    -> the manifest's), where the kind's update covers every such field."""
+    kind = manifest.kind
+    top = {top_field(d.path) for d in drifted.diff}
+    if not top or not all(kind.can_update(f) for f in top):
+        return change
+    return Change(change.address, Action.UPDATE, kind.name, id=change.id,
+                  fields=tuple(d.path for d in drifted.diff),
+                  diff=tuple(FieldChange(d.path, d.after, d.before) for d in drifted.diff),
+                  request=request, operation=kind.update_op, after=manifest.dependencies,
+                  reason="selfHeal: puts back what changed outside govsync")
+
+
+def _replacing(manifests: ManifestSet, entries: Mapping[str, Entry], replace: Sequence[str]
+               ) -> set[str]:
+    """The addresses ``--replace`` names: each must be in the manifests and applied."""
+    for address in replace:
+        entry = entries.get(address)
+        if address not in manifests.objects or entry is None or entry.status != APPLIED:
+            raise ConfigError(f"--replace {address}: name an object the manifests define and "
+                              "state records as applied (Kind/name)")
+        if manifests.objects[address].kind.delete is None:
+            raise ConfigError(f"--replace {address}: the API cannot delete a "
+                              f"{entry.kind}, so it cannot be replaced")
+    return set(replace)
+
+
+def _chained(change: Change, manifest: Manifest, replaced: Collection[str]) -> bool:
+    """A change blocked only because a reference to a replaced object cannot be updated."""
+    if change.action != Action.BLOCKED or change.id is None or manifest.kind.delete is None:
+        return False
+    moving: set[str] = set()
+    for written, target in manifest.refs:
+        if target in replaced:
+            moving.add(written)
+            moving.update(r.id_field for r in manifest.kind.references
+                          if r.ref_field == written)
+    top = {top_field(f) for f in change.fields}
+    return bool(moving) and top <= moving
+
+
+def _replacement(manifest: Manifest, entry: Entry, request: dict[str, Any],
+                 asked: Sequence[str]) -> Change:
+    kind = manifest.kind
+    why = ("--replace" if manifest.address in asked
+           else "it refers to a replaced object and its update cannot change the reference")
+    name = (f"; for a moment two {kind.name}s are named {manifest.name!r} (the new one is "
+            "created before the old one is deleted)" if kind.named else "")
+    return Change(manifest.address, Action.REPLACE, kind.name, id=entry.id,
+                  fields=tuple(sorted(request)), request=request, operation=kind.create_op,
+                  after=manifest.dependencies,
+                  reason=(f"replaced ({why}): {kind.create_op} creates a new one, what refers "
+                          f"to it is updated, then {kind.delete_op} deletes {entry.id}{name}"))
+
+
+def _removals(manifests: ManifestSet, entries: Mapping[str, Entry], problems: list[Problem]
+              ) -> dict[str, Directive]:
+    """The Removed documents to act on, by the address they remove (one recorded, whose
+    manifest is gone; one already gone from state is a no-op)."""
+    out: dict[str, Directive] = {}
+    for d in manifests.removals:
+        address = d.spec["from"]
+        if address in manifests.objects:
+            problems.append(Problem(*d.where("from"), f"{d.label}: {address} is still defined "
+                                    "in the manifests: remove its manifest (a Removed document "
+                                    "ends an object whose manifest is gone)"))
+        elif address in out:
+            problems.append(Problem(*d.where("from"), f"{d.label}: {address} is already "
+                                    f"removed by {out[address].label}: keep one"))
+        elif address in entries:
+            out[address] = d
+    return out
+
+
+def recorded_shown(entry: Entry) -> dict[str, Any]:
+    """A recorded spec as rules and people may see it: secrets' fingerprints hidden."""
+    shown: dict[str, Any] = _fingerprints_hidden(entry.read_spec() or {})
+    return shown
+
+
+def protected(spec: Mapping[str, Any] | None) -> bool:
+    return bool(spec) and spec.get("terminationProtection") is True  # type: ignore[union-attr]
+
+
+def ending(entry: Entry, directive: Directive | None) -> Change:
+    """The delete (or forget) of a recorded object: ``directive`` a Removed document, None
+    for ``prune``.  Blocked where the object is protected or the API cannot delete it."""
+    kind = BY_KIND[entry.kind]
+    by = directive.label if directive is not None else "prune: true"
+    if directive is not None and directive.spec["destroy"] is False:
+        return Change(entry.address, Action.FORGET, entry.kind, id=entry.id, reason=(
+            f"{by}: dropped from state; the object stays on the server"))
+    if kind.delete is None:
+        return Change(entry.address, Action.BLOCKED, entry.kind, id=entry.id, reason=(
+            f"{by}: the API has no operation that deletes a {kind.name}: forget it instead "
+            "(a Removed document with destroy: false, or `govsync apply --forget-orphans`)"))
+    if protected(entry.read_spec()):
+        return Change(entry.address, Action.BLOCKED, entry.kind, id=entry.id,
+                      reason=protected_reason(by, "in state"))
+    return Change(entry.address, Action.DELETE, entry.kind, id=entry.id,
+                  operation=kind.delete.name, reason=f"{by}: {kind.delete.name}")
+
+
+def protected_reason(by: str, where: str) -> str:
+    return (f"{by}: terminationProtection is true ({where}), and govsync never deletes a "
+            "protected object: first set `terminationProtection: false` in its manifest "
+            "and apply that, then remove it (two reviewed steps)")
+
+
+def order_deletes(changes: list[Change], entries: Mapping[str, Entry]) -> None:
+    """Dependants first: a delete waits for the deletes of the objects that refer to it;
+    one still referred to by an object that stays is blocked, naming it."""
+    deleting = {c.id: c for c in changes if c.action == Action.DELETE and c.id}
+    if not deleting:
+        return
+    staying: dict[str, list[str]] = {}
+    gone = {c.address for c in changes if c.action in (Action.DELETE, Action.FORGET)}
+    for address, entry in entries.items():
+        spec = entry.read_spec() or {}
+        for ref in BY_KIND[entry.kind].references if entry.kind in BY_KIND else ():
+            target = deleting.get(spec.get(ref.id_field))  # type: ignore[arg-type]
+            if target is None or target.kind != ref.target or target.address == address:
+                continue
+            if address in gone:
+                target.after = (*target.after, address)
+            else:
+                staying.setdefault(target.address, []).append(f"{address} ({ref.id_field})")
+    for change in changes:
+        if change.address in staying:
+            change.action = Action.BLOCKED
+            change.operation = None
+            change.reason = (f"still referred to by {', '.join(sorted(staying[change.address]))}"
+                             ": the server refuses to delete it; remove or change those first")
+
+
 def recorded_at(entries: Mapping[str, Entry], kind: str, object_id: str) -> str | None:
     """The address at which an object of ``kind`` with ``object_id`` is recorded (None:
     nowhere): one object, one address."""
@@ -438,13 +638,13 @@ def _move(manifest: Manifest, old: str, entry: Entry, request: dict[str, Any],
           resolved: dict[str, Any]) -> Change:
     kind = manifest.kind
     old_name = old.split("/", 1)[1]
-    if kind.named and old_name != manifest.name:
+    if kind.named and old_name != manifest.name and not kind.can_update("name"):
         return Change(manifest.address, Action.BLOCKED, kind.name, id=entry.id,
                       moved_from=old, reason=(
                           f"moving {old} to {manifest.address} would change the {kind.name}'s "
-                          f"API name ({old_name!r} -> {manifest.name!r}), and the API cannot "
-                          "rename: keep the old address, or create a new object under the "
-                          "new name"))
+                          f"API name ({old_name!r} -> {manifest.name!r}), and "
+                          f"{kind.update_op or 'no update'} cannot change it: keep the old "
+                          f"address, or replace it (`--replace {old}`)"))
     change = _change(manifest, entry, request, resolved, manifest.address)
     change.moved_from = old
     if change.action == Action.NOOP:
@@ -470,7 +670,9 @@ def _import(manifest: Manifest, directive: Directive, request: dict[str, Any]) -
                 "returns to check; the manifest's spec is recorded (a later change to it is "
                 "sent as usual)")
         operation: str | None = None
-    elif kind.replace_all:
+    elif kind.replace_all and kind.update is not None and kind.update.spec:
+        # (a kind whose update only api-lifecycle.md lists is sent only where the
+        # read that verifies the import finds a difference)
         what = f"{kind.update_op} then sets it to the manifest's spec"
         operation = kind.update_op
     else:
@@ -515,7 +717,7 @@ def _action(manifest: Manifest, entry: Any, request: dict[str, Any],
                       request=request, operation=kind.update_op, after=manifest.dependencies)
     rotated = _rotated_secrets(manifest, before, resolved)
     reason = (rotation_reason(kind, rotated, [f for f in cannot if f not in {
-        str(p[0]) for p, _ in rotated}]) if rotated else blocked_reason(kind, cannot))
+        str(p[0]) for p, _ in rotated}]) if rotated else blocked_reason(kind, cannot, address))
     return Change(address, Action.BLOCKED, kind.name, id=entry.id, fields=fields, diff=diff,
                   reason=reason)
 
@@ -619,15 +821,16 @@ def missing_secrets(manifests: ManifestSet, environ: Environ) -> list[Problem]:
     return problems
 
 
-def blocked_reason(kind: Kind, fields: list[str]) -> str:
+def blocked_reason(kind: Kind, fields: list[str], address: str = "") -> str:
     names = ", ".join(fields)
     if kind.update_op is None:
         why = f"the API has no operation that updates a {kind.name}"
     else:
         why = f"{kind.update_op} can change only {kind.changeable}"
     return (
-        f"cannot change {names}: {why}. Revert the change in the manifest, or create a new "
-        f"{kind.name} under a new name (the old one stays on the server: the API cannot delete)"
+        f"cannot change {names}: {why}. Revert the change in the manifest, or replace the "
+        f"object: `--replace {address or kind.name + '/NAME'}` creates a new one and deletes "
+        "the old one"
     )
 
 

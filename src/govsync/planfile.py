@@ -396,18 +396,22 @@ def _change(c: Any) -> Change:
     request = c.get("request")
     operation = c.get("operation")
     moved_from = c.get("movedFrom")
-    if action in (Action.CREATE, Action.UPDATE, Action.IMPORT) or (
+    if action in (Action.CREATE, Action.UPDATE, Action.IMPORT, Action.REPLACE) or (
             action == Action.MOVE and operation is not None):
         if not isinstance(request, dict):
             raise TypeError(f"{address}: a {action} needs its request")
-        expected = BY_KIND[kind].create_op if action == Action.CREATE else BY_KIND[kind].update_op
+        expected = (BY_KIND[kind].create_op if action in (Action.CREATE, Action.REPLACE)
+                    else BY_KIND[kind].update_op)
         if operation is not None and operation != expected:
             raise ValueError(f"{address}: a {action} of a {kind} is sent with {expected}, "
                              f"not {operation}")
-        if operation is None and action in (Action.CREATE, Action.UPDATE):
+        if operation is None and action in (Action.CREATE, Action.UPDATE, Action.REPLACE):
             raise ValueError(f"{address}: a {action} needs its operation")
     elif request is not None:
         raise TypeError(f"{address}: a {action} has no request")
+    elif action == Action.DELETE and operation != BY_KIND[kind].delete_op:
+        raise ValueError(f"{address}: a delete of a {kind} is sent with "
+                         f"{BY_KIND[kind].delete_op}, not {operation}")
     if action == Action.MOVE and not (isinstance(moved_from, str)
                                       and moved_from.startswith(kind + "/")):
         raise ValueError(f"{address}: a move needs movedFrom, an address of the same kind")

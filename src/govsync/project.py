@@ -48,8 +48,10 @@ API_VERSION = "govsync/v1"
 ENV_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 TOP_KEYS = ("apiVersion", "kind", "paths", "workspace", "endpoint", "state", "apiKey",
-            "viewerKey", "vars", "environments", "rules", "approvals", "agent", "ignoreChanges")
-ENV_KEYS = ("paths", "workspace", "endpoint", "state", "apiKey", "viewerKey", "vars", "agent")
+            "viewerKey", "vars", "environments", "rules", "approvals", "agent", "ignoreChanges",
+            "prune", "selfHeal")
+ENV_KEYS = ("paths", "workspace", "endpoint", "state", "apiKey", "viewerKey", "vars", "agent",
+            "prune", "selfHeal")
 # Where a key comes from: ``{fromEnv: VARIABLE}``, never the key (the file is in git).
 KEY_FIELDS = {"apiKey": "api_key", "viewerKey": "viewer_key"}
 # Keys a user might put a credential under: refused with the reason.
@@ -73,6 +75,10 @@ class Environment:
     # jobs): ``apiKey: {fromEnv: VAR}``; None: GOVSYNC_API_KEY.
     api_key: str | None = None
     viewer_key: str | None = None
+    # Every orphan planned as a delete (contract section 12; None: not set here).
+    prune: bool | None = None
+    # Outside changes planned as the updates that undo them (None: not set here).
+    self_heal: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -275,8 +281,17 @@ def _environment(name: str, body: dict[str, Any], at: tuple[Any, ...], base: str
             problem((*at, key, "fromEnv"), f"{key}.fromEnv: {variable} is one of govsync's own "
                     "settings, not a key: name the variable that holds the key")
             keys[attribute] = None
+    flags: dict[str, bool | None] = {}
+    for key, meaning in (("prune", "every orphan is planned as a delete"),
+                         ("selfHeal", "what changed outside govsync is put back")):
+        flag = body.get(key)
+        if flag is not None and not isinstance(flag, bool):
+            problem((*at, key), f"{key} must be true ({meaning}) or false")
+            flag = None
+        flags[key] = flag
     return Environment(name, paths, strings["workspace"], strings["endpoint"], strings["state"],
-                       dict(variables), agent, **keys)
+                       dict(variables), agent, **keys, prune=flags["prune"],
+                       self_heal=flags["selfHeal"])
 
 
 def _from_env(value: Any) -> str | None:
@@ -342,6 +357,22 @@ class Selection:
     def rules(self) -> tuple[Rule, ...]:
         """The project's guardrail rules (none without a project)."""
         return self.project.rules if self.project is not None else ()
+
+    @property
+    def prune(self) -> bool:
+        """Whether every orphan is planned as a delete: the environment's ``prune``, else
+        the project's (contract section 12)."""
+        if self.environment is not None and self.environment.prune is not None:
+            return self.environment.prune
+        return bool(self.project is not None and self.project.top.prune)
+
+    @property
+    def self_heal(self) -> bool:
+        """Whether the updates that undo outside changes are planned (``selfHeal: true`` of
+        the environment, else of the project); without it drift is reported only."""
+        if self.environment is not None and self.environment.self_heal is not None:
+            return self.environment.self_heal
+        return bool(self.project is not None and self.project.top.self_heal)
 
     @property
     def ignore_changes(self) -> Mapping[str, tuple[str, ...]]:

@@ -214,6 +214,11 @@ def _directive_specs(merges: dict[str, dict[str, Any]]) -> dict[str, dict[str, A
                    "properties": {"to": address,
                                   "id": {"type": "string", "pattern": r"\S",
                                          "description": "The object's id on the server."}}},
+        "Removed": {"type": "object", "additionalProperties": False,
+                    "required": ["from", "destroy"],
+                    "description": "Delete a recorded object whose manifest is gone "
+                                   "(destroy: true), or drop it from state only (false).",
+                    "properties": {"from": address, "destroy": {"type": "boolean"}}},
     }
 
 

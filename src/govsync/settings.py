@@ -35,6 +35,8 @@ class Settings:
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ, repr=False)
     # --target patterns: only these addresses and what they depend on.
     targets: tuple[str, ...] = ()
+    # --replace addresses: created anew, references moved, the old ones deleted.
+    replace: tuple[str, ...] = ()
     # The project file's environment and variables (empty without a project).
     selection: Selection = field(default_factory=Selection)
     # The environment variable the key was read from (an environment's

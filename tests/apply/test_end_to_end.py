@@ -95,12 +95,14 @@ def test_examples_apply_to_an_empty_server(govsync: Govsync, server: Server, tmp
         [h for h in objects["Hook"] if h["id"] != hook_id]
     assert govsync.serial() == serial + 1
 
-    # A space's description cannot change: blocked, exit 1, nothing sent.
-    edit_spec(manifests / "spaces.yaml", "Space", "analytics", description="Something else.")
+    # A satellite's type cannot change (UpdateSatelliteV2 cannot): blocked, exit 1,
+    # nothing sent.
+    edit_spec(manifests / "satellites.yaml", "Satellite", "discovery-analytics",
+              satelliteType="ai")
     serial = govsync.serial()
     plan = govsync.run("plan", str(manifests))
     assert plan.code == 1, plan
-    assert "! Space/analytics" in plan.out and "blocked" in plan.out
+    assert "! Satellite/discovery-analytics" in plan.out and "blocked" in plan.out
     blocked = govsync.run("apply", str(manifests), "--auto-approve",
                           env={"GOVSYNC_ENDPOINT": closed_url()})
     assert blocked.code == 1, blocked

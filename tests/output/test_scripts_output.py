@@ -140,7 +140,7 @@ def test_every_json_document_matches_its_schema(repo: Path) -> None:
     assert SECRET not in json.dumps(gov("state", "export").stdout)
 
     # Drift against changed manifests, and invalid manifests.
-    (repo / "m" / "objects.yaml").write_text(MANIFESTS.replace("Analytics", "Other")
+    (repo / "m" / "objects.yaml").write_text(MANIFESTS.replace("acme-security", "acme-other")
                                              + "---\nkind: Space\n")
     invalid = gov("validate", "m", "--format", "json")
     assert invalid.exit_code == 1
@@ -149,7 +149,7 @@ def test_every_json_document_matches_its_schema(repo: Path) -> None:
     assert document["valid"] is False and document["errors"]
     assert {e["file"] for e in document["errors"]} == {"m/objects.yaml"}
     assert all(e["line"] > 0 and e["column"] > 0 for e in document["errors"])
-    (repo / "m" / "objects.yaml").write_text(MANIFESTS.replace("Analytics", "Other"))
+    (repo / "m" / "objects.yaml").write_text(MANIFESTS.replace("acme-security", "acme-other"))
     drifted = gov("drift", "m", "--format", "json")
     assert drifted.exit_code == 2
     check("drift.schema.json", json.loads(drifted.stdout))
@@ -220,7 +220,7 @@ def test_apply_json_needs_auto_approve_or_a_saved_plan(repo: Path) -> None:
 
 def test_apply_json_ends_with_a_summary_when_it_cannot_start(repo: Path) -> None:
     assert gov("apply", "m", "--auto-approve").exit_code == 0
-    (repo / "m" / "objects.yaml").write_text(MANIFESTS.replace("Analytics", "Other"))
+    (repo / "m" / "objects.yaml").write_text(MANIFESTS.replace("acme-security", "acme-other"))
     run = gov("apply", "m", "--auto-approve", "--format", "json")
     assert run.exit_code == 1
     (summary,) = lines(run.stdout)

@@ -64,7 +64,7 @@ def by_address(plan: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def summary(**counts: int) -> dict[str, int]:
     """A plan summary: every action, zero unless given (no_op= for no-op)."""
     base = dict.fromkeys(("create", "update", "no-op", "blocked", "orphan", "uncertain", "move",
-                          "import"), 0)
+                          "import", "delete", "replace", "forget"), 0)
     for action, n in counts.items():
         key = action.replace("_", "-")
         assert key in base, action

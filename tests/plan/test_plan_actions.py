@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from plan_helpers import LOCAL, Gov, by_address, edit, summary
 
+from govsync.api.kinds import BY_KIND
+from govsync.plan import UNREAD_UPDATE
 from govsync.state import Entry, LockHolder
 from govsync.state.sqlite import SqliteStore
 
@@ -172,7 +174,10 @@ def test_changes_the_api_can_make_are_updates(
     assert plan["summary"] == summary(update=1, no_op=58)
     assert only_changes(plan) == {address: {
         "address": address, "action": "update", "kind": address.split("/")[0], "id": entry_id,
-        "fields": [field], "reason": "",
+        "fields": [field],
+        # Offline: a whole-object update says it is sent without a read.
+        "reason": (UNREAD_UPDATE.format(why="no endpoint", op=op)
+                   if BY_KIND[address.split("/")[0]].replace_all else ""),
         "diff": [{"field": field, "before": before, "after": after}],
     }}
     assert by_address(json.loads(Path("p.json").read_text()))[address]["operation"] == op
@@ -183,20 +188,10 @@ def test_changes_the_api_can_make_are_updates(
 
 
 BLOCKED = [
-    pytest.param("connectors.yaml", "  spaceRef: analytics\n  terminationProtection: true",
-                 "  spaceRef: analytics\n  terminationProtection: false",
-                 "Connector/prod-eu", "terminationProtection",
-                 "the API has no operation that updates a Connector", id="Connector"),
-    pytest.param("sidecars.yaml", "sidecar-orders-v2.prod", "sidecar-orders-v3.prod",
-                 "Sidecar/orders-pg", "hostname",
-                 "the API has no operation that updates a Sidecar", id="Sidecar"),
     pytest.param("connectors.yaml", "id: cll-prod-eu-5432 ", "id: cll-prod-eu-6543 ",
                  "ConnectorListenerLink/prod-eu-postgres", "id",
                  "UpdateConnectorListenerLink can change only terminationProtection",
                  id="ConnectorListenerLink"),
-    pytest.param("policies.yaml", "status: dry-run", "status: active",
-                 "Policy/risk-based-access", "status",
-                 "the API has no operation that updates a Policy", id="Policy"),
 ]
 
 
@@ -212,15 +207,17 @@ def test_changes_the_api_cannot_make_are_blocked(
     change = only_changes(plan)[address]
     assert (change["action"], change["fields"]) == ("blocked", [field])
     assert change["reason"] == (
-        f"cannot change {field}: {why}. Revert the change in the manifest, or create a new "
-        f"{kind} under a new name (the old one stays on the server: the API cannot delete)")
+        f"cannot change {field}: {why}. Revert the change in the manifest, or replace the "
+        f"object: `--replace {address}` creates a new one and deletes the old one")
+    assert kind in address
 
 
 # -- blocked ----------------------------------------------------------------------
 
 
-def test_space_description_change_is_blocked(gov: Gov, applied: Path) -> None:
-    edit(applied / "spaces.yaml", ANALYTICS_DESCRIPTION, "description: Orders and events.")
+def test_satellite_type_change_is_blocked(gov: Gov, applied: Path) -> None:
+    edit(applied / "satellites.yaml", "satelliteType: data_discovery   # runs",
+         "satelliteType: data_classifier   # runs")
     snapshot = gov.snapshot()
 
     for flags in ((), ("--detailed-exitcode",)):
@@ -230,16 +227,17 @@ def test_space_description_change_is_blocked(gov: Gov, applied: Path) -> None:
                                  "plan again.\n")
         plan = json.loads(result.stdout)
         assert plan["summary"] == summary(blocked=1, no_op=58)
-        assert only_changes(plan) == {"Space/analytics": {
-            "address": "Space/analytics", "action": "blocked", "kind": "Space",
-            "id": snapshot.entries["Space/analytics"].id,
-            "fields": ["description"],
-            "diff": [{"field": "description",
-                      "before": "Orders database, analytics warehouse and clickstream events.",
-                      "after": "Orders and events."}],
-            "reason": ("cannot change description: the API has no operation that updates a "
-                       "Space. Revert the change in the manifest, or create a new Space under "
-                       "a new name (the old one stays on the server: the API cannot delete)"),
+        assert only_changes(plan) == {"Satellite/discovery-analytics": {
+            "address": "Satellite/discovery-analytics", "action": "blocked",
+            "kind": "Satellite",
+            "id": snapshot.entries["Satellite/discovery-analytics"].id,
+            "fields": ["satelliteType"],
+            "diff": [{"field": "satelliteType", "before": "data_discovery",
+                      "after": "data_classifier"}],
+            "reason": ("cannot change satelliteType: UpdateSatelliteV2 can change only name, "
+                       "spaceId, terminationProtection. Revert the change in the manifest, or "
+                       "replace the object: `--replace Satellite/discovery-analytics` creates "
+                       "a new one and deletes the old one"),
         }}
 
     # Saved: one message, which does not also invite applying it.
@@ -273,8 +271,8 @@ def test_signing_key_public_key_change_is_blocked(gov: Gov, applied: Path) -> No
                                "after": PUBLIC_PEM.format(OTHER_PUBLIC)}]
     assert change["reason"] == (
         "cannot change publicKey: UpdateSigningKey can change only terminationProtection. "
-        "Revert the change in the manifest, or create a new SigningKey under a new name "
-        "(the old one stays on the server: the API cannot delete)")
+        "Revert the change in the manifest, or replace the object: `--replace "
+        "SigningKey/change-approvals-2024` creates a new one and deletes the old one")
 
 
 def test_signing_key_both_changes_are_blocked_naming_only_the_fixed_field(
@@ -303,48 +301,49 @@ def test_literal_id_equal_to_the_applied_reference_is_no_op(gov: Gov, applied: P
     assert plan["summary"] == summary(no_op=59)
 
 
-def test_literal_id_of_another_space_is_blocked(gov: Gov, applied: Path) -> None:
+def test_literal_id_of_another_space_is_an_update(gov: Gov, applied: Path) -> None:
     space_id = gov.snapshot().entries["Space/analytics"].id
     edit(applied / "connectors.yaml", "  spaceRef: analytics\n", "  spaceId: space-elsewhere\n")
 
-    plan = gov.plan(applied, code=1)
-    assert plan["summary"] == summary(blocked=1, no_op=58)
+    plan = gov.plan(applied)
+    assert plan["summary"] == summary(update=1, no_op=58)
     change = only_changes(plan)["Connector/prod-eu"]
-    assert change["fields"] == ["spaceId"]
+    assert (change["action"], change["fields"]) == ("update", ["spaceId"])
     assert change["diff"] == [{"field": "spaceId", "before": space_id, "after": "space-elsewhere"}]
-    assert change["reason"].startswith(
-        "cannot change spaceId: the API has no operation that updates a Connector.")
 
 
-def test_a_referenced_object_with_a_new_id_blocks_its_referrers(gov: Gov, applied: Path) -> None:
+def test_a_referenced_object_with_a_new_id_updates_its_referrers(gov: Gov, applied: Path
+                                                                   ) -> None:
     """The Space was re-recorded under another id: what refers to it by
-    spaceRef would now be sent another spaceId, which cannot change."""
+    spaceRef is sent the new spaceId (their updates cover it)."""
     old = gov.snapshot().entries["Space/analytics"]
     gov.put(Entry(old.address, old.kind, "space-recreated", "applied", old.spec, old.response))
 
-    plan = gov.plan(applied, code=1)
-    assert plan["summary"] == summary(blocked=2, no_op=57)
+    plan = gov.plan(applied)
+    assert plan["summary"] == summary(update=2, no_op=57)
     changes = only_changes(plan)
     assert set(changes) == {"Connector/prod-eu", "Satellite/discovery-analytics"}
     for change in changes.values():
-        assert change["action"] == "blocked"
+        assert change["action"] == "update"
         assert change["fields"] == ["spaceId"]
         assert change["diff"] == [{"field": "spaceId", "before": old.id,
                                    "after": "space-recreated"}]
 
 
-def test_a_referenced_object_created_again_blocks_its_referrers(gov: Gov, applied: Path) -> None:
-    """The Space is gone from state (a create): its referrers' spaceId is not known."""
+def test_a_referenced_object_created_again_updates_its_referrers(gov: Gov, applied: Path
+                                                                   ) -> None:
+    """The Space is gone from state (a create): its referrers are updated once its id is
+    known."""
     space_id = gov.snapshot().entries["Space/payments"].id
     with SqliteStore(".govsync/state.db") as store:
         store.remove("default", "Space/payments")
 
-    plan = gov.plan(applied, code=1)
-    assert plan["summary"] == summary(create=1, blocked=2, no_op=56)
+    plan = gov.plan(applied)
+    assert plan["summary"] == summary(create=1, update=2, no_op=56)
     changes = only_changes(plan)
     assert changes["Space/payments"]["action"] == "create"
     for address in ("Connector/payments-eu", "Satellite/classifier-payments"):
-        assert changes[address]["action"] == "blocked"
+        assert changes[address]["action"] == "update"
         assert changes[address]["diff"] == [{"field": "spaceId", "before": space_id,
                                              "after": "(known after apply)"}]
 
@@ -379,7 +378,8 @@ def test_removed_manifests_become_orphans(gov: Gov, applied: Path) -> None:
 
     plan = gov.plan(applied, "--detailed-exitcode", code=2)
     assert plan["summary"] == summary(orphan=2, no_op=57)
-    reason = ("no longer in the manifests; the API cannot delete it, so it stays on the server; "
+    reason = ("no longer in the manifests: nothing deletes it, so it stays on the server; a "
+              "Removed document deletes it (destroy: true) or forgets it (false) after review; "
               "`govsync apply --forget-orphans` drops it from state")
     assert only_changes(plan) == {
         address: {"address": address, "action": "orphan", "kind": address.split("/")[0],

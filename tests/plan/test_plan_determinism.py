@@ -137,10 +137,8 @@ def prepare_state(path: Path, manifests: Path, world: dict[str, Any]) -> dict[st
             store.put("default", Entry(address, kind, ids[address], "applied", spec))
             if record == "same" and refs_known:
                 expected[address] = "no-op"
-            elif record == "modified" and kind == "Hook":
+            else:  # every field of these kinds' updates (contract section 12), spaceId too
                 expected[address] = "update"
-            else:  # a space or connector cannot change; nor can a spaceId to be known
-                expected[address] = "blocked"
         for address, status in world["gone"].items():
             store.put("default", Entry(address, address.split("/")[0],
                                        f"id-{address}" if status == "applied" else None,

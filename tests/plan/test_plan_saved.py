@@ -171,9 +171,8 @@ def test_saved_plan_is_refused_when_a_secret_changed(
 
 
 def test_saved_plan_with_a_blocked_change_is_refused(gov: Gov, applied: Path) -> None:
-    edit(applied / "spaces.yaml",
-         "description: Orders database, analytics warehouse and clickstream events.",
-         "description: Orders.")
+    edit(applied / "satellites.yaml", "satelliteType: data_discovery",
+         "satelliteType: ai")
     gov.run("plan", applied, "--out", "p.json", code=1)
     serial = gov.snapshot().serial
 

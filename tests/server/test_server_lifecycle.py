@@ -46,7 +46,7 @@ CHANGES: dict[str, tuple[str, Any]] = {
 # written by name (the object read carries it as ``owners``).
 ADDED: dict[str, dict[str, Any]] = {"Policy": {"groupName": "admins"}}
 
-LIFECYCLE_KINDS = [k.name for k in KINDS if k.get or k.list or k.lifecycle_update or k.delete]
+LIFECYCLE_KINDS = [k.name for k in KINDS if k.get or k.list or k.update or k.delete]
 
 
 def call(client: InProcess, op: str, body: dict[str, Any], key: str = KEY) -> httpx.Response:
@@ -95,7 +95,7 @@ def listed(client: InProcess, kind: Kind, obj: dict[str, Any]) -> list[dict[str,
 
 
 def update(client: InProcess, kind: Kind, obj: dict[str, Any], **fields: Any) -> dict[str, Any]:
-    op = kind.lifecycle_update
+    op = kind.update
     assert op is not None
     if op.style == UpdateStyle.SPARSE:
         body: dict[str, Any] = {"id": obj["id"], **fields}
@@ -120,7 +120,7 @@ def test_every_kind_is_read_updated_and_deleted(name: str, client: InProcess,
         assert len(match) == 1
         if kind.get:
             assert match == [current]  # a List answers each object as its Get does
-    if kind.lifecycle_update:
+    if kind.update:
         field, value = CHANGES[name]
         answer = update(client, kind, current, **{field: value})
         if kind.get:
@@ -353,13 +353,13 @@ def test_operations_spec_serves_the_spec_only() -> None:
 
 def test_every_get_list_update_and_delete_is_served() -> None:
     """Every row of the table of kinds names operations the server answers."""
-    served = {op.verb for k in KINDS for op in (k.get, k.list, k.lifecycle_update, k.delete)
+    served = {op.verb for k in KINDS for op in (k.get, k.list, k.update, k.delete)
               if op is not None}
     assert served == {Verb.GET, Verb.LIST, Verb.UPDATE, Verb.DELETE}
     app, _ = make_app()
     with InProcess(app) as client:
         for kind in KINDS:
-            for op in (kind.get, kind.list, kind.lifecycle_update, kind.delete):
+            for op in (kind.get, kind.list, kind.update, kind.delete):
                 if op is not None:
                     response = client.post(op.path, json={}, headers=H)
                     # An empty body is refused by the model (400), never "no such operation".

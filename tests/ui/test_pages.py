@@ -74,9 +74,8 @@ def test_an_environment_shows_its_changes_field_by_field_and_what_to_do(
         dashboard: Dashboard) -> None:
     staging = get(dashboard, "/environments/staging").text
     assert "Blocked: 1 change(s) the API cannot make" in staging
-    assert "cannot change description: the API has no operation that updates a Space" in staging
-    assert ("<td><code>&quot;Orders database, analytics warehouse and clickstream events."
-            "&quot;</code></td><td><code>&quot;Orders and warehouse (staging).&quot;</code>"
+    assert "cannot change satelliteType: UpdateSatelliteV2 can change only" in staging
+    assert ("<td><code>&quot;data_discovery&quot;</code></td><td><code>&quot;ai&quot;</code>"
             ) in staging
     # The hook's code as a line diff: one line removed, one added, context around.
     [diff] = re.findall(r'<pre class="linediff">(<span class="hunk">.*?)</pre>', staging,
@@ -106,8 +105,8 @@ def test_the_plan_page_shows_the_approvals_collected_and_missing(dashboard: Dash
     staging = get(dashboard, "/environments/staging/plan").text
     assert "None required for this workspace." in staging
     # Filters: one kind, one page.
-    only = get(dashboard, "/environments/staging/plan?kind=Space").text
-    assert "Space/analytics" in only and 'id="c-Hook/risk_score"' not in only
+    only = get(dashboard, "/environments/staging/plan?kind=Satellite").text
+    assert "Satellite/discovery-analytics" in only and 'id="c-Hook/risk_score"' not in only
 
 
 def test_history_and_audit_filter_by_outcome_address_and_who(dashboard: Dashboard) -> None:

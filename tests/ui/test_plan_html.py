@@ -28,7 +28,7 @@ def test_the_plan_file_stands_alone_and_shows_what_will_change(repo: Path) -> No
 def test_a_blocked_plan_file_is_written_and_says_why(repo: Path) -> None:
     result = gov(repo, "plan", "--env", "staging", "--format", "html", code=1)
     assert "Blocked: 1 change(s) the API cannot make" in result.stdout
-    assert "cannot change description" in result.stdout
+    assert "cannot change satelliteType" in result.stdout
 
 
 def test_the_file_of_1000_changes_is_under_2_mb(tmp_path: Path) -> None:

@@ -6,8 +6,8 @@ embedded reference server with canary secrets, then leaves each in a state worth
 looking at:
 
 * both: Hook/risk_score's code changed by one character (a line diff);
-* staging: Space/analytics' description changed through a variable (blocked:
-  the API cannot update a Space);
+* staging: Satellite/discovery-analytics' type changed through a variable (blocked:
+  UpdateSatelliteV2 cannot change it);
 * prod: Hook/mask_pii's create left uncertain (sent, no answer).
 
 ``Dashboard`` runs ``govsync ui`` over it as a real process on loopback.
@@ -41,7 +41,7 @@ PROJECT = """\
 apiVersion: govsync/v1
 kind: Project
 paths: [manifests/]
-vars: {analytics: "Orders database, analytics warehouse and clickstream events."}
+vars: {satelliteType: data_discovery}
 environments:
   staging: {}
   prod: {}
@@ -85,10 +85,9 @@ def key(root: Path, name: str) -> Path:
 def build(root: Path) -> Path:
     """The repository (``root``), applied and then changed as the module says."""
     shutil.copytree(EXAMPLE_MANIFESTS, root / "manifests")
-    spaces = root / "manifests" / "spaces.yaml"
-    spaces.write_text(spaces.read_text().replace(
-        "description: Orders database, analytics warehouse and clickstream events.",
-        "description: {var: analytics}"))
+    satellites = root / "manifests" / "satellites.yaml"
+    satellites.write_text(satellites.read_text().replace(
+        "satelliteType: data_discovery", "satelliteType: {var: satelliteType}"))
     (root / "keys").mkdir()
     (root / "govsync.yaml").write_text(PROJECT)
     alice, bob = key(root, "alice"), key(root, "bob")
@@ -105,7 +104,7 @@ def build(root: Path) -> Path:
                                                "risk.northwind.internal/v2/score"))
     project = root / "govsync.yaml"
     project.write_text(project.read_text().replace(
-        "  staging: {}", "  staging:\n    vars: {analytics: Orders and warehouse (staging).}"))
+        "  staging: {}", "  staging:\n    vars: {satelliteType: ai}"))
     with SqliteStore(str(root / ".govsync" / "state.db")) as store:
         entry = store.snapshot("prod").entries["Hook/mask_pii"]
         entry.status, entry.id = EntryStatus.UNCERTAIN, None

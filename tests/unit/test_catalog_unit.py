@@ -76,7 +76,8 @@ TABLE: dict[str, dict[str, tuple[str, ...]]] = {
     "ConnectorAIProvider": {G: ("GetConnectorAiProvider", "connectorAiProvider"),
                             U: ("UpdateConnectorAiProviderV2", "replace-all", "connectorId"),
                             D: ("DeleteConnectorAiProvider", "empty")},
-    "SigningKey": {L: ("ListSigningKeys", "signingKeys"), U: ("UpdateSigningKey", "sparse"),
+    "SigningKey": {L: ("ListSigningKeys", "signingKeys"), U: ("UpdateSigningKey", "sparse", "name",
+                                                                "publicKey", "algorithm"),
                    D: ("DeleteSigningKey", "id")},
     "DataLabel": {G: ("GetDataLabel", "dataLabel"), L: ("ListDataLabels", "dataLabels"),
                   U: ("UpdateDataLabelV2", "replace-all"), D: ("DeleteDataLabel", "id")},
@@ -110,8 +111,8 @@ def test_each_kind_has_the_operations_api_lifecycle_lists(name: str) -> None:
                     *(["required"] if lst.scope_required else []),
                     *(s.field for s in lst.scope))
         assert lst.retry_safe and lst.verb == Verb.LIST
-    if kind.lifecycle_update:
-        update = kind.lifecycle_update
+    if kind.update:
+        update = kind.update
         assert update.style in (UpdateStyle.REPLACE_ALL, UpdateStyle.SPARSE)
         found[U] = (update.name, str(update.style), *update.read_only)
     if kind.delete:

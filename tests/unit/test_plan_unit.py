@@ -57,16 +57,18 @@ def test_actions_against_state(manifests: Callable[[str], ManifestSet], store: S
     store.put("default", Entry("Hook/unsure", "Hook", None, UNCERTAIN, {}))
     plan = make_plan(manifests(HOOK % 200 + SPACE % "b"), store.snapshot("default"), environ={})
     actions = {c.address: c.action for c in plan.changes}
-    assert actions == {"Hook/hook_one": Action.UPDATE, "Space/space-one": Action.BLOCKED,
+    assert actions == {"Hook/hook_one": Action.UPDATE, "Space/space-one": Action.UPDATE,
                        "Space/gone": Action.ORPHAN, "Hook/unsure": Action.UNCERTAIN}
     hook = next(c for c in plan.changes if c.address == "Hook/hook_one")
     assert hook.fields == ("timeoutMs",) and hook.operation == "UpdateHook"
     space = next(c for c in plan.changes if c.address == "Space/space-one")
-    assert "the API has no operation that updates a Space" in space.reason
-    assert plan.summary() == {"create": 0, "update": 1, "no-op": 0, "blocked": 1, "orphan": 1,
-                              "uncertain": 1, "move": 0, "import": 0}
-    assert [c.address for c in plan.work()] == ["Hook/hook_one"]
-    assert [c.address for c in plan.work(forget_orphans=True)] == ["Hook/hook_one", "Space/gone"]
+    assert space.operation == "UpdateSpaceV2"  # contract section 12: every field
+    assert plan.summary() == {"create": 0, "update": 2, "no-op": 0, "blocked": 0, "orphan": 1,
+                              "uncertain": 1, "move": 0, "import": 0, "delete": 0,
+        "replace": 0, "forget": 0}
+    assert [c.address for c in plan.work()] == ["Hook/hook_one", "Space/space-one"]
+    assert [c.address for c in plan.work(forget_orphans=True)] == [
+        "Hook/hook_one", "Space/space-one", "Space/gone"]
 
 
 def test_a_missing_secret_is_a_problem_at_its_place(manifests: Callable[[str], ManifestSet],

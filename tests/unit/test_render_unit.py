@@ -86,14 +86,14 @@ def test_text_marks_each_action_with_its_symbol(mixed: Plan) -> None:
         "! AIProviderIntegration/ai  (blocked)",
         "~ Hook/hook_one  (update)",
         "+ Space/fresh  (create)",
-        "! Space/space-one  (blocked)",
+        "~ Space/space-one  (update)",
         "? Hook/unsure  (uncertain)",
         "- Space/gone  (orphan)",
     ]
     assert "      timeoutMs: 100 -> 200\n" in text
     assert '      description: "a" -> "b"\n' in text
     assert '      description: "new"\n' in text  # a create lists its request
-    assert text.endswith("Plan: 1 to create, 1 to update, 2 blocked, 1 orphaned, "
+    assert text.endswith("Plan: 1 to create, 2 to update, 1 blocked, 1 orphaned, "
                          "1 uncertain, 1 unchanged.\n")
     assert "Space/same" not in text
     assert "  Space/same  (no-op)" in render.plan_text(mixed, verbose=True).splitlines()
@@ -145,10 +145,11 @@ def test_json_is_one_line_with_every_change_and_the_summary(mixed: Plan) -> None
     assert (body["formatVersion"], body["workspace"]) == ("1.0", "default")
     assert [(c["address"], c["action"]) for c in body["changes"]] == [
         ("AIProviderIntegration/ai", "blocked"), ("Hook/hook_one", "update"),
-        ("Space/fresh", "create"), ("Space/same", "no-op"), ("Space/space-one", "blocked"),
+        ("Space/fresh", "create"), ("Space/same", "no-op"), ("Space/space-one", "update"),
         ("Hook/unsure", "uncertain"), ("Space/gone", "orphan")]
-    assert body["summary"] == {"create": 1, "update": 1, "no-op": 1, "blocked": 2,
-                               "orphan": 1, "uncertain": 1, "move": 0, "import": 0}
+    assert body["summary"] == {"create": 1, "update": 2, "no-op": 1, "blocked": 1,
+                               "orphan": 1, "uncertain": 1, "move": 0, "import": 0, "delete": 0,
+        "replace": 0, "forget": 0}
     assert all("request" not in c for c in body["changes"])
 
 
@@ -176,11 +177,11 @@ def _closed(markdown: str) -> bool:
 def test_markdown_has_the_summary_table_and_a_section_per_kind(mixed: Plan) -> None:
     markdown = render.plan_markdown(mixed)
     assert markdown.startswith("### govsync plan: workspace `default`\n")
-    assert "| 1 | 1 | 2 | 1 | 1 | 1 |" in markdown.splitlines()
-    assert "> **2 blocked change(s)**" in markdown
+    assert "| 1 | 2 | 1 | 1 | 1 | 1 |" in markdown.splitlines()
+    assert "> **1 blocked change(s)**" in markdown
     assert _sections(markdown) == [("AIProviderIntegration", "1 blocked"),
                                    ("Hook", "1 update, 1 uncertain"),
-                                   ("Space", "1 create, 1 blocked, 1 orphan")]
+                                   ("Space", "1 create, 1 update, 1 orphan")]
     assert "~ Hook/hook_one (update)\n" in markdown
     assert "Space/same" not in markdown
     assert _closed(markdown)

@@ -85,28 +85,26 @@ def test_plan_graph_shows_only_the_changes_coloured_by_action() -> None:
         "---\n".join([SPACE.format(name="ml"), HOOK.format(name="ml_risk", dep="Hook/risk",
                                                           code="z")]), encoding="utf-8")
     Path("m/all.yaml").write_text(Path("m/all.yaml").read_text().replace(
-        "spec: {}", "spec: {description: changed}"), encoding="utf-8")  # Space: blocked
+        "spec: {}", "spec: {description: changed}"), encoding="utf-8")  # Space: an update
 
     text = run("graph", "m", "--plan", "--endpoint", "local").stdout
     assert text == "\n".join([
         "flowchart LR",
         '  n0["Hook/ml_risk (create)"]',
         '  n1["Hook/risk (update)"]',
-        '  n2["Space/analytics (blocked)"]',
+        '  n2["Space/analytics (update)"]',
         '  n3["Space/ml (create)"]',
         "  n1 --> n0",
         "  n2 --> n1",  # through the unchanged Connector/prod-eu
         "  classDef create fill:#dafbe1,stroke:#1a7f37,color:#0f3d1c",
         "  class n0,n3 create",
         "  classDef update fill:#fff8c5,stroke:#9a6700,color:#4d2d00",
-        "  class n1 update",
-        "  classDef blocked fill:#ffebe9,stroke:#cf222e,color:#82071e",
-        "  class n2 blocked",
+        "  class n1,n2 update",
         "",
     ])
     dot = run("graph", "m", "--plan", "--endpoint", "local", "--format", "dot").stdout
-    assert ('"Space/analytics" [label="Space/analytics (blocked)", fillcolor="#ffebe9", '
-            'color="#cf222e", fontcolor="#82071e"];') in dot
+    assert ('"Space/analytics" [label="Space/analytics (update)", fillcolor="#fff8c5", '
+            'color="#9a6700", fontcolor="#4d2d00"];') in dot
 
 
 def test_plan_markdown_embeds_the_graph_of_the_changes() -> None:

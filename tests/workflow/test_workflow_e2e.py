@@ -253,7 +253,8 @@ def test_pull_request_workflow(tmp_path: Path, cleanup: list[Server | Govsync]) 
 
     plan = plan_json(gov)
     assert plan["summary"] == {"create": 0, "update": 1, "no-op": total - 1, "blocked": 0,
-                               "orphan": 0, "uncertain": 0, "move": 0, "import": 0}, plan["summary"]
+                               "orphan": 0, "uncertain": 0, "move": 0, "import": 0, "delete": 0,
+        "replace": 0, "forget": 0}, plan["summary"]
     [update] = [c for c in plan["changes"] if c["action"] != "no-op"]
     assert update["address"] == "Hook/ticket_check" and update["action"] == "update"
     assert update["fields"] == ["timeoutMs"], update

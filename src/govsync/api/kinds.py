@@ -18,7 +18,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from govsync.api import checks
-from govsync.api.catalog import BY_NAME, Operation, Scope, Verb, of_kind
+from govsync.api.catalog import BY_NAME, Operation, Scope, UpdateStyle, Verb, of_kind
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -68,12 +68,8 @@ class Kind:
     # Operation that makes the object exist (for objects that already exist on
     # the server, such as links, the update operation that adopts them).
     create_op: str
-    # Operation that changes an object after create: replace-all (the full
-    # object, every field) or covering only the top-level spec ``updatable``.
-    update_op: str | None = None
-    updatable: frozenset[str] = frozenset()
-    replace_all: bool = False
-    # The update request carries the object's id beside the fields.
+    # The update request carries the object's id beside the fields (a connector's
+    # AI provider is named by its connectorId, a field of its spec).
     update_with_id: bool = True
     # The manifest spec model (by name in govsync.api.models), when it is not
     # the create request itself.
@@ -89,7 +85,27 @@ class Kind:
 
     @cached_property
     def update(self) -> Operation | None:
-        return BY_NAME[self.update_op] if self.update_op else None
+        """The update api-lifecycle.md (or api-spec.md) lists for this kind: a replace-all
+        (``…V2``) or a sparse one; None: nothing can change after create."""
+        return of_kind(self.name, Verb.UPDATE)
+
+    @property
+    def update_op(self) -> str | None:
+        return self.update.name if self.update else None
+
+    @property
+    def replace_all(self) -> bool:
+        """The update replaces every mutable field (sent read-modify-write)."""
+        return self.update is not None and self.update.style == UpdateStyle.REPLACE_ALL
+
+    @cached_property
+    def updatable(self) -> frozenset[str]:
+        """The top-level spec fields the update can change: every field but the update's
+        read-only ones and the field that names the object."""
+        op = self.update
+        if op is None:
+            return frozenset()
+        return frozenset(self.fields) - set(op.read_only) - {op.by} - {"id"}
 
     # The operations of api-lifecycle.md, from the catalog's rows of this kind
     # (an endpoint may lack them: whether it offers them is learned per run).
@@ -107,12 +123,6 @@ class Kind:
     @cached_property
     def delete(self) -> Operation | None:
         return of_kind(self.name, Verb.DELETE)
-
-    @cached_property
-    def lifecycle_update(self) -> Operation | None:
-        """The update api-lifecycle.md lists (a ``…V2`` replace-all or a sparse one); the
-        planner still uses ``update_op`` (issue 33 switches kinds to these)."""
-        return of_kind(self.name, Verb.UPDATE)
 
     @property
     def get_op(self) -> str | None:
@@ -180,12 +190,12 @@ class Kind:
 
     def can_update(self, field: str) -> bool:
         """Whether the update operation can change top-level spec ``field``."""
-        return self.update_op is not None and (self.replace_all or field in self.updatable)
+        return field in self.updatable
 
     @property
     def changeable(self) -> str:
         """Human text for the docs: what can change after create."""
-        if self.replace_all:
+        if self.updatable and self.updatable == frozenset(self.fields):
             return "every field"
         return ", ".join(sorted(self.updatable)) if self.updatable else "nothing"
 
@@ -195,11 +205,9 @@ KINDS: tuple[Kind, ...] = (
     Kind("Connector", "CreateConnector", summary="A connector, optionally in a space."),
     Kind("Satellite", "CreateSatellite", summary="A satellite of a given type, optionally in a space."),
     Kind("Sidecar", "CreateSidecar", summary="A sidecar in front of a technology."),
-    Kind("ConnectorListenerLink", "UpdateConnectorListenerLink", "UpdateConnectorListenerLink",
-         frozenset({"terminationProtection"}),
+    Kind("ConnectorListenerLink", "UpdateConnectorListenerLink",
          summary="An existing connector listener link (spec.id), adopted and protected."),
-    Kind("SidecarResourceLink", "UpdateSidecarResourceLink", "UpdateSidecarResourceLink",
-         frozenset({"terminationProtection"}),
+    Kind("SidecarResourceLink", "UpdateSidecarResourceLink",
          summary="An existing sidecar resource link (spec.id), adopted and protected."),
     Kind("ResourceAlias", "CreateResourceAlias", summary="An alias of an existing resource."),
     Kind("NativeUser", "CreateNativeUserV3", summary="Credentials for an existing resource."),
@@ -209,18 +217,17 @@ KINDS: tuple[Kind, ...] = (
     Kind("PolicySuspension", "CreatePolicySuspension", summary="A suspension of a policy for an identity."),
     Kind("PolicyReport", "CreatePolicyReport", summary="A report over a policy's evaluations."),
     Kind("PolicyDataLoader", "CreatePolicyDataLoader", summary="A scheduled worker that loads policy data."),
-    Kind("Hook", "CreateHook", "UpdateHook", replace_all=True,
+    Kind("Hook", "CreateHook",
          summary="Code run by policies; replaced whole by UpdateHook."),
     Kind("Permission", "CreatePermission", summary="A permission defined by code."),
     Kind("LogIntegration", "CreateIntegrationLog", summary="A log destination (one of logStoreA..D)."),
     Kind("BIIntegration", "CreateBIIntegration", summary="A BI integration (one of biA..C)."),
     Kind("MDMIntegration", "CreateIntegrationMDM", summary="An MDM integration (one of mdmA..C)."),
     Kind("AIProviderIntegration", "CreateIntegrationAIProvider", summary="An AI provider account."),
-    Kind("ConnectorAIProvider", "UpdateConnectorAiProviderV2", "UpdateConnectorAiProviderV2",
-         replace_all=True, update_with_id=False,
+    Kind("ConnectorAIProvider", "UpdateConnectorAiProviderV2", update_with_id=False,
          spec_override="ConnectorAiProviderSpec",
          summary="A connector's AI provider configuration; replaced whole on change."),
-    Kind("SigningKey", "CreateSigningKey", "UpdateSigningKey", frozenset({"terminationProtection"}),
+    Kind("SigningKey", "CreateSigningKey",
          summary="A public key that signs change authorizations."),
     Kind("DataLabel", "CreateDataLabel", summary="A data classification label."),
     Kind("LogQuery", "CreateLogQuery", summary="A saved log query."),

@@ -211,6 +211,19 @@ def global_options(func: F) -> F:
 paths_argument = click.argument("paths", nargs=-1, type=click.Path())
 
 
+def replace_option(func: F) -> F:
+    """--replace ADDR (repeatable), stored on ``settings``."""
+
+    @click.option("--replace", "replace", multiple=True, metavar="ADDR",
+                  help="Replace this object (Kind/name): create a new one, move every "
+                       "reference to it, then delete the old one; repeatable.")
+    @functools.wraps(func)
+    def wrapper(*args: Any, replace: tuple[str, ...], settings: Settings, **kwargs: Any) -> Any:
+        return func(*args, settings=dataclasses.replace(settings, replace=replace), **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
 def target_option(func: F) -> F:
     """--target PATTERN (repeatable), stored on ``settings``."""
 

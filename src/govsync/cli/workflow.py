@@ -21,6 +21,7 @@ from govsync.cli.root import (
     paths_argument,
     project_options,
     refresh_option,
+    replace_option,
     target_option,
 )
 from govsync.cli.scope import require_environment, saved_plan_settings
@@ -41,6 +42,7 @@ from govsync.sshsig import PassphraseNeeded
 @paths_argument
 @global_options
 @target_option
+@replace_option
 @refresh_option
 @click.option("--out", "out_file", type=click.Path(dir_okay=False),
               help="Save the plan for `govsync apply FILE`.")
@@ -152,6 +154,7 @@ def confirmed(prompt: str, *, cancelled: str = "apply cancelled",
 @paths_argument
 @global_options
 @target_option
+@replace_option
 @refresh_option
 @click.option("--auto-approve", is_flag=True,
               help="Apply without asking for `yes` (otherwise asked at the terminal, or "

@@ -7,6 +7,9 @@ Patch      ``spec: {target: Kind/name, merge: {...}}``: an RFC 7386 JSON Merge
            is loaded, in path order then file order
 Moved      ``spec: {from: Kind/old, to: Kind/new}``: re-address a state entry
 Import     ``spec: {to: Kind/name, id: ID}``: adopt an object that exists
+Removed    ``spec: {from: Kind/name, destroy: true|false}``: delete a recorded
+           object whose manifest is gone (``destroy: true``), or drop it from
+           state and leave it on the server (``false``), after review
 =========  ==================================================================
 
 None of them has an address in plans or state.
@@ -24,8 +27,9 @@ from govsync.manifests import wording as w
 from govsync.manifests.yamlio import RawDocument, locate
 from govsync.paths import Path
 
-DIRECTIVE_KINDS = ("Patch", "Moved", "Import")
-_SPEC_KEYS = {"Patch": ("target", "merge"), "Moved": ("from", "to"), "Import": ("to", "id")}
+DIRECTIVE_KINDS = ("Patch", "Moved", "Import", "Removed")
+_SPEC_KEYS = {"Patch": ("target", "merge"), "Moved": ("from", "to"), "Import": ("to", "id"),
+              "Removed": ("from", "destroy")}
 
 
 @dataclass(frozen=True)
@@ -131,8 +135,16 @@ def _check_import(spec: dict[str, Any], problem: Callable[..., None]) -> None:
                 f"not {w.a_value(spec['id'])}")
 
 
+def _check_removed(spec: dict[str, Any], problem: Callable[..., None]) -> None:
+    _address(spec, "from", problem)
+    if "destroy" in spec and not isinstance(spec["destroy"], bool):
+        problem(("spec", "destroy"), "spec.destroy must be true (delete the object on the "
+                f"server) or false (drop it from state only), not {w.a_value(spec['destroy'])}")
+
+
 _CHECKS: dict[str, Callable[[dict[str, Any], Callable[..., None]], None]] = {
     "Patch": _check_patch, "Moved": _check_moved, "Import": _check_import,
+    "Removed": _check_removed,
 }
 
 

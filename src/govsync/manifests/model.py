@@ -115,5 +115,10 @@ class ManifestSet:
     digest: str
     # Addresses in dependency order (ties by address): the order of plans.
     order: list[str] = field(default_factory=list)
-    # Moved and Import documents (patches are applied by then).
+    # Moved, Import and Removed documents (patches are applied by then).
     directives: list[Directive] = field(default_factory=list)
+
+    @property
+    def removals(self) -> list[Directive]:
+        """The Removed documents."""
+        return [d for d in self.directives if d.kind == "Removed"]

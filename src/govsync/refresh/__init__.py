@@ -29,7 +29,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from govsync.plan import REFRESH_CHECK, Check, CheckStatus, Drifted, DriftKind, Plan
+from govsync.api.kinds import BY_KIND
+from govsync.plan import (
+    REFRESH_CHECK,
+    Action,
+    Check,
+    CheckStatus,
+    Drifted,
+    DriftKind,
+    Plan,
+    protected,
+    protected_reason,
+    say_unread,
+)
 from govsync.refresh.adopt import block_existing, verify_imports
 from govsync.refresh.compare import compare, outside_changes
 from govsync.refresh.reading import CONCURRENCY, LANES, Reading, read
@@ -67,10 +79,15 @@ async def observe(client: AsyncClient, entries: Mapping[str, Entry],
 
 async def refreshed(client: AsyncClient, entries: Mapping[str, Entry],
                     make: Callable[[frozenset[str]], Plan],
-                    ignore: Mapping[str, Sequence[str]] | None = None) -> tuple[Plan, Observed]:
+                    ignore: Mapping[str, Sequence[str]] | None = None,
+                    heal: dict[str, Drifted] | None = None) -> tuple[Plan, Observed]:
     """Refresh, then the plan ``make`` makes with the missing objects as creates, its
-    creates of objects that exist unrecorded blocked, and the refresh's findings on it."""
+    creates of objects that exist unrecorded blocked, and the refresh's findings on it.
+    ``heal`` (self-heal): filled with what changed outside govsync before ``make`` runs,
+    for it to plan the updates that undo it."""
     observed = await observe(client, entries, ignore)
+    if heal is not None:
+        heal.update((d.address, d) for d in observed.drift if d.kind == DriftKind.CHANGED)
     plan = make(observed.missing)
     await block_existing(client, plan, entries, observed.reading)
     await verify_imports(client, plan, observed.reading)
@@ -90,9 +107,36 @@ def annotate(plan: Plan, observed: Observed) -> None:
         if change.address in changed:
             change.outside = changed[change.address]
     reading = observed.reading
+    _check_endings(plan, reading)
+    say_unread(plan, "the endpoint does not offer its read", reading.live.keys())
     status = (CheckStatus.FAILED if reading.failed
               else CheckStatus.WARNING if reading.endpoint_lacks_reads else CheckStatus.PASSED)
     plan.checks.append(Check(REFRESH_CHECK, status, reading.summary()))
+
+
+def _check_endings(plan: Plan, reading: Reading) -> None:
+    """Deletes the server would refuse or the endpoint cannot make, blocked in the plan:
+    an object protected live (terminationProtection true), an endpoint without the
+    deletes of api-lifecycle.md (``serve --operations spec``)."""
+    lacks = reading.offers_reads is False or reading.endpoint_lacks_reads
+    for change in plan.changes:
+        update = BY_KIND[change.kind].update
+        if (change.action == Action.UPDATE and lacks and update is not None
+                and not update.spec):
+            change.action, change.operation = Action.BLOCKED, None
+            change.reason = (f"this endpoint does not offer {update.name} (it serves the "
+                             "spec's operations only): revert the change in the manifest")
+        if change.action != Action.DELETE:
+            continue
+        live = reading.live.get(change.address)
+        if protected(live):
+            change.action, change.operation = Action.BLOCKED, None
+            change.reason = protected_reason(change.reason.split(":", 1)[0], "live")
+        elif lacks:
+            change.action, change.operation = Action.BLOCKED, None
+            change.reason = (f"{change.reason.split(':', 1)[0]}: this endpoint does not offer "
+                             "the deletes of api-lifecycle.md; forget it instead (destroy: "
+                             "false, or `govsync apply --forget-orphans`)")
 
 
 def skipped(plan: Plan, why: str) -> None:

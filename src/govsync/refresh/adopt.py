@@ -17,6 +17,7 @@ from govsync.plan import (
     Plan,
     exists_reason,
     field_diff,
+    top_field,
 )
 from govsync.state import APPLIED, Entry
 from govsync.values import PlannedSecret, holes, shown
@@ -126,7 +127,7 @@ def _check_import(kind: Kind, change: Change, live: dict[str, Any] | None, read:
         change.reason = (f"verified by {read}: the live object matches the manifest; it is "
                          "recorded, nothing is sent")
         return
-    top = sorted({paths.split(d.path)[0] for d in change.diff}, key=str)
+    top = sorted({top_field(d.path) for d in change.diff}, key=str)
     differs = ", ".join(str(t) for t in top)
     secrets = [p for p in holes(request) if isinstance(paths.get(request, p), PlannedSecret)]
     if not all(kind.can_update(str(t)) for t in top):

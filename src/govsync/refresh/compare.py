@@ -60,7 +60,7 @@ def compare(entries: Mapping[str, Entry], reading: Reading,
 def server_set(kind: Kind) -> frozenset[str]:
     """Top-level fields the server sets: never drift (``id``, timestamps, and the fields
     the kind's update cannot change that no manifest sets: a policy's ``ast``, ``version``)."""
-    update = kind.lifecycle_update
+    update = kind.update
     read_only = update.read_only if update is not None else ()
     return frozenset({*SERVER_FIELDS, kind.create.id_field,
                       *(f for f in read_only if f not in kind.fields)})

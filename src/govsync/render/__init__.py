@@ -24,13 +24,17 @@ SYMBOLS: dict[Action, tuple[str, str | None]] = {
     Action.UNCERTAIN: ("?", "cyan"),
     Action.MOVE: (">", "blue"),
     Action.IMPORT: ("<", "blue"),
+    Action.DELETE: ("x", "red"),
+    Action.REPLACE: ("-/+", "yellow"),
+    Action.FORGET: ("/", "magenta"),
     Action.NOOP: (" ", None),
 }
 ORDER = tuple(SYMBOLS)
 # The summary table's columns, and the actions shown only when a plan has some.
-TABLE_ORDER = (Action.CREATE, Action.UPDATE, Action.MOVE, Action.IMPORT, Action.BLOCKED,
-               Action.ORPHAN, Action.UNCERTAIN, Action.NOOP)
-OCCASIONAL = (Action.MOVE, Action.IMPORT)
+TABLE_ORDER = (Action.CREATE, Action.UPDATE, Action.MOVE, Action.IMPORT, Action.REPLACE,
+               Action.DELETE, Action.FORGET, Action.BLOCKED, Action.ORPHAN, Action.UNCERTAIN,
+               Action.NOOP)
+OCCASIONAL = (Action.MOVE, Action.IMPORT, Action.REPLACE, Action.DELETE, Action.FORGET)
 
 
 # One encoder for every value shown: json.dumps with options makes a new one

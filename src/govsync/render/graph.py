@@ -25,6 +25,9 @@ COLOURS: dict[Action, tuple[str, str, str]] = {
     Action.BLOCKED: ("#ffebe9", "#cf222e", "#82071e"),
     Action.ORPHAN: ("#fbefff", "#8250df", "#3e1f79"),
     Action.UNCERTAIN: ("#ddf4ff", "#0969da", "#0a3069"),
+    Action.DELETE: ("#ffebe9", "#a40e26", "#5c0011"),
+    Action.REPLACE: ("#fff1e5", "#bc4c00", "#5c2200"),
+    Action.FORGET: ("#f6f8fa", "#6e7781", "#24292f"),
     Action.NOOP: ("#f6f8fa", "#8c959f", "#24292f"),
 }
 FORMATS = ("mermaid", "dot")
@@ -147,6 +150,7 @@ def dot(graph: Graph) -> str:
 def legend(actions: Iterable[Action]) -> str:
     """``create green, update yellow...`` for the actions present."""
     names = {Action.CREATE: "green", Action.UPDATE: "yellow", Action.BLOCKED: "red",
-             Action.ORPHAN: "magenta", Action.UNCERTAIN: "cyan", Action.NOOP: "grey"}
+             Action.ORPHAN: "magenta", Action.UNCERTAIN: "cyan", Action.DELETE: "dark red",
+             Action.REPLACE: "orange", Action.FORGET: "light grey", Action.NOOP: "grey"}
     present = set(actions)
     return ", ".join(f"{a} {names[a]}" for a in COLOURS if a in present)

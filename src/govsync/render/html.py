@@ -23,6 +23,7 @@ from urllib.parse import urlencode
 
 from govsync.plan import Action, Change, DriftKind, Plan
 from govsync.render import (
+    OCCASIONAL,
     ORDER,
     SYMBOLS,
     TABLE_ORDER,
@@ -313,7 +314,7 @@ def _pager(path: str, chosen: Filter, number: int, pages: int, name: str) -> str
 
 def summary_table(plan: Plan) -> str:
     s = plan.summary()
-    columns = [a for a in TABLE_ORDER if s[a] or a not in (Action.MOVE, Action.IMPORT)]
+    columns = [a for a in TABLE_ORDER if s[a] or a not in OCCASIONAL]
     head = "".join(f"<th scope=col>{action_badge(a)}</th>" for a in columns)
     cells = "".join(f"<td>{s[a]}</td>" for a in columns)
     return (f'<table class="summary"><caption>{esc(summary_line(plan))}</caption>'

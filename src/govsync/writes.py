@@ -1,0 +1,104 @@
+"""What an update or a delete sends, and the read that settles one whose answer was lost
+(contract section 12).
+
+A replace-all update (``…V2``, UpdateHook) replaces every mutable field with what it
+is sent, so it is sent read-modify-write: the object as the server just returned it,
+the manifest's fields laid over it, the fields the update cannot change left out.  A
+sparse update is sent the manifest's fields the update covers; an absent one stays.
+A delete is sent the object's id (or the field that names it).  Where an update or a
+delete was sent and no answer came, one read says whether it took effect.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING, Any
+
+from govsync.api.catalog import Operation
+from govsync.api.kinds import Kind
+from govsync.errors import NotFoundError
+from govsync.values import SENSITIVE
+
+if TYPE_CHECKING:
+    from govsync.api.client import AsyncClient
+
+
+def laid_over(kind: Kind, op: Operation, base: Mapping[str, Any] | None,
+              send: Mapping[str, Any], changed: Collection[str] = ()) -> dict[str, Any]:
+    """The whole object a replace-all update is sent: ``base`` (the live object, None: not
+    read) restricted to the kind's fields (what only the server sets is never sent), the
+    manifest's fields laid over it.  A field the update cannot change keeps its live value
+    (the request model may still require it: a satellite's type).  ``changed``: the
+    top-level fields the plan changes (always sent, even at their default)."""
+    keep = set(kind.fields)
+    read_only = set(op.read_only)
+    obj = {k: v for k, v in (base or {}).items() if k in keep and v != SENSITIVE}
+    unnamed = defaults(kind) if base else {}
+    for k, v in send.items():
+        if k in obj and (k in read_only or (
+                k in unnamed and unnamed[k] == v and k not in changed)):
+            # Left as read: a field the update cannot change, or one the manifest leaves
+            # at its default, which it does not name (a description set in the console
+            # is not erased).
+            continue
+        obj[k] = v
+    return obj
+
+
+@functools.cache
+def defaults(kind: Kind) -> dict[str, Any]:
+    """The spec fields the API's request model fills in when a manifest leaves them out,
+    and their values (JSON)."""
+    out: dict[str, Any] = {}
+    for name, info in kind.request_model.model_fields.items():
+        if info.is_required():
+            continue
+        value = info.get_default(call_default_factory=True)
+        if value is not None:
+            out[name] = value.value if isinstance(value, enum.Enum) else value
+    return out
+
+
+def update_object(kind: Kind, op: Operation, object_id: str | None,
+                  base: Mapping[str, Any] | None, send: Mapping[str, Any],
+                  changed: Collection[str] = ()) -> dict[str, Any]:
+    """The object of an update request, before its wrap."""
+    if kind.replace_all:
+        fields = laid_over(kind, op, base, send, changed)
+    else:
+        fields = {k: send[k] for k in sorted(kind.updatable) if k in send}
+    return {"id": object_id, **fields} if kind.update_with_id else fields
+
+
+def delete_body(kind: Kind, object_id: str, spec: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(operation, body) of the delete of one object."""
+    op = kind.delete
+    assert op is not None
+    value = object_id if op.by == "id" else spec.get(op.by, object_id)
+    return op.name, {op.by: value}
+
+
+async def read_live(client: AsyncClient, kind: Kind, object_id: str,
+                    spec: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The live object (None: the server does not have it, or answers the Get 404).
+    Raises ApiError when the read fails otherwise; ValueError when the kind has no Get."""
+    op = kind.get
+    if op is None:
+        raise ValueError(f"the API has no Get for a {kind.name}")
+    value = object_id if op.by == "id" else spec.get(op.by)
+    try:
+        answer = await client.call(op, {op.by: value})
+    except NotFoundError:
+        return None
+    obj = answer.get(op.response_key) if op.response_key else answer
+    return obj if isinstance(obj, dict) else None
+
+
+def took_effect(kind: Kind, sent: Mapping[str, Any], live: Mapping[str, Any] | None) -> bool:
+    """Whether ``live`` holds what an update sent (fields a read does not return, such as
+    secrets, are not compared)."""
+    if live is None:
+        return False
+    return all(live[k] == v for k, v in sent.items() if k in kind.updatable and k in live)

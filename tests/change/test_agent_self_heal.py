@@ -1,0 +1,62 @@
+"""The agent's cycle with ``selfHeal: true`` (contract section 12): an outside change is
+put back by the cycle's apply, under the same freeze windows and pause as any apply;
+without ``selfHeal`` it is reported (``Drifted``), never reverted."""
+
+from __future__ import annotations
+
+from refreshkit import LOCAL_DB, Gov, copy_examples, write
+
+from govsync import project
+from govsync.agent.cycle import Target, run
+from govsync.agentconfig import AgentSettings
+from govsync.project import Selection
+from govsync.settings import Settings
+from govsync.ui.reading import Status
+
+
+def target_of(gov: Gov, heal: bool) -> Target:
+    write(gov.folder, "govsync.yaml", f"""\
+        apiVersion: govsync/v1
+        kind: Project
+        paths: [manifests/]
+        selfHeal: {str(heal).lower()}
+        """)
+    loaded = project.load(str(gov.folder / "govsync.yaml"))
+    settings = Settings(endpoint="local", state=gov.state, workspace=gov.workspace,
+                        local_db=str(gov.folder / LOCAL_DB),
+                        environ=gov.env, selection=Selection(loaded, None))
+    return Target("default", settings, AgentSettings(auto_apply=True))
+
+
+def console_adds_a_host(gov: Gov) -> None:
+    hook = next(o for o in gov.objects("Hook") if o["name"] == "risk_score")
+    gov.call("UpdateHook", {"hook": {**{k: v for k, v in hook.items()
+                                         if k not in ("createdAt", "updatedAt")},
+                                     "allowlistedNetworkHosts": [
+                                         *hook["allowlistedNetworkHosts"], "exfil.example.net"]}})
+
+
+def hosts(gov: Gov) -> list[str]:
+    hook = next(o for o in gov.objects("Hook") if o["name"] == "risk_score")
+    return list(hook["allowlistedNetworkHosts"])
+
+
+def test_the_agent_puts_back_an_outside_change_only_with_self_heal(gov: Gov) -> None:
+    copy_examples(gov.folder)
+    target = target_of(gov, heal=False)
+    gov.ok("apply", "--auto-approve")
+    console_adds_a_host(gov)
+    reported = run(target, revision="r1", paused=None, frozen=None)
+    assert reported.status == Status.DRIFTED and "exfil.example.net" in hosts(gov)
+
+    target = target_of(gov, heal=True)
+    frozen = run(target, revision="r1", paused=None, frozen="* * * * *")
+    assert "freeze window" in frozen.reason and "exfil.example.net" in hosts(gov)
+    paused = run(target, revision="r1", paused={"by": "alice", "reason": "incident"},
+                 frozen=None)
+    assert paused.status == Status.PAUSED and "exfil.example.net" in hosts(gov)
+    healed = run(target, revision="r1", paused=None, frozen=None)
+    assert healed.applied, healed.reason
+    assert "exfil.example.net" not in hosts(gov)
+    again = run(target, revision="r1", paused=None, frozen=None)
+    assert again.status == Status.SYNCED, again.reason
