@@ -24,6 +24,7 @@ from typing import Any
 
 from govsync import agentconfig, project, runtime
 from govsync.agent import cycle as cycles
+from govsync.agent import journal
 from govsync.agent.checkout import Checkout, revision_of
 from govsync.agent.cycle import Cycle, Target
 from govsync.agent.metrics import Metrics
@@ -121,8 +122,11 @@ class Agent:
         self.notifier = Notifier(environ, self._settled, options.sinks)
 
     # -- control --------------------------------------------------------------------
-    def stop(self) -> None:
-        """Finish what is in flight, record it, and return from ``run`` (SIGTERM)."""
+    def stop(self, signal: str | None = None) -> None:
+        """Finish what is in flight, record it, and return from ``run`` (SIGTERM);
+        ``signal``: the signal that asked, logged."""
+        if signal is not None:
+            journal.signalled(signal, again=self.stopping.is_set())
         self.stopping.set()
         self.woken.set()
 
@@ -367,7 +371,8 @@ class Agent:
 
     def _show(self, known: Known, result: Cycle, *, ran: bool) -> None:
         with self._lock:
-            known.cycle = result
+            previous, known.cycle = known.cycle, result
+        journal.cycle_ended(previous, result, ran=ran)
         self.metrics.observe(result, ran=ran)
 
     # -- notifications --------------------------------------------------------------
@@ -436,6 +441,8 @@ class Agent:
                  facts: Mapping[str, Any]) -> None:
         """A notifier thread's report of a delivery: counted, and kept in the ledger."""
         self.metrics.notifications.labels(delivery.sink.name, result).inc()
+        message = delivery.message
+        journal.delivered(message.environment, delivery.sink.name, message.event, result, error)
         with self._lock:
             known = self.known.get(delivery.message.environment)
             if known is None or known.ledger is None:

@@ -163,8 +163,8 @@ def agent_command(ctx: click.Context, project_file: str | None, repo: str | None
     serving()
     agent = Agent(options, os.environ)
     # The entry point's: on SIGTERM (and Ctrl-C) the agent finishes what is in flight.
-    signal.signal(signal.SIGTERM, lambda *_: agent.stop())
-    signal.signal(signal.SIGINT, lambda *_: agent.stop())
+    signal.signal(signal.SIGTERM, lambda *_: agent.stop("SIGTERM"))
+    signal.signal(signal.SIGINT, lambda *_: agent.stop("SIGINT"))
     served = None
     if not once:
         app = create_app(agent, token=token,

@@ -1,0 +1,70 @@
+"""The agent as an on-call engineer operates it (issue 34, finding 7): what its log
+says, what it says when it cannot start, what /readyz and the API say after a
+restart, what its pages show first, and a partial apply.  In process (``agent
+--once`` through click's CliRunner) where no real process is the point."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from agentkit import Agent, Receiver, Repo, hooks
+from click.testing import CliRunner, Result
+
+from govsync.cli import cli as main
+
+STAGING = ("apiVersion: govsync/v1\nkind: Project\npaths: [manifests/]\n{top}"
+           "environments:\n  staging:\n    agent: {{autoApply: true}}\n")
+
+
+@pytest.fixture(autouse=True)
+def _here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in [n for n in os.environ if n.startswith("GOVSYNC_")]:
+        monkeypatch.delenv(name)
+
+
+def once(*extra: str, env: dict[str, str] | None = None) -> Result:
+    return CliRunner().invoke(main, ["agent", "--once", *extra], env=env,
+                              catch_exceptions=False)
+
+
+def write(folder: Path, project: str, names: list[str]) -> None:
+    (folder / "manifests").mkdir(parents=True, exist_ok=True)
+    (folder / "govsync.yaml").write_text(project)
+    (folder / "manifests" / "hooks.yaml").write_text(hooks(names))
+
+
+def test_info_logs_say_each_cycle_status_change_apply_and_notification(tmp_path: Path) -> None:
+    sink = Receiver()
+    top = ("agent:\n  notify:\n    - {type: webhook, name: ops, url: {fromEnv: ALERT_URL}, "
+           "events: [applied, synced]}\n")
+    write(tmp_path, STAGING.format(top=top), ["a1", "a2"])
+    try:
+        done = once("--endpoint", "local", "--state", "state.db", "--allow-sink-host",
+                    "127.0.0.1", env={"GOVSYNC_LOG": "info", "ALERT_URL": sink.url + "/h"})
+    finally:
+        sink.close()
+    assert done.exit_code == 0, done.output
+    logged = done.stderr
+    assert "agent: staging: cycle at" in logged and "Synced" in logged, logged
+    assert "agent: staging: status unknown -> Synced" in logged, logged
+    assert "agent: staging: apply at -: 2 applied" in logged, logged
+    assert "agent: staging: notification applied to ops sent" in logged, logged
+    assert "agent: staging: notification synced to ops sent" in logged, logged
+
+
+def test_sigterm_is_logged(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "repo", STAGING.format(top=""))
+    repo.commit({"manifests/hooks.yaml": hooks(["s1"])})
+    agent = Agent(repo, tmp_path / "run", endpoint="local", env={"GOVSYNC_LOG": "info"})
+    try:
+        agent.wait(lambda e: e["staging"]["status"] == "Synced", what="a cycle")
+        agent.proc.send_signal(signal.SIGTERM)
+        assert agent.proc.wait(timeout=30) == 0
+    finally:
+        agent.stop()
+    logged = agent.log.read_text()
+    assert "agent: SIGTERM received: finishing the calls in flight" in logged, logged
