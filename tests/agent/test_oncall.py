@@ -68,3 +68,38 @@ def test_sigterm_is_logged(tmp_path: Path) -> None:
         agent.stop()
     logged = agent.log.read_text()
     assert "agent: SIGTERM received: finishing the calls in flight" in logged, logged
+
+
+def test_a_repository_that_is_not_there_is_said_once_and_exits_1(tmp_path: Path) -> None:
+    done = once("--repo", str(tmp_path / "nonexistent"), "--checkout", "co",
+                "--endpoint", "local", "--state", "state.db")
+    assert done.exit_code == 1
+    assert done.stderr.count("does not exist") == 1, done.stderr
+    assert "cannot update the checkout of" in done.stderr
+    assert "error: the agent did not start (1 problem(s) above)" in done.stderr
+
+
+def test_a_project_file_with_mistakes_lists_each_at_its_line_and_exits_1(tmp_path: Path) -> None:
+    (tmp_path / "govsync.yaml").write_text(
+        "apiVersion: govsync/v1\nkind: Project\nenvironments:\n  prod:\n"
+        "    agent: {autoApply: maybe}\n  staging:\n    agent: {interval: soon}\n")
+    done = once("--endpoint", "local", "--state", "state.db")
+    assert done.exit_code == 1
+    lines = done.stderr.splitlines()
+    assert any(line.startswith("govsync.yaml:5:24: agent.autoApply") for line in lines), lines
+    assert any(line.startswith("govsync.yaml:7:") and "interval" in line for line in lines), lines
+    assert lines[-1].startswith("error: the agent did not start (2 problem(s) above)"), lines
+
+
+def test_a_relative_repo_keeps_working_on_the_next_run(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = Repo(tmp_path / "repo", STAGING.format(top=""))
+    repo.commit({"manifests/hooks.yaml": hooks(["r1"])})
+    (tmp_path / "run").mkdir()
+    monkeypatch.chdir(tmp_path / "run")
+    args = ("--repo", "../repo", "--checkout", "co", "--endpoint", "local", "--state", "s.db")
+    first = once(*args)
+    assert first.exit_code == 0, first.output
+    second = once(*args)
+    assert second.exit_code == 0, second.output
+    assert "staging: Synced" in second.output

@@ -110,6 +110,7 @@ class Agent:
         self.woken = threading.Event()
         self.known: dict[str, Known] = {}
         self.problem = ""  # what kept the agent from reading its project
+        self.problems: list[str] = []  # each of them, FILE:LINE:COL as validate says it
         self.revision: str | None = None
         self.ready = False
         self.started = time.monotonic()
@@ -196,13 +197,13 @@ class Agent:
     # -- a round --------------------------------------------------------------------
     def _round(self, *, force: bool) -> None:
         self.heartbeat = time.monotonic()
-        problem = ""
+        problem, found = "", []
         try:
             if self.checkout is not None:
                 self.revision = self.checkout.update()
             targets = self._targets()
         except ManifestError as exc:
-            problem = cycles.problems(exc.problems)
+            problem, found = cycles.problems(exc.problems), [str(p) for p in exc.problems]
             targets = {n: k.target for n, k in self.known.items()}
         except GovsyncError as exc:
             problem = str(exc)
@@ -210,7 +211,7 @@ class Agent:
         except OSError as exc:  # files, processes: a status, never the agent's end
             problem = short_of(exc)
             targets = {n: k.target for n, k in self.known.items()}
-        self.problem = problem
+        self.problem, self.problems = problem, found or ([problem] if problem else [])
         with self._lock:
             for name in list(self.known):
                 if name not in targets:
