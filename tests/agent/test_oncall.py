@@ -12,8 +12,13 @@ from pathlib import Path
 import pytest
 from agentkit import Agent, Receiver, Repo, hooks
 from click.testing import CliRunner, Result
+from test_web import TOKEN, client
 
+from govsync.agent import Agent as AgentInProcess
+from govsync.agent import Options, create_app
 from govsync.cli import cli as main
+from govsync.project import Given
+from testkit import free_port
 
 STAGING = ("apiVersion: govsync/v1\nkind: Project\npaths: [manifests/]\n{top}"
            "environments:\n  staging:\n    agent: {{autoApply: true}}\n")
@@ -103,3 +108,42 @@ def test_a_relative_repo_keeps_working_on_the_next_run(tmp_path: Path,
     second = once(*args)
     assert second.exit_code == 0, second.output
     assert "staging: Synced" in second.output
+
+
+def readyz(agent: AgentInProcess) -> int:
+    web = client(create_app(agent, token=TOKEN, webhook_secret=None))
+    answer = web.get("/readyz")
+    assert set(answer.json()) == {"status"}  # nothing more
+    return answer.status_code
+
+
+def test_readyz_is_not_ready_while_the_repository_cannot_be_fetched(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "repo", STAGING.format(top=""))
+    repo.commit({"manifests/hooks.yaml": hooks(["q1"])})
+    options = Options(repo=str(tmp_path / "repo"), checkout=str(tmp_path / "co"),
+                      endpoint=Given("local", "option", "--endpoint", ""),
+                      state=Given(str(tmp_path / "s.db"), "option", "--state", ""))
+    agent = AgentInProcess(options, {})
+    assert agent.run(once=True) == 0 and readyz(agent) == 200
+    (tmp_path / "repo").rename(tmp_path / "gone")
+    agent = AgentInProcess(options, {})
+    agent.run(once=True)
+    assert readyz(agent) == 503
+
+
+def test_readyz_is_not_ready_while_no_endpoint_is_reachable(tmp_path: Path) -> None:
+    write(tmp_path, STAGING.format(top=""), ["e1"])
+
+    def agent_on(endpoint: str) -> AgentInProcess:
+        return AgentInProcess(Options(
+            project=str(tmp_path / "govsync.yaml"),
+            endpoint=Given(endpoint, "option", "--endpoint", ""),
+            state=Given(str(tmp_path / "s.db"), "option", "--state", "")),
+            {"GOVSYNC_API_KEY": "k"})
+
+    down = agent_on(f"http://127.0.0.1:{free_port()}")
+    down.run(once=True)
+    assert readyz(down) == 503
+    up = agent_on("local")
+    up.run(once=True)
+    assert readyz(up) == 200

@@ -24,7 +24,7 @@ from typing import Any
 
 from govsync import agentconfig, project, runtime
 from govsync.agent import cycle as cycles
-from govsync.agent import journal
+from govsync.agent import journal, readiness
 from govsync.agent.checkout import Checkout, revision_of
 from govsync.agent.cycle import Cycle, Target
 from govsync.agent.metrics import Metrics
@@ -113,6 +113,7 @@ class Agent:
         self.problems: list[str] = []  # each of them, FILE:LINE:COL as validate says it
         self.revision: str | None = None
         self.ready = False
+        self.fetched = False  # the checkout brought current in the last round (or none)
         self.started = time.monotonic()
         self.heartbeat = time.monotonic()
         self._lock = threading.RLock()
@@ -147,7 +148,9 @@ class Agent:
                 woken = self.woken.is_set()
                 self.woken.clear()
                 self._round(force=woken or once)
-                self.ready = True
+                with self._lock:
+                    endpoints = [k.target.settings.endpoint for k in self.known.values()]
+                self.ready = readiness.ready(fetched=self.fetched, endpoints=endpoints)
                 if once:
                     break
                 self._wait()
@@ -198,9 +201,11 @@ class Agent:
     def _round(self, *, force: bool) -> None:
         self.heartbeat = time.monotonic()
         problem, found = "", []
+        self.fetched = self.checkout is None
         try:
             if self.checkout is not None:
                 self.revision = self.checkout.update()
+                self.fetched = True
             targets = self._targets()
         except ManifestError as exc:
             problem, found = cycles.problems(exc.problems), [str(p) for p in exc.problems]
