@@ -147,3 +147,27 @@ def test_readyz_is_not_ready_while_no_endpoint_is_reachable(tmp_path: Path) -> N
     up = agent_on("local")
     up.run(once=True)
     assert readyz(up) == 200
+
+
+def test_status_and_last_apply_are_restored_at_start_and_kept_across_cycles(
+        tmp_path: Path) -> None:
+    write(tmp_path, STAGING.format(top=""), ["h1", "h2"])
+    options = Options(project=str(tmp_path / "govsync.yaml"),
+                      endpoint=Given("local", "option", "--endpoint", ""),
+                      state=Given(str(tmp_path / "s.db"), "option", "--state", ""))
+    first = AgentInProcess(options, {})
+    assert first.run(once=True) == 0
+    applied = first.environment("staging")
+    assert applied is not None and applied["lastApply"]["ok"] is True
+    assert applied["lastApply"]["summary"] == {"applied": 2}
+    # A restart: before its first cycle ends, the status and the apply it recorded.
+    again = AgentInProcess(options, {})
+    again.recall()
+    shown = again.environment("staging")
+    assert shown is not None and shown["status"] == "Synced"
+    assert shown["lastApply"] == applied["lastApply"]
+    # Its own cycle, which applies nothing, keeps the last apply.
+    assert again.run(once=True) == 0
+    after = again.environment("staging")
+    assert after is not None and after["lastApply"] == applied["lastApply"]
+    assert after["lastCycle"]["applied"] is None

@@ -38,6 +38,7 @@ from govsync.agent.notify import (
     delivery_id,
 )
 from govsync.agent.reach import SinkPolicy
+from govsync.agent.recall import recall
 from govsync.agentconfig import DEFAULT_INTERVAL, Sink
 from govsync.errors import GovsyncError, LockLostError, ManifestError, StateError
 from govsync.files import inside
@@ -89,6 +90,7 @@ class Known:
 
     target: Target
     cycle: Cycle | None = None
+    last_apply: dict[str, Any] | None = None  # the newest cycle's apply that applied
     leading: bool = False
     leader: dict[str, Any] | None = None
     paused: dict[str, Any] | None = None
@@ -144,6 +146,7 @@ class Agent:
         """Cycle until stopped (then 0), or one round with ``once``: 0 every environment
         Synced, 2 some not (changes, blocked, locked...), 1 an Error."""
         try:
+            self.recall()
             while not self.stopping.is_set():
                 woken = self.woken.is_set()
                 self.woken.clear()
@@ -168,6 +171,21 @@ class Agent:
         if self.problem or Status.ERROR in statuses or not statuses:
             return 1
         return 0 if all(s == Status.SYNCED for s in statuses) else 2
+
+    def recall(self) -> None:
+        """Each environment's last recorded status and apply, before the first round
+        (the project as the checkout, or the folder, holds it now; nothing fetched)."""
+        try:
+            targets = self._targets()
+        except (GovsyncError, OSError):
+            return  # the first round says what is wrong
+        for name, target in targets.items():
+            found, applied = recall(target, self._store)
+            with self._lock:
+                known = self.known.setdefault(name, Known(target))
+                known.last_apply = applied
+            if found is not None:
+                self._show(known, found, ran=False)
 
     def _release(self) -> None:
         """Record that this agent gave its leaderships back (not a take-over, then)."""
@@ -378,6 +396,8 @@ class Agent:
     def _show(self, known: Known, result: Cycle, *, ran: bool) -> None:
         with self._lock:
             previous, known.cycle = known.cycle, result
+            if result.applied is not None:
+                known.last_apply = {**result.applied, "revision": result.revision}
         journal.cycle_ended(previous, result, ran=ran)
         self.metrics.observe(result, ran=ran)
 
@@ -489,7 +509,6 @@ class Agent:
         health: dict[str, SinkHealth] = {
             sink: h for (env, sink), h in self.notifier.health.items()
             if env == target.name}
-        applied = found.applied if found is not None else None
         return {
             "name": target.name,
             "workspace": target.workspace,
@@ -498,7 +517,7 @@ class Agent:
             "reason": found.reason if found is not None else "not planned yet",
             "revision": found.revision if found is not None else self.revision,
             "lastCycle": found.as_dict() if found is not None else None,
-            "lastApply": applied,
+            "lastApply": known.last_apply,
             "pendingChanges": found.pending if found is not None else None,
             "uncertainEntries": found.uncertain if found is not None else None,
             "autoApply": bool(target.agent.auto_apply),
