@@ -171,3 +171,48 @@ def test_status_and_last_apply_are_restored_at_start_and_kept_across_cycles(
     after = again.environment("staging")
     assert after is not None and after["lastApply"] == applied["lastApply"]
     assert after["lastCycle"]["applied"] is None
+
+
+def space(description: str) -> str:
+    return ("apiVersion: govsync/v1\nkind: Space\nmetadata: {name: s1}\n"
+            f"spec:\n  description: {description}\n---\n")
+
+
+CONNECTOR = ("apiVersion: govsync/v1\nkind: Connector\nmetadata: {name: conn-1}\n"
+             "spec:\n  spaceRef: s1\n---\n")
+
+
+@pytest.mark.parametrize("partial", [True, False])
+def test_a_blocked_change_holds_back_only_what_depends_on_it_when_opted_in(
+        tmp_path: Path, partial: bool) -> None:
+    flag = ", partialApply: true" if partial else ""
+    project = ("apiVersion: govsync/v1\nkind: Project\npaths: [manifests/]\n"
+               f"environments:\n  staging:\n    agent: {{autoApply: true{flag}}}\n")
+    write(tmp_path, project, ["h1"])
+    (tmp_path / "manifests" / "spaces.yaml").write_text(space("first"))
+    args = ("--endpoint", "local", "--state", "s.db")
+    assert once(*args).exit_code == 0
+    # The space's description cannot change (blocked); the connector needs the space;
+    # the hook h2 needs neither.
+    (tmp_path / "manifests" / "spaces.yaml").write_text(space("second") + CONNECTOR)
+    (tmp_path / "manifests" / "hooks.yaml").write_text(hooks(["h1", "h2"]))
+    done = once(*args)
+    assert done.exit_code == 2, done.output
+    assert "staging: Blocked" in done.output
+    options = Options(project=str(tmp_path / "govsync.yaml"),
+                      endpoint=Given("local", "option", "--endpoint", ""),
+                      state=Given(str(tmp_path / "s.db"), "option", "--state", ""))
+    shown = AgentInProcess(options, {})
+    shown.recall()
+    found = shown.environment("staging")
+    assert found is not None and found["status"] == "Blocked"
+    listed = found["lastCycle"]["heldBack"]
+    summary = found["lastCycle"]["summary"]
+    if partial:
+        assert listed == ["Space/s1", "Connector/conn-1"] == found["heldBack"]
+        assert "held back 2 change(s): Space/s1, Connector/conn-1" in done.output
+        assert found["lastApply"]["summary"] == {"applied": 1}  # h2
+        assert summary == {"blocked": 1, "create": 1, "no-op": 2}, summary
+    else:
+        assert listed == [] and "held back" not in done.output
+        assert summary.get("create") == 2, summary  # h2 waits too

@@ -520,6 +520,7 @@ class Agent:
             "lastApply": known.last_apply,
             "pendingChanges": found.pending if found is not None else None,
             "uncertainEntries": found.uncertain if found is not None else None,
+            "heldBack": found.held if found is not None else [],
             "autoApply": bool(target.agent.auto_apply),
             "interval": self.interval(target),
             "paused": known.paused,
