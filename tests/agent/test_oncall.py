@@ -187,16 +187,26 @@ def test_a_blocked_change_holds_back_only_what_depends_on_it_when_opted_in(
         tmp_path: Path, partial: bool) -> None:
     flag = ", partialApply: true" if partial else ""
     project = ("apiVersion: govsync/v1\nkind: Project\npaths: [manifests/]\n"
+               "agent:\n  notify:\n    - {type: webhook, name: ops, url: {fromEnv: ALERT_URL}, "
+               "events: [blocked]}\n"
                f"environments:\n  staging:\n    agent: {{autoApply: true{flag}}}\n")
     write(tmp_path, project, ["h1"])
     (tmp_path / "manifests" / "spaces.yaml").write_text(space("first"))
-    args = ("--endpoint", "local", "--state", "s.db")
-    assert once(*args).exit_code == 0
-    # The space's description cannot change (blocked); the connector needs the space;
-    # the hook h2 needs neither.
-    (tmp_path / "manifests" / "spaces.yaml").write_text(space("second") + CONNECTOR)
-    (tmp_path / "manifests" / "hooks.yaml").write_text(hooks(["h1", "h2"]))
-    done = once(*args)
+    sink = Receiver()
+    args = ("--endpoint", "local", "--state", "s.db", "--allow-sink-host", "127.0.0.1")
+    env = {"ALERT_URL": sink.url + "/h"}
+    try:
+        assert once(*args, env=env).exit_code == 0
+        # The space's description cannot change (blocked); the connector needs the
+        # space; the hook h2 needs neither.
+        (tmp_path / "manifests" / "spaces.yaml").write_text(space("second") + CONNECTOR)
+        (tmp_path / "manifests" / "hooks.yaml").write_text(hooks(["h1", "h2"]))
+        done = once(*args, env=env)
+    finally:
+        sink.close()
+    [message] = sink.payloads()
+    assert message["status"] == "Blocked"
+    assert ("held back 2 change(s): Space/s1, Connector/conn-1" in message["reason"]) is partial
     assert done.exit_code == 2, done.output
     assert "staging: Blocked" in done.output
     options = Options(project=str(tmp_path / "govsync.yaml"),
