@@ -6,6 +6,8 @@ them, key by key).
 agent:
   interval: 5m                       # 30s, 5m, 1h, 1h30m
   autoApply: false
+  partialApply: false                # true: a blocked change holds back only itself and
+                                     # what depends on it; the rest is applied
   freeze: ["* 17-23 * * 5"]          # cron windows: no apply in a minute they match
   timezone: Europe/Paris             # of the freeze windows (default UTC)
   plans: approved/                   # approved saved plans (PLAN.json + PLAN.json.sig)
@@ -38,7 +40,10 @@ from govsync.values import SecretRef
 
 Report = Callable[..., None]
 
-AGENT_KEYS = ("interval", "autoApply", "freeze", "timezone", "plans", "notify")
+AGENT_KEYS = ("interval", "autoApply", "partialApply", "freeze", "timezone", "plans",
+              "notify")
+# The keys that are true or false: the field each sets.
+FLAGS = {"autoApply": "auto_apply", "partialApply": "partial_apply"}
 SINK_KEYS = ("type", "name", "url", "secret", "events", "repository", "token", "apiUrl")
 DEFAULT_INTERVAL = 300.0
 DEFAULT_TIMEZONE = "UTC"
@@ -99,6 +104,8 @@ class AgentSettings:
 
     interval: float | None = None  # seconds
     auto_apply: bool | None = None
+    # With autoApply: apply what a blocked change does not hold back (agent/partial.py).
+    partial_apply: bool | None = None
     freeze: tuple[str, ...] | None = None
     timezone: str | None = None
     plans: str | None = None  # a folder, relative to the current directory
@@ -134,8 +141,8 @@ def parse(value: Any, at: tuple[Any, ...], base: str, report: Report) -> AgentSe
     if value is None:
         return None
     if not isinstance(value, dict):
-        report(at, "agent is a mapping with interval, autoApply, freeze, timezone, plans "
-                   "and notify")
+        report(at, "agent is a mapping with interval, autoApply, partialApply, freeze, "
+                   "timezone, plans and notify")
         return None
     unknown_keys(value, at, AGENT_KEYS, report)
     found: dict[str, Any] = {}
@@ -144,11 +151,13 @@ def parse(value: Any, at: tuple[Any, ...], base: str, report: Report) -> AgentSe
             found["interval"] = parse_duration(value["interval"])
         except ValueError as exc:
             report((*at, "interval"), f"agent.interval: {exc}")
-    if "autoApply" in value:
-        if isinstance(value["autoApply"], bool):
-            found["auto_apply"] = value["autoApply"]
+    for key, name in FLAGS.items():
+        if key not in value:
+            continue
+        if isinstance(value[key], bool):
+            found[name] = value[key]
         else:
-            report((*at, "autoApply"), "agent.autoApply must be true or false")
+            report((*at, key), f"agent.{key} must be true or false")
     if "timezone" in value:
         zone = value["timezone"]
         try:

@@ -243,7 +243,8 @@ def _directives_reference(defs: dict[str, Any]) -> list[str]:
         "environments": "name -> settings (the keys marked environment)",
         "rules": "CEL guardrails (see the README's Guardrails and approvals)",
         "approvals": "`required`, `allowedSigners`, `environments`: signed approvals",
-        "agent": "`govsync agent`: `interval`, `autoApply`, `freeze` (cron windows), "
+        "agent": "`govsync agent`: `interval`, `autoApply`, `partialApply` (a blocked "
+                 "change holds back only itself and what depends on it), `freeze` (cron windows), "
                  "`timezone`, `plans` (approved saved plans), `notify` (webhook, slack, "
                  "github); an environment's keys override the top's",
         "ignoreChanges": "kind -> fields (dotted) a refresh does not report as changed "

@@ -43,6 +43,15 @@ def git(*args: str, cwd: str | None = None, timeout: float = GIT_TIMEOUT) -> str
     return done.stdout
 
 
+def local(repo: str) -> bool:
+    """Whether git reads ``repo`` as a folder of this machine (not ``scheme://`` nor
+    ssh's ``host:path``)."""
+    if "://" in repo:
+        return False
+    before, colon, _ = repo.partition(":")
+    return not colon or "/" in before
+
+
 def revision_of(folder: str) -> str | None:
     """The commit checked out in ``folder`` (None: not in git)."""
     try:
@@ -56,7 +65,9 @@ class Checkout:
     ``update`` (the remote's default branch when None)."""
 
     def __init__(self, repo: str, branch: str | None, directory: str) -> None:
-        self.repo = repo
+        # A folder given relative (``../gov``) is made absolute once, here: git records
+        # the origin so, and the agent's later runs may start elsewhere.
+        self.repo = os.path.abspath(repo) if local(repo) else repo
         self.branch = branch
         self.directory = os.path.abspath(directory)
         self._lock = threading.Lock()
@@ -91,7 +102,7 @@ class Checkout:
 
     def _fetch(self) -> None:
         origin = git("remote", "get-url", "origin", cwd=self.directory).strip()
-        if origin != self.repo:
+        if origin != self.repo and not (local(origin) and os.path.abspath(origin) == self.repo):
             raise AgentError(f"{self.directory} is a checkout of {safe_url(origin)}, not of "
                              f"{self.shown}: give --checkout another folder")
         if self.branch is None:

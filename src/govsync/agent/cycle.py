@@ -12,6 +12,7 @@ carries them, found in the folder its ``agent.plans`` names.
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import hashlib
 import json
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from govsync import commands, governance, planfile, runtime
+from govsync.agent import partial
 from govsync.agentconfig import AgentSettings, Event
 from govsync.errors import (
     ApprovalError,
@@ -93,6 +95,7 @@ class Cycle:
     applied: dict[str, Any] | None = None  # when this cycle applied: when, ok, summary
     # Objects a refresh found changed outside govsync or missing on the server.
     drifted: int = 0
+    held: list[str] = field(default_factory=list)  # held back by a partial apply
 
     @property
     def pending(self) -> int:
@@ -121,6 +124,7 @@ class Cycle:
             "summary": {k: n for k, n in self.summary.items() if n},
             "pending": self.pending, "uncertain": self.uncertain,
             "changes": self.changes, "applied": self.applied, "drifted": self.drifted,
+            **({"held": self.held} if self.held else {}),
         }
         key = hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
         return {**body, "at": self.at, "ok": self.status == Status.SYNCED,
@@ -133,7 +137,7 @@ class Cycle:
                 "at": self.at, "seconds": round(self.seconds, 3),
                 "summary": {k: n for k, n in self.summary.items() if n},
                 "pendingChanges": self.pending, "uncertainEntries": self.uncertain,
-                "driftedObjects": self.drifted, "applied": self.applied}
+                "driftedObjects": self.drifted, "applied": self.applied, "heldBack": self.held}
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any], environment: str,
@@ -145,7 +149,8 @@ class Cycle:
                        str(record.get("reason") or ""), record.get("revision"),
                        str(record.get("at") or ""), float(record.get("seconds") or 0.0),
                        summary, list(record.get("changes") or []), record.get("applied"),
-                       int(record.get("drifted") or 0))
+                       int(record.get("drifted") or 0),
+                       [str(a) for a in record.get("held") or []])
         except (KeyError, TypeError, ValueError):
             return None
 
@@ -207,6 +212,9 @@ def _run(cycle: Cycle, target: Target, paused: Mapping[str, Any] | None, frozen:
     # outside govsync is only reported.
     appliable = (cycle.status in (Status.OUT_OF_SYNC, Status.UNCERTAIN, Status.DRIFTED)
                  and (plan.work() or plan.governance is not None))
+    held = bool(target.agent.partial_apply and cycle.status == Status.BLOCKED
+                and plan.blocked())  # the rest applied, what is blocked held back
+    appliable = appliable or held
     if paused is not None:
         cycle.status, cycle.reason = Status.PAUSED, (
             f"paused by {paused.get('by', 'someone')} at {paused.get('at', '?')}: "
@@ -221,6 +229,8 @@ def _run(cycle: Cycle, target: Target, paused: Mapping[str, Any] | None, frozen:
         return
     if _required(plan, settings) or found:
         _apply_approved(cycle, target, manifests, stopping, found)
+    elif held:
+        apply_rest(cycle, target, manifests, plan, stopping)
     else:
         _apply(cycle, target, manifests, None, stopping)
 
@@ -372,3 +382,28 @@ def _apply(cycle: Cycle, target: Target, manifests: ManifestSet, saved: SavedPla
         cycle.status, cycle.reason = Status.ERROR, (
             f"the apply failed ({len(failed)} change(s) failed): {why}; {after.reason}")
     return True
+
+
+def apply_rest(cycle: Cycle, target: Target, manifests: ManifestSet, plan: Plan,
+               stopping: threading.Event | None) -> None:
+    """A partial apply (partial.py): every change but the held-back ones, as
+    ``apply --target`` with their addresses; the status is then the whole plan's
+    (``Blocked`` while a blocked change remains), and the reason and ``held`` list
+    what waits."""
+    cycle.held = partial.held_back(plan, manifests)
+    shown = partial.said(cycle.held, len(plan.blocked()))
+    rest = [c.address for c in plan.work() if c.address not in set(cycle.held)]
+    if not rest:
+        cycle.reason += f"; {shown}; nothing else to apply"
+        return
+    settings = dataclasses.replace(target.settings, targets=tuple(rest))
+    _apply(cycle, dataclasses.replace(target, settings=settings), manifests, None, stopping)
+    if cycle.applied is None or cycle.status == Status.LOCKED:
+        cycle.reason += f"; {shown}"
+        return
+    failed = "" if cycle.applied.get("ok") else cycle.reason
+    after = Cycle(cycle.environment, cycle.workspace, Status.ERROR, "", cycle.revision)
+    _plan(after, manifests, target.settings)  # the whole environment's
+    cycle.summary, cycle.changes = after.summary, after.changes
+    cycle.status = Status.ERROR if failed else after.status
+    cycle.reason = f"{failed or after.reason}; applied the rest, {shown}"

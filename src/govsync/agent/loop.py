@@ -24,6 +24,7 @@ from typing import Any
 
 from govsync import agentconfig, project, runtime
 from govsync.agent import cycle as cycles
+from govsync.agent import journal, readiness
 from govsync.agent.checkout import Checkout, revision_of
 from govsync.agent.cycle import Cycle, Target
 from govsync.agent.metrics import Metrics
@@ -37,6 +38,7 @@ from govsync.agent.notify import (
     delivery_id,
 )
 from govsync.agent.reach import SinkPolicy
+from govsync.agent.recall import recall
 from govsync.agentconfig import DEFAULT_INTERVAL, Sink
 from govsync.errors import GovsyncError, LockLostError, ManifestError, StateError
 from govsync.files import exposed_state, inside
@@ -88,6 +90,7 @@ class Known:
 
     target: Target
     cycle: Cycle | None = None
+    last_apply: dict[str, Any] | None = None  # the newest cycle's apply that applied
     leading: bool = False
     leader: dict[str, Any] | None = None
     paused: dict[str, Any] | None = None
@@ -109,8 +112,10 @@ class Agent:
         self.woken = threading.Event()
         self.known: dict[str, Known] = {}
         self.problem = ""  # what kept the agent from reading its project
+        self.problems: list[str] = []  # each of them, FILE:LINE:COL as validate says it
         self.revision: str | None = None
         self.ready = False
+        self.fetched = False  # the checkout brought current in the last round (or none)
         self.started = time.monotonic()
         self.heartbeat = time.monotonic()
         self._lock = threading.RLock()
@@ -121,8 +126,11 @@ class Agent:
         self.notifier = Notifier(environ, self._settled, options.sinks)
 
     # -- control --------------------------------------------------------------------
-    def stop(self) -> None:
-        """Finish what is in flight, record it, and return from ``run`` (SIGTERM)."""
+    def stop(self, signal: str | None = None) -> None:
+        """Finish what is in flight, record it, and return from ``run`` (SIGTERM);
+        ``signal``: the signal that asked, logged."""
+        if signal is not None:
+            journal.signalled(signal, again=self.stopping.is_set())
         self.stopping.set()
         self.woken.set()
 
@@ -138,11 +146,14 @@ class Agent:
         """Cycle until stopped (then 0), or one round with ``once``: 0 every environment
         Synced, 2 some not (changes, blocked, locked...), 1 an Error."""
         try:
+            self.recall()
             while not self.stopping.is_set():
                 woken = self.woken.is_set()
                 self.woken.clear()
                 self._round(force=woken or once)
-                self.ready = True
+                with self._lock:
+                    endpoints = [k.target.settings.endpoint for k in self.known.values()]
+                self.ready = readiness.ready(fetched=self.fetched, endpoints=endpoints)
                 if once:
                     break
                 self._wait()
@@ -160,6 +171,21 @@ class Agent:
         if self.problem or Status.ERROR in statuses or not statuses:
             return 1
         return 0 if all(s == Status.SYNCED for s in statuses) else 2
+
+    def recall(self) -> None:
+        """Each environment's last recorded status and apply, before the first round
+        (the project as the checkout, or the folder, holds it now; nothing fetched)."""
+        try:
+            targets = self._targets()
+        except (GovsyncError, OSError):
+            return  # the first round says what is wrong
+        for name, target in targets.items():
+            found, applied = recall(target, self._store)
+            with self._lock:
+                known = self.known.setdefault(name, Known(target))
+                known.last_apply = applied
+            if found is not None:
+                self._show(known, found, ran=False)
 
     def _release(self) -> None:
         """Record that this agent gave its leaderships back (not a take-over, then)."""
@@ -192,13 +218,15 @@ class Agent:
     # -- a round --------------------------------------------------------------------
     def _round(self, *, force: bool) -> None:
         self.heartbeat = time.monotonic()
-        problem = ""
+        problem, found = "", []
+        self.fetched = self.checkout is None
         try:
             if self.checkout is not None:
                 self.revision = self.checkout.update()
+                self.fetched = True
             targets = self._targets()
         except ManifestError as exc:
-            problem = cycles.problems(exc.problems)
+            problem, found = cycles.problems(exc.problems), [str(p) for p in exc.problems]
             targets = {n: k.target for n, k in self.known.items()}
         except GovsyncError as exc:
             problem = str(exc)
@@ -206,7 +234,7 @@ class Agent:
         except OSError as exc:  # files, processes: a status, never the agent's end
             problem = short_of(exc)
             targets = {n: k.target for n, k in self.known.items()}
-        self.problem = problem
+        self.problem, self.problems = problem, found or ([problem] if problem else [])
         with self._lock:
             for name in list(self.known):
                 if name not in targets:
@@ -367,7 +395,10 @@ class Agent:
 
     def _show(self, known: Known, result: Cycle, *, ran: bool) -> None:
         with self._lock:
-            known.cycle = result
+            previous, known.cycle = known.cycle, result
+            if result.applied is not None:
+                known.last_apply = {**result.applied, "revision": result.revision}
+        journal.cycle_ended(previous, result, ran=ran)
         self.metrics.observe(result, ran=ran)
 
     # -- notifications --------------------------------------------------------------
@@ -436,6 +467,8 @@ class Agent:
                  facts: Mapping[str, Any]) -> None:
         """A notifier thread's report of a delivery: counted, and kept in the ledger."""
         self.metrics.notifications.labels(delivery.sink.name, result).inc()
+        message = delivery.message
+        journal.delivered(message.environment, delivery.sink.name, message.event, result, error)
         with self._lock:
             known = self.known.get(delivery.message.environment)
             if known is None or known.ledger is None:
@@ -476,7 +509,6 @@ class Agent:
         health: dict[str, SinkHealth] = {
             sink: h for (env, sink), h in self.notifier.health.items()
             if env == target.name}
-        applied = found.applied if found is not None else None
         return {
             "name": target.name,
             "workspace": target.workspace,
@@ -485,9 +517,10 @@ class Agent:
             "reason": found.reason if found is not None else "not planned yet",
             "revision": found.revision if found is not None else self.revision,
             "lastCycle": found.as_dict() if found is not None else None,
-            "lastApply": applied,
+            "lastApply": known.last_apply,
             "pendingChanges": found.pending if found is not None else None,
             "uncertainEntries": found.uncertain if found is not None else None,
+            "heldBack": found.held if found is not None else [],
             "autoApply": bool(target.agent.auto_apply),
             "interval": self.interval(target),
             "paused": known.paused,

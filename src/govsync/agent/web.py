@@ -2,8 +2,10 @@
 
 =====================================  ==============================================
 ``GET /healthz``                       200 while the agent's loop is alive
-``GET /readyz``                        200 once every environment was cycled once
-                                       (ready or not: nothing more)
+``GET /readyz``                        200 once every environment was cycled once,
+                                       the repository fetched and one endpoint
+                                       reachable in the last round (readiness.py);
+                                       503 otherwise (ready or not: nothing more)
 ``GET /metrics``                       Prometheus text
 ``POST /hooks/git``                    GitHub's push webhook: ``X-Hub-Signature-256``
                                        checked with GOVSYNC_AGENT_WEBHOOK_SECRET (401

@@ -163,8 +163,8 @@ def agent_command(ctx: click.Context, project_file: str | None, repo: str | None
     serving()
     agent = Agent(options, os.environ)
     # The entry point's: on SIGTERM (and Ctrl-C) the agent finishes what is in flight.
-    signal.signal(signal.SIGTERM, lambda *_: agent.stop())
-    signal.signal(signal.SIGINT, lambda *_: agent.stop())
+    signal.signal(signal.SIGTERM, lambda *_: agent.stop("SIGTERM"))
+    signal.signal(signal.SIGINT, lambda *_: agent.stop("SIGINT"))
     served = None
     if not once:
         app = create_app(agent, token=token,
@@ -179,12 +179,13 @@ def agent_command(ctx: click.Context, project_file: str | None, repo: str | None
         if served is not None:
             served.stop()
     if once:
-        if agent.problem and not agent.known:
-            click.echo(f"error: {agent.problem}", err=True)
         for item in agent.environments():
             click.echo(f"{item['name']}: {item['status']} ({item['reason']})")
-        if agent.problem and not agent.environments():
-            click.echo(f"Error: {agent.problem}", err=True)
+        if agent.problem and not agent.known:  # it could not start: each problem, once
+            for line in agent.problems:
+                click.echo(line, err=True)
+            click.echo(f"error: the agent did not start ({len(agent.problems)} problem(s) "
+                       "above); nothing was planned", err=True)
     sys.exit(code)
 
 

@@ -66,6 +66,9 @@ APPLY_RECORD = "apply"
 DRIFT_RECORD = "drift"
 # History records read for a page (``govsync audit export`` writes them all).
 HISTORY_LIMIT = 200
+# A view older than its max_age is served while a new one is made only this many
+# times max_age; beyond, a page waits for the new one.
+STALE_SERVED = 4
 
 
 def record_type(record: Mapping[str, Any]) -> str:
@@ -261,9 +264,20 @@ def status_of(plan: Plan | None, rule_errors: int, lock: str, error: str) -> tup
     return Status.SYNCED, "the manifests match the recorded state"
 
 
+def _word(report: AgentReport | None) -> tuple[Any, ...] | None:
+    """What of the agent's report a view is made under (its time aside: a cycle that
+    found the same does not make the view again)."""
+    return None if report is None else (report.status, report.revision, report.detail)
+
+
 class Dashboard:
     """Every environment's view, made once and made again when older than ``max_age``
-    seconds: a page is served from the last view while a new one is made."""
+    seconds: a page is served from the last view while a new one is made, if that
+    view is younger than ``STALE_SERVED`` times ``max_age`` (an older one, the first
+    load after a quiet while, waits for the new one).  With an agent, a view made
+    under another word of the agent's (a cycle ended since: another status or
+    revision) is made again before it is served: a page never shows a status or
+    plan older than the agent's."""
 
     def __init__(self, sources: Mapping[str, Settings], *, statuses: StatusProvider | None = None,
                  max_age: float = 15.0) -> None:
@@ -282,21 +296,26 @@ class Dashboard:
     def view(self, name: str) -> EnvironmentView:
         """The environment's view (KeyError for an unknown name)."""
         settings = self.sources[name]
+        report = self.statuses(name) if self.statuses is not None else None
         with self._lock:
             current = self._views.get(name)
-            fresh = current is not None and time.monotonic() - self._made[name] < self.max_age
-        if current is not None and fresh:
+            if current is not None and _word(current.agent) != _word(report):
+                current = None  # the agent has moved on: that plan is not shown
+            age = time.monotonic() - self._made[name] if current is not None else 0.0
+        if current is not None and age < self.max_age:
             return current
         busy = self._busy[name]
-        if current is not None:
+        if current is not None and age < STALE_SERVED * self.max_age:
             if busy.acquire(blocking=False):  # made again in the background
                 threading.Thread(target=self._refresh, args=(name, settings, busy),
                                  daemon=True).start()
             return current
         with busy:
             with self._lock:
-                if name in self._views:
-                    return self._views[name]
+                made = self._views.get(name)
+                if (made is not None and _word(made.agent) == _word(report)
+                        and time.monotonic() - self._made[name] < self.max_age):
+                    return made  # made by another request meanwhile
             return self._make(name, settings)
 
     def _refresh(self, name: str, settings: Settings, busy: threading.Lock) -> None:
