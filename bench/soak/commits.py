@@ -121,8 +121,12 @@ class Commits:
             self._write(self.prod, f"  fast:\n    paths: [m/]\n    workspace: {name}\n"
                                    f"    state: {json.dumps(self.state)}\n    agent: {{autoApply: true}}\n")
             self._commit(kind)
-            done = _run(["apply", "--env", "fast", "--auto-approve"], self.env, self.root)
-            return repr(self.prod) not in done.stderr
+            # Without the refresh (an endpoint without reads), so that the governance
+            # binding is what stands in the way: with it, the creates of objects prod
+            # holds are blocked first (no duplicate), and the binding is not reached.
+            done = _run(["apply", "--env", "fast", "--auto-approve", "--refresh=false"],
+                        self.env, self.root)
+            return done.returncode == 0 or repr(self.prod) not in done.stderr
         if kind == "rename-workspace":
             self._write(name, "", approvals=False)
             with open(os.path.join(self.root, "govsync.yaml"), encoding="utf-8") as fh:
@@ -131,12 +135,13 @@ class Commits:
                 fh.write(text.replace("paths: [gov/]", "paths: [m/]"))
             self._commit(kind)
             review = os.path.join(tmp, "review.json")
-            made = _run(["plan", "--env", "prod", "--out", review], self.env, self.root)
+            made = _run(["plan", "--env", "prod", "--out", review, "--refresh=false"],
+                        self.env, self.root)
             if made.returncode != 0:
                 return False
-            done = _run(["apply", "--env", "prod", "--reviewed", review, "--auto-approve"],
-                        self.env, self.root)
-            return repr(self.prod) not in done.stderr
+            done = _run(["apply", "--env", "prod", "--reviewed", review, "--auto-approve",
+                         "--refresh=false"], self.env, self.root)
+            return done.returncode == 0 or repr(self.prod) not in done.stderr
         # committed-state: an empty state committed where the agent keeps its default.
         self._write(self.prod, f"  staging:\n    paths: [m/]\n    workspace: {name}\n"
                                "    agent: {autoApply: true}\n")

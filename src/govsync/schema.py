@@ -218,7 +218,11 @@ def _directive_specs(merges: dict[str, dict[str, Any]]) -> dict[str, dict[str, A
                     "required": ["from", "destroy"],
                     "description": "Delete a recorded object whose manifest is gone "
                                    "(destroy: true), or drop it from state only (false).",
-                    "properties": {"from": address, "destroy": {"type": "boolean"}}},
+                    "properties": {"from": address, "destroy": {
+                        "type": "boolean",
+                        "description": "true: delete the object on the server (reviewed like "
+                                       "any change); false: drop it from state only, and "
+                                       "leave it on the server."}}},
     }
 
 

@@ -173,13 +173,13 @@ def test_status_and_last_apply_are_restored_at_start_and_kept_across_cycles(
     assert after["lastCycle"]["applied"] is None
 
 
-def space(description: str) -> str:
-    return ("apiVersion: govsync/v1\nkind: Space\nmetadata: {name: s1}\n"
-            f"spec:\n  description: {description}\n---\n")
+def satellite(kind: str) -> str:
+    return ("apiVersion: govsync/v1\nkind: Satellite\nmetadata: {name: sat-1}\n"
+            f"spec:\n  satelliteType: {kind}\n---\n")
 
 
-CONNECTOR = ("apiVersion: govsync/v1\nkind: Connector\nmetadata: {name: conn-1}\n"
-             "spec:\n  spaceRef: s1\n---\n")
+CONNECTOR = ("apiVersion: govsync/v1\nkind: Connector\n"
+             "metadata: {name: conn-1, dependsOn: [Satellite/sat-1]}\nspec: {}\n---\n")
 
 
 @pytest.mark.parametrize("partial", [True, False])
@@ -191,22 +191,22 @@ def test_a_blocked_change_holds_back_only_what_depends_on_it_when_opted_in(
                "events: [blocked]}\n"
                f"environments:\n  staging:\n    agent: {{autoApply: true{flag}}}\n")
     write(tmp_path, project, ["h1"])
-    (tmp_path / "manifests" / "spaces.yaml").write_text(space("first"))
+    (tmp_path / "manifests" / "spaces.yaml").write_text(satellite("data_discovery"))
     sink = Receiver()
     args = ("--endpoint", "local", "--state", "s.db", "--allow-sink-host", "127.0.0.1")
     env = {"ALERT_URL": sink.url + "/h"}
     try:
         assert once(*args, env=env).exit_code == 0
-        # The space's description cannot change (blocked); the connector needs the
-        # space; the hook h2 needs neither.
-        (tmp_path / "manifests" / "spaces.yaml").write_text(space("second") + CONNECTOR)
+        # The satellite's type cannot change (blocked); the connector depends on the
+        # satellite; the hook h2 needs neither.
+        (tmp_path / "manifests" / "spaces.yaml").write_text(satellite("ai") + CONNECTOR)
         (tmp_path / "manifests" / "hooks.yaml").write_text(hooks(["h1", "h2"]))
         done = once(*args, env=env)
     finally:
         sink.close()
     [message] = sink.payloads()
     assert message["status"] == "Blocked"
-    assert ("held back 2 change(s): Space/s1, Connector/conn-1" in message["reason"]) is partial
+    assert ("held back 2 change(s): Satellite/sat-1, Connector/conn-1" in message["reason"]) is partial
     assert done.exit_code == 2, done.output
     assert "staging: Blocked" in done.output
     options = Options(project=str(tmp_path / "govsync.yaml"),
@@ -219,8 +219,8 @@ def test_a_blocked_change_holds_back_only_what_depends_on_it_when_opted_in(
     listed = found["lastCycle"]["heldBack"]
     summary = found["lastCycle"]["summary"]
     if partial:
-        assert listed == ["Space/s1", "Connector/conn-1"] == found["heldBack"]
-        assert "held back 2 change(s): Space/s1, Connector/conn-1" in done.output
+        assert listed == ["Satellite/sat-1", "Connector/conn-1"] == found["heldBack"]
+        assert "held back 2 change(s): Satellite/sat-1, Connector/conn-1" in done.output
         assert found["lastApply"]["summary"] == {"applied": 1}  # h2
         assert summary == {"blocked": 1, "create": 1, "no-op": 2}, summary
     else:

@@ -49,17 +49,27 @@ def test_a_new_environment_on_a_governed_endpoint_needs_its_approvals(repo: Repo
     alice, bob = governed(repo)
     count = repo.count()
     add_environment(repo, "prod-fast", f"prod-fast-{repo.suffix}")
-    planned = repo.gov("plan", "--env", "prod-fast")
+    # With the refresh, prod's objects are found on the server: not created again.
+    seen = repo.gov("apply", "--env", "prod-fast", "--auto-approve")
+    assert seen.code == 1 and "exist(s) on the server unrecorded" in seen.err, seen
+    # Without it (or on an endpoint without reads) the governance binding alone stands.
+    planned = repo.gov("plan", "--env", "prod-fast", "--refresh=false")
     assert planned.code == 0, planned
     assert f"workspace {repo.prod!r}" in planned.out, planned  # the plan says so
-    refused = repo.gov("apply", "--env", "prod-fast", "--auto-approve")
+    refused = repo.gov("apply", "--env", "prod-fast", "--auto-approve", "--refresh=false")
     assert refused.code == 1, refused
     assert f"workspace {repo.prod!r}" in refused.err and "nothing was sent" in refused.err
     assert "Traceback" not in refused.err
     assert repo.count() == count  # no hook created a second time
-    # prod's own signers can let it in: the approvals recorded with prod.
-    applied = repo.approved_apply(alice, bob, env="prod-fast")
-    assert applied.code == 0, applied
+    # prod's own signers sign the new workspace's plan: still no duplicate, the
+    # refresh blocks the creates of what prod holds.
+    plan = repo.root / "fast.json"
+    assert repo.gov("plan", "--env", "prod-fast", "--out", str(plan)).code in (0, 1)
+    for key in (alice, bob):
+        assert repo.gov("approve", "--yes", str(plan), "--key", str(key)).code == 0
+    applied = repo.gov("apply", "--env", "prod-fast", str(plan))
+    assert applied.code == 1 and "exist(s) on the server unrecorded" in applied.err, applied
+    assert repo.count() == count
 
 
 def test_renaming_the_workspace_and_dropping_approvals_creates_nothing_twice(
@@ -71,14 +81,18 @@ def test_renaming_the_workspace_and_dropping_approvals_creates_nothing_twice(
     renamed = f"prod2-{repo.suffix}"
     project.write_text(text.replace(f"workspace: {repo.prod}", f"workspace: {renamed}")
                        [:text.index("approvals:")])
-    direct = repo.gov("apply", "--env", "prod", "--auto-approve")
+    seen = repo.gov("apply", "--env", "prod", "--auto-approve")
+    assert seen.code == 1 and "exist(s) on the server unrecorded" in seen.err, seen
+    # Without the refresh, the governance binding alone refuses.
+    direct = repo.gov("apply", "--env", "prod", "--auto-approve", "--refresh=false")
     assert direct.code == 1, direct
     assert f"workspace {repo.prod!r}" in direct.err and "nothing was sent" in direct.err
     # The merge job: the pull request's plan, reviewed, applied with --reviewed.
     review = repo.root / "review.json"
-    made = repo.gov("plan", "--env", "prod", "--out", str(review))
+    made = repo.gov("plan", "--env", "prod", "--out", str(review), "--refresh=false")
     assert made.code == 0, made
-    merged = repo.gov("apply", "--env", "prod", "--reviewed", str(review), "--auto-approve")
+    merged = repo.gov("apply", "--env", "prod", "--reviewed", str(review), "--auto-approve",
+                      "--refresh=false")
     assert merged.code == 1, merged
     assert f"workspace {repo.prod!r}" in merged.err and "nothing was sent" in merged.err
     assert repo.count() == count

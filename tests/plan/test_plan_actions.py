@@ -77,7 +77,9 @@ def test_hook_timeout_change_is_an_update(gov: Gov, applied: Path) -> None:
     assert plan["summary"] == summary(update=1, no_op=58)
     assert only_changes(plan) == {"Hook/risk_score": {
         "address": "Hook/risk_score", "action": "update", "kind": "Hook", "id": hook_id,
-        "fields": ["timeoutMs"], "reason": "",
+        "fields": ["timeoutMs"],
+        # Planned offline: the plan says what an update it could not read sends.
+        "reason": UNREAD_UPDATE.format(why="no endpoint", op="UpdateHook"),
         "diff": [{"field": "timeoutMs", "before": 1500, "after": 2500}],
     }}
 
@@ -119,7 +121,7 @@ def test_hook_code_change_is_an_update(gov: Gov, applied: Path) -> None:
     assert change["fields"] == ["code"]
     assert change["diff"] == [{"field": "code", "before": before,
                                "after": before.replace(old, new)}]
-    assert change["reason"] == ""
+    assert change["reason"] == UNREAD_UPDATE.format(why="no endpoint", op="UpdateHook")
 
 
 def test_signing_key_protection_change_is_an_update(gov: Gov, applied: Path) -> None:

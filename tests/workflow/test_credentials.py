@@ -48,9 +48,11 @@ environments:
 """
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
-    """Two API instances: staging's and prod's, each with its own keys."""
+    """Two API instances: staging's and prod's, each with its own keys; new for each test,
+    whose state is new too (a server holding another test's hook would block its create:
+    it exists on the server unrecorded)."""
     log = tmp_path_factory.mktemp("servers")
     staging, staging_url = serve(["--api-key", STAGING_KEY, "--viewer-key", STAGING_VIEWER],
                                  key=STAGING_KEY, output=log / "staging.log")

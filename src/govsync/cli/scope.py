@@ -92,7 +92,9 @@ def saved_plan_settings(settings: Settings, plan: Plan, path: str) -> Settings:
     scoped = resolve(selection, endpoint=endpoint, state=state, workspace=workspace,
                      environ=settings.environ, insecure_http=settings.insecure_http,
                      local_seed=settings.local_seed)
-    scoped = dataclasses.replace(scoped, targets=settings.targets)
+    # What the command's own options set (--target, --replace, --refresh) stays.
+    scoped = dataclasses.replace(scoped, targets=settings.targets, replace=settings.replace,
+                                 refresh=settings.refresh)
     if plan.state and not same_setting("state", _comparable(scoped.state), plan.state):
         raise ConfigError(
             f"{path} was made against state {plan.state}, and this run names state "
