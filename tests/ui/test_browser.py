@@ -125,6 +125,13 @@ def test_click_through_every_page(dashboard: Dashboard, tmp_path: Path) -> None:
         page.wait_for_function(  # drawn on the next animation frame
             "b => document.querySelector('g.viewport').getAttribute('transform') !== b",
             arg=before, timeout=5000)
+        # Every label fits in its box (a long address is cut, and whole in its tooltip).
+        overflowing = page.evaluate("""() => [...document.querySelectorAll('g.nodes rect')]
+            .map(r => [r.getBBox(), r.nextElementSibling])
+            .filter(([box, text]) => text && text.getBBox().x + text.getBBox().width
+                                     > box.x + box.width)
+            .map(([, text]) => text.textContent)""")
+        assert page.locator("g.nodes rect").count() > 10 and overflowing == [], overflowing
         # Select a node by clicking it: what it depends on and what depends on it.
         page.locator('.nodes .n[data-i]', has_text="Space/analytics").click()
         panel = page.locator(".graph-panel")

@@ -180,6 +180,12 @@ async def block_existing(client: AsyncClient, plan: Plan, entries: Mapping[str, 
         if change.action != Action.CREATE:
             continue
         kind = BY_KIND[change.kind]
+        if kind.create.retry_safe:
+            # Its "create" sets the one object of its key (a connector's AI provider, a
+            # link, a blocked user): sent again, it makes no second one. Apply records
+            # no intent for it, so a kill after the server kept it leaves it unrecorded,
+            # and the next apply sends it again, as it would without the refresh.
+            continue
         identity = _identity(kind, change)
         if identity is not None:
             wanted.setdefault(kind.name, []).append((change, identity))

@@ -32,8 +32,12 @@ ROW = NODE_HEIGHT + 10
 MARGIN = 20
 # Room above the first row for each layer's heading ("depth 2").
 HEADING = 24
+# A label is 12 px monospace (app.css, g.nodes text): 0.6 em a character, from 8 px
+# inside the box's left edge to as far inside its right one.
+LABEL_PAD = 8
+CHAR_PX = 12 * 0.6
 # Characters of an address that fit in a node (the whole address is its tooltip).
-LABEL_CHARS = 36
+LABEL_CHARS = int((NODE_WIDTH - 2 * LABEL_PAD) / CHAR_PX)
 # Width over height that wrapped layers aim at.
 ASPECT = 1.6
 
@@ -140,7 +144,7 @@ def graph_svg(graph: Graph, *, node_url: str = "", selected: str | None = None) 
         # A tooltip only where the label is cut: one element fewer per object to parse.
         tip = f"<title>{html.escape(address)}</title>" if label != address else ""
         body = (f'<rect x="{x}" y="{y}" width="{NODE_WIDTH}" height="{NODE_HEIGHT}" rx="4"/>'
-                f'<text x="{x + 8}" y="{y + half + 4}">{html.escape(label)}</text>{tip}')
+                f'<text x="{x + LABEL_PAD}" y="{y + half + 4}">{html.escape(label)}</text>{tip}')
         if node_url:
             link = html.escape(f"{node_url}{'&' if '?' in node_url else '?'}node="
                                f"{quote(address, safe='')}")
