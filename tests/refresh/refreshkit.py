@@ -14,19 +14,26 @@ import os
 import shutil
 import textwrap
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import yaml
 from click.testing import CliRunner
 
 from govsync.cli import cli
 from govsync.runtime import seed_local
 from govsync.server import Store, create_app
-from testkit import EXAMPLE_MANIFESTS, EXAMPLE_SECRET_VARS, EXAMPLE_SEED, without_settings
+from testkit import (
+    EXAMPLE_MANIFESTS,
+    EXAMPLE_SECRET_VARS,
+    EXAMPLE_SEED,
+    drop_pg_workspaces,
+    without_settings,
+)
 
 LOCAL_DB = Path(".govsync") / "local-api.db"
 
@@ -175,3 +182,32 @@ def _changed_field(fields: tuple[str, ...], secrets: tuple[str, ...],
         if found:
             return found
     raise AssertionError(f"no field to change in {obj}")
+
+
+# -- the fixtures both tests/refresh and tests/change use (their conftests import them) --
+
+POSTGRES_ENV = "GOVSYNC_TEST_POSTGRES"
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def gov(request: pytest.FixtureRequest, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> Iterator[Gov]:
+    url = os.environ.get(POSTGRES_ENV, "")
+    without_settings(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    if request.param == "sqlite":
+        yield make_gov(tmp_path, str(tmp_path / ".govsync" / "state.db"))
+        return
+    if not url:
+        pytest.skip(f"{POSTGRES_ENV} is not set")
+    made = make_gov(tmp_path, url)
+    yield made
+    drop_pg_workspaces(url, [made.workspace])
+
+
+@pytest.fixture
+def sqlite_gov(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Gov:
+    """SQLite only: for what does not depend on the state backend."""
+    without_settings(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    return make_gov(tmp_path, str(tmp_path / ".govsync" / "state.db"))
