@@ -21,7 +21,7 @@ import httpx
 import pytest
 from agentkit import KEY, Agent, Receiver, Repo, hooks, workspace
 
-from govsync.state import open_store
+from govsync.state import now, open_store
 from testkit import drop_pg_workspaces
 from testkit import serve as serve_process
 from testkit import stop as stop_process
@@ -76,9 +76,12 @@ def test_a_commit_goes_out_of_sync_then_is_auto_applied(tmp_path: Path, server: 
         assert page.status_code == 200 and "OutOfSync" in page.text
     finally:
         assert agent.stop() == 0
+    restarted = now()
     again = Agent(repo, tmp_path / "run", endpoint=None, interval="1h")
     try:
-        found = again.wait(lambda e: e["prod"]["status"] == "OutOfSync", what="a restart")
+        # The status is restored from history at once: wait for the restart's own cycle.
+        found = again.wait(lambda e: e["prod"]["status"] == "OutOfSync"
+                           and e["prod"]["lastCycle"]["at"] > restarted, what="a restart")
         history = again.get("/api/v1/environments/prod/history").json()["records"]
         assert history[0]["cycles"] >= 2, history[:2]  # the cycles before the restart, kept
     finally:
