@@ -20,8 +20,6 @@ import pytest
 from agentkit import KEY, Agent, Repo, hooks
 
 from testkit import drop_pg_workspaces
-from testkit import serve as serve_process
-from testkit import stop as stop_process
 
 pytestmark = pytest.mark.slow
 
@@ -51,15 +49,6 @@ environments:
     agent: {{autoApply: true}}
 """
 POSTGRES = os.environ.get("GOVSYNC_TEST_POSTGRES", "")
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[str]:
-    proc, url = serve_process(["--api-key", KEY], key=KEY, output=tmp_path / "server.log")
-    try:
-        yield url
-    finally:
-        stop_process(proc)
 
 
 def names(url: str) -> Counter[str]:

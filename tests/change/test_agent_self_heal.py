@@ -4,7 +4,7 @@ without ``selfHeal`` it is reported (``Drifted``), never reverted."""
 
 from __future__ import annotations
 
-from refreshkit import LOCAL_DB, Gov, copy_examples, write
+from refreshkit import LOCAL_DB, Gov, console_adds_a_host, copy_examples, hosts, write
 
 from govsync import project
 from govsync.agent.cycle import Target, run
@@ -26,19 +26,6 @@ def target_of(gov: Gov, heal: bool) -> Target:
                         local_db=str(gov.folder / LOCAL_DB),
                         environ=gov.env, selection=Selection(loaded, None))
     return Target("default", settings, AgentSettings(auto_apply=True))
-
-
-def console_adds_a_host(gov: Gov) -> None:
-    hook = next(o for o in gov.objects("Hook") if o["name"] == "risk_score")
-    gov.call("UpdateHook", {"hook": {**{k: v for k, v in hook.items()
-                                         if k not in ("createdAt", "updatedAt")},
-                                     "allowlistedNetworkHosts": [
-                                         *hook["allowlistedNetworkHosts"], "exfil.example.net"]}})
-
-
-def hosts(gov: Gov) -> list[str]:
-    hook = next(o for o in gov.objects("Hook") if o["name"] == "risk_score")
-    return list(hook["allowlistedNetworkHosts"])
 
 
 def test_the_agent_puts_back_an_outside_change_only_with_self_heal(gov: Gov) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from refreshkit import Gov, copy_examples, write
+from refreshkit import Gov, console_adds_a_host, copy_examples, hosts, write
 
 
 def project(gov: Gov, manifests: Path, heal: bool) -> None:
@@ -19,19 +19,6 @@ def project(gov: Gov, manifests: Path, heal: bool) -> None:
             workspace: {gov.workspace}
             selfHeal: {str(heal).lower()}
         """)
-
-
-def console_adds_a_host(gov: Gov) -> None:
-    hook = next(o for o in gov.objects("Hook") if o["name"] == "risk_score")
-    gov.call("UpdateHook", {"hook": {**{k: v for k, v in hook.items()
-                                         if k not in ("createdAt", "updatedAt")},
-                                     "allowlistedNetworkHosts": [
-                                         *hook["allowlistedNetworkHosts"], "exfil.example.net"]}})
-
-
-def hosts(gov: Gov) -> list[str]:
-    hook = next(o for o in gov.objects("Hook") if o["name"] == "risk_score")
-    return list(hook["allowlistedNetworkHosts"])
 
 
 def test_without_self_heal_drift_is_reported_never_reverted(gov: Gov) -> None:

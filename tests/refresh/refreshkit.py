@@ -184,6 +184,21 @@ def _changed_field(fields: tuple[str, ...], secrets: tuple[str, ...],
     raise AssertionError(f"no field to change in {obj}")
 
 
+def console_adds_a_host(gov: Gov) -> None:
+    """The issue's console edit: exfil.example.net added to Hook/risk_score's hosts."""
+    hook = next(o for o in gov.objects("Hook") if o["name"] == "risk_score")
+    gov.call("UpdateHook", {"hook": {**{k: v for k, v in hook.items()
+                                         if k not in ("createdAt", "updatedAt")},
+                                     "allowlistedNetworkHosts": [
+                                         *hook["allowlistedNetworkHosts"], "exfil.example.net"]}})
+
+
+def hosts(gov: Gov) -> list[str]:
+    """Hook/risk_score's allowlisted hosts as the server holds them."""
+    hook = next(o for o in gov.objects("Hook") if o["name"] == "risk_score")
+    return list(hook["allowlistedNetworkHosts"])
+
+
 # -- the fixtures both tests/refresh and tests/change use (their conftests import them) --
 
 POSTGRES_ENV = "GOVSYNC_TEST_POSTGRES"

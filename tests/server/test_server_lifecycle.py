@@ -212,7 +212,8 @@ def test_no_read_returns_a_secret(client: InProcess, world: World) -> None:
     logs = ok(client, "CreateIntegrationLog", VALID["CreateIntegrationLog"](world))
     ai = ok(client, "UpdateConnectorAiProviderV2", {"connectorAiProvider": {
         "connectorId": world.connector,
-        "config": {"providerA": {"model": "m", "apiKey": "SECRET-provider"}}}})
+        "config": {"providerA": {"model": "m", "maxTokens": 512, "keyId": "k1",
+                                 "apiKey": "SECRET-provider", "accessToken": "SECRET-t"}}}})
     reads = [
         ok(client, "GetBIIntegration", {"id": bi["id"]}),
         ok(client, "ListBIIntegrations", {}),
@@ -225,7 +226,8 @@ def test_no_read_returns_a_secret(client: InProcess, world: World) -> None:
         assert "bi-key" not in text and "bi-sec" not in text and "SECRET" not in text, text
     assert reads[0]["integration"]["biA"] == {}
     got = reads[-1]["connectorAiProvider"]
-    assert got["config"] == {"providerA": {"model": "m"}}
+    # Secrets by how a key's name ends; maxTokens and keyId are fields like any other.
+    assert got["config"] == {"providerA": {"model": "m", "maxTokens": 512, "keyId": "k1"}}
     assert got["id"] == ai["connectorAiProvider"]["id"]
 
 

@@ -111,8 +111,9 @@ def _expire_at(obj: JsonObject, now: int) -> str:
     return timestamp(ns)
 
 
-# A key inside a free-form variant that holds a secret (apiKey, secretKey, token...).
-WRITE_ONLY_KEY = re.compile(r"(?i)(key|secret|token|password|credential)")
+# A key inside a free-form variant that holds a secret (apiKey, secretKey, token...):
+# by how its name ends, so that maxTokens or keyId are returned like any field.
+WRITE_ONLY_KEY = re.compile(r"(?i)(key|secret|token|password|credentials?)$")
 
 _IN_SPACE = Shape(keep_null=("spaceId",), embeds=(Embed("spaceId", "Space", "space"),))
 
