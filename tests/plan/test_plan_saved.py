@@ -248,3 +248,20 @@ def test_an_edited_saved_plan_is_refused_before_anything_is_sent(
     assert "Traceback" not in result.output
     assert local_objects(gov) == before
     assert gov.snapshot().entries == {}
+
+
+def test_a_plan_file_does_not_choose_the_state_it_is_checked_against(
+        gov: Gov, manifests: Path) -> None:
+    """The attacker writes a plan against a state of their own (so its key, and the
+    plan's authentication code, are theirs), and hands over only the file: an apply
+    that names no state must not take the file's word for where the state is."""
+    mine = gov.cwd / "attacker" / "state.db"
+    gov.run("plan", manifests, "--state", mine, "--out", "p.json")
+    assert f'"state":"{mine}"' in Path("p.json").read_text()
+
+    result = gov.run("apply", "p.json", *LOCAL, "--auto-approve", code=1)
+    assert result.stderr.startswith("Error: p.json was made against state ")
+    assert "nothing was sent" in result.stderr
+    assert not (gov.cwd / STATE_DB).exists() or not gov.snapshot().entries
+    shown = gov.run("show", "p.json", code=None)
+    assert "Authentication: verified" not in shown.output

@@ -64,8 +64,9 @@ def replaced_paths(selection: Selection, given: tuple[str, ...] | list[str]) -> 
 
 
 def saved_plan_settings(settings: Settings, plan: Plan, path: str) -> Settings:
-    """The settings of ``apply PLAN`` / ``show PLAN``: the environment, workspace and
-    state the plan records, unless given; given ones that contradict it are an error."""
+    """The settings of ``apply PLAN`` / ``show PLAN``: the environment and workspace the
+    plan records, unless given; given ones (and the state) that contradict it are an
+    error."""
     ctx = click.get_current_context()
     selection = settings.selection
     project = selection.project
@@ -82,9 +83,8 @@ def saved_plan_settings(settings: Settings, plan: Plan, path: str) -> Settings:
     state = given(ctx, "state_url", ctx.params.get("state_url"), "--state", envvars.STATE)
     workspace = given(ctx, "workspace", ctx.params.get("workspace"), "--workspace",
                       envvars.WORKSPACE)
-    if (state.source == "default" and selection.setting("state") is None and plan.state
-            and redact.MASK not in plan.state):
-        state = Given(plan.state, "option", state.flag, state.variable)
+    # The plan's state is never taken from the file: whoever writes a plan file would
+    # choose the state (and so the plan key) it is checked against. It must agree.
     if workspace.source == "default" and selection.environment is None:
         workspace = Given(plan.workspace, "option", workspace.flag, workspace.variable)
     endpoint = given(ctx, "endpoint", ctx.params.get("endpoint"), "--endpoint",
