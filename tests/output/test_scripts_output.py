@@ -231,18 +231,17 @@ def test_apply_json_ends_with_a_summary_when_it_cannot_start(repo: Path) -> None
 
 def test_show_renders_a_saved_plan_without_the_state(repo: Path, tmp_path: Path) -> None:
     assert gov("plan", "m", "--out", "plan.json").exit_code == 0
-    # Elsewhere: the plan names its state (issue 34), so it is checked there.
+    # Elsewhere, naming no state: the file does not choose the state it is checked
+    # against (whoever wrote it would), so it is shown, not authenticated.
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     os.chdir(elsewhere)
-    found = gov("show", str(repo / "plan.json"))
-    assert "Authentication: verified" in found.stdout, found.output
-    # With no state at all: shown as written, not authenticated.
-    (repo / ".govsync").rename(tmp_path / "moved")
     text = gov("show", str(repo / "plan.json"))
     assert text.exit_code == 0, text.output
-    assert (f"Authentication: not checked: there is no state at {repo}/.govsync/state.db"
-            in text.stdout), text.stdout
+    assert "Authentication: not checked: there is no state at .govsync/state.db" in text.stdout
+    # Naming its state, it is checked there.
+    found = gov("show", str(repo / "plan.json"), "--state", str(repo / ".govsync/state.db"))
+    assert "Authentication: verified" in found.stdout, found.output
     assert "+ LogIntegration/siem" in text.stdout and '"apiKey": "(sensitive)"' in text.stdout
     assert "CreateIntegrationLog LogIntegration/siem" in text.stdout  # what is sent
     assert "(sensitive: the value of $" in text.stdout

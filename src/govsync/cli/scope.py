@@ -95,7 +95,10 @@ def saved_plan_settings(settings: Settings, plan: Plan, path: str) -> Settings:
     # What the command's own options set (--target, --replace, --refresh) stays.
     scoped = dataclasses.replace(scoped, targets=settings.targets, replace=settings.replace,
                                  refresh=settings.refresh)
-    if plan.state and not same_setting("state", _comparable(scoped.state), plan.state):
+    # `show` of a plan where nobody named a state renders it unverified; apply refuses.
+    defaulted_show = state.source == "default" and ctx.command.name == "show"
+    if (plan.state and not defaulted_show
+            and not same_setting("state", _comparable(scoped.state), plan.state)):
         raise ConfigError(
             f"{path} was made against state {plan.state}, and this run names state "
             f"{redact.url(scoped.state)}: drop --state ({envvars.STATE}), or make the plan "

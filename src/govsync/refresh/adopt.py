@@ -203,7 +203,10 @@ async def block_existing(client: AsyncClient, plan: Plan, entries: Mapping[str, 
     recorded_ids = {(e.kind, e.id) for e in entries.values() if e.id}
     for change in plan.changes:
         live_id = found.get(change.address)
-        if live_id and (change.kind, live_id) not in recorded_ids:
+        # An address with an entry (an intent an apply is acting on, or left uncertain)
+        # is recorded: its object is that apply's, settled by `state resolve`.
+        if live_id and (change.kind, live_id) not in recorded_ids \
+                and change.address not in entries:
             change.action = Action.BLOCKED
             change.id, change.request, change.operation = live_id, None, None
             change.reason = exists_reason(live_id)
