@@ -11,7 +11,7 @@ from govsync.agent.cycle import Target, run
 from govsync.agentconfig import AgentSettings
 from govsync.project import Selection
 from govsync.settings import Settings
-from govsync.ui.reading import Status
+from govsync.statuses import Status
 
 
 def target_of(gov: Gov, heal: bool) -> Target:

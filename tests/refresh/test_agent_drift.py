@@ -12,7 +12,7 @@ from govsync.agent.metrics import Metrics
 from govsync.agentconfig import AgentSettings, Event
 from govsync.project import Selection
 from govsync.settings import Settings
-from govsync.ui.reading import Status
+from govsync.statuses import Status
 
 
 def cycle_of(gov: Gov) -> Target:

@@ -10,7 +10,7 @@ import pytest
 
 from govsync.agent.cycle import Cycle
 from govsync.agent.metrics import Metrics
-from govsync.ui.reading import Status
+from govsync.statuses import Status
 
 
 def promtool() -> str:

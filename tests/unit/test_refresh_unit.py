@@ -6,7 +6,7 @@ from govsync.api.kinds import BY_KIND
 from govsync.plan import REFRESH_CHECK, Check, CheckStatus, Plan
 from govsync.refresh.compare import outside_changes
 from govsync.state.model import FINGERPRINT_PREFIX
-from govsync.ui.reading import Status, status_of
+from govsync.statuses import Status, status_of
 from govsync.values import SENSITIVE
 
 STAMP = "2026-01-01T00:00:00Z"

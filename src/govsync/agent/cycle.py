@@ -47,7 +47,7 @@ from govsync.planfile import SavedPlan
 from govsync.redact import url as safe_url
 from govsync.settings import Settings
 from govsync.state import LockHolder, exists, now
-from govsync.ui.reading import DRIFT_RECORD, Status, status_of
+from govsync.statuses import RecordType, Status, status_of
 
 # The agent's value of a workspace an operator accepted onto a governed endpoint.
 ACCEPTED = "accepted"
@@ -119,7 +119,7 @@ class Cycle:
         share a ``key`` and are merged into one record by the state."""
         me = LockHolder.me()
         body: dict[str, Any] = {
-            "type": DRIFT_RECORD, "environment": self.environment,
+            "type": RecordType.DRIFT, "environment": self.environment,
             "status": str(self.status), "reason": self.reason, "revision": self.revision,
             "summary": {k: n for k, n in self.summary.items() if n},
             "pending": self.pending, "uncertain": self.uncertain,

@@ -48,7 +48,7 @@ from govsync.redact import url as safe_url
 from govsync.settings import Settings, resolve
 from govsync.state import LockHolder, StateStore, now
 from govsync.state.model import AGENT_CYCLE, AGENT_LEADER
-from govsync.ui.reading import AgentReport, Status
+from govsync.statuses import AgentReport, Status
 
 log = logging.getLogger(__name__)
 

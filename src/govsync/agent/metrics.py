@@ -9,7 +9,7 @@ from prometheus_client import CONTENT_TYPE_LATEST as CONTENT_TYPE
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from govsync.agent.cycle import Cycle
-from govsync.ui.reading import Status
+from govsync.statuses import Status
 
 __all__ = ["CONTENT_TYPE", "Metrics"]
 

@@ -21,7 +21,7 @@ from govsync.agentconfig import GITHUB_API, Sink, SinkType
 from govsync.envvars import AGENT_GITHUB_API, AGENT_SINK_HOSTS, CREDENTIALS, OWN
 from govsync.errors import AgentError
 from govsync.redact import url as safe_url
-from govsync.ui.served import loopback
+from govsync.served import loopback
 from govsync.values import SecretRef
 
 

@@ -17,7 +17,7 @@ from govsync.files import exposed_state
 from govsync.settings import Settings
 from govsync.state import StateStore, exists
 from govsync.state.model import AGENT_CYCLE
-from govsync.ui.reading import DRIFT_RECORD
+from govsync.statuses import RecordType
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ def last_apply(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
     """The newest apply an agent's cycle recorded (its ``applied``, with the revision)."""
     for record in records:
         applied = record.get("applied")
-        if record.get("type") == DRIFT_RECORD and isinstance(applied, dict):
+        if record.get("type") == RecordType.DRIFT and isinstance(applied, dict):
             return {**applied, "revision": record.get("revision")}
     return None
 

@@ -23,8 +23,8 @@
 The API and the dashboard need the dashboard's bearer token when one is set
 (GOVSYNC_UI_TOKEN, the same mechanism as ``govsync ui``); probes, metrics and
 the webhook (authenticated by its signature) do not.  Without a token, only
-requests to this machine's names are answered (``ui.served.LoopbackOnly``),
-and the server is ``ui.served``'s (a connection cap, a request timeout).
+requests to this machine's names are answered (``served.LoopbackOnly``),
+and the server is ``served.py``'s (a connection cap, a request timeout).
 """
 
 from __future__ import annotations
@@ -50,10 +50,10 @@ from govsync.agent.loop import Agent
 from govsync.agent.metrics import CONTENT_TYPE
 from govsync.errors import GovsyncError
 from govsync.formats import FORMAT_VERSION
+from govsync.served import LoopbackOnly, config
 from govsync.server.serve import listen
 from govsync.ui.app import Guard
 from govsync.ui.app import create_app as dashboard_app
-from govsync.ui.served import LoopbackOnly, config
 
 # GitHub sends at most 25 MB; a push of the manifests is far less.
 MAX_BODY = 5 * 1024 * 1024

@@ -132,8 +132,8 @@ def agent_command(ctx: click.Context, project_file: str | None, repo: str | None
     if ctx.invoked_subcommand is not None:
         return
     from govsync.agent import Agent, Options, Served, SinkPolicy, create_app
+    from govsync.served import loopback
     from govsync.ui.app import parse_listen
-    from govsync.ui.served import loopback
 
     try:
         every = parse_duration(interval) if interval is not None else None

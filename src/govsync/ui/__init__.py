@@ -14,12 +14,10 @@ The agent mounts ``app.create_app(sources, token=..., statuses=...)`` with a
 ``plan --format html`` needs none.
 """
 
+from govsync.statuses import AgentReport, Status, StatusProvider
 from govsync.ui.reading import (
-    AgentReport,
     Dashboard,
     EnvironmentView,
-    Status,
-    StatusProvider,
     environments,
     plan_file,
     read_environment,

@@ -28,11 +28,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from govsync.envvars import UI_TOKEN
 from govsync.errors import ConfigError
 from govsync.render.html import SCRIPTS, STATIC, STYLES, Filter, esc, page
+from govsync.served import LoopbackOnly, config, loopback
 from govsync.server.serve import AnnouncingServer, listen, url_of
 from govsync.settings import Settings
+from govsync.statuses import StatusProvider
 from govsync.ui import pages
-from govsync.ui.reading import Dashboard, EnvironmentView, StatusProvider, environments
-from govsync.ui.served import LoopbackOnly, config, loopback
+from govsync.ui.reading import Dashboard, EnvironmentView, environments
 
 COOKIE = "govsync_ui_token"
 POLICY = ("default-src 'none'; style-src 'self' 'unsafe-inline'; script-src 'self'; "

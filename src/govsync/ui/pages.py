@@ -32,7 +32,8 @@ from govsync.render.html import (
     url,
 )
 from govsync.render.svg import graph_svg
-from govsync.ui.reading import APPLY_RECORD, DRIFT_RECORD, EnvironmentView, record_type
+from govsync.statuses import RecordType, record_type
+from govsync.ui.reading import EnvironmentView
 
 # History records shown on an environment's page (all of them on its history page).
 RECENT = 5
@@ -102,8 +103,8 @@ def _apply_cell(record: Mapping[str, Any] | None) -> str:
 def overview(views: Sequence[EnvironmentView], names: Sequence[str], prefix: str = "") -> str:
     rows = []
     for v in views:
-        apply = v.last(APPLY_RECORD)
-        drift = v.last(DRIFT_RECORD)
+        apply = v.last(RecordType.APPLY)
+        drift = v.last(RecordType.DRIFT)
         drift_cell = (_when(drift.get("at")) if drift is not None
                       else (_when(v.agent.last_cycle) if v.agent and v.agent.last_cycle
                             else "none recorded"))
@@ -259,7 +260,7 @@ def history_page(view: EnvironmentView, names: Sequence[str], chosen: HistoryFil
 
     form = (f'<form class="filters" method="get" action="{esc(path)}" role="search" '
             'aria-label="filter the history">'
-            + select("kind", "Record", [APPLY_RECORD, DRIFT_RECORD], chosen.kind)
+            + select("kind", "Record", [RecordType.APPLY, RecordType.DRIFT], chosen.kind)
             + select("outcome", "Outcome", ["ok", "failed"], chosen.outcome)
             + text("who", "User, CI actor or host", chosen.who)
             + text("address", "Address contains", chosen.address)

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any
 
 from govsync import approvals, audit, commands, governance, runtime
@@ -23,7 +22,7 @@ from govsync.approvals import AllowedSigner
 from govsync.errors import GovsyncError, ManifestError, Problem
 from govsync.manifests import load as load_manifests
 from govsync.manifests.model import Context, ManifestSet
-from govsync.plan import REFRESH_CHECK, Action, CheckStatus, DriftKind, Plan
+from govsync.plan import Action, Plan
 from govsync.planfile import SavedPlan
 from govsync.project import Selection
 from govsync.redact import url as safe_url
@@ -32,47 +31,19 @@ from govsync.render.graph import Graph, change_graph, dependency_graph
 from govsync.render.html import Approvals, RuleProblem
 from govsync.settings import Settings
 from govsync.state import exists
+from govsync.statuses import (
+    AgentReport,
+    Status,
+    StatusProvider,
+    record_type,
+    status_of,
+)
 
-
-class Status(StrEnum):
-    """An environment's one status (contract section 9), worst first."""
-
-    ERROR = "Error"
-    PAUSED = "Paused"
-    LOCKED = "Locked"
-    BLOCKED = "Blocked"
-    UNCERTAIN = "Uncertain"
-    DRIFTED = "Drifted"
-    OUT_OF_SYNC = "OutOfSync"
-    SYNCED = "Synced"
-
-
-@dataclass(frozen=True)
-class AgentReport:
-    """What the agent knows of an environment, which the dashboard shows as it is:
-    the agent plugs in a ``StatusProvider`` that returns these."""
-
-    status: Status
-    revision: str | None = None
-    last_cycle: str | None = None  # ISO time
-    detail: str = ""
-
-
-StatusProvider = Callable[[str], AgentReport | None]
-
-# History records: an apply's has no ``type``; a record of a drift check (the
-# agent's cycles) has ``type: drift``.
-APPLY_RECORD = "apply"
-DRIFT_RECORD = "drift"
 # History records read for a page (``govsync audit export`` writes them all).
 HISTORY_LIMIT = 200
 # A view older than its max_age is served while a new one is made only this many
 # times max_age; beyond, a page waits for the new one.
 STALE_SERVED = 4
-
-
-def record_type(record: Mapping[str, Any]) -> str:
-    return str(record.get("type") or APPLY_RECORD)
 
 
 @dataclass
@@ -230,38 +201,6 @@ def saved_plan_file(saved: SavedPlan, verification: str, signers: list[AllowedSi
 
 def _status(view: EnvironmentView) -> tuple[Status, str]:
     return status_of(view.plan, len(view.problems), view.lock, view.error)
-
-
-def status_of(plan: Plan | None, rule_errors: int, lock: str, error: str) -> tuple[Status, str]:
-    """An environment's one status, and why: from its plan, its rule errors, who holds
-    its lock ('' nobody) and the error that kept it from being planned ('' none).
-    The dashboard's and the agent's."""
-    if error or plan is None:
-        return Status.ERROR, error or "not planned"
-    unread = next((c for c in plan.checks
-                   if c.name == REFRESH_CHECK and c.status == CheckStatus.FAILED), None)
-    if unread is not None:
-        # Not Synced on a partial picture: what could not be read may have drifted.
-        return Status.ERROR, f"the server could not be read whole: {unread.detail}"
-    if lock:
-        return Status.LOCKED, f"an apply holds the lock: {lock}"
-    blocked = len(plan.blocked())
-    if blocked or rule_errors:
-        parts = ([f"{blocked} blocked change(s)"] if blocked else []) + (
-            [f"{rule_errors} rule error(s)"] if rule_errors else [])
-        return Status.BLOCKED, "; ".join(parts)
-    summary = plan.summary()
-    if summary[Action.UNCERTAIN]:
-        return Status.UNCERTAIN, f"{summary[Action.UNCERTAIN]} uncertain entr(ies) to resolve"
-    if plan.drift:
-        missing = sum(1 for d in plan.drift if d.kind == DriftKind.MISSING)
-        return Status.DRIFTED, (f"{len(plan.drift) - missing} object(s) changed outside "
-                                f"govsync, {missing} missing on the server")
-    if plan.has_changes():
-        counts = ", ".join(f"{n} {a}" for a, n in summary.items() if n and a != Action.NOOP)
-        return Status.OUT_OF_SYNC, (f"changes pending: {counts}" if counts
-                                    else "the workspace's governance changes")
-    return Status.SYNCED, "the manifests match the recorded state"
 
 
 def _word(report: AgentReport | None) -> tuple[Any, ...] | None:
