@@ -765,7 +765,8 @@ def _same_as_reviewed(plan: Plan, reviewed: SavedPlan) -> None:
                 fields += [f"request.{p}" for p in _differing(mine[address]["request"],
                                                                theirs[address]["request"])]
             lines.append(f"{address} differs in {', '.join(fields)}")
-    if (plan.governance or {}).get("to") != (reviewed.plan.governance or {}).get("to"):
+    if ((plan.governance["to"] if plan.governance else None)
+            != (reviewed.plan.governance["to"] if reviewed.plan.governance else None)):
         lines.append("the governance change differs")
     if not lines:
         lines.append("its targets or environment differ")

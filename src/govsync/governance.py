@@ -49,7 +49,15 @@ from govsync.approvals import (
 )
 from govsync.errors import ApprovalError, GovernanceError, ManifestError, StateDamagedError
 from govsync.manifests.model import ManifestSet
-from govsync.plan import ENDING, Action, Check, CheckStatus, Plan, recorded_shown
+from govsync.plan import (
+    ENDING,
+    Action,
+    Check,
+    CheckStatus,
+    GovernanceChange,
+    Plan,
+    recorded_shown,
+)
 from govsync.project import Environment, Project
 from govsync.rules import (
     Outcome,
@@ -311,7 +319,7 @@ def approved_by_governors(found: Sequence[Governor], workspace: str, endpoint: s
     return approvers
 
 
-def change(record: Governance | None, proposed: Governance) -> dict[str, Any] | None:
+def change(record: Governance | None, proposed: Governance) -> GovernanceChange | None:
     """The plan's governance change ({from, to}), or None when nothing changes.
 
     A workspace that recorded nothing yet (new, or applied by a govsync before

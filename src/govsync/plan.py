@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypedDict
 
 from govsync import __version__, paths
 from govsync.api.catalog import readable_kinds
@@ -189,6 +189,13 @@ class Check:
         return {"name": self.name, "status": self.status, "detail": self.detail}
 
 
+# A plan's change of its workspace's governance: the record it finds ("from"; None
+# where a saved plan recorded none) and the one it records ("to"), each as
+# governance.Governance.as_dict writes it.  A dict (JSON in a saved plan), typed.
+GovernanceChange = TypedDict("GovernanceChange", {"from": dict[str, Any] | None,
+                                                  "to": dict[str, Any]})
+
+
 @dataclass(repr=False)
 class Plan:
     """The changes that bring a workspace from its recorded state (lineage and serial) to
@@ -214,8 +221,8 @@ class Plan:
     environment: str | None = None
     # The state a saved plan was made against, without credentials ('' : not recorded).
     state: str = ""
-    # The workspace's governance it changes: {from, to} (governance.change), or None.
-    governance: dict[str, Any] | None = None
+    # The workspace's governance it changes (governance.change), or None.
+    governance: GovernanceChange | None = None
     # False: made without reading secrets' values (for review only).
     secrets_read: bool = True
     # What a refresh found changed outside govsync or missing (empty: nothing, or no

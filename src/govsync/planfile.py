@@ -43,7 +43,17 @@ from govsync.api.kinds import BY_KIND
 from govsync.errors import PlanError
 from govsync.files import Unreadable, read_regular
 from govsync.formats import FORMAT_VERSION, same_major
-from govsync.plan import Action, Change, Check, CheckStatus, Drifted, DriftKind, FieldChange, Plan
+from govsync.plan import (
+    Action,
+    Change,
+    Check,
+    CheckStatus,
+    Drifted,
+    DriftKind,
+    FieldChange,
+    GovernanceChange,
+    Plan,
+)
 from govsync.values import PlannedSecret, Ref
 
 KIND = "govsync-plan"
@@ -366,14 +376,14 @@ def _optional_str(value: Any, what: str) -> str | None:
     return None if value is None else _str(value, what)
 
 
-def _governance(value: Any) -> dict[str, Any] | None:
+def _governance(value: Any) -> GovernanceChange | None:
     if value is None:
         return None
     if (not isinstance(value, dict) or set(value) != {"from", "to"}
             or not isinstance(value["to"], dict)
             or not (value["from"] is None or isinstance(value["from"], dict))):
         raise TypeError("governance must be {from, to}")
-    return value
+    return {"from": value["from"], "to": value["to"]}
 
 
 def _git(value: Any) -> dict[str, Any] | None:

@@ -25,6 +25,7 @@ from typing import Any
 
 from govsync import commands, governance, planfile, runtime
 from govsync.agent import partial
+from govsync.agent.applied import Applied
 from govsync.agentconfig import AgentSettings, Event
 from govsync.errors import (
     ApprovalError,
@@ -92,7 +93,7 @@ class Cycle:
     seconds: float = 0.0
     summary: dict[str, int] = field(default_factory=dict)
     changes: list[dict[str, Any]] = field(default_factory=list)
-    applied: dict[str, Any] | None = None  # when this cycle applied: when, ok, summary
+    applied: Applied | None = None  # when this cycle applied
     # Objects a refresh found changed outside govsync or missing on the server.
     drifted: int = 0
     held: list[str] = field(default_factory=list)  # held back by a partial apply
@@ -109,8 +110,8 @@ class Cycle:
     def events(self) -> list[Event]:
         """What this cycle tells the sinks: the apply's outcome, then the status."""
         found = []
-        if self.applied is not None and not self.applied.get("interrupted"):
-            found.append(Event.APPLIED if self.applied.get("ok") else Event.FAILED)
+        if self.applied is not None and not self.applied.interrupted:
+            found.append(Event.APPLIED if self.applied.ok else Event.FAILED)
         found.append(STATUS_EVENTS[self.status])
         return found
 
@@ -123,7 +124,9 @@ class Cycle:
             "status": str(self.status), "reason": self.reason, "revision": self.revision,
             "summary": {k: n for k, n in self.summary.items() if n},
             "pending": self.pending, "uncertain": self.uncertain,
-            "changes": self.changes, "applied": self.applied, "drifted": self.drifted,
+            "changes": self.changes,
+            "applied": self.applied.as_dict() if self.applied is not None else None,
+            "drifted": self.drifted,
             **({"held": self.held} if self.held else {}),
         }
         key = hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
@@ -137,7 +140,9 @@ class Cycle:
                 "at": self.at, "seconds": round(self.seconds, 3),
                 "summary": {k: n for k, n in self.summary.items() if n},
                 "pendingChanges": self.pending, "uncertainEntries": self.uncertain,
-                "driftedObjects": self.drifted, "applied": self.applied, "heldBack": self.held}
+                "driftedObjects": self.drifted,
+                "applied": self.applied.as_dict() if self.applied is not None else None,
+                "heldBack": self.held}
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any], environment: str,
@@ -148,7 +153,8 @@ class Cycle:
             return cls(environment, workspace, Status(record["status"]),
                        str(record.get("reason") or ""), record.get("revision"),
                        str(record.get("at") or ""), float(record.get("seconds") or 0.0),
-                       summary, list(record.get("changes") or []), record.get("applied"),
+                       summary, list(record.get("changes") or []),
+                       Applied.from_dict(record.get("applied")),
                        int(record.get("drifted") or 0),
                        [str(a) for a in record.get("held") or []])
         except (KeyError, TypeError, ValueError):
@@ -293,7 +299,7 @@ def _unaccepted(target: Target, found: list[governance.Governor]) -> str:
 def _required(plan: Plan, settings: Settings) -> int:
     """How many signed approvals an apply of this workspace needs (as commands.apply
     counts them: those the workspace records, else those it is about to record)."""
-    if plan.governance is not None:
+    if plan.governance is not None and plan.governance["from"] is not None:
         return governance.Governance.from_dict(plan.governance["from"], plan.workspace).required
     selection = settings.selection
     return governance.of_project(selection.project, selection.environment).required
@@ -361,13 +367,12 @@ def _apply(cycle: Cycle, target: Target, manifests: ManifestSet, saved: SavedPla
         if saved is not None and not isinstance(exc, LockLostError):
             raise
         cycle.status, cycle.reason = Status.ERROR, f"apply failed: {exc}"
-        cycle.applied = {"at": now(), "ok": False, "reason": str(exc)}
+        cycle.applied = Applied(now(), False, str(exc))
         return True
     interrupted = bool(stopping is not None and stopping.is_set() and result.stopped)
-    cycle.applied = {"at": now(), "ok": result.ok, "summary": {
-        k: n for k, n in result.summary().items() if n}, "reason": result.stopped,
-        "plan": os.path.basename(saved.path) if saved is not None else None,
-        "interrupted": interrupted}
+    cycle.applied = Applied(
+        now(), result.ok, result.stopped, {k: n for k, n in result.summary().items() if n},
+        os.path.basename(saved.path) if saved is not None else None, interrupted)
     if not result.requests and result.ok and not result.outcomes:
         cycle.applied = None  # nothing was sent (the workspace recorded its governance)
     failed = [o for o in result.outcomes if o.status == "failed"]
@@ -401,7 +406,7 @@ def apply_rest(cycle: Cycle, target: Target, manifests: ManifestSet, plan: Plan,
     if cycle.applied is None or cycle.status == Status.LOCKED:
         cycle.reason += f"; {shown}"
         return
-    failed = "" if cycle.applied.get("ok") else cycle.reason
+    failed = "" if cycle.applied.ok else cycle.reason
     after = Cycle(cycle.environment, cycle.workspace, Status.ERROR, "", cycle.revision)
     _plan(after, manifests, target.settings)  # the whole environment's
     cycle.summary, cycle.changes = after.summary, after.changes

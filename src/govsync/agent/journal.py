@@ -36,16 +36,15 @@ def cycle_ended(previous: Cycle | None, result: Cycle, *, ran: bool) -> None:
     applied = result.applied
     if not ran or applied is None:
         return
-    if applied.get("interrupted"):
+    if applied.interrupted:
         log.warning("agent: %s: the apply was stopped (the agent is stopping): applied %s",
-                    name, counts(applied.get("summary")))
-    elif applied.get("ok"):
+                    name, counts(applied.summary))
+    elif applied.ok:
         log.info("agent: %s: apply at %s: %s%s", name, result.revision or "-",
-                 counts(applied.get("summary")),
-                 f" from {applied['plan']}" if applied.get("plan") else "")
+                 counts(applied.summary), f" from {applied.plan}" if applied.plan else "")
     else:
         log.warning("agent: %s: the apply failed: %s (%s)", name,
-                    applied.get("reason") or result.reason, counts(applied.get("summary")))
+                    applied.reason or result.reason, counts(applied.summary))
 
 
 def delivered(environment: str, sink: str, event: str, result: str, error: str) -> None:

@@ -25,35 +25,27 @@ from typing import Any
 from govsync import agentconfig, project, runtime
 from govsync.agent import cycle as cycles
 from govsync.agent import journal, readiness
+from govsync.agent.applied import LastApply
 from govsync.agent.checkout import Checkout, revision_of
 from govsync.agent.cycle import Cycle, Target
+from govsync.agent.leadership import Leadership
 from govsync.agent.metrics import Metrics
-from govsync.agent.notify import (
-    Delivery,
-    Ledger,
-    Message,
-    Notifier,
-    Result,
-    SinkHealth,
-    delivery_id,
-)
+from govsync.agent.notifications import NOTIFICATIONS, Notifications
 from govsync.agent.reach import SinkPolicy
 from govsync.agent.recall import recall
-from govsync.agentconfig import DEFAULT_INTERVAL, Sink
+from govsync.agent.views import Known
+from govsync.agentconfig import DEFAULT_INTERVAL
 from govsync.errors import GovsyncError, LockLostError, ManifestError, StateError
 from govsync.files import exposed_state, inside
-from govsync.manifests.loader import ReadCache
 from govsync.project import Given, Selection
-from govsync.redact import url as safe_url
 from govsync.settings import Settings, resolve
-from govsync.state import LockHolder, StateStore, now
+from govsync.state import StateStore
 from govsync.state.model import AGENT_CYCLE, AGENT_LEADER
 from govsync.statuses import AgentReport, Status
 
 log = logging.getLogger(__name__)
 
 PAUSE = "pause"
-NOTIFICATIONS = "notifications"
 # How long a stopping agent waits for its notifications' queues.
 FLUSH_SECONDS = 10.0
 
@@ -84,25 +76,6 @@ def short_of(exc: OSError) -> str:
             "(tried again at the next cycle)")
 
 
-@dataclass
-class Known:
-    """What the agent knows of one environment."""
-
-    target: Target
-    cycle: Cycle | None = None
-    last_apply: dict[str, Any] | None = None  # the newest cycle's apply that applied
-    leading: bool = False
-    leader: dict[str, Any] | None = None
-    paused: dict[str, Any] | None = None
-    frozen: str | None = None
-    due: float = 0.0
-    ledger: Ledger | None = None  # while leading
-    # The sinks of its agent.notify that the operator does not allow: name -> why.
-    refused: dict[str, str] = field(default_factory=dict)
-    # Its manifests as last checked: a cycle parses only the files that changed.
-    reader: ReadCache = field(default_factory=ReadCache)
-
-
 class Agent:
     def __init__(self, options: Options, environ: Mapping[str, str]) -> None:
         self.options = options
@@ -120,10 +93,11 @@ class Agent:
         self.heartbeat = time.monotonic()
         self._lock = threading.RLock()
         self._stores: dict[str, StateStore] = {}
-        self._holder = LockHolder.me()
         self.checkout = (Checkout(options.repo, options.branch, options.checkout)
                          if options.repo else None)
-        self.notifier = Notifier(environ, self._settled, options.sinks)
+        self.leadership = Leadership(self.metrics)
+        self.notifications = Notifications(environ, options.sinks, self.metrics,
+                                           self._ledger_store, url=options.url)
 
     # -- control --------------------------------------------------------------------
     def stop(self, signal: str | None = None) -> None:
@@ -158,7 +132,7 @@ class Agent:
                     break
                 self._wait()
         finally:
-            self.notifier.close(FLUSH_SECONDS)
+            self.notifications.close(FLUSH_SECONDS)
             self._release()
             for store in self._stores.values():
                 try:
@@ -191,15 +165,8 @@ class Agent:
         """Record that this agent gave its leaderships back (not a take-over, then)."""
         for known in self.known.values():
             store = self._stores.get(known.target.settings.state)
-            if not known.leading or store is None:
-                continue
-            try:
-                leader = store.agent(known.target.workspace).get(AGENT_LEADER)
-                if isinstance(leader, dict):
-                    store.set_agent(known.target.workspace, AGENT_LEADER,
-                                    {**leader, "released": now()})
-            except StateError as exc:
-                log.warning("agent: %s", exc)
+            if known.leading and store is not None:
+                self.leadership.release(known.target.workspace, store)
 
     def _wait(self) -> None:
         with self._lock:
@@ -242,7 +209,7 @@ class Agent:
             for name, target in targets.items():
                 known = self.known.setdefault(name, Known(target))
                 known.target = target
-                self._check_sinks(known)
+                self.notifications.check(target)
         for name in targets:
             if self.stopping.is_set():
                 return
@@ -314,6 +281,7 @@ class Agent:
 
     def _forget(self, name: str) -> None:
         known = self.known.pop(name)
+        self.notifications.forget(name)
         store = self._stores.get(known.target.settings.state)
         if store is not None:
             store.resign(known.target.workspace)
@@ -347,9 +315,7 @@ class Agent:
             if found is not None:
                 self._show(known, found, ran=False)
             return
-        if known.ledger is None:
-            known.ledger = Ledger.from_value(values.get(NOTIFICATIONS))
-            self._resend(known)
+        self.notifications.leading(target, values.get(NOTIFICATIONS))
         known.frozen = agentconfig.frozen(target.agent.freeze or (), target.agent.timezone,
                                           datetime.now(UTC))
         if problem:
@@ -366,133 +332,45 @@ class Agent:
         except StateError as exc:
             result.reason += f" (this cycle's record was not kept: {exc})"
         self._show(known, result, ran=True)
-        self._notify(known, store, result)
+        self.notifications.cycle_ended(target, store, result)
 
     def _lead(self, known: Known, store: StateStore) -> bool:
+        """Whether this agent leads the environment (still, or now)."""
         workspace = known.target.workspace
         if known.leading and store.leads(workspace):
             return True
         if known.leading:  # lost (its session ended, or another agent took over)
             self._resign(known, store)
-        epoch = store.lead(workspace, self._holder)
-        if epoch is None:
-            self.metrics.leader.labels(known.target.name).set(0)
-            return False
-        leader = store.agent(workspace).get(AGENT_LEADER)
-        if isinstance(leader, dict) and leader.get("tookOver") and isinstance(
-                leader.get("previous"), dict):
-            self.metrics.takeovers.labels(known.target.name).inc()
-            log.warning("agent: took over %s from %s", known.target.name,
-                        LockHolder.from_dict(leader["previous"]))
-        self.metrics.leader.labels(known.target.name).set(1)
-        return True
+        return self.leadership.take(known.target.name, workspace, store)
 
     def _resign(self, known: Known, store: StateStore) -> None:
-        store.resign(known.target.workspace)
+        self.leadership.resign(known.target.name, known.target.workspace, store)
         known.leading = False
-        known.ledger = None
-        self.metrics.leader.labels(known.target.name).set(0)
+        self.notifications.resigned(known.target.name)
 
     def _show(self, known: Known, result: Cycle, *, ran: bool) -> None:
         with self._lock:
             previous, known.cycle = known.cycle, result
             if result.applied is not None:
-                known.last_apply = {**result.applied, "revision": result.revision}
+                known.last_apply = LastApply(result.applied, result.revision)
         journal.cycle_ended(previous, result, ran=ran)
         self.metrics.observe(result, ran=ran)
 
-    # -- notifications --------------------------------------------------------------
-    def _link(self, name: str) -> str | None:
-        base = self.options.url
-        return f"{base.rstrip('/')}/environments/{name}" if base else None
-
-    def _check_sinks(self, known: Known) -> None:
-        """Refuse, by name, the sinks the operator does not allow (logged once each)."""
-        refused = {}
-        for sink in known.target.agent.notify or ():
-            why = self.options.sinks.refusal(sink, self.environ,
-                                             keys=[known.target.settings.api_key])
-            if why is not None:
-                refused[sink.name] = why
-                if known.refused.get(sink.name) != why:
-                    log.warning("agent: %s: %s", known.target.name, why)
-                    self.metrics.notifications.labels(sink.name, Result.REFUSED).inc()
-        known.refused = refused
-
-    def _sinks(self, known: Known) -> list[Sink]:
-        return [s for s in known.target.agent.notify or () if s.name not in known.refused]
-
-    def _notify(self, known: Known, store: StateStore, result: Cycle) -> None:
-        sinks = self._sinks(known)
-        if not sinks or known.ledger is None:
-            return
-        deliveries = []
+    def _ledger_store(self, name: str) -> tuple[StateStore, str] | None:
+        """Where an environment's notifications' ledger is kept (None: forgotten)."""
         with self._lock:
-            for sink in sinks:
-                for event in result.events():
-                    if event not in sink.events:
-                        continue
-                    message = Message(
-                        delivery_id(result.environment, sink.name, result.revision, event),
-                        event, result.environment, result.workspace, result.revision,
-                        str(result.status), result.reason,
-                        {k: n for k, n in result.summary.items() if n}, self._link(
-                            result.environment), now())
-                    if not known.ledger.claim(sink.name, result.revision, event, message):
-                        self.metrics.notifications.labels(sink.name, Result.DEDUPLICATED).inc()
-                        continue
-                    deliveries.append(Delivery(sink, message, known.ledger.issue(sink.name)))
-            if not deliveries:
-                return
-            try:
-                store.set_agent(result.workspace, NOTIFICATIONS, known.ledger.value())
-            except StateError as exc:
-                # Not claimed: not sent (the next cycle, or leader, claims it again).
-                log.warning("agent: notifications of %s not recorded, not sent: %s",
-                            result.environment, exc)
-                known.ledger = None
-                return
-        for delivery in deliveries:
-            self.notifier.send(delivery)
-
-    def _resend(self, known: Known) -> None:
-        """Deliveries a previous leader claimed and did not send: sent now."""
-        assert known.ledger is not None
-        sinks = {s.name: s for s in self._sinks(known)}
-        for sink, message in known.ledger.queued():
-            if sink in sinks:
-                self.notifier.send(Delivery(sinks[sink], message, known.ledger.issue(sink)))
-
-    def _settled(self, delivery: Delivery, result: str, error: str,
-                 facts: Mapping[str, Any]) -> None:
-        """A notifier thread's report of a delivery: counted, and kept in the ledger."""
-        self.metrics.notifications.labels(delivery.sink.name, result).inc()
-        message = delivery.message
-        journal.delivered(message.environment, delivery.sink.name, message.event, result, error)
-        with self._lock:
-            known = self.known.get(delivery.message.environment)
-            if known is None or known.ledger is None:
-                return
-            if not known.ledger.settle(delivery, result, error, facts):
-                return
-            value = known.ledger.value()
+            known = self.known.get(name)
+            if known is None:
+                return None
             store = self._stores.get(known.target.settings.state)
-        if store is None:
-            return
-        try:
-            store.set_agent(known.target.workspace, NOTIFICATIONS, value)
-        except StateError as exc:
-            log.warning("agent: a notification's result was not recorded: %s", exc)
+            return (store, known.target.workspace) if store is not None else None
 
     # -- what it shows --------------------------------------------------------------
     def report(self, name: str) -> AgentReport | None:
         """The dashboard's StatusProvider: the agent's word on an environment."""
         with self._lock:
             known = self.known.get(name)
-            found = known.cycle if known is not None else None
-        if found is None:
-            return None
-        return AgentReport(found.status, found.revision, found.at, found.reason)
+            return known.report() if known is not None else None
 
     def environments(self) -> list[dict[str, Any]]:
         """``/api/v1/environments``: each environment's status and what stands behind it."""
@@ -505,33 +383,10 @@ class Agent:
             return self._environment_json(known) if known is not None else None
 
     def _environment_json(self, known: Known) -> dict[str, Any]:
-        target, found = known.target, known.cycle
-        health: dict[str, SinkHealth] = {
-            sink: h for (env, sink), h in self.notifier.health.items()
-            if env == target.name}
-        return {
-            "name": target.name,
-            "workspace": target.workspace,
-            "state": safe_url(target.settings.state),
-            "status": str(found.status) if found is not None else None,
-            "reason": found.reason if found is not None else "not planned yet",
-            "revision": found.revision if found is not None else self.revision,
-            "lastCycle": found.as_dict() if found is not None else None,
-            "lastApply": known.last_apply,
-            "pendingChanges": found.pending if found is not None else None,
-            "uncertainEntries": found.uncertain if found is not None else None,
-            "heldBack": found.held if found is not None else [],
-            "autoApply": bool(target.agent.auto_apply),
-            "interval": self.interval(target),
-            "paused": known.paused,
-            "frozen": known.frozen,
-            "acting": known.leading,
-            "leader": known.leader,
-            "notifications": {name: {**(health[name].as_dict() if name in health else {}),
-                                     **({"refused": known.refused[name]}
-                                        if name in known.refused else {})}
-                              for name in sorted({*health, *known.refused})},
-        }
+        name = known.target.name
+        return known.as_json(revision=self.revision, interval=self.interval(known.target),
+                             health=self.notifications.health(name),
+                             refused=self.notifications.refused(name))
 
     def settings_of(self, name: str) -> Settings | None:
         with self._lock:

@@ -62,12 +62,12 @@ class Metrics:
             self.cycle_seconds.labels(name).observe(cycle.seconds)
             self.cycles.labels(name, str(cycle.status)).inc()
         applied = cycle.applied
-        if applied is not None and applied.get("at"):
+        if applied is not None and applied.at:
             try:
-                when = datetime.fromisoformat(str(applied["at"]).replace("Z", "+00:00"))
+                when = datetime.fromisoformat(applied.at.replace("Z", "+00:00"))
             except ValueError:
                 return
-            result = "ok" if applied.get("ok") else "failed"
+            result = "ok" if applied.ok else "failed"
             self.last_apply.labels(name, result).set(when.timestamp())
 
     def text(self) -> bytes:

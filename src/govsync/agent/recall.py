@@ -11,6 +11,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from govsync.agent.applied import Applied, LastApply
 from govsync.agent.cycle import Cycle, Target
 from govsync.errors import StateError
 from govsync.files import exposed_state
@@ -25,17 +26,18 @@ log = logging.getLogger(__name__)
 SEARCHED = 200
 
 
-def last_apply(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
+def last_apply(records: Iterable[Mapping[str, Any]]) -> LastApply | None:
     """The newest apply an agent's cycle recorded (its ``applied``, with the revision)."""
     for record in records:
-        applied = record.get("applied")
-        if record.get("type") == RecordType.DRIFT and isinstance(applied, dict):
-            return {**applied, "revision": record.get("revision")}
+        applied = Applied.from_dict(record.get("applied"))
+        if record.get("type") == RecordType.DRIFT and applied is not None:
+            revision = record.get("revision")
+            return LastApply(applied, revision if isinstance(revision, str) else None)
     return None
 
 
 def recall(target: Target, store_of: Callable[[Settings], StateStore]
-           ) -> tuple[Cycle | None, dict[str, Any] | None]:
+           ) -> tuple[Cycle | None, LastApply | None]:
     """The environment's last recorded cycle and last apply (None, None: none kept, or
     the state is not to be opened)."""
     settings = target.settings

@@ -152,8 +152,9 @@ def _graph(plan: Plan, graph: Graph) -> Graph:
 def _approvals(plan: Plan, selection: Selection) -> Approvals:
     """The approvals a plan of this workspace needs: those the workspace records (the
     plan's governance change says so when they differ), else the project's."""
-    if plan.governance is not None:
-        enforced = governance.Governance.from_dict(plan.governance["from"], plan.workspace)
+    recorded = plan.governance["from"] if plan.governance is not None else None
+    if recorded is not None:
+        enforced = governance.Governance.from_dict(recorded, plan.workspace)
         source = f"recorded with workspace {plan.workspace!r}"
     else:
         enforced = governance.of_project(selection.project, selection.environment)
