@@ -4,7 +4,8 @@ The dashboard (``ui/``) and the agent (``agent/``) both say it; it lives here,
 below both, so that neither reads it from the other.  ``status_of`` decides it
 from a plan; ``AgentReport`` is the agent's word on an environment, which the
 dashboard shows as it is (through a ``StatusProvider``); ``RecordType`` names
-the kinds of history records (an apply's, a drift check's).
+the kinds of history records (an apply's, a drift check's), ``Outcome`` how one
+ended.
 """
 
 from __future__ import annotations
@@ -36,6 +37,17 @@ class RecordType(StrEnum):
 
     APPLY = "apply"
     DRIFT = "drift"
+
+
+class Outcome(StrEnum):
+    """How a history record ended (its ``ok``), as the dashboard shows and filters it."""
+
+    OK = "ok"
+    FAILED = "failed"
+
+
+def outcome_of(record: Mapping[str, Any]) -> Outcome:
+    return Outcome.OK if record.get("ok") else Outcome.FAILED
 
 
 def record_type(record: Mapping[str, Any]) -> str:

@@ -77,6 +77,10 @@ def short_of(exc: OSError) -> str:
 
 
 class Agent:
+    """The schedule: rounds of cycles, each environment's when it is due, by the agent
+    that leads it (``Leadership``); what each cycle found (``Known``, views.py) and
+    what it tells the sinks (``Notifications``)."""
+
     def __init__(self, options: Options, environ: Mapping[str, str]) -> None:
         self.options = options
         self.environ = environ

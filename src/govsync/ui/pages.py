@@ -32,7 +32,7 @@ from govsync.render.html import (
     url,
 )
 from govsync.render.svg import graph_svg
-from govsync.statuses import RecordType, record_type
+from govsync.statuses import Outcome, RecordType, outcome_of, record_type
 from govsync.ui.reading import EnvironmentView
 
 # History records shown on an environment's page (all of them on its history page).
@@ -96,8 +96,7 @@ def _apply_cell(record: Mapping[str, Any] | None) -> str:
     if record is None:
         return "never"
     who = record.get("actor") or record.get("user") or "unknown"
-    outcome = "ok" if record.get("ok") else "failed"
-    return f"{_when(record.get('at'))} by {esc(who)} ({esc(outcome)})"
+    return f"{_when(record.get('at'))} by {esc(who)} ({esc(outcome_of(record))})"
 
 
 def overview(views: Sequence[EnvironmentView], names: Sequence[str], prefix: str = "") -> str:
@@ -196,7 +195,8 @@ class HistoryFilter:
     def keeps(self, record: Mapping[str, Any]) -> bool:
         who = " ".join(str(record.get(k) or "") for k in ("user", "actor", "host")).lower()
         return ((not self.kind or record_type(record) == self.kind)
-                and (not self.outcome or bool(record.get("ok")) == (self.outcome == "ok"))
+                and (not self.outcome
+                     or (outcome_of(record) == Outcome.OK) == (self.outcome == Outcome.OK))
                 and (not self.who or self.who.lower() in who)
                 and (not self.address or any(self.address.lower() in str(c.get("address", "")).lower()
                                              for c in record.get("changes") or []))
@@ -230,11 +230,11 @@ def history_table(records: Sequence[Mapping[str, Any]], address: str = "") -> st
             "<table><thead><tr><th scope=col>address</th><th scope=col>action</th>"
             "<th scope=col>outcome</th><th scope=col>id</th><th scope=col>error</th></tr>"
             f"</thead><tbody>{items}</tbody></table>{more}</details>")
-        outcome = "ok" if r.get("ok") else "failed"
+        outcome = outcome_of(r)
         rows.append(
             f"<tr><td>{_when(r.get('at'))}</td><td>{esc(record_type(r))}</td>"
             f"<td>{esc(r.get('actor') or r.get('user') or '')}@{esc(r.get('host') or '')}</td>"
-            f'<td><span class="badge s-{"passed" if outcome == "ok" else "failed"}">'
+            f'<td><span class="badge s-{"passed" if outcome == Outcome.OK else "failed"}">'
             f"{outcome}</span></td><td>{esc(counts)}</td><td>{_approvers(r)}</td>"
             f"<td>{details}</td></tr>")
     return ("<table><thead><tr><th scope=col>when</th><th scope=col>what</th>"
@@ -261,7 +261,7 @@ def history_page(view: EnvironmentView, names: Sequence[str], chosen: HistoryFil
     form = (f'<form class="filters" method="get" action="{esc(path)}" role="search" '
             'aria-label="filter the history">'
             + select("kind", "Record", [RecordType.APPLY, RecordType.DRIFT], chosen.kind)
-            + select("outcome", "Outcome", ["ok", "failed"], chosen.outcome)
+            + select("outcome", "Outcome", list(Outcome), chosen.outcome)
             + text("who", "User, CI actor or host", chosen.who)
             + text("address", "Address contains", chosen.address)
             + text("since", "Since", chosen.since[:10], "date")
