@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from govsync import values
 from govsync.api.kinds import BY_KIND
-from govsync.bounded import BudgetExceeded, run_bounded
+from govsync.bounded import BudgetExceeded, prestart, run_bounded
 from govsync.errors import GovernanceError, ManifestError, Problem
 from govsync.manifests.model import Manifest, ManifestSet
 from govsync.manifests.wording import unknown, unknown_keys
@@ -55,6 +55,8 @@ BUDGET_BYTES = 1 << 30
 RULE_KEYS = ("name", "match", "expression", "message", "severity")
 MATCH_KEYS = ("kinds", "environments")
 VARIABLES = ("object", "change", "env")
+# What the evaluating process imports as it starts (bounded.prestart).
+PRELOAD = (__name__, "cel_expr_python.cel")
 
 
 class Severity(StrEnum):
@@ -154,6 +156,8 @@ def parse(value: Any, file: str, locate: Locate, report: Report,
         rules.append(Rule(name, expression, message, Severity(severity),
                           kinds if isinstance(kinds, tuple) else None,
                           envs if isinstance(envs, tuple) else None, file, line, col))
+    if rules:  # the evaluator starts while the manifests are read
+        prestart(PRELOAD)
     return tuple(rules)
 
 
@@ -353,9 +357,11 @@ def evaluate(rules: Sequence[Rule], subjects: Callable[[], Iterable[Subject]],
     if not compiled:
         return Outcome()
 
+    # The subjects are made here and sent: the worker compiles the rules again (a
+    # compiled program does not pickle) and evaluates them within the budget.
     try:
-        return run_bounded(lambda progress: _evaluate(compiled, subjects, environment,
-                                                      planned, progress),
+        return run_bounded(_evaluate, tuple(c.rule for c in compiled), list(subjects()),
+                           environment, planned,
                            seconds=BUDGET_SECONDS, memory=BUDGET_BYTES)
     except BudgetExceeded as exc:
         rule = next((c.rule for c in compiled if c.rule.name == exc.last), compiled[0].rule)
@@ -365,14 +371,13 @@ def evaluate(rules: Sequence[Rule], subjects: Callable[[], Iterable[Subject]],
             "should not build ever longer strings or lists)")]) from None
 
 
-def _evaluate(compiled: list[Compiled], subjects: Callable[[], Iterable[Subject]],
-              environment: str | None, planned: bool,
-              progress: Callable[[str], None]) -> Outcome:
+def _evaluate(progress: Callable[[str], None], rules: tuple[Rule, ...],
+              items: list[Subject], environment: str | None, planned: bool) -> Outcome:
+    """In the worker process (bounded.py): every rule on every subject."""
     from cel_expr_python import cel
 
     outcome = Outcome()
-    items = list(subjects())
-    for item in compiled:
+    for item in compile_rules(rules):
         rule = item.rule
         program = item.program
         if not planned:
