@@ -52,8 +52,8 @@ from govsync.manifests.model import ManifestSet
 from govsync.plan import ENDING, Action, Check, CheckStatus, Plan, recorded_shown
 from govsync.project import Environment, Project
 from govsync.rules import (
-    Outcome,
     Rule,
+    RuleFindings,
     Severity,
     Subject,
     as_change,
@@ -366,7 +366,7 @@ def check_plan(plan: Plan, manifests: ManifestSet, rules: Sequence[Rule],
     plan.checks.extend(rule_checks(outcome, rules))
 
 
-def rule_checks(outcome: Outcome, rules: Sequence[Rule]) -> list[Check]:
+def rule_checks(outcome: RuleFindings, rules: Sequence[Rule]) -> list[Check]:
     """One check per rule that passed, one per violation of a warning rule."""
 
     out: list[Check] = []

@@ -277,7 +277,7 @@ def compile_rules(rules: Sequence[Rule]) -> list[Compiled]:
 
 
 @dataclass
-class Outcome:
+class RuleFindings:
     """What the rules found: errors stop the command, warnings are reported."""
 
     errors: list[Problem] = field(default_factory=list)
@@ -346,7 +346,7 @@ def change_subjects(changes: Iterable[Change], where: str) -> Iterator[Subject]:
 
 
 def evaluate(rules: Sequence[Rule], subjects: Callable[[], Iterable[Subject]],
-             environment: str | None, *, planned: bool) -> Outcome:
+             environment: str | None, *, planned: bool) -> RuleFindings:
     """Every matching rule on every subject (``planned``: with their changes; else
     validate, which leaves rules that mention ``change`` to plan).
 
@@ -355,7 +355,7 @@ def evaluate(rules: Sequence[Rule], subjects: Callable[[], Iterable[Subject]],
     naming it."""
     compiled = compile_rules(rules)
     if not compiled:
-        return Outcome()
+        return RuleFindings()
 
     # The subjects are made here and sent: the worker compiles the rules again (a
     # compiled program does not pickle) and evaluates them within the budget.
@@ -372,11 +372,11 @@ def evaluate(rules: Sequence[Rule], subjects: Callable[[], Iterable[Subject]],
 
 
 def _evaluate(progress: Callable[[str], None], rules: tuple[Rule, ...],
-              items: list[Subject], environment: str | None, planned: bool) -> Outcome:
+              items: list[Subject], environment: str | None, planned: bool) -> RuleFindings:
     """In the worker process (bounded.py): every rule on every subject."""
     from cel_expr_python import cel
 
-    outcome = Outcome()
+    outcome = RuleFindings()
     for item in compile_rules(rules):
         rule = item.rule
         program = item.program
@@ -447,7 +447,7 @@ def check_sent(rules: Sequence[Rule], environment: str | None, where: str,
 
 
 def check_manifests(manifests: ManifestSet, rules: Sequence[Rule],
-                    environment: str | None) -> Outcome:
+                    environment: str | None) -> RuleFindings:
     """``validate``: the rules without a plan; ManifestError for errors."""
     outcome = evaluate(rules, lambda: manifest_subjects(manifests, {}, None), environment,
                        planned=False)
