@@ -24,7 +24,7 @@ from typing import Any
 from govsync.api.kinds import BY_KIND
 from govsync.errors import Problem
 from govsync.manifests import wording
-from govsync.manifests.yamlio import RawDocument, locate
+from govsync.manifests.yamlio import TOP_KEYS, RawDocument, locate
 from govsync.paths import Path
 
 DIRECTIVE_KINDS = ("Patch", "Moved", "Import", "Removed")
@@ -66,9 +66,8 @@ def check_directive(doc: RawDocument, problems: list[Problem], source: str) -> D
     value = doc.value
     kind = value["kind"]
     for key in value:
-        if key not in ("apiVersion", "kind", "metadata", "spec"):
-            problem((key,), wording.unknown(f"field {key!r}", str(key), ("apiVersion", "kind",
-                                                                  "metadata", "spec")), key=True)
+        if key not in TOP_KEYS:
+            problem((key,), wording.unknown(f"field {key!r}", str(key), TOP_KEYS), key=True)
     if value.get("apiVersion") != "govsync/v1":
         problem(("apiVersion",) if "apiVersion" in value else (), "apiVersion must be govsync/v1")
     metadata = value.get("metadata")

@@ -26,13 +26,11 @@ from govsync.manifests import wording
 from govsync.manifests.links import Link
 from govsync.manifests.model import Context, Manifest
 from govsync.manifests.names import invisible
-from govsync.manifests.yamlio import RawDocument, locate
+from govsync.manifests.yamlio import METADATA_KEYS, TOP_KEYS, RawDocument, locate
 from govsync.paths import Path
 from govsync.values import Ref, SecretRef
 
 API_VERSION = "govsync/v1"
-TOP_KEYS = ("apiVersion", "kind", "metadata", "spec")
-METADATA_KEYS = ("name", "dependsOn")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 # Reports a problem at a path of the document (at its key with key=True).

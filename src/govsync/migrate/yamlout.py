@@ -17,8 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-TOP_ORDER = ("apiVersion", "kind", "metadata", "spec")
-METADATA_ORDER = ("name", "dependsOn")
+from govsync.manifests.yamlio import METADATA_KEYS, TOP_KEYS
+
 _PLAIN = re.compile(r"^[A-Za-z_/][A-Za-z0-9 _./@:+(),=-]*$")
 _RESERVED = frozenset({"true", "false", "yes", "no", "on", "off", "y", "n", "null", "~"})
 
@@ -85,7 +85,7 @@ def _order(mapping: dict[str, Any], first: tuple[str, ...]) -> list[str]:
 def _mapping(mapping: dict[str, Any], indent: int, exact: bool, *, top: bool = False,
              metadata: bool = False) -> list[str]:
     pad = " " * indent
-    first = TOP_ORDER if top else METADATA_ORDER if metadata else ()
+    first = TOP_KEYS if top else METADATA_KEYS if metadata else ()
     lines: list[str] = []
     for key in _order(mapping, first):
         value = mapping[key]
