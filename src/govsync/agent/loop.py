@@ -43,7 +43,7 @@ from govsync.agentconfig import DEFAULT_INTERVAL, Sink
 from govsync.errors import GovsyncError, LockLostError, ManifestError, StateError
 from govsync.files import exposed_state, inside
 from govsync.manifests.loader import ReadCache
-from govsync.project import Given, Selection
+from govsync.project import Selection, SettingValue
 from govsync.redact import url as safe_url
 from govsync.settings import Settings, resolve
 from govsync.state import LockHolder, StateStore, now
@@ -68,9 +68,9 @@ class Options:
     checkout: str = os.path.join(".govsync", "agent", "checkout")
     interval: float | None = None  # --interval: over every environment's own
     environments: tuple[str, ...] = ()  # --env: only these (none: all)
-    endpoint: Given = field(default_factory=lambda: Given(None, "default", "--endpoint", ""))
-    state: Given = field(default_factory=lambda: Given(None, "default", "--state", ""))
-    workspace: Given = field(default_factory=lambda: Given(None, "default", "--workspace", ""))
+    endpoint: SettingValue = field(default_factory=lambda: SettingValue(None, "default", "--endpoint", ""))
+    state: SettingValue = field(default_factory=lambda: SettingValue(None, "default", "--state", ""))
+    workspace: SettingValue = field(default_factory=lambda: SettingValue(None, "default", "--workspace", ""))
     insecure_http: bool = False
     local_seed: str | None = None
     url: str | None = None  # where people reach this agent (links in notifications)
