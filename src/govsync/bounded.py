@@ -26,9 +26,7 @@ import atexit
 import contextlib
 import importlib
 import os
-import pickle
 import select
-import signal
 import sys
 import threading
 import time
@@ -37,6 +35,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:  # subprocess is imported when a worker starts: validate never needs it
     from subprocess import Popen
+
+# pickle, signal and subprocess are imported where the worker is used (docs/architecture.md's
+# heavy list): importing this module costs validate nothing of them.
 
 T = TypeVar("T")
 
@@ -107,6 +108,8 @@ class _Worker:
             process = self._start()
             if process is None:
                 return work(lambda name: None, *args)
+            import pickle
+
             request = pickle.dumps((list(sys.path), pickle.dumps((work, args, memory))))
             answered = False
             try:
@@ -124,6 +127,8 @@ class _Worker:
 
     def _exchange(self, process: Popen[bytes], request: bytes, seconds: float,
                   memory: int) -> Any:
+        import pickle
+
         assert process.stdin is not None and process.stdout is not None
         send = memoryview(len(request).to_bytes(8, "big") + request)
         into, out = process.stdin.fileno(), process.stdout.fileno()
@@ -204,6 +209,8 @@ atexit.register(_WORKER.close)
 
 
 def _died(last: str, status: int, memory: int) -> Any:
+    import signal
+
     why = f"more than {memory // (1024 * 1024)} MiB of memory"
     if os.WIFSIGNALED(status) and os.WTERMSIG(status) not in (signal.SIGABRT, signal.SIGSEGV):
         why = f"ended by signal {os.WTERMSIG(status)}"
@@ -243,6 +250,8 @@ def _address_space(pid: int | str = "self") -> int:
 def _serve(preload: Sequence[str]) -> int:  # pragma: no cover - runs in the worker
     """Read requests from standard input until it ends; each answered on the
     original standard output (print and C++ output go to standard error)."""
+    import pickle
+
     answer = os.dup(1)
     os.dup2(2, 1)
     requests = sys.stdin.buffer
@@ -263,6 +272,7 @@ def _serve(preload: Sequence[str]) -> int:  # pragma: no cover - runs in the wor
 
 def _one(inner: bytes, fd: int) -> int:  # pragma: no cover - runs in the worker
     """One request: 0, or the code to leave with (3: out of memory)."""
+    import pickle
 
     def step(name: str) -> None:
         _send(fd, _STEP, name.encode())
@@ -311,5 +321,7 @@ def _send(fd: int, tag: bytes, payload: bytes) -> None:  # pragma: no cover - in
 
 
 if __name__ == "__main__":  # pragma: no cover - the worker
+    import signal
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller's Ctrl-C is the caller's
     sys.exit(_serve(sys.argv[1:]))
