@@ -74,13 +74,17 @@ class _Worker:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._process: Popen[bytes] | None = None
-        self._size = 0  # the worker's address space when it was started
+        self._size = 0  # the worker's address space after its first piece of work
         self._preload: tuple[str, ...] = ()
 
     def start(self, preload: Sequence[str] = ()) -> None:
-        with self._lock:
+        if not self._lock.acquire(blocking=False):
+            return  # in use: it is running, and prestart never waits for it
+        try:
             self._preload = tuple(dict.fromkeys((*self._preload, *preload)))
             self._start()
+        finally:
+            self._lock.release()
 
     def _start(self) -> Popen[bytes] | None:
         if self._process is not None and self._process.poll() is None:
@@ -96,7 +100,7 @@ class _Worker:
             self._process = subprocess.Popen(
                 [sys.executable, "-m", "govsync.bounded", *self._preload],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=environment,
-                close_fds=True, start_new_session=False)
+                close_fds=True)
         except OSError:
             return None
         self._size = 0
@@ -115,8 +119,8 @@ class _Worker:
             try:
                 result: T = self._exchange(process, request, seconds, memory)
                 answered = True
-            except (BudgetExceeded, Exception) as exc:
-                answered = not isinstance(exc, (BudgetExceeded, OSError))
+            except Exception as exc:  # the work's own exception is an answer too
+                answered = not isinstance(exc, BudgetExceeded | OSError)
                 raise
             finally:
                 if answered:
