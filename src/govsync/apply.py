@@ -13,7 +13,7 @@ Safety rules, in the order a change meets them:
    sees ``pending`` and treats it as uncertain.  Either way the create is
    never repeated blindly.
 3. A failure stops only what depends on it; independent branches go on.
-   Every change ends with an :class:`Outcome`, whatever happened to it.
+   Every change ends with an :class:`ChangeOutcome`, whatever happened to it.
 4. What makes every other call fail the same way (a rejected key, a state
    store that fails or a lost workspace lock) stops all sending at once.
 5. 429 and 503 answers halve the number of requests in flight; successes
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from govsync.api.client import AsyncClient, RetryEvent
 
 
-class Result(StrEnum):
+class ChangeStatus(StrEnum):
     """How a change ended."""
 
     APPLIED = "applied"
@@ -66,16 +66,16 @@ class Result(StrEnum):
     FORGOTTEN = "forgotten"
 
 
-DONE = frozenset({Result.APPLIED, Result.FORGOTTEN})
+DONE = frozenset({ChangeStatus.APPLIED, ChangeStatus.FORGOTTEN})
 
 
 @dataclass
-class Outcome:
+class ChangeOutcome:
     """What became of one change of the plan during apply."""
 
     address: str
     action: Action
-    status: Result
+    status: ChangeStatus
     id: str | None = None
     error: str = ""
     code: str = ""
@@ -87,7 +87,7 @@ class ApplyResult:
     """Every outcome of an apply, how many requests it sent and why it stopped early, if it
     did."""
 
-    outcomes: list[Outcome] = field(default_factory=list)
+    outcomes: list[ChangeOutcome] = field(default_factory=list)
     requests: int = 0
     seconds: float = 0.0  # from the first request to the last answer
     # Why apply stopped sending (a rejected key, a lost lock): what to do next.
@@ -102,7 +102,7 @@ class ApplyResult:
                 f"requests={self.requests}{f', stopped={self.stopped!r}' if self.stopped else ''})")
 
     def summary(self) -> dict[str, int]:
-        counts = dict.fromkeys(Result, 0)
+        counts = dict.fromkeys(ChangeStatus, 0)
         for o in self.outcomes:
             counts[o.status] += 1
         return {str(r): n for r, n in counts.items()}
@@ -114,12 +114,12 @@ class ApplyResult:
     @property
     def took_effect(self) -> bool:
         """Whether anything changed, or may have (an uncertain create)."""
-        return any(o.status in (*DONE, Result.UNCERTAIN) for o in self.outcomes)
+        return any(o.status in (*DONE, ChangeStatus.UNCERTAIN) for o in self.outcomes)
 
 
 class Reporter(Protocol):
     def start(self, total: int) -> None: ...
-    def finished(self, outcome: Outcome) -> None: ...
+    def finished(self, outcome: ChangeOutcome) -> None: ...
     def close(self) -> None: ...
 
 
@@ -127,7 +127,7 @@ class SilentReporter:
     def start(self, total: int) -> None:
         pass
 
-    def finished(self, outcome: Outcome) -> None:
+    def finished(self, outcome: ChangeOutcome) -> None:
         pass
 
     def close(self) -> None:
@@ -293,7 +293,7 @@ class Applier:
         self.unsure = {a for a, e in snapshot.entries.items() if e.status in (PENDING, UNCERTAIN)}
         self.result = ApplyResult()
         self._done: dict[str, asyncio.Event] = {}
-        self._status: dict[str, Result] = {}
+        self._status: dict[str, ChangeStatus] = {}
         self._chain: dict[str, int] = {}
         self._writer: GroupWriter | None = None
         self._fence = Fence(store, self.workspace, waits=store.writes_wait)
@@ -332,7 +332,7 @@ class Applier:
         self.result.outcomes.sort(key=lambda o: order.get(o.address, 0))
         return self.result
 
-    def _finish(self, outcome: Outcome) -> None:
+    def _finish(self, outcome: ChangeOutcome) -> None:
         self._status[outcome.address] = outcome.status
         self.result.outcomes.append(outcome)
         self.reporter.finished(outcome)
@@ -354,36 +354,36 @@ class Applier:
         try:
             outcome = await self._change(change)
         except Exception as exc:  # a defect must not end the other changes
-            outcome = _outcome(change, Result.FAILED,
+            outcome = _outcome(change, ChangeStatus.FAILED,
                                f"internal error: {type(exc).__name__}: {exc}")
         self._finish(outcome)
 
-    async def _change(self, change: Change) -> Outcome:
+    async def _change(self, change: Change) -> ChangeOutcome:
         for dep in change.after:
             if dep in self._done:
                 await self._done[dep].wait()
-                if self._status.get(dep) != Result.APPLIED:
-                    return _outcome(change, Result.SKIPPED, f"{dep} was not applied")
+                if self._status.get(dep) != ChangeStatus.APPLIED:
+                    return _outcome(change, ChangeStatus.SKIPPED, f"{dep} was not applied")
             elif dep in self.unsure:
-                return _outcome(change, Result.SKIPPED,
+                return _outcome(change, ChangeStatus.SKIPPED,
                                 f"{dep} is uncertain (settle it with govsync state resolve)")
         if self.stopping is not None and self.stopping.is_set():
             self._stop("stopping", "stopped on request: the changes not sent yet were not "
                                    "sent (the next apply sends them)")
         if self.result.stopped:
-            return _outcome(change, Result.SKIPPED, f"not sent: {self.result.stopped_short}")
+            return _outcome(change, ChangeStatus.SKIPPED, f"not sent: {self.result.stopped_short}")
         async with self.throttle.slot(-self._chain[change.address]):
             if self.stopping is not None and self.stopping.is_set():
                 self._stop("stopping", "stopped on request: the changes not sent yet were "
                                        "not sent (the next apply sends them)")
             if self.result.stopped:  # checked once a slot is ours: queued changes stop too
-                return _outcome(change, Result.SKIPPED,
+                return _outcome(change, ChangeStatus.SKIPPED,
                                 f"not sent: {self.result.stopped_short}")
             started = time.monotonic()
-            answer: Outcome | Entry
+            answer: ChangeOutcome | Entry
             if change.action == Action.MOVE:
                 answer = self._move(change)
-                if answer.status == Result.APPLIED and change.operation:
+                if answer.status == ChangeStatus.APPLIED and change.operation:
                     answer = await self._send(change)
             elif change.action == Action.IMPORT and not change.operation:
                 answer = await self._adopt(change)
@@ -428,29 +428,29 @@ class Applier:
             self._stop("the workspace lock was lost", str(exc))
             raise
 
-    def _resolve(self, change: Change) -> tuple[Any, Any, list[str]] | Outcome:
+    def _resolve(self, change: Change) -> tuple[Any, Any, list[str]] | ChangeOutcome:
         """(body, spec to record, secret values) of a change, or why it cannot be sent."""
         if change.request is None:
-            return _outcome(change, Result.FAILED, "the plan holds no request for this change")
+            return _outcome(change, ChangeStatus.FAILED, "the plan holds no request for this change")
         try:
             return self.resolver.send(change.request)
         except UnknownId as exc:
-            return _outcome(change, Result.SKIPPED, f"the id of {exc.address} is not known")
+            return _outcome(change, ChangeStatus.SKIPPED, f"the id of {exc.address} is not known")
         except MissingSecret as exc:
-            return _outcome(change, Result.FAILED,
+            return _outcome(change, ChangeStatus.FAILED,
                             f"environment variable {exc.variable} (a secret) is not set")
 
-    async def _send(self, change: Change) -> Outcome | Entry:
+    async def _send(self, change: Change) -> ChangeOutcome | Entry:
         """Send one change: its outcome, or the entry that records the API's yes."""
         kind = BY_KIND[change.kind]
         resolved = self._resolve(change)
-        if isinstance(resolved, Outcome):
+        if isinstance(resolved, ChangeOutcome):
             return resolved
         send, spec, secrets = resolved
         base = None
         if change.action not in (Action.CREATE, Action.REPLACE) and kind.replace_all:
             read = await self._base(change, kind)
-            if isinstance(read, Outcome):
+            if isinstance(read, ChangeOutcome):
                 return read
             base = read
         operation, body = request_body(kind, change, send, base)
@@ -462,8 +462,8 @@ class Applier:
             else:
                 await self._fenced()
         except StateError as exc:
-            return _outcome(change, Result.SKIPPED if isinstance(exc, LockLostError)
-                            else Result.FAILED, f"not sent: {exc}")
+            return _outcome(change, ChangeStatus.SKIPPED if isinstance(exc, LockLostError)
+                            else ChangeStatus.FAILED, f"not sent: {exc}")
         self.result.requests += 1
         try:
             answer = await self.client.call(operation, body, secrets=secrets)
@@ -471,13 +471,13 @@ class Applier:
             if intent:
                 return await self._uncertain(change, spec, exc.message)
             if change.action == Action.REPLACE:
-                return _outcome(change, Result.UNCERTAIN, (
+                return _outcome(change, ChangeStatus.UNCERTAIN, (
                     f"{exc.message}: a new {kind.name} may or may not exist; state keeps "
                     f"the old one ({change.id}); look for it on the server before planning "
                     "the replace again"))
             if change.action != Action.CREATE:
                 return await self._settle_update(change, kind, spec, body, exc.message)
-            return _outcome(change, Result.FAILED, exc.message)
+            return _outcome(change, ChangeStatus.FAILED, exc.message)
         except ApiError as exc:
             if intent:
                 with contextlib.suppress(StateError):
@@ -485,7 +485,7 @@ class Applier:
             if isinstance(exc, UnauthorizedError | ForbiddenError):
                 self._key_refused(exc, operation)
             code = exc.code if isinstance(exc, ApiStatusError) else ""
-            return _outcome(change, Result.FAILED, exc.message, code)
+            return _outcome(change, ChangeStatus.FAILED, exc.message, code)
         from govsync.api.client import unwrap
 
         try:
@@ -495,12 +495,12 @@ class Applier:
             # may exist, under an id we do not know.
             if intent:
                 return await self._uncertain(change, spec, exc.message)
-            return _outcome(change, Result.FAILED, exc.message)
+            return _outcome(change, ChangeStatus.FAILED, exc.message)
         return Entry(change.address, kind.name, object_id or change.id, APPLIED, spec,
                      scrub(obj, sorted({*secrets, *self.hidden}, key=len, reverse=True)),
                      now())
 
-    async def _base(self, change: Change, kind: Kind) -> dict[str, Any] | None | Outcome:
+    async def _base(self, change: Change, kind: Kind) -> dict[str, Any] | None | ChangeOutcome:
         """The object a replace-all update is laid over: as the refresh read it, else read
         now (None: not read, so the manifest's fields alone are sent, as the plan said)."""
         live = self.live.get(change.address)
@@ -512,16 +512,16 @@ class Applier:
             return await writes.read_live(self.client, kind, change.id,
                                           self.specs.get(change.address, {}))
         except AmbiguousError as exc:
-            return _outcome(change, Result.FAILED, f"not sent: reading the object before "
+            return _outcome(change, ChangeStatus.FAILED, f"not sent: reading the object before "
                             f"updating it failed ({exc.message})")
         except ApiError as exc:
             if isinstance(exc, UnauthorizedError | ForbiddenError):
                 raise
-            return _outcome(change, Result.FAILED, f"not sent: reading the object before "
+            return _outcome(change, ChangeStatus.FAILED, f"not sent: reading the object before "
                             f"updating it failed ({exc.message})")
 
     async def _settle_update(self, change: Change, kind: Kind, spec: dict[str, Any],
-                             body: dict[str, Any], why: str) -> Outcome | Entry:
+                             body: dict[str, Any], why: str) -> ChangeOutcome | Entry:
         """An update sent without an answer: one read says whether it took effect."""
         op = kind.update
         sent = body.get(op.wrap, body) if op is not None and op.wrap else body
@@ -533,19 +533,19 @@ class Applier:
         if live is not None and writes.took_effect(kind, sent, live):
             return Entry(change.address, kind.name, change.id, APPLIED, spec,
                          scrub(live, self.hidden), now())
-        return _outcome(change, Result.FAILED, f"{why}; a read shows it did not take effect "
+        return _outcome(change, ChangeStatus.FAILED, f"{why}; a read shows it did not take effect "
                         "(or could not tell): the next plan sends it again")
 
-    async def _delete(self, change: Change) -> Outcome:
+    async def _delete(self, change: Change) -> ChangeOutcome:
         """Send one delete; the entry goes once the server said yes (or a read says the
         object is gone).  A refusal (still referred to, protected) leaves state as it was."""
         kind = BY_KIND[change.kind]
         if change.id is None or kind.delete is None:
-            return _outcome(change, Result.FAILED, "the plan holds no id or no delete for it")
+            return _outcome(change, ChangeStatus.FAILED, "the plan holds no id or no delete for it")
         entry = self.entries.get(change.address)
         if entry is not None and protected(entry.read_spec()):
             # The plan blocks it; a plan made before protection was turned on cannot.
-            return _outcome(change, Result.FAILED, "not sent: terminationProtection is true "
+            return _outcome(change, ChangeStatus.FAILED, "not sent: terminationProtection is true "
                             "in state; turn it off with an applied change first")
         spec = self.specs.get(change.address, {})
         operation, body = writes.delete_body(kind, change.id, spec)
@@ -560,29 +560,29 @@ class Applier:
             except ApiError:
                 live = {}
             if live:
-                return _outcome(change, Result.FAILED, f"{exc.message}; the object is still "
+                return _outcome(change, ChangeStatus.FAILED, f"{exc.message}; the object is still "
                                 "on the server: state keeps it")
         except ApiError as exc:
             if isinstance(exc, UnauthorizedError | ForbiddenError):
                 self._key_refused(exc, operation)
             code = exc.code if isinstance(exc, ApiStatusError) else ""
-            return _outcome(change, Result.FAILED,
+            return _outcome(change, ChangeStatus.FAILED,
                             f"{exc.message} (state keeps {change.address})", code)
         try:
             self._answered()
             # (deletes run after every put: the writer's thread writes nothing meanwhile)
             self.store.remove(self.workspace, change.address)
         except StateError as exc:
-            return _outcome(change, Result.UNCERTAIN, f"deleted on the server, but state "
+            return _outcome(change, ChangeStatus.UNCERTAIN, f"deleted on the server, but state "
                             f"still records it: {exc}; `govsync state forget {change.address}`")
         self.ids.pop(change.address, None)
-        return _outcome(change, Result.APPLIED)
+        return _outcome(change, ChangeStatus.APPLIED)
 
     async def _delete_replaced(self, sends: list[Change]) -> None:
         """The old object of each replace that took effect, deleted once what refers to it
         points at the new one (dependants' old objects first)."""
         replaced = [c for c in sends if c.action == Action.REPLACE
-                    and self._status.get(c.address) == Result.APPLIED and c.id]
+                    and self._status.get(c.address) == ChangeStatus.APPLIED and c.id]
         if not replaced or self.result.stopped:
             return
         outcomes = {o.address: o for o in self.result.outcomes}
@@ -597,24 +597,24 @@ class Applier:
                 await self.client.call(operation, body)
             except ApiError as exc:
                 outcome = outcomes[address]
-                outcome.status = Result.FAILED
+                outcome.status = ChangeStatus.FAILED
                 outcome.error = (f"created anew (id {outcome.id}) and its references moved, "
                                  f"but deleting the old one ({change.id}) failed: {exc.message}; "
                                  f"it is no longer in state: delete it on the server")
 
-    async def _recorded(self, change: Change, entry: Entry) -> Outcome:
+    async def _recorded(self, change: Change, entry: Entry) -> ChangeOutcome:
         """Record the API's yes; until that is done, the change is not applied."""
         try:
             self._answered()
             await self._record(entry)
         except StateError as exc:
-            return _outcome(change, Result.UNCERTAIN,
+            return _outcome(change, ChangeStatus.UNCERTAIN,
                             f"sent and answered (id {entry.id}), but not recorded: {exc}; "
                             f"settle it with `govsync state resolve {change.address} "
                             f"--id {entry.id}`", object_id=entry.id)
         if entry.id:
             self.ids[change.address] = entry.id
-        return _outcome(change, Result.APPLIED, object_id=entry.id)
+        return _outcome(change, ChangeStatus.APPLIED, object_id=entry.id)
 
     def _answered(self) -> None:
         """The endpoint has taken a change: record it as the workspace's, once."""
@@ -622,18 +622,18 @@ class Applier:
             endpoint, self.endpoint = self.endpoint, None
             self.store.set_endpoint(self.workspace, endpoint)
 
-    async def _uncertain(self, change: Change, spec: dict[str, Any], why: str) -> Outcome:
+    async def _uncertain(self, change: Change, spec: dict[str, Any], why: str) -> ChangeOutcome:
         with contextlib.suppress(StateError):
             self._answered()  # it may hold the object now
         with contextlib.suppress(StateError):  # pending already says the same
             await self._record(Entry(change.address, change.kind, None, UNCERTAIN, spec, None,
                                      now()))
-        return _outcome(change, Result.UNCERTAIN,
+        return _outcome(change, ChangeStatus.UNCERTAIN,
                         f"{why}: the object may or may not exist; settle it with "
                         f"`govsync state resolve {change.address} --id ID | --absent`",
                         object_id=None)
 
-    def _move(self, change: Change) -> Outcome:
+    def _move(self, change: Change) -> ChangeOutcome:
         """Re-address the state entry (one transaction); nothing is sent."""
         assert change.moved_from is not None
         try:
@@ -641,33 +641,33 @@ class Applier:
         except StateError as exc:
             if isinstance(exc, LockLostError):
                 self._stop("the workspace lock was lost", str(exc))
-            return _outcome(change, Result.FAILED, str(exc))
+            return _outcome(change, ChangeStatus.FAILED, str(exc))
         if change.id:
             self.ids[change.address] = change.id
-        return _outcome(change, Result.APPLIED)
+        return _outcome(change, ChangeStatus.APPLIED)
 
-    async def _adopt(self, change: Change) -> Outcome:
+    async def _adopt(self, change: Change) -> ChangeOutcome:
         """Record an imported object with the manifest's spec; nothing is sent."""
         resolved = self._resolve(change)
-        if isinstance(resolved, Outcome):
+        if isinstance(resolved, ChangeOutcome):
             return resolved
         if change.id is None:
-            return _outcome(change, Result.FAILED, "the plan holds no id for this import")
+            return _outcome(change, ChangeStatus.FAILED, "the plan holds no id for this import")
         _send, spec, _secrets = resolved
         try:
             await self._record(Entry(change.address, change.kind, change.id, APPLIED, spec, None,
                                now()))
         except StateError as exc:
-            return _outcome(change, Result.FAILED, f"not recorded: {exc}")
+            return _outcome(change, ChangeStatus.FAILED, f"not recorded: {exc}")
         self.ids[change.address] = change.id
-        return _outcome(change, Result.APPLIED)
+        return _outcome(change, ChangeStatus.APPLIED)
 
-    def _forget(self, change: Change) -> Outcome:
+    def _forget(self, change: Change) -> ChangeOutcome:
         try:
             self.store.remove(self.workspace, change.address)
         except StateError as exc:
-            return _outcome(change, Result.FAILED, str(exc))
-        return _outcome(change, Result.FORGOTTEN,
+            return _outcome(change, ChangeStatus.FAILED, str(exc))
+        return _outcome(change, ChangeStatus.FORGOTTEN,
                         "dropped from state; the object stays on the server")
 
 
@@ -676,7 +676,7 @@ _KEEP = object()
 _READ_BY_FIELD = frozenset(k.name for k in KINDS if k.get is not None and k.get.by != "id")
 
 
-def _outcome(change: Change, status: Result, error: str = "", code: str = "",
-             *, object_id: Any = _KEEP) -> Outcome:
-    return Outcome(change.address, change.action, status,
+def _outcome(change: Change, status: ChangeStatus, error: str = "", code: str = "",
+             *, object_id: Any = _KEEP) -> ChangeOutcome:
+    return ChangeOutcome(change.address, change.action, status,
                    change.id if object_id is _KEEP else object_id, error, code)

@@ -2,26 +2,42 @@
 
 A project's rules are code that a pull request may change, evaluated by a C++
 runtime that has no budget of its own: ``["a"].map(x, x + x)`` chained a few
-dozen times wants gigabytes.  So the evaluation runs in a child process
-(``fork``: it shares everything already loaded, and costs a few
-milliseconds) with an address-space limit and a deadline.  The child sends
-back, through a pipe, the name of each step it starts and then its pickled
-result; a child that dies or runs out of time is reported with the last step
-it started, so the caller can name the rule that went over.
+dozen times wants gigabytes.  So the evaluation runs in another process with an
+address-space limit and a deadline.
 
-Where ``fork`` does not exist the work runs in this process, unbounded.
+That process is a fresh interpreter (``python -m govsync.bounded``), started
+once and reused: never a fork of this one, which may be running threads (the
+agent's web server and notifier, a dashboard's requests) whose locks a forked
+child would inherit held.  It is started by ``subprocess`` (fork and exec in C,
+safe with threads) ahead of need (``prestart``), so its start-up overlaps the
+caller's own work.  One piece of work at a time: the caller sends a function
+(named by module and name, so it must be a module's top-level function) and its
+arguments, pickled; the worker sets its limits, sends back the name of each step
+it starts and then the pickled result.  A worker that dies or runs out of time
+is reported with the last step it started, so the caller can name the rule that
+went over, and a new worker is started for the next piece of work.
+
+Where no worker can be started the work runs in this process, unbounded.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import importlib
 import os
-import pickle
 import select
-import signal
+import sys
+import threading
 import time
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:  # subprocess is imported when a worker starts: validate never needs it
+    from subprocess import Popen
+
+# pickle, signal and subprocess are imported where the worker is used (docs/architecture.md's
+# heavy list): importing this module costs validate nothing of them.
 
 T = TypeVar("T")
 
@@ -37,107 +53,175 @@ class BudgetExceeded(Exception):
         self.why = why
 
 
-def run_bounded(work: Callable[[Callable[[str], None]], T], *, seconds: float,
-                memory: int) -> T:
-    """``work(step)`` in a child process limited to ``seconds`` of wall time and
-    ``memory`` bytes more address space than this process has now; its result
-    (which must pickle).  BudgetExceeded when it goes over.  An exception that
-    ``work`` raises is raised here again (as the child pickled it)."""
-    if not hasattr(os, "fork"):
-        return work(lambda name: None)
-    base = _address_space()
-    limit = base + memory if base else 0  # no limit where the size cannot be read
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child: measured through its parent
-        os.close(read_fd)
-        _child(work, write_fd, limit)
-    os.close(write_fd)
-    result: T = _parent(pid, read_fd, seconds, memory)
-    return result
+def run_bounded(work: Callable[..., T], *args: Any, seconds: float, memory: int) -> T:
+    """``work(step, *args)`` in the worker process, limited to ``seconds`` of wall time
+    and ``memory`` bytes more address space than the worker has when it starts the
+    work; its result (which must pickle).  ``work`` is a module's top-level function
+    and ``args`` pickle.  BudgetExceeded when it goes over.  An exception that
+    ``work`` raises is raised here again (as the worker pickled it)."""
+    return _WORKER.run(work, args, seconds=seconds, memory=memory)
 
 
-def _child(work: Callable[[Callable[[str], None]], Any], fd: int,
-           limit: int) -> None:  # pragma: no cover - runs in the child
-    code = 0
-    try:
-        with contextlib.suppress(ImportError, ValueError, OSError):
-            import resource
+def prestart(preload: Sequence[str] = ()) -> None:
+    """Start the worker now, if it is not running, importing the modules ``preload``
+    names while the caller goes on (the next ``run_bounded`` finds it ready)."""
+    _WORKER.start(preload)
 
-            if limit > 0:
-                resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
-        def step(name: str) -> None:
-            _send(fd, _STEP, name.encode())
+class _Worker:
+    """The one worker process of this process, used by one caller at a time."""
 
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._process: Popen[bytes] | None = None
+        self._size = 0  # the worker's address space after its first piece of work
+        self._preload: tuple[str, ...] = ()
+
+    def start(self, preload: Sequence[str] = ()) -> None:
+        if not self._lock.acquire(blocking=False):
+            return  # in use: it is running, and prestart never waits for it
         try:
-            tag, value = _DONE, work(step)
-        except MemoryError:
-            code = 3
-            return
-        except Exception as exc:  # the parent raises it again
-            tag, value = _FAILED, exc
+            self._preload = tuple(dict.fromkeys((*self._preload, *preload)))
+            self._start()
+        finally:
+            self._lock.release()
+
+    def _start(self) -> Popen[bytes] | None:
+        if self._process is not None and self._process.poll() is None:
+            return self._process
+        self._process = None
+        if not sys.executable:
+            return None
+        import subprocess
+
+        environment = dict(os.environ)
+        environment["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         try:
-            payload = pickle.dumps(value)
-        except Exception as exc:  # said as what it is, not as a lack of memory
-            tag, payload = _FAILED, pickle.dumps(RuntimeError(
-                f"the bounded work's {'result' if tag == _DONE else 'error'} "
-                f"{type(value).__name__} cannot be sent back ({type(exc).__name__})"))
-        _send(fd, tag, payload)
-    except BaseException:
-        code = 4
-    finally:
-        os._exit(code)
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "govsync.bounded", *self._preload],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=environment,
+                close_fds=True)
+        except OSError:
+            return None
+        self._size = 0
+        return self._process
 
+    def run(self, work: Callable[..., T], args: tuple[Any, ...], *, seconds: float,
+            memory: int) -> T:
+        with self._lock:
+            process = self._start()
+            if process is None:
+                return work(lambda name: None, *args)
+            import pickle
 
-def _send(fd: int, tag: bytes, payload: bytes) -> None:  # pragma: no cover - in the child
-    data = tag + len(payload).to_bytes(8, "big") + payload
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
+            request = pickle.dumps((list(sys.path), pickle.dumps((work, args, memory))))
+            answered = False
+            try:
+                result: T = self._exchange(process, request, seconds, memory)
+                answered = True
+            except Exception as exc:  # the work's own exception is an answer too
+                answered = not isinstance(exc, BudgetExceeded | OSError)
+                raise
+            finally:
+                if answered:
+                    self._check(process, memory)
+                else:  # interrupted (Ctrl-C) with the work under way: not reusable
+                    self._stop(process)
+            return result
 
+    def _exchange(self, process: Popen[bytes], request: bytes, seconds: float,
+                  memory: int) -> Any:
+        import pickle
 
-def _parent(pid: int, fd: int, seconds: float, memory: int) -> Any:
-    deadline = time.monotonic() + seconds
-    buffer = bytearray()
-    finished = False
-    try:
+        assert process.stdin is not None and process.stdout is not None
+        send = memoryview(len(request).to_bytes(8, "big") + request)
+        into, out = process.stdin.fileno(), process.stdout.fileno()
+        os.set_blocking(into, False)
+        deadline = time.monotonic() + seconds
+        buffer = bytearray()
+        last = ""
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                break
-            ready, _, _ = select.select([fd], [], [], left)
-            if not ready:
+                self._stop(process)
+                raise BudgetExceeded(last, f"more than {seconds:g} s")
+            readable, writable, _ = select.select([out], [into] if send else [], [], left)
+            if writable:
+                try:
+                    send = send[os.write(into, send):]
+                except BrokenPipeError:
+                    send = memoryview(b"")
+            if not readable:
                 continue
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                finished = True
-                break
+            chunk = os.read(out, 1 << 20)
+            if not chunk:  # the worker ended: it went over, or something killed it
+                status = self._stop(process)
+                last, _, _ = _records(buffer)
+                return _died(last, status, memory)
             buffer += chunk
-    finally:
-        os.close(fd)
-        if not finished:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        _, status = os.waitpid(pid, 0)
-    last, tag, payload = _records(bytes(buffer))
-    if tag == _DONE:
-        return pickle.loads(payload)
-    if tag == _FAILED:
-        raise pickle.loads(payload)
-    if not finished:
-        raise BudgetExceeded(last, f"more than {seconds:g} s")
-    return _died(last, status, memory)
+            last, tag, payload = _records(buffer)
+            if tag == _DONE:
+                return pickle.loads(payload)
+            if tag == _FAILED:
+                raise pickle.loads(payload)
+
+    def _check(self, process: Popen[bytes], memory: int) -> None:
+        """Replace a worker that ended, or that grew well past its size at start."""
+        if process.poll() is not None:
+            self._stop(process)
+            return
+        size = _address_space(process.pid)
+        if not self._size:
+            self._size = size
+        elif size > self._size + memory // 2:  # kept fragments of a large result
+            self._stop(process)
+
+    def _stop(self, process: Popen[bytes]) -> int:
+        """End the worker (at once) and reap it; its wait status."""
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        code = process.wait()
+        for pipe in (process.stdin, process.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        if self._process is process:
+            self._process = None
+        # Popen's return code: -N for a signal; as a wait status for _died.
+        return (-code) & 0x7F if code < 0 else (code & 0xFF) << 8
+
+    def close(self) -> None:
+        """At exit: the worker reads the end of its input and leaves."""
+        process = self._process
+        if process is None:
+            return
+        with contextlib.suppress(OSError):
+            if process.stdin is not None:
+                process.stdin.close()
+        try:
+            process.wait(timeout=2)
+        except Exception:
+            self._stop(process)
+        with contextlib.suppress(OSError):
+            if process.stdout is not None:
+                process.stdout.close()
+        self._process = None
+
+
+_WORKER = _Worker()
+atexit.register(_WORKER.close)
 
 
 def _died(last: str, status: int, memory: int) -> Any:
+    import signal
+
     why = f"more than {memory // (1024 * 1024)} MiB of memory"
     if os.WIFSIGNALED(status) and os.WTERMSIG(status) not in (signal.SIGABRT, signal.SIGSEGV):
         why = f"ended by signal {os.WTERMSIG(status)}"
     raise BudgetExceeded(last, why)
 
 
-def _records(data: bytes) -> tuple[str, bytes, bytes]:
+def _records(data: bytes | bytearray) -> tuple[str, bytes, bytes]:
     """(the last step started, the final record's tag, its payload)."""
     last, tag, payload = "", b"", b""
     at = 0
@@ -145,7 +229,7 @@ def _records(data: bytes) -> tuple[str, bytes, bytes]:
         size = int.from_bytes(data[at + 1:at + 9], "big")
         if at + 9 + size > len(data):
             break
-        kind, body = data[at:at + 1], data[at + 9:at + 9 + size]
+        kind, body = bytes(data[at:at + 1]), bytes(data[at + 9:at + 9 + size])
         at += 9 + size
         if kind == _STEP:
             last = body.decode(errors="replace")
@@ -154,11 +238,94 @@ def _records(data: bytes) -> tuple[str, bytes, bytes]:
     return last, tag, payload
 
 
-def _address_space() -> int:
-    """This process's virtual size in bytes (0 where it cannot be read)."""
+def _address_space(pid: int | str = "self") -> int:
+    """A process's virtual size in bytes (0 where it cannot be read)."""
     try:
-        with open("/proc/self/statm", "rb") as fh:
+        with open(f"/proc/{pid}/statm", "rb") as fh:
             pages = int(fh.read().split()[0])
         return pages * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return 0
+
+
+# -- the worker's side ------------------------------------------------------------------
+
+
+def _serve(preload: Sequence[str]) -> int:  # pragma: no cover - runs in the worker
+    """Read requests from standard input until it ends; each answered on the
+    original standard output (print and C++ output go to standard error)."""
+    import pickle
+
+    answer = os.dup(1)
+    os.dup2(2, 1)
+    requests = sys.stdin.buffer
+    for name in preload:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    while True:
+        head = requests.read(8)
+        if len(head) < 8:
+            return 0
+        body = requests.read(int.from_bytes(head, "big"))
+        path, inner = pickle.loads(body)
+        sys.path[:] = path
+        code = _one(inner, answer)
+        if code:
+            return code
+
+
+def _one(inner: bytes, fd: int) -> int:  # pragma: no cover - runs in the worker
+    """One request: 0, or the code to leave with (3: out of memory)."""
+    import pickle
+
+    def step(name: str) -> None:
+        _send(fd, _STEP, name.encode())
+
+    try:
+        work, args, memory = pickle.loads(inner)
+    except Exception as exc:
+        _send(fd, _FAILED, pickle.dumps(RuntimeError(
+            f"the bounded work cannot be received ({type(exc).__name__}: {exc})")))
+        return 0
+    size = _address_space()
+    _limit(size + memory if size else 0)  # no limit where the size cannot be read
+    try:
+        tag, value = _DONE, work(step, *args)
+    except MemoryError:
+        return 3
+    except Exception as exc:  # the parent raises it again
+        tag, value = _FAILED, exc
+    finally:
+        _limit(0)
+    try:
+        payload = pickle.dumps(value)
+    except Exception as exc:  # said as what it is, not as a lack of memory
+        tag, payload = _FAILED, pickle.dumps(RuntimeError(
+            f"the bounded work's {'result' if tag == _DONE else 'error'} "
+            f"{type(value).__name__} cannot be sent back ({type(exc).__name__})"))
+    _send(fd, tag, payload)
+    return 0
+
+
+def _limit(size: int) -> None:  # pragma: no cover - runs in the worker
+    """The worker's soft address-space limit: ``size`` bytes, or none (0)."""
+    with contextlib.suppress(ImportError, ValueError, OSError):
+        import resource
+
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        soft = hard if size <= 0 or (0 <= hard < size) else size
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def _send(fd: int, tag: bytes, payload: bytes) -> None:  # pragma: no cover - in the worker
+    data = tag + len(payload).to_bytes(8, "big") + payload
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+if __name__ == "__main__":  # pragma: no cover - the worker
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller's Ctrl-C is the caller's
+    sys.exit(_serve(sys.argv[1:]))

@@ -17,11 +17,10 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from govsync import approvals, audit, envvars, governance, live, planfile, redact, runtime
-from govsync import drift as d
 from govsync.api.catalog import readable_kinds
 from govsync.api.kinds import BY_KIND
 from govsync.approvals import Approver
-from govsync.drift import DriftReport
+from govsync.drift import DriftReport, live_checks, unobservable
 from govsync.errors import (
     ApiError,
     ApprovalError,
@@ -865,8 +864,8 @@ def drift(manifests: ManifestSet, settings: Settings, *,
                            ) from exc
         except ApiError as exc:
             raise ApiError(f"cannot run the live checks: {live.failed(values, exc)}") from exc
-    live_checks = d.live_checks(values, existing, skipped)
-    return d.DriftReport(the_plan, live_checks, d.unobservable(
+    checks = live_checks(values, existing, skipped)
+    return DriftReport(the_plan, checks, unobservable(
         manifests, observed.reading.read_kinds() if observed else ()))
 
 

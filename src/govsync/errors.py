@@ -62,7 +62,7 @@ class GovsyncError(Exception):
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickled as it is, not rebuilt through __init__ (whose parameters differ from
-        # class to class): an error raised in a child process (bounded.py) comes back whole.
+        # class to class): an error raised in the worker process (bounded.py) comes back whole.
         return (_rebuilt, (type(self), self.args, self.__dict__))
 
 

@@ -41,10 +41,8 @@ import yaml
 
 from govsync.errors import ManifestError, Problem
 from govsync.files import manifest_files, yaml_loader
-from govsync.manifests.yamlio import iter_documents
+from govsync.manifests.yamlio import METADATA_KEYS, TOP_KEYS, iter_documents
 
-TOP_ORDER = ("apiVersion", "kind", "metadata", "spec")
-METADATA_ORDER = ("name", "dependsOn")
 # Wide enough that ruamel never folds a long string onto a second line.
 WIDTH = 1 << 20
 
@@ -283,10 +281,10 @@ def _order_flow_maps(doc: Any) -> None:
     Block mappings are reordered as lines (see the module docstring); a flow
     mapping sits on its lines, and ruamel keeps its comments in place.
     """
-    maps: list[tuple[Any, tuple[str, ...]]] = [(doc, TOP_ORDER)]
+    maps: list[tuple[Any, tuple[str, ...]]] = [(doc, TOP_KEYS)]
     metadata = doc.get("metadata")
     if hasattr(metadata, "fa") and hasattr(metadata, "move_to_end"):
-        maps.append((metadata, METADATA_ORDER))
+        maps.append((metadata, METADATA_KEYS))
     for m, order in maps:
         if m.fa.flow_style():
             for key in reversed([k for k in order if k in m]):
@@ -387,9 +385,9 @@ def _reorder_keys(lines: list[str], kinds: list[str]) -> list[str]:
     if inner is not None:
         j = [name for name, _ in top].index("metadata")
         end = blocks[j + 1][0] if j + 1 < len(blocks) else trailer
-        order[inner[0][1]:end] = _permutation(lines, kinds, inner, end, METADATA_ORDER)
+        order[inner[0][1]:end] = _permutation(lines, kinds, inner, end, METADATA_KEYS)
     # Moving lines inside metadata leaves every top-level block where it was.
-    top_order = _permutation(lines, kinds, top, len(lines), TOP_ORDER)
+    top_order = _permutation(lines, kinds, top, len(lines), TOP_KEYS)
     order[top[0][1]:] = [order[i] for i in top_order]
     return [lines[i] for i in order]
 

@@ -60,8 +60,8 @@ from govsync.plan import (
 )
 from govsync.project import Environment, Project
 from govsync.rules import (
-    Outcome,
     Rule,
+    RuleFindings,
     Severity,
     Subject,
     as_change,
@@ -374,7 +374,7 @@ def check_plan(plan: Plan, manifests: ManifestSet, rules: Sequence[Rule],
     plan.checks.extend(rule_checks(outcome, rules))
 
 
-def rule_checks(outcome: Outcome, rules: Sequence[Rule]) -> list[Check]:
+def rule_checks(outcome: RuleFindings, rules: Sequence[Rule]) -> list[Check]:
     """One check per rule that passed, one per violation of a warning rule."""
 
     out: list[Check] = []

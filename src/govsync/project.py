@@ -320,8 +320,8 @@ def parse_var(text: str) -> tuple[str, Any]:
 
 
 @dataclass(frozen=True)
-class Given:
-    """A global option as the command line got it: its value, where from (``option``,
+class SettingValue:
+    """A global setting's value as the command line got it, where from (``option``,
     ``environment`` or ``default``), and its names for messages."""
 
     value: str | None
@@ -404,7 +404,7 @@ class Selection:
                 return str(value)
         return None
 
-    def choose(self, key: str, given: Given) -> str | None:
+    def choose(self, key: str, given: SettingValue) -> str | None:
         """A global setting (``endpoint``, ``state``, ``workspace``): the command-line
         option, else its environment variable, else the environment's entry, else
         the project's top level, else the default.

@@ -29,16 +29,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from govsync import values
 from govsync.api.kinds import BY_KIND
-from govsync.bounded import BudgetExceeded, run_bounded
-from govsync.errors import GovernanceError, ManifestError, Problem
+from govsync.bounded import BudgetExceeded, prestart, run_bounded
+from govsync.errors import GovernanceError, ManifestError
 from govsync.manifests.model import Manifest, ManifestSet
 from govsync.manifests.wording import unknown, unknown_keys
+from govsync.ruleeval import (
+    VARIABLES,
+    Compiled,
+    Rule,
+    RuleFindings,
+    Severity,
+    Subject,
+    compile_rules,
+    evaluate_rules,
+)
 
 if TYPE_CHECKING:  # the plan is governance.check_plan's: validate loads neither
     from govsync.plan import Change
@@ -54,39 +62,11 @@ BUDGET_SECONDS = 20.0
 BUDGET_BYTES = 1 << 30
 RULE_KEYS = ("name", "match", "expression", "message", "severity")
 MATCH_KEYS = ("kinds", "environments")
-VARIABLES = ("object", "change", "env")
+# What the evaluating process imports as it starts (bounded.prestart).
+PRELOAD = ("govsync.ruleeval", "cel_expr_python.cel")
 
-
-class Severity(StrEnum):
-    """What a rule's violation does: an error stops validate, plan and apply."""
-
-    ERROR = "error"
-    WARNING = "warning"
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One rule of the project file, with the place of its expression there."""
-
-    name: str
-    expression: str
-    message: str
-    severity: Severity = Severity.ERROR
-    kinds: tuple[str, ...] | None = None
-    environments: tuple[str, ...] | None = None
-    file: str = ""
-    line: int = 1
-    col: int = 1
-
-    def matches(self, kind: str, environment: str | None) -> bool:
-        if self.kinds is not None and kind not in self.kinds:
-            return False
-        return self.environments is None or (environment or "") in self.environments
-
-    def problem(self, message: str) -> Problem:
-        """A problem at the rule's expression in the project file."""
-        return Problem(self.file, self.line, self.col, f"rule {self.name}: {message}")
-
+__all__ = ["VARIABLES", "Compiled", "Rule", "RuleFindings", "Severity", "Subject",
+           "check_manifests", "check_sent", "compile_rules", "evaluate", "parse"]
 
 # -- reading the project file's `rules:` ----------------------------------------------
 
@@ -154,6 +134,8 @@ def parse(value: Any, file: str, locate: Locate, report: Report,
         rules.append(Rule(name, expression, message, Severity(severity),
                           kinds if isinstance(kinds, tuple) else None,
                           envs if isinstance(envs, tuple) else None, file, line, col))
+    if rules:  # the evaluator starts while the manifests are read
+        prestart(PRELOAD)
     return tuple(rules)
 
 
@@ -190,113 +172,10 @@ def _match(value: Any, at: tuple[Any, ...], name: str, report: Report, *,
     return out[0], out[1]
 
 
-# -- compiling ------------------------------------------------------------------------
-
-
-@dataclass
-class Compiled:
-    """A rule with its CEL program (and whether ``validate`` can run it)."""
-
-    rule: Rule
-    program: Any
-    # Compiled without ``change``: None when the rule needs a plan's change.
-    without_change: Any = None
-
-
-_UNDECLARED = re.compile(r"undeclared reference to '([^']*)'")
-_AT = re.compile(r"<input>:(-?\d+):(-?\d+): ")
-
-
-def _cel_message(exc: BaseException) -> str:
-    """The first line of a CEL error, without its internal prefixes."""
-    text = str(exc)
-    first = next((ln for ln in text.splitlines() if "ERROR: " in ln), text.splitlines()[0]
-                 if text else type(exc).__name__)
-    first = first.split("ERROR: ", 1)[-1]
-    where = _AT.search(first)
-    first = _AT.sub("", first).replace(" (in container '')", "").strip()
-    if where and int(where.group(1)) > 0:  # CEL says -1:-1 for no place (too deep)
-        first += f" (line {where.group(1)}, column {where.group(2)} of the expression)"
-    return first
-
-
-def _environment(with_change: bool) -> Any:
-    from cel_expr_python import cel  # type: ignore[import-untyped]
-
-    data = cel.Type.Map(cel.Type.STRING, cel.Type.DYN)
-    variables = {"object": data, "env": cel.Type.STRING}
-    if with_change:
-        variables["change"] = data
-    return cel.NewEnv(variables=variables)
-
-
-def compile_rules(rules: Sequence[Rule]) -> list[Compiled]:
-    """Compile (and type-check) every rule; ManifestError naming each that fails."""
-    if not rules:
-        return []
-    from cel_expr_python import cel
-
-    full, partial = _environment(True), _environment(False)
-    compiled: list[Compiled] = []
-    problems: list[Problem] = []
-    for rule in rules:
-        try:
-            program = full.compile(rule.expression)
-        except (RuntimeError, ValueError) as exc:
-            message = _cel_message(exc)
-            undeclared = _UNDECLARED.search(message)
-            if undeclared:
-                name = undeclared.group(1).split(".")[0]
-                problems.append(rule.problem(
-                    f"unknown variable {name!r} in the expression: a rule can use "
-                    f"{', '.join(VARIABLES)} ({message})"))
-            else:
-                problems.append(rule.problem(f"the expression does not compile: {message}"))
-            continue
-        result = program.return_type()
-        if result != cel.Type.BOOL and result != cel.Type.DYN:
-            problems.append(rule.problem(
-                f"the expression gives {_a(result.name().lower())}, not a bool: write a "
-                "condition that is true when the object is acceptable"))
-            continue
-        try:
-            without = partial.compile(rule.expression)
-        except (RuntimeError, ValueError):
-            without = None  # it mentions `change`: plan only
-        compiled.append(Compiled(rule, program, without))
-    if problems:
-        raise ManifestError(problems)
-    return compiled
-
 
 # -- evaluating -----------------------------------------------------------------------
 
 
-@dataclass
-class Outcome:
-    """What the rules found: errors stop the command, warnings are reported."""
-
-    errors: list[Problem] = field(default_factory=list)
-    warnings: list[Problem] = field(default_factory=list)
-    # Per rule: how many objects it was evaluated on, and its violations.
-    evaluated: dict[str, int] = field(default_factory=dict)
-    violations: dict[str, list[tuple[str, Problem]]] = field(default_factory=dict)
-    # Rules validate left to plan (they mention `change`).
-    plan_only: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Subject:
-    """What a rule is evaluated on: one object as the plan would send it."""
-
-    address: str
-    kind: str
-    name: str
-    spec: Any
-    where: tuple[str, int, int]
-    # {action, fields} of its change (as_change); None in validate (no plan).  In a
-    # plan every subject has one: an object left unchanged, the plan's no-op.
-    change: dict[str, Any] | None = None
 
 
 def object_spec(manifest: Manifest, ids: Mapping[str, str]) -> Any:
@@ -342,7 +221,7 @@ def change_subjects(changes: Iterable[Change], where: str) -> Iterator[Subject]:
 
 
 def evaluate(rules: Sequence[Rule], subjects: Callable[[], Iterable[Subject]],
-             environment: str | None, *, planned: bool) -> Outcome:
+             environment: str | None, *, planned: bool) -> RuleFindings:
     """Every matching rule on every subject (``planned``: with their changes; else
     validate, which leaves rules that mention ``change`` to plan).
 
@@ -351,11 +230,13 @@ def evaluate(rules: Sequence[Rule], subjects: Callable[[], Iterable[Subject]],
     naming it."""
     compiled = compile_rules(rules)
     if not compiled:
-        return Outcome()
+        return RuleFindings()
 
+    # The subjects are made here and sent: the worker compiles the rules again (a
+    # compiled program does not pickle) and evaluates them within the budget.
     try:
-        return run_bounded(lambda progress: _evaluate(compiled, subjects, environment,
-                                                      planned, progress),
+        return run_bounded(evaluate_rules, tuple(c.rule for c in compiled), list(subjects()),
+                           environment, planned,
                            seconds=BUDGET_SECONDS, memory=BUDGET_BYTES)
     except BudgetExceeded as exc:
         rule = next((c.rule for c in compiled if c.rule.name == exc.last), compiled[0].rule)
@@ -363,66 +244,6 @@ def evaluate(rules: Sequence[Rule], subjects: Callable[[], Iterable[Subject]],
             f"evaluating it went over govsync's budget for rules ({exc.why}): nothing was "
             "sent; simplify the expression (a rule is evaluated once per object, and "
             "should not build ever longer strings or lists)")]) from None
-
-
-def _evaluate(compiled: list[Compiled], subjects: Callable[[], Iterable[Subject]],
-              environment: str | None, planned: bool,
-              progress: Callable[[str], None]) -> Outcome:
-    from cel_expr_python import cel
-
-    outcome = Outcome()
-    items = list(subjects())
-    for item in compiled:
-        rule = item.rule
-        program = item.program
-        if not planned:
-            if item.without_change is None:
-                outcome.plan_only.append(rule.name)
-                continue
-            program = item.without_change
-        if rule.environments is not None and (environment or "") not in rule.environments:
-            continue  # not a rule of this environment: no check to report
-        progress(rule.name)
-        count = 0
-        for subject in items:
-            if not rule.matches(subject.kind, environment):
-                continue
-            count += 1
-            data: dict[str, Any] = {
-                "object": {"kind": subject.kind, "name": subject.name, "spec": subject.spec},
-                "env": environment or "",
-            }
-            if planned:
-                data["change"] = subject.change
-            try:
-                value = program.eval(data=data)
-                kind = value.type()
-                result = value.value()
-            except (RuntimeError, ValueError, TypeError) as exc:
-                kind, result = cel.Type.ERROR, _cel_message(exc)
-            address = subject.address
-            if kind == cel.Type.ERROR:
-                outcome.errors.append(Problem(*subject.where, (
-                    f"rule {rule.name} ({rule.file}:{rule.line}): evaluation failed on "
-                    f"{address}: {result}; test optional fields with has(object.spec.x)")))
-                continue
-            if kind != cel.Type.BOOL:
-                outcome.errors.append(Problem(*subject.where, (
-                    f"rule {rule.name} ({rule.file}:{rule.line}): the expression gave "
-                    f"{_a(kind.name().lower())} on {address}, not a bool")))
-                continue
-            if result is True:
-                continue
-            problem = Problem(*subject.where, f"rule {rule.name}: {rule.message} ({address})")
-            outcome.violations.setdefault(rule.name, []).append((address, problem))
-            if rule.severity == Severity.ERROR:
-                outcome.errors.append(problem)
-            else:
-                outcome.warnings.append(
-                    Problem(problem.file, problem.line, problem.col,
-                            f"warning: {problem.message}"))
-        outcome.evaluated[rule.name] = count
-    return outcome
 
 
 def check_sent(rules: Sequence[Rule], environment: str | None, where: str,
@@ -442,7 +263,7 @@ def check_sent(rules: Sequence[Rule], environment: str | None, where: str,
 
 
 def check_manifests(manifests: ManifestSet, rules: Sequence[Rule],
-                    environment: str | None) -> Outcome:
+                    environment: str | None) -> RuleFindings:
     """``validate``: the rules without a plan; ManifestError for errors."""
     outcome = evaluate(rules, lambda: manifest_subjects(manifests, {}, None), environment,
                        planned=False)
@@ -451,5 +272,3 @@ def check_manifests(manifests: ManifestSet, rules: Sequence[Rule],
     return outcome
 
 
-def _a(noun: str) -> str:
-    return ("an " if noun[:1] in "aeiou" else "a ") + noun

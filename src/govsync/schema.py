@@ -15,10 +15,16 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from govsync import __version__
-from govsync.api import models as m
 from govsync.api.catalog import OPERATIONS, Verb
 from govsync.api.fields import describe
 from govsync.api.kinds import KINDS, Kind
+from govsync.api.models import (
+    CONNECT_PROTOCOL_VERSION,
+    CONNECT_TIMEOUT_PATTERN,
+    ConnectErrorBody,
+    ErrorBody,
+    ListMetadata,
+)
 from govsync.api.status import SPEC_CODES
 from govsync.files import write_generated
 from govsync.manifests.directives import DIRECTIVE_KINDS
@@ -285,7 +291,7 @@ def openapi() -> dict[str, Any]:
     models: list[type[BaseModel]] = []
     for op in OPERATIONS:
         models += [op.request, op.response]
-    models += [m.ListMetadata, m.ErrorBody, m.ConnectErrorBody]
+    models += [ListMetadata, ErrorBody, ConnectErrorBody]
     models = list(dict.fromkeys(models))
     refs, defs = _defs(models, "#/components/schemas/")
     paths: dict[str, Any] = {}
@@ -295,14 +301,14 @@ def openapi() -> dict[str, Any]:
             assert op.response_key
             ok = {"type": "object", "properties": {
                 op.response_key: {"type": "array", "items": result},
-                "listMetadata": refs[m.ListMetadata]},
+                "listMetadata": refs[ListMetadata]},
                 "required": [op.response_key, "listMetadata"]}
         elif op.response_key:
             ok = {"type": "object", "properties": {op.response_key: result},
                   "required": [op.response_key]}
         else:
             ok = result
-        error = refs[m.ConnectErrorBody if op.connect else m.ErrorBody]
+        error = refs[ConnectErrorBody if op.connect else ErrorBody]
         responses: dict[str, Any] = {"200": {"description": "OK", "content": {
             "application/json": {"schema": ok}}}}
         for status, code in SPEC_CODES.items():
@@ -313,11 +319,11 @@ def openapi() -> dict[str, Any]:
             parameters = [
                 {"name": "Connect-Protocol-Version", "in": "header", "required": False,
                  "description": "The Connect protocol version.",
-                 "schema": {"type": "string", "enum": [m.CONNECT_PROTOCOL_VERSION]}},
+                 "schema": {"type": "string", "enum": [CONNECT_PROTOCOL_VERSION]}},
                 {"name": "Connect-Timeout-Ms", "in": "header", "required": False,
                  "description": "Deadline in milliseconds: a positive integer of at most "
                                 "10 digits.  Past it the answer is 504 deadline_exceeded.",
-                 "schema": {"type": "string", "pattern": m.CONNECT_TIMEOUT_PATTERN}},
+                 "schema": {"type": "string", "pattern": CONNECT_TIMEOUT_PATTERN}},
             ]
         paths[op.path] = {"post": {
             "operationId": op.name,

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from govsync import envvars
 from govsync.errors import ConfigError
-from govsync.project import Given, Selection
+from govsync.project import Selection, SettingValue
 
 WORKSPACE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 
@@ -73,7 +73,7 @@ def api_key(selection: Selection, environ: Mapping[str, str]) -> tuple[str | Non
     return key, variable
 
 
-def resolve(selection: Selection, *, endpoint: Given, state: Given, workspace: Given,
+def resolve(selection: Selection, *, endpoint: SettingValue, state: SettingValue, workspace: SettingValue,
             environ: Mapping[str, str], insecure_http: bool = False,
             local_seed: str | None = None) -> Settings:
     """The settings of ``selection`` (a project's environment, or none) from the global

@@ -17,7 +17,7 @@ from test_web import TOKEN, client
 from govsync.agent import Agent as AgentInProcess
 from govsync.agent import Options, create_app
 from govsync.cli import cli as main
-from govsync.project import Given
+from govsync.project import SettingValue
 from testkit import free_port
 
 STAGING = ("apiVersion: govsync/v1\nkind: Project\npaths: [manifests/]\n{top}"
@@ -121,8 +121,8 @@ def test_readyz_is_not_ready_while_the_repository_cannot_be_fetched(tmp_path: Pa
     repo = Repo(tmp_path / "repo", STAGING.format(top=""))
     repo.commit({"manifests/hooks.yaml": hooks(["q1"])})
     options = Options(repo=str(tmp_path / "repo"), checkout=str(tmp_path / "co"),
-                      endpoint=Given("local", "option", "--endpoint", ""),
-                      state=Given(str(tmp_path / "s.db"), "option", "--state", ""))
+                      endpoint=SettingValue("local", "option", "--endpoint", ""),
+                      state=SettingValue(str(tmp_path / "s.db"), "option", "--state", ""))
     agent = AgentInProcess(options, {})
     assert agent.run(once=True) == 0 and readyz(agent) == 200
     (tmp_path / "repo").rename(tmp_path / "gone")
@@ -137,8 +137,8 @@ def test_readyz_is_not_ready_while_no_endpoint_is_reachable(tmp_path: Path) -> N
     def agent_on(endpoint: str) -> AgentInProcess:
         return AgentInProcess(Options(
             project=str(tmp_path / "govsync.yaml"),
-            endpoint=Given(endpoint, "option", "--endpoint", ""),
-            state=Given(str(tmp_path / "s.db"), "option", "--state", "")),
+            endpoint=SettingValue(endpoint, "option", "--endpoint", ""),
+            state=SettingValue(str(tmp_path / "s.db"), "option", "--state", "")),
             {"GOVSYNC_API_KEY": "k"})
 
     down = agent_on(f"http://127.0.0.1:{free_port()}")
@@ -153,8 +153,8 @@ def test_status_and_last_apply_are_restored_at_start_and_kept_across_cycles(
         tmp_path: Path) -> None:
     write(tmp_path, STAGING.format(top=""), ["h1", "h2"])
     options = Options(project=str(tmp_path / "govsync.yaml"),
-                      endpoint=Given("local", "option", "--endpoint", ""),
-                      state=Given(str(tmp_path / "s.db"), "option", "--state", ""))
+                      endpoint=SettingValue("local", "option", "--endpoint", ""),
+                      state=SettingValue(str(tmp_path / "s.db"), "option", "--state", ""))
     first = AgentInProcess(options, {})
     assert first.run(once=True) == 0
     applied = first.environment("staging")
@@ -210,8 +210,8 @@ def test_a_blocked_change_holds_back_only_what_depends_on_it_when_opted_in(
     assert done.exit_code == 2, done.output
     assert "staging: Blocked" in done.output
     options = Options(project=str(tmp_path / "govsync.yaml"),
-                      endpoint=Given("local", "option", "--endpoint", ""),
-                      state=Given(str(tmp_path / "s.db"), "option", "--state", ""))
+                      endpoint=SettingValue("local", "option", "--endpoint", ""),
+                      state=SettingValue(str(tmp_path / "s.db"), "option", "--state", ""))
     shown = AgentInProcess(options, {})
     shown.recall()
     found = shown.environment("staging")

@@ -10,9 +10,9 @@ import httpx
 import pytest
 
 from govsync import errors
-from govsync.api import models as m
 from govsync.api.catalog import OPERATIONS
 from govsync.api.client import AsyncClient, unwrap
+from govsync.api.models import CreateSpaceRequest, ListGroupsRequest
 from govsync.runtime import connect
 
 pytestmark = pytest.mark.anyio
@@ -101,14 +101,14 @@ async def test_list_all_groups_pages_through_every_group(make_server: Any, aclie
 
 async def test_list_all_groups_with_a_search(make_server: Any, aclient_for: Any) -> None:
     async with aclient_for(make_server(groups=30)) as client:
-        groups = await client.list_all_groups(m.ListGroupsRequest(search="group-001"),
+        groups = await client.list_all_groups(ListGroupsRequest(search="group-001"),
                                               page_size=4)
     assert sorted(g["id"] for g in groups) == [f"grp-{i:04d}" for i in range(10, 20)]
 
 
 async def test_pydantic_bodies_are_accepted(server: Any, aclient_for: Any) -> None:
     async with aclient_for(server) as client:
-        body = await client.call("CreateSpace", m.CreateSpaceRequest(name="from-model"))
+        body = await client.call("CreateSpace", CreateSpaceRequest(name="from-model"))
     space, space_id = unwrap("CreateSpace", body)
     assert space["name"] == "from-model" and space_id
 

@@ -34,6 +34,8 @@ HEAVY = frozenset({
     # the time-zone database's loader (with sysconfig): for a project's agent.timezone;
     # subprocess: for git, in an apply's record and the agent's checkout.
     "zoneinfo", "subprocess",
+    # pickle and signal: for the rules' worker (bounded.py) and the two-process reader.
+    "pickle", "signal",
 })
 
 

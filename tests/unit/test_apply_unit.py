@@ -13,7 +13,7 @@ import httpx
 
 from govsync.api.client import AsyncClient, RetryEvent
 from govsync.api.kinds import BY_KIND
-from govsync.apply import Applier, Result, Throttle, chain_lengths, request_body
+from govsync.apply import Applier, ChangeStatus, Throttle, chain_lengths, request_body
 from govsync.manifests import ManifestSet
 from govsync.plan import Action, Change, make_plan
 from govsync.server import Store, create_app
@@ -139,8 +139,8 @@ def test_one_bad_answer_stops_only_what_depends_on_it(
 
     result = asyncio.run(main())
     statuses = {o.address: o.status for o in result.outcomes}
-    assert statuses == {"Hook/bad_hook": Result.UNCERTAIN, "Hook/good_one": Result.APPLIED,
-                        "Hook/good_two": Result.APPLIED, "Policy/pol-one": Result.SKIPPED}
+    assert statuses == {"Hook/bad_hook": ChangeStatus.UNCERTAIN, "Hook/good_one": ChangeStatus.APPLIED,
+                        "Hook/good_two": ChangeStatus.APPLIED, "Policy/pol-one": ChangeStatus.SKIPPED}
     entries = store.snapshot("default").entries
     assert entries["Hook/bad_hook"].status == UNCERTAIN  # never created twice
     assert entries["Hook/good_one"].status == entries["Hook/good_two"].status == APPLIED
@@ -173,6 +173,6 @@ def test_a_defect_in_one_change_is_its_outcome(
 
         result = asyncio.run(main())
     statuses = {o.address: o.status for o in result.outcomes}
-    assert statuses["Hook/bad_hook"] == Result.FAILED
+    assert statuses["Hook/bad_hook"] == ChangeStatus.FAILED
     assert "internal error" in next(o.error for o in result.outcomes if o.address == "Hook/bad_hook")
-    assert statuses["Hook/good_one"] == statuses["Hook/good_two"] == Result.APPLIED
+    assert statuses["Hook/good_one"] == statuses["Hook/good_two"] == ChangeStatus.APPLIED

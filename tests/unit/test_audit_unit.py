@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from govsync import audit
-from govsync.apply import ApplyResult, Outcome, Result
+from govsync.apply import ApplyResult, ChangeOutcome, ChangeStatus
 from govsync.errors import ConfigError
 from govsync.formats import FORMAT_VERSION
 from govsync.plan import Action, Change, Plan
@@ -32,8 +32,8 @@ def applied() -> tuple[Plan, ApplyResult]:
         Change("Space/s", Action.CREATE, "Space", request={"name": "s"},
                operation="CreateSpace")])
     result = ApplyResult(outcomes=[
-        Outcome("Hook/h", Action.CREATE, Result.APPLIED, id="h-1"),
-        Outcome("Space/s", Action.CREATE, Result.FAILED,
+        ChangeOutcome("Hook/h", Action.CREATE, ChangeStatus.APPLIED, id="h-1"),
+        ChangeOutcome("Space/s", Action.CREATE, ChangeStatus.FAILED,
                 error="cannot reach https://ops:pa55@api.example.com/v1?token=t0k",
                 code="unavailable"),
     ], requests=2)

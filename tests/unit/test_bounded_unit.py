@@ -1,11 +1,13 @@
-"""Work within a budget of time and memory: a forked child, its result or exception sent
-back, and BudgetExceeded naming the step it was in when it went over."""
+"""Work within a budget of time and memory: a worker process (a fresh interpreter, never a
+fork), its result or exception sent back, and BudgetExceeded naming the step it was in
+when it went over.  The work is named by reference, so it is defined at the top here."""
 
 from __future__ import annotations
 
 import faulthandler
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable
 
@@ -16,99 +18,155 @@ from govsync.errors import ManifestError, Problem
 
 Step = Callable[[str], None]
 MIB = 1024 * 1024
+# The process that imported this module: this one, or a fork of it (which would
+# inherit the value); a fresh interpreter imports the module again.
+IMPORTED_BY = os.getpid()
 
 
-def test_the_result_comes_back() -> None:
-    def work(step: Step) -> dict[str, object]:
-        step("one")
-        return {"pid": os.getpid(), "items": [1, "two", None]}
+def where(step: Step) -> dict[str, object]:
+    step("one")
+    return {"pid": os.getpid(), "imported by": IMPORTED_BY, "parent": os.getppid(),
+            "items": [1, "two", None]}
 
-    result = run_bounded(work, seconds=10, memory=64 * MIB)
+
+def echo(step: Step, data: object) -> object:
+    return data
+
+
+def fails(step: Step) -> None:
+    step("reading")
+    raise KeyError("no such rule")
+
+
+def raises(step: Step, error: Exception) -> None:
+    raise error
+
+
+def sleeps(step: Step) -> None:
+    step("first")
+    step(f"sleeping {os.getpid()}")
+    time.sleep(5)
+
+
+def blows_up(step: Step) -> int:
+    step("small")
+    kept = bytearray(8 * MIB)
+    step("large")
+    return len(kept) + len(bytearray(512 * MIB))
+
+
+def allocates(step: Step, size: int) -> int:
+    return len(bytearray(size))
+
+
+def killed(step: Step) -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def aborts(step: Step) -> None:
+    # the C++ runtime aborts when an allocation fails under the address-space limit
+    step("evaluating")
+    faulthandler.disable()  # pytest's would print a traceback of the abort
+    os.abort()
+
+
+def unpicklable(step: Step) -> object:
+    return lambda: None
+
+
+def test_the_result_comes_back_from_a_fresh_process() -> None:
+    result = run_bounded(where, seconds=10, memory=64 * MIB)
     assert result["items"] == [1, "two", None]
-    assert result["pid"] != os.getpid()  # it ran in a child
+    assert result["pid"] != os.getpid()  # it ran in another process
+    assert result["parent"] == os.getpid()
+    assert result["imported by"] == result["pid"]  # which imported it itself: no fork
+
+
+def test_the_worker_is_reused() -> None:
+    first = run_bounded(where, seconds=10, memory=64 * MIB)
+    assert run_bounded(where, seconds=10, memory=64 * MIB)["pid"] == first["pid"]
+
+
+def test_the_work_runs_while_threads_hold_locks() -> None:
+    # A fork would copy this lock held (and the threads' state): a child that needed
+    # it would wait forever.  The worker does not share this process's memory.
+    held, stop = threading.Lock(), threading.Event()
+
+    def holds() -> None:
+        with held:
+            stop.wait(30)
+
+    def spins() -> None:
+        while not stop.is_set():
+            sum(range(1000))
+
+    threads = [threading.Thread(target=holds)] + [threading.Thread(target=spins)
+                                                  for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    try:
+        assert held.locked()
+        assert run_bounded(echo, {"a": 1}, seconds=10, memory=64 * MIB) == {"a": 1}
+        assert run_bounded(where, seconds=10, memory=64 * MIB)["imported by"] != os.getpid()
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
 
 
 def test_a_result_larger_than_a_pipe_buffer_comes_back_whole() -> None:
     data = os.urandom(3 * MIB)
-    assert run_bounded(lambda step: data, seconds=10, memory=64 * MIB) == data
+    assert run_bounded(echo, data, seconds=10, memory=64 * MIB) == data
 
 
 def test_an_exception_of_the_work_is_raised_again() -> None:
-    def work(step: Step) -> None:
-        step("reading")
-        raise KeyError("no such rule")
-
     with pytest.raises(KeyError, match="no such rule"):
-        run_bounded(work, seconds=10, memory=64 * MIB)
+        run_bounded(fails, seconds=10, memory=64 * MIB)
 
 
 def test_a_govsync_error_of_the_work_keeps_its_message() -> None:
     problem = Problem("govsync.yaml", 3, 5, "rule r: broken")
-
-    def work(step: Step) -> None:
-        raise ManifestError([problem])
-
     with pytest.raises(ManifestError) as info:
-        run_bounded(work, seconds=10, memory=64 * MIB)
+        run_bounded(raises, ManifestError([problem]), seconds=10, memory=64 * MIB)
     assert info.value.problems == [problem]
     assert str(info.value) == "govsync.yaml:3:5: rule r: broken"
 
 
 def test_a_deadline_names_the_last_step_and_ends_the_child() -> None:
-    def work(step: Step) -> None:
-        step("first")
-        step(f"sleeping {os.getpid()}")
-        time.sleep(5)
-
     started = time.monotonic()
     with pytest.raises(BudgetExceeded) as info:
-        run_bounded(work, seconds=0.3, memory=64 * MIB)
+        run_bounded(sleeps, seconds=0.3, memory=64 * MIB)
     assert time.monotonic() - started < 5
     name, pid = info.value.last.split()
     assert (name, info.value.why) == ("sleeping", "more than 0.3 s")
     assert str(info.value) == f"more than 0.3 s (in sleeping {pid})"
     with pytest.raises(ProcessLookupError):  # killed and reaped
         os.kill(int(pid), 0)
+    assert run_bounded(echo, "next", seconds=10, memory=64 * MIB) == "next"  # a new worker
 
 
 def test_a_memory_blow_up_names_the_last_step() -> None:
-    def work(step: Step) -> int:
-        step("small")
-        kept = bytearray(8 * MIB)
-        step("large")
-        return len(kept) + len(bytearray(512 * MIB))
-
     with pytest.raises(BudgetExceeded) as info:
-        run_bounded(work, seconds=10, memory=64 * MIB)
+        run_bounded(blows_up, seconds=10, memory=64 * MIB)
     assert (info.value.last, info.value.why) == ("large", "more than 64 MiB of memory")
     assert str(info.value) == "more than 64 MiB of memory (in large)"
 
 
 def test_memory_within_the_budget_is_fine_and_the_limit_is_the_childs() -> None:
-    assert run_bounded(lambda step: len(bytearray(16 * MIB)), seconds=10,
-                       memory=64 * MIB) == 16 * MIB
+    assert run_bounded(allocates, 16 * MIB, seconds=10, memory=64 * MIB) == 16 * MIB
     assert len(bytearray(128 * MIB)) == 128 * MIB  # this process is not limited
 
 
 def test_a_child_that_dies_before_any_step() -> None:
-    def work(step: Step) -> None:
-        os.kill(os.getpid(), signal.SIGKILL)
-
     with pytest.raises(BudgetExceeded) as info:
-        run_bounded(work, seconds=10, memory=64 * MIB)
+        run_bounded(killed, seconds=10, memory=64 * MIB)
     assert (info.value.last, info.value.why) == ("", f"ended by signal {int(signal.SIGKILL)}")
     assert str(info.value) == f"ended by signal {int(signal.SIGKILL)} (in its first step)"
 
 
 def test_an_abort_is_taken_for_running_out_of_memory() -> None:
-    # the C++ runtime aborts when an allocation fails under the address-space limit
-    def work(step: Step) -> None:
-        step("evaluating")
-        faulthandler.disable()  # pytest's would print a traceback of the abort
-        os.abort()
-
     with pytest.raises(BudgetExceeded) as info:
-        run_bounded(work, seconds=10, memory=32 * MIB)
+        run_bounded(aborts, seconds=10, memory=32 * MIB)
     assert str(info.value) == "more than 32 MiB of memory (in evaluating)"
 
 
@@ -116,4 +174,4 @@ def test_a_result_that_does_not_pickle_is_said_as_such() -> None:
     # (Python words it as an AttributeError or a PicklingError, by version.)
     with pytest.raises(RuntimeError, match=r"^the bounded work's result function cannot be "
                                            r"sent back \((AttributeError|PicklingError)\)$"):
-        run_bounded(lambda step: (lambda: None), seconds=10, memory=64 * MIB)
+        run_bounded(unpicklable, seconds=10, memory=64 * MIB)

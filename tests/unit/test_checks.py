@@ -195,11 +195,11 @@ def test_the_committed_checks_are_current() -> None:
 # Heavy packages that validate and an offline plan never load (issues 12 and 22).
 HEAVY = ("pydantic", "httpx", "cel_expr_python", "cryptography", "networkx", "starlette",
          "uvicorn", "psycopg", "rich", "asyncio", "govsync.migrate", "govsync.server",
-         "govsync.fmt", "govsync.init", "govsync.docs", "subprocess", "pathlib")
+         "govsync.fmt", "govsync.init", "govsync.docs", "subprocess", "pathlib", "pickle")
 PLAN_ONLY = ("govsync.cli.workflow", "govsync.commands", "govsync.render", "govsync.apply",
              "govsync.runtime", "govsync.cli.state", "govsync.cli.tools", "govsync.cli.service",
              "govsync.plan", "govsync.state", "govsync.planfile", "govsync.governance",
-             "zoneinfo")
+             "zoneinfo", "signal")
 # Runs govsync's console entry and reports, as it exits, which of them were imported.
 PROBE = """
 import json, os, sys

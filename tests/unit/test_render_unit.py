@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Callable
 
+import click
 import pytest
 
 from govsync import render
@@ -221,3 +222,11 @@ spec: {{description: "fence ``` inside"}}
     tiny = render.plan_markdown(plan, limit=len(head) + 200)
     assert _sections(tiny) == [] and len(tiny) <= len(head) + 200
     assert "42 change(s) not shown (Hook, Space)" in tiny
+
+
+def test_the_colours_are_clicks_without_click() -> None:
+    # render/ writes ANSI codes itself (it imports no command-line library); a terminal
+    # sees exactly what click.style wrote before.
+    for fg in (None, "black", "red", "green", "yellow", "blue", "magenta", "cyan", "white"):
+        for bold in (None, True, False):
+            assert render.ansi("x y", fg, bold=bold) == click.style("x y", fg=fg, bold=bold)

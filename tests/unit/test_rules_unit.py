@@ -3,6 +3,7 @@ evaluating on subjects (validate, plan, apply), the budget, and what apply sends
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -301,6 +302,39 @@ def test_checks_one_per_passing_rule_and_per_warning() -> None:
     two = rules.evaluate([SHORT], lambda: [SUBJECTS[0], SUBJECTS[0]], None, planned=False)
     assert governance.rule_checks(two, [SHORT]) == [
         Check("rule short", CheckStatus.PASSED, "2 objects checked")]
+
+
+def test_rules_are_evaluated_while_other_threads_run() -> None:
+    # The agent evaluates with its web server's and notifiers' threads running, and the
+    # dashboard from several requests at once: a thread holds a lock all along, others
+    # evaluate at the same time, and each gets its own answer.
+    held, stop = threading.Lock(), threading.Event()
+    answers: dict[int, list[int]] = {}
+
+    def holds() -> None:
+        with held:
+            stop.wait(60)
+
+    def evaluates(index: int) -> None:
+        for _ in range(3):
+            outcome = rules.evaluate([SHORT, WARN], lambda: SUBJECTS[index:], "prod",
+                                     planned=False)
+            answers.setdefault(index, []).append(len(outcome.errors) + len(outcome.warnings))
+
+    holder = threading.Thread(target=holds)
+    holder.start()
+    workers = [threading.Thread(target=evaluates, args=(i,)) for i in range(3)]
+    try:
+        for thread in workers:
+            thread.start()
+        for thread in workers:
+            thread.join(60)
+        assert held.locked()
+    finally:
+        stop.set()
+        holder.join()
+    # 0: fast (a warning) and slow (an error and a warning); 1: slow; 2: a Space only
+    assert answers == {0: [3, 3, 3], 1: [2, 2, 2], 2: [0, 0, 0]}
 
 
 def test_a_rule_over_the_budget_is_named_quickly(monkeypatch: pytest.MonkeyPatch) -> None:

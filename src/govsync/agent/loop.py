@@ -37,7 +37,7 @@ from govsync.agent.views import Known
 from govsync.agentconfig import DEFAULT_INTERVAL
 from govsync.errors import GovsyncError, LockLostError, ManifestError, StateError
 from govsync.files import exposed_state, inside
-from govsync.project import Given, Selection
+from govsync.project import Selection, SettingValue
 from govsync.settings import Settings, resolve
 from govsync.state import StateStore
 from govsync.state.model import AGENT_CYCLE, AGENT_LEADER
@@ -60,9 +60,9 @@ class Options:
     checkout: str = os.path.join(".govsync", "agent", "checkout")
     interval: float | None = None  # --interval: over every environment's own
     environments: tuple[str, ...] = ()  # --env: only these (none: all)
-    endpoint: Given = field(default_factory=lambda: Given(None, "default", "--endpoint", ""))
-    state: Given = field(default_factory=lambda: Given(None, "default", "--state", ""))
-    workspace: Given = field(default_factory=lambda: Given(None, "default", "--workspace", ""))
+    endpoint: SettingValue = field(default_factory=lambda: SettingValue(None, "default", "--endpoint", ""))
+    state: SettingValue = field(default_factory=lambda: SettingValue(None, "default", "--state", ""))
+    workspace: SettingValue = field(default_factory=lambda: SettingValue(None, "default", "--workspace", ""))
     insecure_http: bool = False
     local_seed: str | None = None
     url: str | None = None  # where people reach this agent (links in notifications)

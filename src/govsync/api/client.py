@@ -65,8 +65,8 @@ T = TypeVar("T")
 # What a call asks its driver to do: send a request, or sleep some seconds.
 Effect = httpx.Request | float
 # What the driver sends back: the response, the exception sending raised, or None.
-Outcome = httpx.Response | Exception | None
-Steps = Generator[Effect, Outcome, T]
+Answer = httpx.Response | Exception | None
+Steps = Generator[Effect, Answer, T]
 
 MAX_RETRY_AFTER = 60.0
 LOCAL_BASE_URL = "http://localhost"
@@ -440,7 +440,7 @@ class AsyncClient:
         return await self._drive(self._core.all_groups(query, page_size))
 
     async def _drive(self, steps: Steps[T]) -> T:
-        outcome: Outcome = None
+        outcome: Answer = None
         try:
             while True:
                 effect = steps.send(outcome)

@@ -11,7 +11,7 @@ from typing import Any
 
 from govsync import envvars
 from govsync.errors import ConfigError
-from govsync.project import Environment, Given, Selection
+from govsync.project import Environment, Selection, SettingValue
 from govsync.settings import api_key
 
 _GLOBALS = (("endpoint", "--endpoint", envvars.ENDPOINT),
@@ -40,7 +40,7 @@ def resolve(selection: Selection, env: Environment, environ: Mapping[str, str],
     row = Resolved(env.name)
     for setting, flag, name in _GLOBALS:
         value = environ.get(name) or None
-        given = Given(value, "environment" if value else "default", flag, name)
+        given = SettingValue(value, "environment" if value else "default", flag, name)
         try:
             row.values[setting] = chosen.choose(setting, given)
         except ConfigError as exc:

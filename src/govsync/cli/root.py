@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import click
 
 from govsync import __version__, envvars, logs
+from govsync.cli.reading import forked_reader
 from govsync.cli.scope import given, new_state_said, replaced_paths, require_environment
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.envvars import DEFAULT_STATE
@@ -30,7 +31,6 @@ from govsync.errors import GovsyncError, ManifestError
 from govsync.files import exposed_state
 from govsync.manifests import load as load_manifests
 from govsync.manifests.model import Context, ManifestSet
-from govsync.manifests.parallel import forked_reader
 from govsync.project import Selection, select
 from govsync.settings import Settings, resolve
 

@@ -23,7 +23,7 @@ import click
 
 from govsync import envvars, redact
 from govsync.errors import ConfigError
-from govsync.project import Given, Selection, same_setting
+from govsync.project import Selection, SettingValue, same_setting
 from govsync.settings import Settings, resolve
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ def saved_plan_settings(settings: Settings, plan: Plan, path: str) -> Settings:
     # The plan's state is never taken from the file: whoever writes a plan file would
     # choose the state (and so the plan key) it is checked against. It must agree.
     if workspace.source == "default" and selection.environment is None:
-        workspace = Given(plan.workspace, "option", workspace.flag, workspace.variable)
+        workspace = SettingValue(plan.workspace, "option", workspace.flag, workspace.variable)
     endpoint = given(ctx, "endpoint", ctx.params.get("endpoint"), "--endpoint",
                      envvars.ENDPOINT)
     scoped = resolve(selection, endpoint=endpoint, state=state, workspace=workspace,
@@ -110,13 +110,13 @@ def _comparable(state: str) -> str:
     return state if "://" in state else os.path.abspath(state)
 
 
-def given(ctx: click.Context, param: str, value: str | None, flag: str, variable: str) -> Given:
+def given(ctx: click.Context, param: str, value: str | None, flag: str, variable: str) -> SettingValue:
     """A global option's value and where it came from (option, environment, default)."""
     source = ctx.get_parameter_source(param)
     where = ("option" if source == click.core.ParameterSource.COMMANDLINE
              else "environment" if source == click.core.ParameterSource.ENVIRONMENT
              else "default")
-    return Given(value, where, flag, variable)
+    return SettingValue(value, where, flag, variable)
 
 
 @contextmanager

@@ -16,7 +16,7 @@ from govsync.cli.scope import given
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.envvars import UI_TOKEN
 from govsync.errors import ConfigError
-from govsync.project import Given, select
+from govsync.project import SettingValue, select
 from govsync.settings import Settings, resolve
 
 # The open files a long-running command asks for (idle clients hold one each).
@@ -153,7 +153,7 @@ def agent_command(ctx: click.Context, project_file: str | None, repo: str | None
         environments=env_names,
         endpoint=given(ctx, "endpoint", endpoint, "--endpoint", envvars.ENDPOINT),
         state=given(ctx, "state_url", state_url, "--state", envvars.STATE),
-        workspace=Given(os.environ.get(envvars.WORKSPACE) or None,
+        workspace=SettingValue(os.environ.get(envvars.WORKSPACE) or None,
                         "environment" if os.environ.get(envvars.WORKSPACE) else "default",
                         "--workspace", envvars.WORKSPACE),
         insecure_http=insecure_http,

@@ -6,7 +6,6 @@
     wording.py    how errors are worded
     model.py      ``Manifest`` and ``ManifestSet``
     yamlio.py     safe, fast YAML reading with positions
-    parallel.py   reading large sets in two processes (the command line's choice)
 """
 
 from govsync.manifests.loader import load

@@ -23,8 +23,8 @@ from typing import Any
 
 from govsync.api.kinds import BY_KIND
 from govsync.errors import Problem
-from govsync.manifests import wording as w
-from govsync.manifests.yamlio import RawDocument, locate
+from govsync.manifests import wording
+from govsync.manifests.yamlio import TOP_KEYS, RawDocument, locate
 from govsync.paths import Path
 
 DIRECTIVE_KINDS = ("Patch", "Moved", "Import", "Removed")
@@ -66,9 +66,8 @@ def check_directive(doc: RawDocument, problems: list[Problem], source: str) -> D
     value = doc.value
     kind = value["kind"]
     for key in value:
-        if key not in ("apiVersion", "kind", "metadata", "spec"):
-            problem((key,), w.unknown(f"field {key!r}", str(key), ("apiVersion", "kind",
-                                                                  "metadata", "spec")), key=True)
+        if key not in TOP_KEYS:
+            problem((key,), wording.unknown(f"field {key!r}", str(key), TOP_KEYS), key=True)
     if value.get("apiVersion") != "govsync/v1":
         problem(("apiVersion",) if "apiVersion" in value else (), "apiVersion must be govsync/v1")
     metadata = value.get("metadata")
@@ -85,7 +84,7 @@ def check_directive(doc: RawDocument, problems: list[Problem], source: str) -> D
         problem(("spec",) if "spec" in value else (),
                 f"a {kind} needs spec: {{{', '.join(f'{k}: ...' for k in allowed)}}}")
         return None
-    w.unknown_keys(spec, ("spec",), allowed, problem,
+    wording.unknown_keys(spec, ("spec",), allowed, problem,
                    otherwise=f"a {kind} holds {' and '.join(allowed)}")
     for key in allowed:
         if key not in spec:
@@ -106,7 +105,7 @@ def _address(spec: dict[str, Any], key: str, problem: Callable[..., None]) -> No
     if (not isinstance(value, str) or value.count("/") != 1
             or value.split("/")[0] not in BY_KIND or not value.split("/")[1]):
         problem(("spec", key), f"spec.{key} must be an address Kind/name with a known kind, "
-                f"not {w.a_value(value)}")
+                f"not {wording.a_value(value)}")
 
 
 def _check_patch(spec: dict[str, Any], problem: Callable[..., None]) -> None:
@@ -132,14 +131,14 @@ def _check_import(spec: dict[str, Any], problem: Callable[..., None]) -> None:
     _address(spec, "to", problem)
     if "id" in spec and (not isinstance(spec["id"], str) or not spec["id"].strip()):
         problem(("spec", "id"), f"spec.id must be the object's id on the server (a string), "
-                f"not {w.a_value(spec['id'])}")
+                f"not {wording.a_value(spec['id'])}")
 
 
 def _check_removed(spec: dict[str, Any], problem: Callable[..., None]) -> None:
     _address(spec, "from", problem)
     if "destroy" in spec and not isinstance(spec["destroy"], bool):
         problem(("spec", "destroy"), "spec.destroy must be true (delete the object on the "
-                f"server) or false (drop it from state only), not {w.a_value(spec['destroy'])}")
+                f"server) or false (drop it from state only), not {wording.a_value(spec['destroy'])}")
 
 
 _CHECKS: dict[str, Callable[[dict[str, Any], Callable[..., None]], None]] = {

@@ -22,17 +22,15 @@ from govsync.api.catalog import MAX_REQUEST_BYTES
 from govsync.api.checks import CHECKS, Unsure
 from govsync.api.kinds import BY_KIND, Kind
 from govsync.errors import Problem
-from govsync.manifests import wording as w
+from govsync.manifests import wording
 from govsync.manifests.links import Link
 from govsync.manifests.model import Context, Manifest
 from govsync.manifests.names import invisible
-from govsync.manifests.yamlio import RawDocument, locate
+from govsync.manifests.yamlio import METADATA_KEYS, TOP_KEYS, RawDocument, locate
 from govsync.paths import Path
 from govsync.values import Ref, SecretRef
 
 API_VERSION = "govsync/v1"
-TOP_KEYS = ("apiVersion", "kind", "metadata", "spec")
-METADATA_KEYS = ("name", "dependsOn")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 # Reports a problem at a path of the document (at its key with key=True).
@@ -80,7 +78,7 @@ def check_document(doc: RawDocument, problems: list[Problem], *, source: str = "
     value = doc.value
     if not isinstance(value, dict):
         problem((), "a manifest must be a mapping with apiVersion, kind, metadata and spec, "
-                    f"not {w.a_value(value)}")
+                    f"not {wording.a_value(value)}")
         return None
     kind = _check_envelope(value, problem)
     name, depends = _check_metadata(value.get("metadata"), problem)
@@ -88,7 +86,7 @@ def check_document(doc: RawDocument, problems: list[Problem], *, source: str = "
     if spec is None:
         spec = {}
     if not isinstance(spec, dict):
-        problem(("spec",), f"spec must be a mapping of the object's fields, not {w.a_value(spec)}")
+        problem(("spec",), f"spec must be a mapping of the object's fields, not {wording.a_value(spec)}")
         return None
     if kind is None:
         return None
@@ -135,7 +133,7 @@ def request_size(template: dict[str, Any]) -> int:
 def _check_envelope(value: dict[str, Any], problem: Report) -> Kind | None:
     for key in value:
         if key not in TOP_KEYS:
-            problem((key,), w.unknown(f"field {key!r}", str(key), TOP_KEYS), key=True)
+            problem((key,), wording.unknown(f"field {key!r}", str(key), TOP_KEYS), key=True)
     if value.get("apiVersion") != API_VERSION:
         if "apiVersion" not in value:
             problem((), f"missing apiVersion: add `apiVersion: {API_VERSION}`")
@@ -145,10 +143,10 @@ def _check_envelope(value: dict[str, Any], problem: Report) -> Kind | None:
     kind = BY_KIND.get(kind_name) if isinstance(kind_name, str) else None
     if kind is None:
         if kind_name is None:
-            problem((), f"missing kind: add `kind: KIND`, where KIND is one of {w.kinds()}")
+            problem((), f"missing kind: add `kind: KIND`, where KIND is one of {wording.kinds()}")
         else:
-            problem(("kind",), w.unknown(f"kind {kind_name!r}", str(kind_name), BY_KIND,
-                                         otherwise=f"use one of {w.kinds()}"))
+            problem(("kind",), wording.unknown(f"kind {kind_name!r}", str(kind_name), BY_KIND,
+                                         otherwise=f"use one of {wording.kinds()}"))
     return kind
 
 
@@ -158,9 +156,9 @@ def _check_metadata(metadata: Any, problem: Report) -> tuple[str | None, list[st
                     "unique per kind)")
         return None, []
     if not isinstance(metadata, dict):
-        problem(("metadata",), f"metadata must be a mapping with a name, not {w.a_value(metadata)}")
+        problem(("metadata",), f"metadata must be a mapping with a name, not {wording.a_value(metadata)}")
         return None, []
-    w.unknown_keys(metadata, ("metadata",), METADATA_KEYS, problem,
+    wording.unknown_keys(metadata, ("metadata",), METADATA_KEYS, problem,
                    otherwise="metadata holds only name and dependsOn")
     name = metadata.get("name")
     if name is None:
@@ -169,7 +167,7 @@ def _check_metadata(metadata: Any, problem: Report) -> tuple[str | None, list[st
         name = None
     elif not isinstance(name, str) or not name.strip():
         problem(("metadata", "name"), "metadata.name must be a non-empty string, "
-                                      f"not {w.a_value(name)}")
+                                      f"not {wording.a_value(name)}")
         name = None
     elif (bad := invisible(name)) is not None:
         problem(("metadata", "name"), f"metadata.name must not contain {bad}: control, "
@@ -210,7 +208,7 @@ def check_spec(
         # The whole spec was {var: NAME}, and the variable is not a mapping.
         if not failed:
             problem(("spec",), f"spec is variable {uses.get((), '?')!r}, whose value is "
-                    f"{w.a_value(spec)}: a spec is a mapping of fields; give the variable "
+                    f"{wording.a_value(spec)}: a spec is a mapping of fields; give the variable "
                     "a mapping, or write the fields here")
         return None
 
@@ -277,7 +275,7 @@ class _Filling:
                     "not secrets (they are in git); write {fromEnv: VARIABLE}")
         elif not isinstance(name, str):
             problem(("spec", *at, "var"), f"{{var: NAME}} names a variable, not "
-                    f"{w.a_value(name)}")
+                    f"{wording.a_value(name)}")
         elif name not in context.variables:
             known = ", ".join(sorted(context.variables)) or "none"
             problem(("spec", *at, "var"), f"variable {name!r} is not defined in "
@@ -328,7 +326,7 @@ def _take_refs(kind: Kind, spec: dict[str, Any], request: dict[str, Any],
         if not isinstance(target, str) or not target:
             problem(("spec", ref.ref_field),
                     f"spec.{ref.ref_field} must be the metadata.name of a {ref.target}, "
-                    f"not {w.a_value(target)}")
+                    f"not {wording.a_value(target)}")
             ok = False
             continue
         refs.append((ref.ref_field, f"{ref.target}/{target}"))
@@ -373,7 +371,7 @@ def _take_secrets(kind: Kind, request: dict[str, Any],
         elif not isinstance(variable, str) or not ENV_NAME.match(variable):
             problem(("spec", *keys, "fromEnv"),
                     f"spec.{dotted}.fromEnv must name an environment variable (letters, digits "
-                    f"and '_', not starting with a digit), not {w.short(variable)}")
+                    f"and '_', not starting with a digit), not {wording.short(variable)}")
             ok = False
         elif variable in envvars.OWN:
             problem(("spec", *keys, "fromEnv"),
@@ -421,12 +419,12 @@ def _validate(kind: Kind, request: dict[str, Any], used_refs: dict[str, str],
             (*err["loc"][:-1], close)
             for err in errors
             if err["type"] == "extra_forbidden"
-            and (close := w.closest(str(err["loc"][-1]), w.fields_at(kind, err["loc"][:-1])))
+            and (close := wording.closest(str(err["loc"][-1]), wording.fields_at(kind, err["loc"][:-1])))
         }
         for err in errors:
             if err["type"] == "missing" and tuple(err["loc"]) in misspelt:
                 continue
-            where, message, at_key = w.explain(kind, err, used_refs)
+            where, message, at_key = wording.explain(kind, err, used_refs)
             spec_path = tuple(where[1:]) if where[:1] == ("spec",) else None
             name = next((n for p, n in uses.items()
                          if spec_path is not None and paths.under(spec_path, p)), None)

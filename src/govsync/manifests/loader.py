@@ -3,7 +3,7 @@
 ``load`` returns a :class:`ManifestSet` or raises ManifestError listing every
 problem (syntax, schema, references, duplicates, cycles), each at its place.
 Files are read and checked independently (``read_file``), so the command
-line may spread a large set over processes (``parallel.forked_reader``);
+line may spread a large set over processes (``cli.reading.forked_reader``);
 this module itself has no process-wide effect.
 """
 

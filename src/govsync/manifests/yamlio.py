@@ -34,6 +34,10 @@ from govsync.api.catalog import INT_MAX, INT_MIN
 from govsync.errors import Problem
 from govsync.files import Unreadable, nesting_refused, read_regular, yaml_loader
 
+# A manifest's keys and its metadata's, in the order fmt and migrate write them
+# (the others after them, sorted): the one list of each.
+TOP_KEYS = ("apiVersion", "kind", "metadata", "spec")
+METADATA_KEYS = ("name", "dependsOn")
 MAX_FILE_BYTES = 10 * 1024 * 1024
 # Nodes one document may expand to through aliases.  A manifest has tens.
 MAX_DOCUMENT_NODES = 100_000

@@ -8,6 +8,14 @@ text of several lines as a literal block where that keeps it exactly; any
 other string double-quoted with escapes.  A ``FromEnv`` leaf is written
 ``{fromEnv: VAR}``.  ``exact=True`` double-quotes every string: what a file
 falls back to if reading it back does not give the same data.
+
+Why not ruamel.yaml, as ``govsync fmt`` uses: fmt round-trips what a person
+wrote (comments, quotes, flow style), this writes new documents from data, and
+ruamel's emitter does that about 26 times slower (2,000 documents: 3.1 s against
+0.12 s, 2026-11-26), which would take ``migrate`` of 10,000 resources from
+1.8 s to about 17 s.  The layout is fmt's: the manifests' key order is
+``manifests.yamlio``'s, the escapes are ruamel's, and the tests run
+``govsync fmt --check`` on what migrate writes.
 """
 
 from __future__ import annotations
@@ -17,8 +25,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-TOP_ORDER = ("apiVersion", "kind", "metadata", "spec")
-METADATA_ORDER = ("name", "dependsOn")
+from govsync.manifests.yamlio import METADATA_KEYS, TOP_KEYS
+
 _PLAIN = re.compile(r"^[A-Za-z_/][A-Za-z0-9 _./@:+(),=-]*$")
 _RESERVED = frozenset({"true", "false", "yes", "no", "on", "off", "y", "n", "null", "~"})
 
@@ -85,7 +93,7 @@ def _order(mapping: dict[str, Any], first: tuple[str, ...]) -> list[str]:
 def _mapping(mapping: dict[str, Any], indent: int, exact: bool, *, top: bool = False,
              metadata: bool = False) -> list[str]:
     pad = " " * indent
-    first = TOP_ORDER if top else METADATA_ORDER if metadata else ()
+    first = TOP_KEYS if top else METADATA_KEYS if metadata else ()
     lines: list[str] = []
     for key in _order(mapping, first):
         value = mapping[key]

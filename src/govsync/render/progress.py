@@ -7,12 +7,12 @@ from typing import Any
 
 import click
 
-from govsync.apply import DONE, ApplyResult, Outcome, Result
+from govsync.apply import DONE, ApplyResult, ChangeOutcome, ChangeStatus
 from govsync.formats import FORMAT_VERSION
 from govsync.render.documents import dumps
 
-COLORS = {Result.APPLIED: "green", Result.FORGOTTEN: "green", Result.FAILED: "red",
-          Result.UNCERTAIN: "cyan", Result.SKIPPED: "yellow"}
+COLORS = {ChangeStatus.APPLIED: "green", ChangeStatus.FORGOTTEN: "green", ChangeStatus.FAILED: "red",
+          ChangeStatus.UNCERTAIN: "cyan", ChangeStatus.SKIPPED: "yellow"}
 
 
 class LineReporter:
@@ -26,11 +26,11 @@ class LineReporter:
         if not self.quiet:
             click.echo(f"Applying {total} change(s)...", err=True)
 
-    def finished(self, o: Outcome) -> None:
+    def finished(self, o: ChangeOutcome) -> None:
         if self.quiet and o.status in DONE:
             return
         fg = COLORS.get(o.status)
-        detail = f" (id {o.id})" if o.status == Result.APPLIED and o.id else ""
+        detail = f" (id {o.id})" if o.status == ChangeStatus.APPLIED and o.id else ""
         if o.error:
             detail = f": {o.code + ' ' if o.code else ''}{o.error}"
         line = f"{o.address}: {o.action} {click.style(o.status, fg=fg) if self.color else o.status}"
@@ -54,11 +54,11 @@ class ProgressReporter(LineReporter):
         self.task = self.progress.add_task("Applying", total=total)
         self.progress.start()
 
-    def finished(self, o: Outcome) -> None:
+    def finished(self, o: ChangeOutcome) -> None:
         self.progress.advance(self.task)
         if self.quiet and o.status in DONE:
             return
-        detail = f" (id {o.id})" if o.status == Result.APPLIED and o.id else ""
+        detail = f" (id {o.id})" if o.status == ChangeStatus.APPLIED and o.id else ""
         if o.error:
             detail = f": {o.code + ' ' if o.code else ''}{o.error}"
         self.progress.console.print(f"{o.address}: {o.action} {o.status}{detail} "
@@ -76,7 +76,7 @@ class JsonReporter:
     def start(self, total: int) -> None:
         pass
 
-    def finished(self, o: Outcome) -> None:
+    def finished(self, o: ChangeOutcome) -> None:
         click.echo(dumps(change_line(o)), nl=False)
 
     def close(self) -> None:
@@ -86,7 +86,7 @@ class JsonReporter:
         click.echo(dumps(summary_line(result, stopped)), nl=False)
 
 
-def change_line(o: Outcome) -> dict[str, Any]:
+def change_line(o: ChangeOutcome) -> dict[str, Any]:
     line: dict[str, Any] = {
         "formatVersion": FORMAT_VERSION, "type": "change", "address": o.address,
         "action": o.action, "outcome": o.status, "id": o.id, "seconds": round(o.seconds, 3),

@@ -20,7 +20,7 @@ from enum import StrEnum
 from typing import Any
 
 from govsync.api.kinds import KINDS
-from govsync.apply import Result
+from govsync.apply import ChangeStatus
 from govsync.formats import FORMAT_VERSION
 from govsync.plan import Action, CheckStatus, DriftKind
 from govsync.state import EntryStatus
@@ -217,7 +217,7 @@ def apply_change_line() -> Schema:
         "type": {"const": "change"},
         "address": _ADDRESS,
         "action": {"enum": _values(Action)},
-        "outcome": {"enum": _values(Result)},
+        "outcome": {"enum": _values(ChangeStatus)},
         "id": {**_STR_OR_NULL, "description": "The object's id, when known."},
         "seconds": {**_SECONDS, "description": "The call's duration with its state writes, waiting for a slot excluded."},
         "error": {**_STR, "description": "Why it did not apply (absent when it did)."},
@@ -230,7 +230,7 @@ def apply_summary_line() -> Schema:
     return _object({
         "formatVersion": _VERSION,
         "type": {"const": "summary"},
-        "counts": _counts(_values(Result), "How many changes ended each way."),
+        "counts": _counts(_values(ChangeStatus), "How many changes ended each way."),
         "requests": {**_COUNT, "description": "API write requests sent (retries excluded)."},
         "seconds": {**_SECONDS, "description": "From the first request to the last answer."},
         "ok": {"type": "boolean", "description": "Every change applied (or forgotten) and "
@@ -283,13 +283,13 @@ def state_list_schema() -> Schema:
 
 
 def state_history_schema() -> Schema:
-    change = _object({"address": _ADDRESS, "action": _STR, "status": {"enum": _values(Result)},
+    change = _object({"address": _ADDRESS, "action": _STR, "status": {"enum": _values(ChangeStatus)},
                       "id": _STR_OR_NULL, "code": _STR, "error": _STR},
                      required=["address", "action", "status"])
     record = _object({
         "at": _STR, "user": _STR, "host": _STR, "command": _STR,
         "savedPlan": {"type": "boolean"}, "serialBefore": _COUNT,
-        "summary": _counts(_values(Result), "How many changes ended each way."),
+        "summary": _counts(_values(ChangeStatus), "How many changes ended each way."),
         "ok": {"type": "boolean"}, "changes": {"type": "array", "items": change},
         "environment": {**_STR_OR_NULL, "description": "The project's environment (null: "
                         "none)."},

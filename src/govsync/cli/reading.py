@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import pickle
 
 from govsync.manifests.loader import FileResult, read_file, read_files
 from govsync.manifests.model import Context
@@ -40,6 +39,7 @@ def forked_reader(files: list[tuple[str, str]], context: Context) -> list[FileRe
             half = min(i + 1, len(files) - 1)
             break
 
+    import pickle  # here: only a large set pays for it (docs/architecture.md's heavy list)
 
     read_fd, write_fd = os.pipe()
     pid = os.fork()

@@ -1,0 +1,95 @@
+"""Plans and drift reports as text for a terminal (coloured with ``color``)."""
+
+from __future__ import annotations
+
+from govsync.drift import DriftReport
+from govsync.plan import Action, Change, Plan
+from govsync.render.lines import (
+    OUTSIDE_NOTE,
+    OUTSIDE_TITLE,
+    SYMBOLS,
+    _unobservable_note,
+    _verdict,
+    ansi,
+    created_lines,
+    drift_headline,
+    field_change_lines,
+    governance_lines,
+    outside_lines,
+    summary_line,
+)
+from govsync.values import shown
+
+
+def plan_text(plan: Plan, *, color: bool = False, verbose: bool = False) -> str:
+
+    def style(text: str, fg: str | None, bold: bool = False) -> str:
+        return ansi(text, fg, bold=bold) if color and (fg or bold) else text
+
+    lines: list[str] = []
+    outside = outside_lines(plan, style=style)
+    if outside:
+        lines.append(style(OUTSIDE_TITLE, "yellow", bold=True) + f" ({OUTSIDE_NOTE}):")
+        lines += outside
+        lines.append("")
+    for c in plan.changes:
+        if c.action == Action.NOOP and not verbose:
+            continue
+        symbol, fg = SYMBOLS[c.action]
+        head = f"{symbol} {c.address}"
+        lines.append(style(head, fg, bold=True) + style(f"  ({c.action})", fg))
+        def source(path: str, change: Change = c) -> str:
+            patch = change.patch_of(path) if verbose else None
+            return f"   # set by {patch}" if patch else ""
+
+        if c.action == Action.CREATE and c.request is not None:
+            for key in sorted(c.request):
+                lines += created_lines(key, shown(c.request[key]), style=style,
+                                       suffix=source(key))
+        for d in c.diff:
+            lines += field_change_lines(d, style=style, suffix=source(d.path))
+        if c.reason:
+            lines.append(style(f"      {c.reason}", fg))
+    changed = governance_lines(plan)
+    if changed:
+        lines.append(style(f"# governance of workspace {plan.workspace!r}", "blue", bold=True)
+                     + style("  (recorded by apply; needs the approvals it records now)",
+                             "blue"))
+        lines += [f"      {line}" for line in changed]
+    for check in plan.checks:
+        lines.append(f"Check {check.name}: {check.status} ({check.detail})")
+    if not plan.has_changes():
+        lines.append("No changes. The manifests match the recorded state.")
+    lines.append(style(summary_line(plan), None, bold=True))
+    return "\n".join(lines) + "\n"
+
+
+def drift_text(report: DriftReport, *, color: bool = False) -> str:
+
+    def style(text: str, fg: str | None) -> str:
+        return ansi(text, fg) if color and fg else text
+
+    headline = drift_headline(report)
+    lines = [ansi(headline, bold=True) if color else headline]
+    outside = outside_lines(report.plan, style=style)
+    if outside:
+        lines.append(f"{OUTSIDE_TITLE} ({OUTSIDE_NOTE}):")
+        lines += outside
+    for c in report.drifted:
+        symbol, fg = SYMBOLS[c.action]
+        head = f"{symbol} {c.address}  ({c.action})"
+        lines.append(ansi(head, fg) if color else head)
+        for d in c.diff:
+            lines += field_change_lines(d, style=style)
+        if c.reason:
+            lines.append(f"      {c.reason}")
+    for check in report.live:
+        lines.append(f"Live check {check.name}: {check.status} ({check.detail})")
+        for p in check.problems:
+            lines.append(f"      {p['message']}")
+    note = _unobservable_note(report)
+    if note:
+        lines.append(note)
+    verdict = _verdict(report)
+    lines.append(ansi(verdict, bold=True) if color else verdict)
+    return "\n".join(lines) + "\n"
