@@ -27,7 +27,7 @@ from govsync import commands, governance, planfile, runtime
 from govsync.agent import partial
 from govsync.agent.applied import Applied
 from govsync.agentconfig import AgentSettings, Event
-from govsync.apply import Result
+from govsync.apply import ChangeStatus
 from govsync.errors import (
     ApprovalError,
     BlockedPlanError,
@@ -376,7 +376,7 @@ def _apply(cycle: Cycle, target: Target, manifests: ManifestSet, saved: SavedPla
         os.path.basename(saved.path) if saved is not None else None, interrupted)
     if not result.requests and result.ok and not result.outcomes:
         cycle.applied = None  # nothing was sent (the workspace recorded its governance)
-    failed = [o for o in result.outcomes if o.status == Result.FAILED]
+    failed = [o for o in result.outcomes if o.status == ChangeStatus.FAILED]
     after = Cycle(cycle.environment, cycle.workspace, Status.ERROR, "", cycle.revision)
     _plan(after, manifests, settings)
     cycle.status, cycle.reason = after.status, after.reason
