@@ -6,7 +6,9 @@ is sent, so it is sent read-modify-write: the object as the server just returned
 the manifest's fields laid over it, the fields the update cannot change left out.  A
 sparse update is sent the manifest's fields the update covers; an absent one stays.
 A delete is sent the object's id (or the field that names it).  Where an update or a
-delete was sent and no answer came, one read says whether it took effect.
+delete was sent and no answer came, one read says whether it took effect; where the
+create of a replace's new object was, a List of the kind's objects of that name does
+(the new one is the one whose id is not the old one's).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from govsync.api.catalog import Operation
 from govsync.api.kinds import Kind
-from govsync.errors import NotFoundError
+from govsync.errors import ApiError, NotFoundError
+from govsync.refresh.reading import Reader, Reading, object_id
 from govsync.values import SENSITIVE
 
 if TYPE_CHECKING:
@@ -102,3 +105,25 @@ def took_effect(kind: Kind, sent: Mapping[str, Any], live: Mapping[str, Any] | N
     if live is None:
         return False
     return all(live[k] == v for k, v in sent.items() if k in kind.updatable and k in live)
+
+
+async def created_beside(client: AsyncClient, kind: Kind, old_id: str,
+                         sent: Mapping[str, Any]) -> dict[str, Any] | None | bool:
+    """After a replace's create went unanswered: the new object (a live object of the
+    kind with the name sent, holding what was sent, other than ``old_id``), False when
+    a List shows there is none, None when no read can tell (a kind without a name or
+    an unscoped List, a failed read, more than one candidate)."""
+    op, name = kind.list, sent.get("name")
+    if not kind.named or op is None or op.scope_required or not isinstance(name, str):
+        return None
+    body: dict[str, Any] = ({"filter": {"field": {"key": "name", "value": {
+        "type": "string", "value": name}}}} if op.search else {})
+    try:
+        listed = await Reader(client, Reading()).all_pages(op, body)
+    except ApiError:
+        return None
+    found = [o for o in listed if o.get("name") == name
+             and str(object_id(kind, o)) != old_id and took_effect(kind, sent, o)]
+    if len(found) > 1:
+        return None
+    return found[0] if found else False
