@@ -836,27 +836,61 @@ def blocked_reason(kind: Kind, fields: list[str], address: str = "") -> str:
 
 def field_diff(kind: Kind, before: dict[str, Any], after: dict[str, Any],
                secrets: Sequence[paths.Path] = ()) -> tuple[FieldChange, ...]:
-    """Leaf-level changes (deepdiff), secrets and unknown ids shown as such.
+    """Leaf-level changes (deepdiff below the top level), secrets and unknown ids shown
+    as such.
 
     Secrets are the kind's secret fields and ``secrets``, the manifest's own (a
     ``{fromEnv}`` inside an open variant); a fingerprint anywhere (a secret the
     manifest no longer has) is shown as sensitive too."""
-    from deepdiff import DeepDiff
 
     secret_paths = [*(paths.split(s) for s in kind.secrets), *secrets]
     out: list[FieldChange] = []
-    tree = DeepDiff(before, after, verbose_level=2, view="tree")
-    for items in tree.values():
-        for item in items:
-            parts = tuple(item.path(output_format="list"))
-            hidden = any(paths.under(parts, s) for s in secret_paths)
-            # A whole object that appears or goes may hold secrets below it.
-            inner = [s[len(parts):] for s in secret_paths if len(s) > len(parts) and paths.under(s, parts)]
-            old = _masked(_shown(item.t1, hidden), inner)
-            new = _masked(_shown(item.t2, hidden), inner)
-            out.append(FieldChange(paths.text(parts), old, new))
+
+    def change(parts: paths.Path, t1: Any, t2: Any) -> None:
+        hidden = any(paths.under(parts, s) for s in secret_paths)
+        # A whole object that appears or goes may hold secrets below it.
+        inner = [s[len(parts):] for s in secret_paths if len(s) > len(parts) and paths.under(s, parts)]
+        old = _masked(_shown(t1, hidden), inner)
+        new = _masked(_shown(t2, hidden), inner)
+        out.append(FieldChange(paths.text(parts), old, new))
+
+    # A top-level field whose values are both leaves, or that is on one side only, is
+    # one change: no DeepDiff for it (its set-up costs a plan of 1,000 updates about a
+    # second).  DeepDiff compares the others, under the keys both sides have.
+    nested: list[str] = []
+    for key in sorted(before.keys() | after.keys(), key=str):
+        t1, t2 = before.get(key, _ABSENT), after.get(key, _ABSENT)
+        if _same(t1, t2):
+            continue
+        if t1 is not _ABSENT and t2 is not _ABSENT and (isinstance(t1, dict | list)
+                                                       or isinstance(t2, dict | list)):
+            nested.append(key)
+        else:
+            change((key,), t1, t2)
+    if nested:
+        from deepdiff import DeepDiff
+
+        tree = DeepDiff({k: before[k] for k in nested}, {k: after[k] for k in nested},
+                        verbose_level=2, view="tree")
+        for items in tree.values():
+            for item in items:
+                change(tuple(item.path(output_format="list")), item.t1, item.t2)
     out.sort(key=lambda d: d.path)
     return tuple(out)
+
+
+_ABSENT = object()
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal and of the same types throughout (as DeepDiff sees it: 1 and 1.0 differ)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(v, b[k]) for k, v in a.items())
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
 
 
 def _masked(value: Any, inner: list[paths.Path]) -> Any:
@@ -870,7 +904,7 @@ def _masked(value: Any, inner: list[paths.Path]) -> Any:
 def _shown(value: Any, hidden: bool) -> Any:
     from deepdiff.helper import NotPresent
 
-    if isinstance(value, NotPresent):
+    if value is _ABSENT or isinstance(value, NotPresent):
         return None
     if hidden:
         return SENSITIVE
