@@ -566,6 +566,11 @@ class Applier:
                             "in state; turn it off with an applied change first")
         spec = self.specs.get(change.address, {})
         operation, body = writes.delete_body(kind, change.id, spec)
+        try:
+            await self._fenced()  # a process that lost its lock sends nothing
+        except StateError as exc:
+            return _outcome(change, Result.SKIPPED if isinstance(exc, LockLostError)
+                            else Result.FAILED, f"not sent: {exc}")
         self.result.requests += 1
         try:
             await self.client.call(operation, body)
@@ -609,9 +614,16 @@ class Applier:
             kind = BY_KIND[change.kind]
             assert change.id is not None
             operation, body = writes.delete_body(kind, change.id, {})
-            self.result.requests += 1
             try:
+                await self._fenced()
+                self.result.requests += 1
                 await self.client.call(operation, body)
+            except StateError as exc:
+                outcome = outcomes[address]
+                outcome.status = Result.FAILED
+                outcome.error = (f"created anew (id {outcome.id}) and its references moved, "
+                                 f"but the old one ({change.id}) was not deleted: {exc}; it "
+                                 "is no longer in state: delete it on the server")
             except ApiError as exc:
                 if (isinstance(exc, AmbiguousError | NotFoundError)
                         and await self._gone(kind, change.id)):
