@@ -38,14 +38,19 @@ def laid_over(kind: Kind, op: Operation, base: Mapping[str, Any] | None,
     keep = set(kind.fields)
     read_only = set(op.read_only)
     obj = {k: v for k, v in (base or {}).items() if k in keep and v != SENSITIVE}
-    unnamed = defaults(kind) if base else {}
+    unnamed: dict[str, Any] | None = None
     for k, v in send.items():
-        if k in obj and (k in read_only or (
-                k in unnamed and unnamed[k] == v and k not in changed)):
-            # Left as read: a field the update cannot change, or one the manifest leaves
-            # at its default, which it does not name (a description set in the console
-            # is not erased).
-            continue
+        if k in obj:
+            if k in read_only:
+                continue  # left as read: a field the update cannot change
+            if k not in changed and (obj[k] != v or type(obj[k]) is not type(v)):
+                # Left as read where the manifest leaves it at its default, which it
+                # does not name (a description set in the console is not erased).  The
+                # defaults come from the request model (pydantic, a fifth of a second
+                # to import): asked for only here, where a field differs unchanged.
+                unnamed = defaults(kind) if unnamed is None else unnamed
+                if k in unnamed and unnamed[k] == v:
+                    continue
         obj[k] = v
     return obj
 
