@@ -560,12 +560,15 @@ def field_diff(kind: Kind, before: dict[str, Any], after: dict[str, Any],
             change((key,), t1, t2)
     if nested:
         from deepdiff import DeepDiff
+        from deepdiff.helper import NotPresent
 
         tree = DeepDiff({k: before[k] for k in nested}, {k: after[k] for k in nested},
                         verbose_level=2, view="tree")
         for items in tree.values():
             for item in items:
-                change(tuple(item.path(output_format="list")), item.t1, item.t2)
+                t1, t2 = (_ABSENT if isinstance(t, NotPresent) else t
+                          for t in (item.t1, item.t2))
+                change(tuple(item.path(output_format="list")), t1, t2)
     out.sort(key=lambda d: d.path)
     return tuple(out)
 
@@ -593,9 +596,7 @@ def _masked(value: Any, inner: list[paths.Path]) -> Any:
 
 
 def _shown(value: Any, hidden: bool) -> Any:
-    from deepdiff.helper import NotPresent
-
-    if value is _ABSENT or isinstance(value, NotPresent):
+    if value is _ABSENT:
         return None
     if hidden:
         return SENSITIVE
