@@ -38,7 +38,7 @@ def source_problem(d: Directive, manifests: ManifestSet, taken: Mapping[str, Dir
 
 
 def directives(manifests: ManifestSet, entries: Mapping[str, Entry], problems: list[Problem]
-                ) -> tuple[dict[str, str], dict[str, Directive]]:
+               ) -> tuple[dict[str, str], dict[str, Directive]]:
     """Moves still to make (new address -> old) and imports still to make (address -> doc)."""
     moved: dict[str, str] = {}
     imported: dict[str, Directive] = {}
@@ -90,7 +90,7 @@ def directives(manifests: ManifestSet, entries: Mapping[str, Entry], problems: l
 
 
 def removals(manifests: ManifestSet, entries: Mapping[str, Entry], problems: list[Problem]
-              ) -> dict[str, Directive]:
+             ) -> dict[str, Directive]:
     """The Removed documents to act on, by the address they remove (one recorded, whose
     manifest is gone; one already gone from state is a no-op)."""
     out: dict[str, Directive] = {}
