@@ -21,6 +21,7 @@ import argparse
 import math
 import os
 import platform
+import resource
 import subprocess
 import sys
 import tempfile
@@ -64,16 +65,21 @@ def write(folder: str, n: int, version: int, keep: int | None = None) -> None:
 
 
 def apply(root: str, url: str, state: str, parallelism: int) -> tuple[float, str]:
+    """The wall-clock seconds of one apply, and its summary line with the CPU seconds
+    (user + system) of the govsync process."""
     env = {**os.environ, "GOVSYNC_ENDPOINT": url, "GOVSYNC_API_KEY": KEY,
            "GOVSYNC_STATE": state}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "govsync", "-q", "apply", "--auto-approve",
                           "--parallelism", str(parallelism)],
                          env=env, cwd=root, capture_output=True, text=True)
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     if out.returncode != 0:
         raise SystemExit(f"apply failed:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
-    return elapsed, out.stdout.strip().splitlines()[-1]
+    return elapsed, f"{out.stdout.strip().splitlines()[-1]} CPU {cpu:.2f} s"
 
 
 def project(root: str, prune: bool) -> None:

@@ -471,10 +471,7 @@ class Applier:
             if intent:
                 return await self._uncertain(change, spec, exc.message)
             if change.action == Action.REPLACE:
-                return _outcome(change, ChangeStatus.UNCERTAIN, (
-                    f"{exc.message}: a new {kind.name} may or may not exist; state keeps "
-                    f"the old one ({change.id}); look for it on the server before planning "
-                    "the replace again"))
+                return await self._settle_replace(change, kind, spec, send, exc.message)
             if change.action != Action.CREATE:
                 return await self._settle_update(change, kind, spec, body, exc.message)
             return _outcome(change, ChangeStatus.FAILED, exc.message)
@@ -536,6 +533,26 @@ class Applier:
         return _outcome(change, ChangeStatus.FAILED, f"{why}; a read shows it did not take effect "
                         "(or could not tell): the next plan sends it again")
 
+    async def _settle_replace(self, change: Change, kind: Kind, spec: dict[str, Any],
+                              sent: dict[str, Any], why: str) -> ChangeOutcome | Entry:
+        """A replace's create sent without an answer: a List of the kind's objects of
+        that name says whether the new one exists (then it is recorded, and the old one
+        deleted as after any replace)."""
+        found = (await writes.created_beside(self.client, kind, change.id, sent)
+                 if change.id else None)
+        if isinstance(found, dict):
+            new_id = found.get(kind.create.id_field, found.get("id"))
+            return Entry(change.address, kind.name, str(new_id), APPLIED, spec,
+                         scrub(found, self.hidden), now())
+        if found is False:
+            return _outcome(change, ChangeStatus.FAILED, (
+                f"{why}; a read shows no new {kind.name} was created: state keeps the old "
+                f"one ({change.id}); plan the replace again"))
+        return _outcome(change, ChangeStatus.UNCERTAIN, (
+            f"{why}: a new {kind.name} may or may not exist, and no read can tell; state "
+            f"keeps the old one ({change.id}); look for it on the server before planning "
+            "the replace again"))
+
     async def _delete(self, change: Change) -> ChangeOutcome:
         """Send one delete; the entry goes once the server said yes (or a read says the
         object is gone).  A refusal (still referred to, protected) leaves state as it was."""
@@ -549,6 +566,11 @@ class Applier:
                             "in state; turn it off with an applied change first")
         spec = self.specs.get(change.address, {})
         operation, body = writes.delete_body(kind, change.id, spec)
+        try:
+            await self._fenced()  # a process that lost its lock sends nothing
+        except StateError as exc:
+            return _outcome(change, ChangeStatus.SKIPPED if isinstance(exc, LockLostError)
+                            else ChangeStatus.FAILED, f"not sent: {exc}")
         self.result.requests += 1
         try:
             await self.client.call(operation, body)
@@ -592,15 +614,35 @@ class Applier:
             kind = BY_KIND[change.kind]
             assert change.id is not None
             operation, body = writes.delete_body(kind, change.id, {})
-            self.result.requests += 1
             try:
+                await self._fenced()
+                self.result.requests += 1
                 await self.client.call(operation, body)
+            except StateError as exc:
+                outcome = outcomes[address]
+                outcome.status = ChangeStatus.FAILED
+                outcome.error = (f"created anew (id {outcome.id}) and its references moved, "
+                                 f"but the old one ({change.id}) was not deleted: {exc}; it "
+                                 "is no longer in state: delete it on the server")
             except ApiError as exc:
+                if (isinstance(exc, AmbiguousError | NotFoundError)
+                        and await self._gone(kind, change.id)):
+                    continue  # no answer (or "not found"), but a read shows it gone
                 outcome = outcomes[address]
                 outcome.status = ChangeStatus.FAILED
                 outcome.error = (f"created anew (id {outcome.id}) and its references moved, "
                                  f"but deleting the old one ({change.id}) failed: {exc.message}; "
                                  f"it is no longer in state: delete it on the server")
+
+    async def _gone(self, kind: Kind, object_id: str) -> bool:
+        """Whether a read shows the object gone (False: still there, or no read can
+        tell)."""
+        if kind.get is None:
+            return False
+        try:
+            return await writes.read_live(self.client, kind, object_id, {}) is None
+        except ApiError:
+            return False
 
     async def _recorded(self, change: Change, entry: Entry) -> ChangeOutcome:
         """Record the API's yes; until that is done, the change is not applied."""

@@ -353,8 +353,8 @@ def drift(paths: tuple[str, ...], settings: Settings, fmt: str, without_secrets:
                                       "Graphviz DOT.")
 @click.option("--plan", "of_plan", is_flag=True,
               help="Only what the plan changes, coloured by action (create green, update "
-                   "yellow, blocked red, orphan magenta, uncertain cyan); reads the state "
-                   "like `govsync plan`.")
+                   "yellow, replace orange, delete dark red, forget grey, blocked red, "
+                   "orphan magenta, uncertain cyan); reads the state like `govsync plan`.")
 def graph_command(paths: tuple[str, ...], settings: Settings, fmt: str, of_plan: bool) -> None:
     """Print the dependency graph of the manifests (an edge A --> B: A comes first).
 

@@ -3,7 +3,8 @@
 An edge ``A --> B`` means A comes first: B references A (``spaceRef``...)
 or lists it in ``metadata.dependsOn``, so apply creates A before B.  In a
 plan's graph each node is coloured by its action (create green, update
-yellow, blocked red, orphan magenta, uncertain cyan).
+yellow, replace orange, delete dark red, forget light grey, blocked red, orphan
+magenta, uncertain cyan); ``LEGEND`` is the order a legend lists them in.
 
 Names are user data: Mermaid node ids are generated (``n0``, ``n1``...) and
 labels quoted with Mermaid's entity codes; DOT ids are quoted and escaped.
@@ -31,6 +32,10 @@ COLOURS: dict[Action, tuple[str, str, str]] = {
     Action.NOOP: ("#f6f8fa", "#8c959f", "#24292f"),
 }
 FORMATS = ("mermaid", "dot")
+# The actions a graph's legend names, in its order (the dashboard's badges: app.css
+# styles an ``a-<action>`` class for each, badge and graph node alike).
+LEGEND: tuple[Action, ...] = (Action.CREATE, Action.UPDATE, Action.REPLACE, Action.DELETE,
+                              Action.FORGET, Action.BLOCKED, Action.ORPHAN, Action.UNCERTAIN)
 
 
 @dataclass

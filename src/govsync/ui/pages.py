@@ -15,7 +15,7 @@ from typing import Any
 
 from govsync.plan import Action
 from govsync.render import summary_line
-from govsync.render.graph import change_graph
+from govsync.render.graph import LEGEND, change_graph
 from govsync.render.html import (
     Filter,
     PlanPage,
@@ -309,8 +309,7 @@ def graph_page(view: EnvironmentView, names: Sequence[str], node: str, text: str
         panel += "<p>Select an object to see what it depends on and what depends on it.</p>"
     panel += "</aside>"
     legend = ('<p class="legend">'
-              + "".join(action_badge(a) for a in (Action.CREATE, Action.UPDATE, Action.BLOCKED,
-                                                   Action.ORPHAN, Action.UNCERTAIN))
+              + "".join(action_badge(a) for a in LEGEND)
               + '<span class="badge">unchanged</span></p>')
     summary = (f"<p>{len(graph.nodes)} objects, {len(graph.edges)} dependencies"
                + (f"; {esc(summary_line(view.plan))}" if view.plan else "") + "</p>")

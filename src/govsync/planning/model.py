@@ -1,0 +1,221 @@
+"""What a plan holds: its actions (``Action``), one ``Change`` per address, the checks
+made while planning, what a refresh found drifted, and the ``Plan`` itself.
+``govsync.plan`` re-exports every name here (``from govsync.plan import Change``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, TypedDict
+
+from govsync import __version__
+
+
+class Action(StrEnum):
+    """What a plan does with an address (as Terraform's plans/action.go)."""
+
+    CREATE = "create"
+    UPDATE = "update"
+    NOOP = "no-op"
+    BLOCKED = "blocked"
+    ORPHAN = "orphan"
+    UNCERTAIN = "uncertain"
+    MOVE = "move"
+    IMPORT = "import"
+    DELETE = "delete"
+    REPLACE = "replace"
+    FORGET = "forget"
+
+
+# The actions apply sends a request for, or records in state.
+WORK = frozenset({Action.CREATE, Action.UPDATE, Action.MOVE, Action.IMPORT, Action.DELETE,
+                  Action.REPLACE, Action.FORGET})
+# The actions that end an object (or govsync's record of it): apply makes them after
+# every other change, dependants first.
+ENDING = frozenset({Action.DELETE, Action.FORGET})
+
+
+class CheckStatus(StrEnum):
+    PASSED = "passed"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    WARNING = "warning"
+
+
+@dataclass
+class FieldChange:
+    """One field that a change alters: its dotted path, its value before and after (secrets
+    masked)."""
+
+    path: str
+    before: Any
+    after: Any
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"field": self.path, "before": self.before, "after": self.after}
+
+
+@dataclass(slots=True)
+class Change:
+    """What the plan does to one address: its action, why, and what apply sends."""
+
+    address: str
+    action: Action
+    kind: str
+    id: str | None = None
+    # Tuples, shared when empty: a no-op change of 100,000 allocates nothing more.
+    fields: tuple[str, ...] = ()
+    diff: tuple[FieldChange, ...] = ()
+    reason: str = ""
+    # What apply sends, before wrapping: references to objects this plan
+    # creates stay ``Ref``; secrets are ``PlannedSecret`` (values.py).
+    request: dict[str, Any] | None = None
+    operation: str | None = None
+    # Addresses this change must wait for (references and dependsOn).
+    after: tuple[str, ...] = ()
+    # Spec fields a Patch set -> which patch (shown by `plan -v`).
+    patched: dict[str, str] | None = None
+    # A move: the address the state entry has now.
+    moved_from: str | None = None
+    # The fields changed outside govsync since it last applied (refresh).
+    outside: tuple[FieldChange, ...] = ()
+
+    def public(self) -> dict[str, Any]:
+        """What users see of a change (``--format json``): no request."""
+        body: dict[str, Any] = {
+            "address": self.address,
+            "action": self.action,
+            "kind": self.kind,
+            "id": self.id,
+            "fields": self.fields,
+            "reason": self.reason,
+            "diff": [d.as_dict() for d in self.diff],
+        }
+        if self.patched:
+            body["patchedBy"] = self.patched
+        if self.moved_from:
+            body["movedFrom"] = self.moved_from
+        if self.outside:
+            body["outside"] = [d.as_dict() for d in self.outside]
+        return body
+
+    def patch_of(self, path: str) -> str | None:
+        """The patch that set ``path`` or a field above or below it, if one did."""
+        for field_path, patch in (self.patched or {}).items():
+            if (path == field_path or path.startswith(field_path + ".")
+                    or field_path.startswith(path + ".") or path.startswith(field_path + "[")):
+                return patch
+        return None
+
+
+# The name of the plan's check that says what a refresh read (refresh.annotate).
+REFRESH_CHECK = "refresh"
+
+
+class DriftKind(StrEnum):
+    """How a recorded object differs from the server (refresh)."""
+
+    CHANGED = "changed"
+    MISSING = "missing"
+
+
+@dataclass(frozen=True)
+class Drifted:
+    """A recorded object changed outside govsync (its fields), or missing on the server."""
+
+    address: str
+    kind: DriftKind
+    diff: tuple[FieldChange, ...] = ()
+    id: str | None = None
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return tuple(d.path for d in self.diff)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"address": self.address, "kind": self.kind, "fields": list(self.fields),
+                "id": self.id, "diff": [d.as_dict() for d in self.diff]}
+
+
+@dataclass
+class Check:
+    """A check made while planning (live groups, the lock, guardrail rules) and its outcome."""
+
+    name: str
+    status: CheckStatus
+    detail: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "status": self.status, "detail": self.detail}
+
+
+# A plan's change of its workspace's governance: the record it finds ("from"; None
+# where a saved plan recorded none) and the one it records ("to"), each as
+# governance.Governance.as_dict writes it.  A dict (JSON in a saved plan), typed.
+GovernanceChange = TypedDict("GovernanceChange", {"from": dict[str, Any] | None,
+                                                  "to": dict[str, Any]})
+
+
+@dataclass(repr=False)
+class Plan:
+    """The changes that bring a workspace from its recorded state (lineage and serial) to
+    the manifests (digest)."""
+
+    workspace: str
+    lineage: str
+    serial: int
+    digest: str
+    changes: list[Change]
+    checks: list[Check] = field(default_factory=list)
+    version: str = __version__
+    # --target patterns, and how many changes they left out.
+    targets: list[str] = field(default_factory=list)
+    left_out: int = 0
+    # What the state held when the plan was saved (Snapshot.content_digest).
+    state_digest: str = ""
+    # The git commit of the manifests a saved plan was made from ({commit, dirty}).
+    git: dict[str, Any] | None = None
+    # A random id: a saved plan applies at most once, and approvals name it.
+    id: str = ""
+    # The project's environment the plan was made for (None: none).
+    environment: str | None = None
+    # The state a saved plan was made against, without credentials ('' : not recorded).
+    state: str = ""
+    # The workspace's governance it changes: {from, to} (governance.change), or None.
+    governance: GovernanceChange | None = None
+    # False: made without reading secrets' values (for review only).
+    secrets_read: bool = True
+    # What a refresh found changed outside govsync or missing (empty: nothing, or no
+    # refresh), and whether the server was read at all.
+    drift: list[Drifted] = field(default_factory=list)
+    refreshed: bool = False
+
+    def __repr__(self) -> str:
+        # A count, not every change: asyncio.run formats its task's result
+        # (this plan) while restoring the SIGINT handler, and a dataclass repr
+        # of 1,000 changes cost 13 ms at the end of every apply.
+        counts = ", ".join(f"{n} {a}" for a, n in self.summary().items() if n)
+        return (f"Plan(workspace={self.workspace!r}, serial={self.serial}, "
+                f"{len(self.changes)} changes{': ' + counts if counts else ''})")
+
+    def summary(self) -> dict[str, int]:
+        counts = dict.fromkeys(Action, 0)
+        for change in self.changes:
+            counts[change.action] += 1
+        return {str(action): n for action, n in counts.items()}
+
+    def has_changes(self) -> bool:
+        return self.governance is not None or any(c.action != Action.NOOP
+                                                  for c in self.changes)
+
+    def blocked(self) -> list[Change]:
+        return [c for c in self.changes if c.action == Action.BLOCKED]
+
+    def work(self, *, forget_orphans: bool = False) -> list[Change]:
+        """The changes apply acts on: requests to send, and orphans to forget if asked."""
+        return [c for c in self.changes
+                if c.action in WORK or (forget_orphans and c.action == Action.ORPHAN)]
+
+
+Environ = Mapping[str, str]

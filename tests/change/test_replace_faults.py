@@ -1,0 +1,72 @@
+"""A replace whose every write is stored and then left unanswered (issue 33): the reference
+server over real HTTP drops the connection after committing each create, update and
+delete.  Apply settles each step by a read, with no human step: the new object's create
+by a List of the kind's objects of that name, the dependants' updates by Gets, the old
+object's delete by a Get that finds it gone."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import random
+import threading
+import time
+from collections.abc import Iterator
+
+import uvicorn
+from refreshkit import LOCAL_DB, Gov, copy_examples
+
+from govsync.server import Store, create_app
+from govsync.server.droppable import DroppableH11Protocol
+from testkit import free_port
+
+KEY = "replace-fault-key"
+
+
+class EveryWriteDropped(random.Random):
+    """The server's fault dice, always landing on "store it, then drop the connection"."""
+
+    def random(self) -> float:
+        return 0.9
+
+
+@contextlib.contextmanager
+def dropping(gov: Gov) -> Iterator[Gov]:
+    store = Store(str(gov.folder / LOCAL_DB))
+    app = create_app(store, api_keys=[KEY], fault_rate=1.0, rng=EveryWriteDropped())
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error",
+                                           lifespan="off", http=DroppableH11Protocol))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+    try:
+        yield dataclasses.replace(gov, env={**gov.env, "GOVSYNC_ENDPOINT":
+                                            f"http://127.0.0.1:{port}", "GOVSYNC_API_KEY": KEY})
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        store.close()
+
+
+def test_a_replace_whose_answers_are_all_lost_is_settled_by_reads(gov: Gov) -> None:
+    manifests = str(copy_examples(gov.folder))
+    gov.ok("apply", manifests, "--auto-approve")
+    old = gov.entries()["Space/ml-platform"]["id"]
+    with dropping(gov) as flaky:
+        run = flaky.run("apply", manifests, "--auto-approve", "--replace", "Space/ml-platform",
+                        "--allow-endpoint-change")
+    assert run.code == 0, run
+    assert "uncertain" not in run.err, run
+    entries = gov.entries()
+    assert all(e["status"] == "applied" for e in entries.values())
+    new = entries["Space/ml-platform"]["id"]
+    assert new != old
+    spaces = [s for s in gov.objects("Space") if s["name"] == "ml-platform"]
+    assert [s["id"] for s in spaces] == [new]  # the new one once, the old one gone
+    for address in ("Connector/ml-gateway-us", "Satellite/ai-analytics"):
+        kind = address.split("/")[0]
+        live = next(o for o in gov.objects(kind) if o["id"] == entries[address]["id"])
+        assert live["spaceId"] == new, address
+    assert "No changes" in gov.ok("plan", manifests).out
