@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from govsync import paths
 from govsync.api.kinds import BY_KIND, Kind
-from govsync.errors import ApiError, NotFoundError, UnauthorizedError
+from govsync.errors import ApiError, NotFoundError, StateError, UnauthorizedError
 from govsync.plan import (
     Action,
     Change,
@@ -78,30 +78,69 @@ _UNREAD: Any = object()
 
 async def _read_import(reader: Reader, kind: Kind, change: Change) -> Any:
     """The live object an import names (None: none; ``_UNREAD``: it cannot be read)."""
+    assert change.id is not None
+    return await _read_by_id(reader, kind, change.address, change.id, change.request or {})
+
+
+async def _read_by_id(reader: Reader, kind: Kind, address: str, object_id_: str,
+                      request: Mapping[str, Any]) -> Any:
+    """The live object of ``object_id_`` (None: the server has none; ``_UNREAD``: it
+    cannot be read: no read in the API, or none at this endpoint, or none by id)."""
     if kind.name in reader.reading.unreadable or not readable(kind):
         return _UNREAD
-    request = change.request or {}
     if kind.get is not None and (kind.get.by == "id" or isinstance(request.get(kind.get.by),
                                                                    str)):
         if not await reader.offers_reads():  # a Get's 404 alone cannot tell
             reader.reading.unreadable[kind.name] = NO_READ_AT_ENDPOINT
             return _UNREAD
-        shim = Entry(change.address, kind.name, change.id, APPLIED,
+        shim = Entry(address, kind.name, object_id_, APPLIED,
                      {kind.get.by: request.get(kind.get.by)})
         obj = await reader.get(kind, shim)
-        if obj is not None and kind.get.by != "id" and object_id(kind, obj) != change.id:
+        if obj is not None and kind.get.by != "id" and object_id(kind, obj) != object_id_:
             return None  # that connector's provider is another object
         return obj
     if kind.list is not None and not kind.list.scope_required:
         listed = reader.reading.listed.get(kind.name)
         if listed is None:
             listed = reader.reading.listed[kind.name] = await reader.all_pages(kind.list, {})
-        return next((o for o in listed if object_id(kind, o) == change.id), None)
+        return next((o for o in listed if object_id(kind, o) == object_id_), None)
     return _UNREAD
 
 
+def _read_name(kind: Kind) -> str:
+    return kind.get.name if kind.get is not None else (kind.list.name if kind.list else "")
+
+
+async def verify_id(client: AsyncClient, kind: Kind, address: str, object_id_: str,
+                    request: Mapping[str, Any]) -> str | None:
+    """Before ``state import`` records ``object_id_`` at ``address``: read it.  Returns
+    the operation that read it; None where it cannot be read (``unread_reason`` says
+    why).  StateError when the server has no such object: nothing is recorded."""
+    reader = Reader(client, Reading())
+    try:
+        live = await _read_by_id(reader, kind, address, object_id_, request)
+    except NotFoundError:  # a List the endpoint does not offer
+        return None
+    if live is _UNREAD:
+        return None
+    if live is None:
+        raise StateError(f"no {kind.name} {object_id_} exists on the server "
+                         f"({_read_name(kind)} found none): check the id; nothing was "
+                         "recorded")
+    return _read_name(kind)
+
+
+def unread_reason(kind: Kind) -> str:
+    """Why ``verify_id`` could not read an object of ``kind``."""
+    if not readable(kind):
+        return f"the API cannot read a {kind.name}"
+    if kind.get is not None or (kind.list is not None and not kind.list.scope_required):
+        return f"this endpoint does not offer the reads of a {kind.name}"
+    return f"a {kind.name} cannot be read by its id"
+
+
 def _verified(kind: Kind, change: Change, live: dict[str, Any] | None) -> None:
-    read = kind.get.name if kind.get is not None else (kind.list.name if kind.list else "")
+    read = _read_name(kind)
     # "adopted by Import/x: " stays first: which document adopts it.
     by = change.reason.split(": ", 1)[0] + ": " if change.reason.startswith("adopted by ") \
         else ""
