@@ -25,8 +25,8 @@ PAGE = 500
 # this is also how many reads are in flight: the kinds without a List (a policy
 # report, a connector's AI provider) are read one Get an object, and at 50 ms a
 # call 2,000 Gets take 2,000 / LANES round trips (16 lanes: 6.3 s of waiting).
-# bench/refresh, interleaved on a loaded machine: 64 lanes read 10,000 objects in
-# 4.7 s, 128 in 5.1 s (more connections to open, the same CPU), 16 in 8.6 s.
+# bench/refresh, interleaved at load 8: 64 lanes read 10,000 objects in 4.7 s,
+# 128 in 5.1 s (more connections to open, the same CPU), 16 in 8.6 s.
 LANES = 64
 # Reads in flight at once, over every kind (more than LANES would only queue).
 CONCURRENCY = LANES
@@ -127,20 +127,6 @@ class Reader:
         self.reading = reading
         self._slots = asyncio.Semaphore(concurrency)
         self._probe: asyncio.Task[bool] | None = None
-        self._parent: Reader | None = None
-
-    def aside(self) -> Reader:
-        """A reader into a Reading of its own (same client, slots and probe): reads made
-        before the endpoint is learned, kept (``keep``) only once it has the reads."""
-        other = Reader(self.client, Reading(), 1)
-        other._slots, other._parent = self._slots, self
-        return other
-
-    def keep(self, aside: Reader) -> None:
-        """Take what ``aside`` read into this reader's Reading."""
-        self.reading.live.update(aside.reading.live)
-        self.reading.failed.update(aside.reading.failed)
-        self.reading.calls += aside.reading.calls
 
     async def call(self, op: Operation, body: Mapping[str, Any]) -> dict[str, Any]:
         async with self._slots:
@@ -150,8 +136,6 @@ class Reader:
     async def offers_reads(self) -> bool:
         """Whether the endpoint has the reads of api-lifecycle.md: one List of one object,
         learned once (an unknown operation is 404 not_found)."""
-        if self._parent is not None:
-            return await self._parent.offers_reads()
         if self.reading.offers_reads is not None:
             return self.reading.offers_reads
         if self._probe is None:
@@ -253,43 +237,17 @@ async def _read_kind(reader: Reader, kind: Kind, entries: list[Entry]) -> None:
     try:
         if kind.list is not None and not kind.list.scope_required:
             await _by_list(reader, kind, entries)
+        elif await reader.offers_reads():
+            if kind.list is not None:
+                await _by_scoped_list(reader, kind, entries)
+            else:
+                await _by_gets(reader, kind, entries)
         else:
-            await _unlisted(reader, kind, entries)
+            reading.unreadable[kind.name] = NO_READ_AT_ENDPOINT
     except UnauthorizedError:
         raise
     except ApiError as exc:
         _failed(reading, entries, exc)
-
-
-async def _unlisted(reader: Reader, kind: Kind, entries: list[Entry]) -> None:
-    """A kind without a List of its own (Gets, or a List per scope): read while the
-    endpoint is learned, not after it (a round trip less).  Until a List has shown that
-    the endpoint has the reads, a Get's 404 says nothing, so what was read aside is kept
-    only then, and dropped (the calls had no side effects) where it has not."""
-    aside = reader.aside()
-    reads = asyncio.ensure_future(
-        _by_scoped_list(aside, kind, entries) if kind.list is not None
-        else _by_gets(aside, kind, entries))
-    try:
-        offers = await reader.offers_reads()
-    except BaseException:
-        await _drop(reads)
-        raise
-    if not offers:
-        await _drop(reads)
-        reader.reading.calls += aside.reading.calls
-        reader.reading.unreadable[kind.name] = NO_READ_AT_ENDPOINT
-        return
-    await reads
-    reader.keep(aside)
-
-
-async def _drop(task: asyncio.Future[None]) -> None:
-    """Cancel ``task`` and wait for it; what it read or raised is not used."""
-    task.cancel()
-    await asyncio.wait([task])
-    if not task.cancelled():
-        task.exception()  # retrieved: an outcome nobody uses is not an error
 
 
 def _failed(reading: Reading, entries: Iterable[Entry], exc: ApiError) -> None:
