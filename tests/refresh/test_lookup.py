@@ -61,3 +61,16 @@ def test_a_new_object_of_a_found_kind_is_created(gov: Gov) -> None:
     assert plan.code in (0, 2), plan
     assert not [c for c in plan.json()["changes"] if c["action"] == "blocked"]
     assert "create(s) looked up on the server" in refresh_check(plan.json())
+
+
+def test_a_create_without_its_identifying_fields_is_said_unchecked(sqlite_gov: Gov) -> None:
+    gov = sqlite_gov
+    manifests = copy_examples(gov.folder)
+    resources = manifests / "resources.yaml"
+    resources.write_text(resources.read_text().replace("  label: BI dashboards\n", ""))
+    plan = gov.run("plan", str(manifests), "--format", "json")
+    assert plan.code in (0, 2), plan
+    detail = refresh_check(plan.json())
+    # The native user without a label cannot be found before it is recorded.
+    assert "6 create(s) not checked for a duplicate" in detail, detail
+    assert "NativeUser" in detail.split("recorded): ", 1)[1]

@@ -212,8 +212,8 @@ def searchable(kind: Kind) -> bool:
 def _identity(kind: Kind, change: Change, found: Mapping[str, str]) -> Identity | Ref | None:
     """((field, value), ...) that finds a create's object on the server; a reference to
     an object this plan creates is the id it was found under.  A ``Ref`` still unfound:
-    the create waits for that object's lookup.  None: it cannot be found (a value not
-    known yet, of an object the server does not have: its object cannot exist)."""
+    the create waits for that object's lookup (if that object is created, this one
+    cannot exist yet).  None: a field that identifies it is not set."""
     request = change.request or {}
     out: list[tuple[str, str]] = []
     for name in kind.identity:
@@ -265,6 +265,8 @@ async def block_existing(client: AsyncClient, plan: Plan, entries: Mapping[str, 
                     waiting.append((change, kind))
             elif identity is not None:
                 wanted.setdefault(kind.name, []).append((change, identity))
+            else:  # a field that identifies it is not set (a native user without a label)
+                reading.unchecked[kind.name] = reading.unchecked.get(kind.name, 0) + 1
         if not wanted:
             break
         reading.looked_up += sum(len(creates) for creates in wanted.values())
