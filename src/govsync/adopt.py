@@ -3,7 +3,10 @@
 Contract section 12, "Adopting".  The server is read through the client, in
 pages of each kind's List (``api-lifecycle.md``), concurrently across kinds;
 a List that needs a scoping id (a native user's ``resourceId``...) is called
-once per id known from the objects listed and the state.  Every object that
+once per id known from the objects listed and the state; a kind without a List
+whose Get reads it by its owner (a connector's AI provider) with one Get per
+owner listed or recorded.  The kinds nothing finds (no read, or a Get that needs
+an id nothing lists) are named, each with why.  Every object that
 the workspace's state does not record becomes:
 
 * a manifest: ``metadata.name`` is its API name (kinds without one: its
@@ -34,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from govsync import paths
 from govsync.api.catalog import Operation
-from govsync.api.kinds import BY_KIND, KINDS, REFERENCES, Kind
+from govsync.api.kinds import BY_KIND, KINDS, REFERENCES, Kind, Reference
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.errors import ApiError, ConfigError, NotFoundError, UnauthorizedError
 from govsync.manifests.documents import API_VERSION
@@ -82,7 +85,7 @@ class Imported:
     found: list[Found]
     written: Written
     skipped: list[str] = field(default_factory=list)  # "Kind id: why"
-    unlisted: list[str] = field(default_factory=list)  # kinds it could not list, and why
+    unlisted: list[str] = field(default_factory=list)  # kinds it could not read, and why
     recorded: int = 0  # objects the state already records
 
     @property
@@ -90,22 +93,56 @@ class Imported:
         return [leaf.variable for f in self.found for _, leaf in f.secrets]
 
 
+def by_get(kind: Kind) -> Reference | None:
+    """For a kind without a List whose Get reads it by a reference to a kind that has one
+    (a connector's AI provider, by its connector): that reference.  Its objects are found
+    by one Get for each object of the kind referenced."""
+    if kind.list is not None or kind.get is None or kind.get.by == "id":
+        return None
+    return next((r for r in REFERENCES if r.id_field == kind.get.by
+                 and (target := BY_KIND[r.target].list) is not None
+                 and not target.scope_required), None)
+
+
+def findable(kind: Kind) -> bool:
+    """Whether ``govsync import`` can find the objects of ``kind``: a List, or a Get by
+    a reference to objects a List finds."""
+    return kind.list is not None or by_get(kind) is not None
+
+
+def unfindable_reason(kind: Kind) -> str:
+    """Why ``govsync import`` cannot find the objects of ``kind``, plainly."""
+    if kind.get is None:
+        why = f"the API has no List and no Get for a {kind.name}"
+    else:
+        why = (f"the API has no List for a {kind.name}, and its {kind.get.name} needs "
+               f"the {kind.get.by if kind.get.by != 'id' else 'id'} of one, which nothing "
+               "lists")
+    return f"{why}, so govsync cannot find them; adopt one with an Import document"
+
+
 def importable(names: Iterable[str]) -> list[Kind]:
-    """The kinds asked for (every kind with a List when none is named); ConfigError for a
-    kind that is unknown or has no List to find its objects with."""
+    """The kinds asked for (every kind it can find when none is named); ConfigError for a
+    kind that is unknown or that nothing finds the objects of."""
     chosen = list(dict.fromkeys(names))
     if not chosen:
-        return [k for k in KINDS if k.list is not None]
+        return [k for k in KINDS if findable(k)]
     kinds = []
     for name in chosen:
         kind = BY_KIND.get(name)
         if kind is None:
             raise ConfigError(f"--kind {name}: no such kind (see docs/kinds.md)")
-        if kind.list is None:
-            raise ConfigError(f"--kind {name}: the API has no List for a {name}, so govsync "
-                              "cannot find them; adopt one with an Import document")
+        if not findable(kind):
+            raise ConfigError(f"--kind {name}: {unfindable_reason(kind)}")
         kinds.append(kind)
     return kinds
+
+
+def unfound(names: Iterable[str]) -> list[str]:
+    """A line for each kind ``govsync import`` reads no object of, when no kind is named."""
+    if list(names):
+        return []
+    return [f"{k.name}: {unfindable_reason(k)}" for k in KINDS if not findable(k)]
 
 
 async def read_server(client: AsyncClient, kinds: list[Kind], snapshot: Snapshot,
@@ -130,7 +167,35 @@ async def read_server(client: AsyncClient, kinds: list[Kind], snapshot: Snapshot
         found = await asyncio.gather(*(_all(client, kind.list, b) for b in bodies))
         unique = {o["id"]: o for page in found for o in page if isinstance(o.get("id"), str)}
         objects[kind.name] = list(unique.values())
+    await asyncio.gather(*(_read_by_get(client, k, objects, snapshot)
+                           for k in kinds if by_get(k) is not None))
     return objects, unlisted
+
+
+async def _read_by_get(client: AsyncClient, kind: Kind,
+                       objects: dict[str, list[dict[str, Any]]], snapshot: Snapshot) -> None:
+    """A kind read by a Get per object of the kind it references (a connector's AI
+    provider, per connector listed or recorded); a 404 is an object without one."""
+    ref, op = by_get(kind), kind.get
+    assert ref is not None and op is not None
+    target = BY_KIND[ref.target]
+    assert target.list is not None
+    listed = objects.get(target.name)
+    if listed is None:  # not imported itself: listed only for its ids
+        listed = await _all(client, target.list, {})
+    ids = {o["id"] for o in listed if isinstance(o.get("id"), str)}
+    ids |= {e.id for e in snapshot.entries.values() if e.kind == target.name and e.id}
+
+    async def one(value: str) -> dict[str, Any] | None:
+        try:
+            answer = await client.call(op, {op.by: value})
+        except NotFoundError:
+            return None
+        obj = answer.get(op.response_key) if op.response_key else answer
+        return obj if isinstance(obj, dict) else None
+
+    found = await asyncio.gather(*(one(value) for value in sorted(ids)))
+    objects[kind.name] = [o for o in found if o is not None]
 
 
 async def _all(client: AsyncClient, op: Operation, scope: Mapping[str, Any]
@@ -349,6 +414,7 @@ def import_objects(client: AsyncClient, snapshot: Snapshot, out: str, *,
     ApiError when the server cannot be read (then nothing is written)."""
     chosen = importable(kinds)
     objects, unlisted = asyncio.run(_read(client, chosen, snapshot))
+    unlisted += unfound(kinds)
     found, skipped, recorded = adoptable(objects, snapshot, name_glob)
     output = render(found)
     if not output.documents:

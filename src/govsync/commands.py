@@ -975,8 +975,10 @@ def state_move(settings: Settings, old: str, new: str) -> Entry:
 
 
 def state_import(settings: Settings, address: str, object_id: str,
-                 manifests: ManifestSet) -> Entry:
-    """Adopt an object that exists on the server: the manifest's spec becomes its baseline."""
+                 manifests: ManifestSet) -> tuple[Entry, str]:
+    """Adopt an object that exists on the server: the manifest's spec becomes its baseline.
+    Returns the entry and how its id was checked ("verified by GetHook", or why it could
+    not be read); StateError where the server has no such object."""
 
     manifest = manifests.objects.get(address)
     if manifest is None:
@@ -999,9 +1001,33 @@ def state_import(settings: Settings, address: str, object_id: str,
         if unknown:
             raise StateError(f"{address} references objects not in state ({', '.join(unknown)}): "
                              "import or apply them first")
+        verified = _verify_id(settings, address, object_id, spec)
         entry = Entry(address, manifest.kind.name, object_id, APPLIED, spec, None, now())
         store.put(settings.workspace, entry)
-        return entry
+        return entry, verified
+
+
+def _verify_id(settings: Settings, address: str, object_id: str,
+               spec: Mapping[str, Any]) -> str:
+    """How ``object_id`` was checked: "verified by <the read that found it>", or why it
+    was not read."""
+    if not settings.endpoint:
+        return "no endpoint is configured to read it from"
+    import asyncio  # here, not at the top: offline commands never need it
+
+    from govsync import refresh
+
+    kind = BY_KIND[address.split("/", 1)[0]]
+
+    async def verify() -> str | None:
+        async with runtime.client(settings) as client:
+            return await refresh.verify_id(client, kind, address, object_id, spec)
+
+    try:
+        read = asyncio.run(verify())
+    except UnauthorizedError as exc:
+        raise _key_rejected(exc) from exc
+    return f"verified by {read}" if read else refresh.unread_reason(kind)
 
 
 def state_export(settings: Settings) -> dict[str, Any]:

@@ -106,8 +106,7 @@ def test_forget_then_import(govsync: Govsync, server: Server, applied: Path,
     govsync.invoke("plan", str(applied), "--out", str(plan))
     imported = govsync.run("state", "import", "Hook/mask_pii", hook_id, str(applied))
     assert imported.code == 0, imported
-    assert (f"Recorded Hook/mask_pii as {hook_id} without verification: the API cannot "
-            "read a Hook, check the id yourself.") in imported.out
+    assert f"Recorded Hook/mask_pii as {hook_id}, verified by GetHook." in imported.out
     assert govsync.serial() == serial + 2
     refused(govsync, plan)
     assert detailed(govsync, applied) == 0

@@ -78,6 +78,10 @@ class Kind:
     # Checked by plan and drift.
     live_refs: tuple[LiveRef, ...] = ()
     summary: str = ""
+    # The spec fields that find the object on the server before govsync has recorded
+    # it (the duplicate lookup before a create), where they are not its ``name`` or
+    # the field its Get reads it by; () where nothing but its id identifies it.
+    lookup: tuple[str, ...] | None = None
 
     @cached_property
     def create(self) -> Operation:
@@ -140,6 +144,18 @@ class Kind:
     def list_scope(self) -> tuple[Scope, ...]:
         """The List's scoping ids (one of them required where ``list.scope_required``)."""
         return self.list.scope if self.list else ()
+
+    @cached_property
+    def identity(self) -> tuple[str, ...]:
+        """The spec fields that identify an object of this kind on the server before it is
+        recorded: ``lookup``, else its name, else the field its Get reads it by."""
+        if self.lookup is not None:
+            return self.lookup
+        if self.named:
+            return ("name",)
+        if self.get is not None and self.get.by != "id":
+            return (self.get.by,)
+        return ()
 
     @cached_property
     def request_model(self) -> type[BaseModel]:
@@ -209,13 +225,18 @@ KINDS: tuple[Kind, ...] = (
          summary="An existing connector listener link (spec.id), adopted and protected."),
     Kind("SidecarResourceLink", "UpdateSidecarResourceLink",
          summary="An existing sidecar resource link (spec.id), adopted and protected."),
-    Kind("ResourceAlias", "CreateResourceAlias", summary="An alias of an existing resource."),
-    Kind("NativeUser", "CreateNativeUserV3", summary="Credentials for an existing resource."),
+    Kind("ResourceAlias", "CreateResourceAlias", lookup=(),
+         summary="An alias of an existing resource."),
+    Kind("NativeUser", "CreateNativeUserV3", lookup=("resourceId", "label"),
+         summary="Credentials for an existing resource."),
     Kind("DataDiscoveryConfiguration", "CreateDataDiscoveryConfiguration",
+         lookup=("resourceId", "nativeUserId", "database", "path"),
          summary="A data discovery schedule for a resource and native user."),
     Kind("Policy", "CreatePolicy", live_refs=(LiveRef("groupName", "Group", "ListGroups", "groups", "policy owner group"),), summary="A policy owned by a group or a user."),
-    Kind("PolicySuspension", "CreatePolicySuspension", summary="A suspension of a policy for an identity."),
-    Kind("PolicyReport", "CreatePolicyReport", summary="A report over a policy's evaluations."),
+    Kind("PolicySuspension", "CreatePolicySuspension", lookup=("policyId", "identityId"),
+         summary="A suspension of a policy for an identity."),
+    Kind("PolicyReport", "CreatePolicyReport", lookup=(),
+         summary="A report over a policy's evaluations."),
     Kind("PolicyDataLoader", "CreatePolicyDataLoader", summary="A scheduled worker that loads policy data."),
     Kind("Hook", "CreateHook",
          summary="Code run by policies; replaced whole by UpdateHook."),
@@ -233,7 +254,8 @@ KINDS: tuple[Kind, ...] = (
     Kind("LogQuery", "CreateLogQuery", summary="A saved log query."),
     Kind("Form", "CreateForm", summary="A workflow form."),
     Kind("ScenarioMonitor", "CreateScenarioMonitor", summary="An SSH scenario monitor."),
-    Kind("SessionTermination", "CreateSessionTermination", summary="A session shutdown on a connector."),
+    Kind("SessionTermination", "CreateSessionTermination", lookup=(),
+         summary="A session shutdown on a connector."),
     Kind("BlockedUser", "CreateBlockedUser", summary="A blocked user (spec.id is the user's id)."),
 )
 

@@ -17,7 +17,7 @@ from govsync.settings import Settings
 @click.command("import")
 @global_options
 @click.option("--kind", "kinds", multiple=True, metavar="KIND",
-              help="Only this kind (repeatable; default: every kind the API can list).")
+              help="Only this kind (repeatable; default: every kind govsync can find).")
 @click.option("--name", "name_glob", metavar="GLOB",
               help="Only objects whose name matches (shell-style: 'prod-*').")
 @click.option("--out", "out_dir", default="imported", show_default=True, type=click.Path(),
@@ -27,7 +27,9 @@ def import_command(settings: Settings, kinds: tuple[str, ...], name_glob: str | 
                    out_dir: str) -> None:
     """Write manifests for what the server holds and the state does not record.
 
-    Reads every object of each kind through its List (api-lifecycle.md) and
+    Reads every object of each kind through its List (api-lifecycle.md), or
+    a kind without one by its Get per object it belongs to (a connector's AI
+    provider, per connector; the kinds nothing finds are named on stderr), and
     writes to --out a manifest for each one the workspace's state does not
     record, with references between them as `*Ref`, `{fromEnv: VAR}` in place
     of every secret (no read returns one; the variables to set are listed),
@@ -49,7 +51,7 @@ def import_command(settings: Settings, kinds: tuple[str, ...], name_glob: str | 
             click.echo(f"Error: {line}", err=True)
         sys.exit(1)
     for line in done.unlisted:
-        click.echo(f"Not listed: {line}", err=True)
+        click.echo(f"Not read: {line}", err=True)
     for line in done.skipped:
         click.echo(f"Left out: {line}", err=True)
     if not done.found:

@@ -8,7 +8,6 @@ from typing import Any
 import click
 
 from govsync import commands
-from govsync.api.catalog import readable_kinds
 from govsync.cli.root import echo_json, global_options, json_errors, load, out
 from govsync.commands import read_snapshot
 from govsync.errors import GovsyncError, StateError
@@ -94,9 +93,11 @@ def state_import(address: str, object_id: str, paths: tuple[str, ...], settings:
     """Adopt an object that already exists on the server under ID.
 
     The manifest's current spec (found under PATHS, default: the project's
-    paths for the environment, else .) becomes its baseline: the next plan shows no change for it. The id is recorded as
-    given: the API has no operation that reads the managed kinds, so it
-    cannot be verified; check it yourself.
+    paths for the environment, else .) becomes its baseline: the next plan
+    shows no change for it. The id is verified first by reading the object
+    (its Get, or its List); an id the server does not hold is refused. Where
+    it cannot be read (no endpoint, a kind the API or the endpoint cannot
+    read), it is recorded as given: check it yourself.
 
     \b
     Example:
@@ -104,12 +105,13 @@ def state_import(address: str, object_id: str, paths: tuple[str, ...], settings:
     """
 
     default = () if settings.selection.project is not None else (".",)
-    entry = commands.state_import(settings, address, object_id,
-                                  load(paths or default, settings.selection))
-    why = (f"the API cannot read a {entry.kind}" if entry.kind not in readable_kinds()
-           else f"govsync does not read a {entry.kind} on import")
-    click.echo(f"Recorded {entry.address} as {entry.id} without verification: {why}, "
-               "check the id yourself.")
+    entry, checked = commands.state_import(settings, address, object_id,
+                                           load(paths or default, settings.selection))
+    if checked.startswith("verified by "):
+        click.echo(f"Recorded {entry.address} as {entry.id}, {checked}.")
+    else:
+        click.echo(f"Recorded {entry.address} as {entry.id} without verification: "
+                   f"{checked}, check the id yourself.")
 
 
 @state.command("mv")

@@ -42,7 +42,7 @@ from govsync.plan import (
     protected_reason,
     say_unread,
 )
-from govsync.refresh.adopt import block_existing, verify_imports
+from govsync.refresh.adopt import block_existing, unread_reason, verify_id, verify_imports
 from govsync.refresh.compare import compare, outside_changes
 from govsync.refresh.reading import CONCURRENCY, LANES, Reading, read
 from govsync.state import Entry
@@ -51,7 +51,8 @@ if TYPE_CHECKING:
     from govsync.api.client import AsyncClient
 
 __all__ = ["LANES", "Observed", "Reading", "annotate", "block_existing", "compare", "observe",
-           "outside_changes", "read", "refreshed", "skipped", "verify_imports"]
+           "outside_changes", "read", "refreshed", "skipped", "unread_reason", "verify_id",
+           "verify_imports"]
 
 
 # -- the plan's view ------------------------------------------------------------------

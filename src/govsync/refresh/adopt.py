@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from govsync import paths
 from govsync.api.kinds import BY_KIND, Kind
-from govsync.errors import ApiError, NotFoundError, UnauthorizedError
+from govsync.errors import ApiError, NotFoundError, StateError, UnauthorizedError
 from govsync.plan import (
     Action,
     Change,
@@ -20,7 +20,7 @@ from govsync.plan import (
     top_field,
 )
 from govsync.state import APPLIED, Entry
-from govsync.values import PlannedSecret, holes, shown
+from govsync.values import PlannedSecret, Ref, holes, shown
 
 if TYPE_CHECKING:
     from govsync.api.client import AsyncClient
@@ -78,30 +78,69 @@ _UNREAD: Any = object()
 
 async def _read_import(reader: Reader, kind: Kind, change: Change) -> Any:
     """The live object an import names (None: none; ``_UNREAD``: it cannot be read)."""
+    assert change.id is not None
+    return await _read_by_id(reader, kind, change.address, change.id, change.request or {})
+
+
+async def _read_by_id(reader: Reader, kind: Kind, address: str, object_id_: str,
+                      request: Mapping[str, Any]) -> Any:
+    """The live object of ``object_id_`` (None: the server has none; ``_UNREAD``: it
+    cannot be read: no read in the API, or none at this endpoint, or none by id)."""
     if kind.name in reader.reading.unreadable or not readable(kind):
         return _UNREAD
-    request = change.request or {}
     if kind.get is not None and (kind.get.by == "id" or isinstance(request.get(kind.get.by),
                                                                    str)):
         if not await reader.offers_reads():  # a Get's 404 alone cannot tell
             reader.reading.unreadable[kind.name] = NO_READ_AT_ENDPOINT
             return _UNREAD
-        shim = Entry(change.address, kind.name, change.id, APPLIED,
+        shim = Entry(address, kind.name, object_id_, APPLIED,
                      {kind.get.by: request.get(kind.get.by)})
         obj = await reader.get(kind, shim)
-        if obj is not None and kind.get.by != "id" and object_id(kind, obj) != change.id:
+        if obj is not None and kind.get.by != "id" and object_id(kind, obj) != object_id_:
             return None  # that connector's provider is another object
         return obj
     if kind.list is not None and not kind.list.scope_required:
         listed = reader.reading.listed.get(kind.name)
         if listed is None:
             listed = reader.reading.listed[kind.name] = await reader.all_pages(kind.list, {})
-        return next((o for o in listed if object_id(kind, o) == change.id), None)
+        return next((o for o in listed if object_id(kind, o) == object_id_), None)
     return _UNREAD
 
 
+def _read_name(kind: Kind) -> str:
+    return kind.get.name if kind.get is not None else (kind.list.name if kind.list else "")
+
+
+async def verify_id(client: AsyncClient, kind: Kind, address: str, object_id_: str,
+                    request: Mapping[str, Any]) -> str | None:
+    """Before ``state import`` records ``object_id_`` at ``address``: read it.  Returns
+    the operation that read it; None where it cannot be read (``unread_reason`` says
+    why).  StateError when the server has no such object: nothing is recorded."""
+    reader = Reader(client, Reading())
+    try:
+        live = await _read_by_id(reader, kind, address, object_id_, request)
+    except NotFoundError:  # a List the endpoint does not offer
+        return None
+    if live is _UNREAD:
+        return None
+    if live is None:
+        raise StateError(f"no {kind.name} {object_id_} exists on the server "
+                         f"({_read_name(kind)} found none): check the id; nothing was "
+                         "recorded")
+    return _read_name(kind)
+
+
+def unread_reason(kind: Kind) -> str:
+    """Why ``verify_id`` could not read an object of ``kind``."""
+    if not readable(kind):
+        return f"the API cannot read a {kind.name}"
+    if kind.get is not None or (kind.list is not None and not kind.list.scope_required):
+        return f"this endpoint does not offer the reads of a {kind.name}"
+    return f"a {kind.name} cannot be read by its id"
+
+
 def _verified(kind: Kind, change: Change, live: dict[str, Any] | None) -> None:
-    read = kind.get.name if kind.get is not None else (kind.list.name if kind.list else "")
+    read = _read_name(kind)
     # "adopted by Import/x: " stays first: which document adopts it.
     by = change.reason.split(": ", 1)[0] + ": " if change.reason.startswith("adopted by ") \
         else ""
@@ -155,27 +194,50 @@ def _check_import(kind: Kind, change: Change, live: dict[str, Any] | None, read:
 LOOKUPS = 4
 
 
-def _identity(kind: Kind, change: Change) -> tuple[str, str] | None:
-    """(field, value) that finds a create's object on the server, where a read can: the
-    API name; for a kind read by another field than its id (a connector's AI provider,
-    by its connector), that field.  None: nothing identifies it before it exists."""
+Identity = tuple[tuple[str, str], ...]
+
+
+def searchable(kind: Kind) -> bool:
+    """Whether an object of ``kind`` can be found on the server before it is recorded:
+    the kinds table names the fields that identify it (``Kind.identity``) and the API
+    has a read that finds them (its List, a List scoped by one of them, or a Get by one)."""
+    fields = kind.identity
+    if not fields:
+        return False
+    listed = kind.list is not None and (
+        not kind.list.scope_required or any(s.path in fields for s in kind.list.scope))
+    return listed or (kind.get is not None and kind.get.by in fields)
+
+
+def _identity(kind: Kind, change: Change, found: Mapping[str, str]) -> Identity | Ref | None:
+    """((field, value), ...) that finds a create's object on the server; a reference to
+    an object this plan creates is the id it was found under.  A ``Ref`` still unfound:
+    the create waits for that object's lookup (if that object is created, this one
+    cannot exist yet).  None: a field that identifies it is not set."""
     request = change.request or {}
-    if kind.named and kind.list is not None and not kind.list.scope_required:
-        name = request.get("name")
-        return ("name", name) if isinstance(name, str) else None
-    if kind.get is not None and kind.get.by != "id":
-        value = request.get(kind.get.by)
-        return (kind.get.by, value) if isinstance(value, str) else None
-    return None
+    out: list[tuple[str, str]] = []
+    for name in kind.identity:
+        value = request.get(name)
+        if isinstance(value, Ref):
+            if value.address not in found:
+                return value
+            value = found[value.address]
+        if not isinstance(value, str) or not value:
+            return None
+        out.append((name, value))
+    return tuple(out)
 
 
 async def block_existing(client: AsyncClient, plan: Plan, entries: Mapping[str, Entry],
                          reading: Reading | None = None) -> Reading:
     """Block every create whose object already exists on the server unrecorded (found
-    by its name, or its identifying field): sending it would make a second one, or
-    overwrite one govsync does not manage.  Returns what was read."""
+    by the fields that identify it in the kinds table: its name, its scope and label,
+    ...): sending it would make a second one, or overwrite one govsync does not manage.
+    A create that names another create (a suspension of a policy) is looked up once
+    that one is found, by its id.  Creates of kinds nothing can find are counted in
+    ``reading.unchecked``.  Returns what was read."""
     reading = reading if reading is not None else Reading()
-    wanted: dict[str, list[tuple[Change, tuple[str, str]]]] = {}
+    pending: list[tuple[Change, Kind]] = []
     for change in plan.changes:
         if change.action != Action.CREATE:
             continue
@@ -186,20 +248,36 @@ async def block_existing(client: AsyncClient, plan: Plan, entries: Mapping[str, 
             # no intent for it, so a kill after the server kept it leaves it unrecorded,
             # and the next apply sends it again, as it would without the refresh.
             continue
-        identity = _identity(kind, change)
-        if identity is not None:
-            wanted.setdefault(kind.name, []).append((change, identity))
-    if not wanted:
-        return reading
+        if not searchable(kind):
+            reading.unchecked[kind.name] = reading.unchecked.get(kind.name, 0) + 1
+            continue
+        pending.append((change, kind))
     reader = Reader(client, reading)
-    reading.looked_up += sum(len(creates) for creates in wanted.values())
     found: dict[str, str] = {}
-    try:
-        async with asyncio.TaskGroup() as group:
-            for name, creates in wanted.items():
-                group.create_task(_look_up(reader, BY_KIND[name], creates, found))
-    except* UnauthorizedError as rejected:
-        raise first_rejection(rejected) from None
+    creating = {change.address for change, _ in pending}
+    while pending:
+        wanted: dict[str, list[tuple[Change, Identity]]] = {}
+        waiting: list[tuple[Change, Kind]] = []
+        for change, kind in pending:
+            identity = _identity(kind, change, found)
+            if isinstance(identity, Ref):
+                if identity.address in creating:
+                    waiting.append((change, kind))
+            elif identity is not None:
+                wanted.setdefault(kind.name, []).append((change, identity))
+            else:  # a field that identifies it is not set (a native user without a label)
+                reading.unchecked[kind.name] = reading.unchecked.get(kind.name, 0) + 1
+        if not wanted:
+            break
+        reading.looked_up += sum(len(creates) for creates in wanted.values())
+        try:
+            async with asyncio.TaskGroup() as group:
+                for name, creates in wanted.items():
+                    group.create_task(_look_up(reader, BY_KIND[name], creates, found))
+        except* UnauthorizedError as rejected:
+            raise first_rejection(rejected) from None
+        creating -= {change.address for creates in wanted.values() for change, _ in creates}
+        pending = waiting
     recorded_ids = {(e.kind, e.id) for e in entries.values() if e.id}
     for change in plan.changes:
         live_id = found.get(change.address)
@@ -213,7 +291,7 @@ async def block_existing(client: AsyncClient, plan: Plan, entries: Mapping[str, 
     return reading
 
 
-async def _look_up(reader: Reader, kind: Kind, creates: list[tuple[Change, tuple[str, str]]],
+async def _look_up(reader: Reader, kind: Kind, creates: list[tuple[Change, Identity]],
                    found: dict[str, str]) -> None:
     reading = reader.reading
     if kind.name in reading.unreadable:
@@ -222,10 +300,10 @@ async def _look_up(reader: Reader, kind: Kind, creates: list[tuple[Change, tuple
         if kind.list is not None and not kind.list.scope_required:
             await _look_up_listed(reader, kind, creates, found)
         elif await reader.offers_reads():
-            for change, (_field, value) in creates:
-                obj = await reader.get(kind, _EntryOf(change, value))
-                if obj is not None and object_id(kind, obj):
-                    found[change.address] = str(object_id(kind, obj))
+            if kind.list is not None and any(s.path in kind.identity for s in kind.list.scope):
+                await _look_up_scoped(reader, kind, creates, found)
+            else:
+                await _look_up_by_get(reader, kind, creates, found)
         else:
             reading.unreadable[kind.name] = NO_READ_AT_ENDPOINT
     except NotFoundError:
@@ -238,30 +316,60 @@ async def _look_up(reader: Reader, kind: Kind, creates: list[tuple[Change, tuple
             reading.failed.setdefault(change.address, why)
 
 
-async def _look_up_listed(reader: Reader, kind: Kind,
-                          creates: list[tuple[Change, tuple[str, str]]],
+def _match(kind: Kind, objects: list[dict[str, Any]], creates: list[tuple[Change, Identity]],
+           found: dict[str, str]) -> None:
+    """The creates whose identifying fields an object of ``objects`` has, found."""
+    by_identity: dict[Identity, dict[str, Any]] = {}
+    for obj in objects:
+        key = tuple((f, obj.get(f)) for f in kind.identity)
+        by_identity.setdefault(key, obj)  # type: ignore[arg-type]
+    for change, identity in creates:
+        match = by_identity.get(identity)
+        if match is not None and object_id(kind, match):
+            found[change.address] = str(object_id(kind, match))
+
+
+async def _look_up_listed(reader: Reader, kind: Kind, creates: list[tuple[Change, Identity]],
                           found: dict[str, str]) -> None:
     op = kind.list
     assert op is not None
     listed = reader.reading.listed.get(kind.name)
-    if listed is None and op.search and len(creates) <= LOOKUPS:
-        for change, (field_name, value) in creates:
+    if listed is None and op.search and kind.identity == ("name",) \
+            and len(creates) <= LOOKUPS:
+        for change, identity in creates:
+            (field_name, value), = identity
             items, _, _ = await reader.page(op, {"limit": PAGE, "filter": {"field": {
                 "key": field_name, "value": {"type": "string", "value": value}}}})
-            match = next((o for o in items if o.get(field_name) == value), None)
-            if match is not None and object_id(kind, match):
-                found[change.address] = str(object_id(kind, match))
+            _match(kind, items, [(change, identity)], found)
         return
     if listed is None:
         listed = reader.reading.listed[kind.name] = await reader.all_pages(op, {})
-    by_value: dict[tuple[str, Any], dict[str, Any]] = {}
-    for obj in listed:
-        for field_name in {f for _, (f, _) in creates}:
-            by_value.setdefault((field_name, obj.get(field_name)), obj)
+    _match(kind, listed, creates, found)
+
+
+async def _look_up_scoped(reader: Reader, kind: Kind, creates: list[tuple[Change, Identity]],
+                          found: dict[str, str]) -> None:
+    """A List that needs a scope (a resource's native users): once per scope value the
+    creates name."""
+    op = kind.list
+    assert op is not None
+    scope = next(s for s in op.scope if s.path in kind.identity)
+    by_scope: dict[str, list[tuple[Change, Identity]]] = {}
     for change, identity in creates:
-        match = by_value.get(identity)
-        if match is not None and object_id(kind, match):
-            found[change.address] = str(object_id(kind, match))
+        by_scope.setdefault(dict(identity)[scope.path], []).append((change, identity))
+    for value, members in by_scope.items():
+        _match(kind, await reader.all_pages(op, {scope.field: value}), members, found)
+
+
+async def _look_up_by_get(reader: Reader, kind: Kind, creates: list[tuple[Change, Identity]],
+                          found: dict[str, str]) -> None:
+    """A kind read by another field than its id (a connector's AI provider, by its
+    connector): one Get a create."""
+    assert kind.get is not None
+    for change, identity in creates:
+        obj = await reader.get(kind, _EntryOf(change, dict(identity)[kind.get.by]))
+        if obj is not None and object_id(kind, obj):
+            found[change.address] = str(object_id(kind, obj))
 
 
 class _EntryOf(Entry):

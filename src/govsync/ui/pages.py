@@ -151,11 +151,35 @@ def _problems(view: EnvironmentView) -> str:
             + (f"<ul>{items}</ul>" if items else "") + "</section>")
 
 
+def agent_refresh(view: EnvironmentView) -> str:
+    """What the agent's last cycle found on the server (its record in history): this page
+    is planned without the API, so what changed outside govsync is the agent's word."""
+    record = next((r for r in view.history
+                   if record_type(r) == DRIFT_RECORD and "drifted" in r), None)
+    title = '<section aria-labelledby="server"><h2 id="server">On the server</h2>'
+    if record is None:
+        return (title + "<p>No agent cycle is recorded: this page compares the manifests "
+                "with the recorded state only (it never calls the API). `govsync drift`, "
+                "or the agent, reads the server.</p></section>")
+    status = str(record.get("status") or "")
+    drifted = record.get("drifted") or 0
+    listed = [c for c in record.get("changes") or [] if isinstance(c, dict)][:20]
+    items = "".join(f"<li><code>{esc(c.get('address', ''))}</code> {esc(c.get('action', ''))}"
+                    "</li>" for c in listed)
+    return (title + f"<p>The agent's last cycle read the server {_when(record.get('at'))} "
+            f"(revision <code>{esc(record.get('revision') or '—')}</code>): "
+            f'<span class="badge status st-{esc(status)}">{esc(status)}</span> '
+            f"{esc(record.get('reason') or '')}.</p>"
+            f"<p>{esc(drifted)} object(s) changed outside govsync or missing on the server "
+            "at that cycle; this page does not read the server itself.</p>"
+            + (f"<ul>{items}</ul>" if items else "") + "</section>")
+
+
 def environment(view: EnvironmentView, names: Sequence[str], chosen: Filter,
                 prefix: str = "") -> str:
     head, nav = _head(view, names, prefix, "", "Environment")
     base = f"{prefix}/environments/{view.name}"
-    body = [head, _problems(view)]
+    body = [head, _problems(view), agent_refresh(view)]
     plan = view.plan
     if plan is not None:
         body += [summary_table(plan), blocked_section(plan),
