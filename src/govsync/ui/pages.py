@@ -155,7 +155,7 @@ def agent_refresh(view: EnvironmentView) -> str:
     """What the agent's last cycle found on the server (its record in history): this page
     is planned without the API, so what changed outside govsync is the agent's word."""
     record = next((r for r in view.history
-                   if record_type(r) == DRIFT_RECORD and "drifted" in r), None)
+                   if record_type(r) == RecordType.DRIFT and "drifted" in r), None)
     title = '<section aria-labelledby="server"><h2 id="server">On the server</h2>'
     if record is None:
         return (title + "<p>No agent cycle is recorded: this page compares the manifests "
