@@ -77,6 +77,12 @@ def test_a_paused_agent_that_lost_its_lock_sends_no_stale_request(tmp_path: Path
         deadline = time.monotonic() + 60
         while descriptions(url, names)["stale"] == 0 and time.monotonic() < deadline:
             time.sleep(0.05)
+        # The first answers are back: A now records them and sends its next requests,
+        # each right after its fence check.  A request whose check passed before the
+        # pause goes out after it (the store's documented window: the one request each
+        # lane was about to send), so pause A half the server's latency later, while
+        # every lane waits for an answer, not in that burst.
+        time.sleep(0.5)
         assert 0 < descriptions(url, names)["stale"] < len(names), "not caught mid-apply"
         os.kill(first.proc.pid, signal.SIGSTOP)
         try:
