@@ -199,7 +199,8 @@ def in_process(args: list[str], *, env: dict[str, str], cwd: Path | None = None,
         if collecting:
             gc.enable()
     err = result.stderr
-    if result.exc_info is not None and not isinstance(result.exception, SystemExit):
+    if (result.exception is not None and result.exc_info is not None
+            and not isinstance(result.exception, SystemExit)):
         err += "Traceback (most recent call last):\n" + "".join(
             traceback.format_exception(*result.exc_info))
     return Ran(result.exit_code, result.stdout, err)
