@@ -159,3 +159,48 @@ def reader_role(url: str, prefix: str) -> Iterator[ReaderRole]:
             admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
             admin.execute(f'DROP OWNED BY "{role}"')
             admin.execute(f'DROP ROLE "{role}"')
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What ``govsync ARGS`` did in the test process."""
+
+    code: int
+    out: str
+    err: str
+
+
+def in_process(args: list[str], *, env: dict[str, str], cwd: Path | None = None,
+               stdin: str = "") -> Ran:
+    """``govsync ARGS`` in the test process (click's CliRunner) with exactly ``env`` as
+    its environment and ``cwd`` as its directory: what ``python -m govsync`` would do,
+    without a process start (about half a second each).  A crash is exit 1 with its
+    traceback on stderr, as the process would print it."""
+    import gc
+    import traceback
+
+    from click.testing import CliRunner
+
+    from govsync.cli import cli
+
+    # CliRunner patches os.environ: drop what the test process has on top.
+    unset: dict[str, str | None] = {k: None for k in os.environ if k not in env}
+    before, collecting = Path.cwd(), gc.isenabled()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        result = CliRunner().invoke(cli, args, env={**unset, **env}, input=stdin,
+                                    prog_name="govsync")
+    finally:
+        os.chdir(before)
+        # The command line freezes what it loaded and may leave the collector off:
+        # right for a process that exits next, not for the test process.
+        gc.unfreeze()
+        if collecting:
+            gc.enable()
+    err = result.stderr
+    if (result.exception is not None and result.exc_info is not None
+            and not isinstance(result.exception, SystemExit)):
+        err += "Traceback (most recent call last):\n" + "".join(
+            traceback.format_exception(*result.exc_info))
+    return Ran(result.exit_code, result.stdout, err)

@@ -1,9 +1,11 @@
 """Helpers of the apply tests: the reference server and govsync as processes.
 
 ``Server`` runs ``python -m govsync serve`` on a free loopback port and reads
-its ``/_govsync/objects``; ``Govsync`` runs the command line against it, as a
-subprocess (``run``, or ``popen`` for tests that kill it) or in-process with
-click's ``CliRunner`` (``invoke``: fast, for the many small state commands).
+its ``/_govsync/objects``; ``Govsync`` runs the command line against it
+in-process with click's ``CliRunner`` (``run``: a crash is an exit 1 with its
+traceback; ``invoke``: exceptions propagate), or as a subprocess where a real
+process is the point (``run(..., process=True)``, ``popen`` for tests that kill
+it or race it).
 
 ``big_manifests`` writes a generated manifest set (about 500 objects of 22
 kinds, dependency depth 4); every object carries a field that identifies it
@@ -38,6 +40,7 @@ from testkit import (  # noqa: F401  (re-exported for the apply tests)
     EXAMPLES,
     ROOT,
     free_port,
+    in_process,
     stored_objects,
 )
 from testkit import serve as serve_process
@@ -177,10 +180,16 @@ class Govsync:
         return env
 
     def run(self, *args: str, env: Mapping[str, str | None] | None = None,
-            timeout: float = 180) -> Run:
+            timeout: float | None = None, process: bool = False) -> Run:
+        """``govsync ARGS`` to its end: in the test process (a crash is exit 1 with its
+        traceback, as a process would end), or as a real process where that is the
+        point (``process``, or a ``timeout`` it must not outlast)."""
+        if not process and timeout is None:
+            ran = in_process(list(args), env=self.env(env), cwd=self.cwd)
+            return self._record(Run(list(args), ran.code, ran.out, ran.err))
         proc = subprocess.run([sys.executable, "-m", "govsync", *args], cwd=self.cwd,
                               env=self.env(env), capture_output=True, text=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL)
+                              timeout=timeout or 180, stdin=subprocess.DEVNULL)
         return self._record(Run(list(args), proc.returncode, proc.stdout, proc.stderr))
 
     def popen(self, *args: str, env: Mapping[str, str | None] | None = None) -> Background:

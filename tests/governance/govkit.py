@@ -1,7 +1,8 @@
 """A repository with two environments, as an organisation governs it, and its attacker.
 
 ``Repo`` writes a project (staging and prod, prod with patches, a rule and two
-signed approvals), runs govsync as a real process against a real reference
+signed approvals), runs govsync (in the test process, or as a real process
+where a test needs one) against a real reference
 server (``govsync serve`` on loopback) and a real state (SQLite or
 PostgreSQL), and reads what the server holds.  Tests written with it try to
 walk around the governance as an attacker would, and check that the server
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from testkit import serve, stop, stored_objects
+from testkit import in_process, serve, stop, stored_objects
 
 KEY = "governance-test-key"
 
@@ -115,34 +116,24 @@ class Repo:
         env.update(extra)
         return env
 
-    def gov(self, *args: str, cwd: Path | None = None, timeout: float = 60,
-            env: dict[str, str] | None = None, stdin: str = "") -> Done:
-        """``govsync ARGS`` as a process, in the repository (or ``cwd``)."""
-        done = subprocess.run([sys.executable, "-m", "govsync", *args], cwd=cwd or self.root,
-                              env=env or self.environ(), capture_output=True, text=True,
-                              timeout=timeout, input=stdin)
-        return Done(list(args), done.returncode, done.stdout, done.stderr)
+    def gov(self, *args: str, cwd: Path | None = None, timeout: float | None = None,
+            env: dict[str, str] | None = None, stdin: str = "", process: bool = False) -> Done:
+        """``govsync ARGS`` in the repository (or ``cwd``): in the test process, or as a
+        real process where that is the point (``process``, or a ``timeout`` the command
+        must not outlast, as on a FIFO)."""
+        if process or timeout is not None:
+            done = subprocess.run([sys.executable, "-m", "govsync", *args],
+                                  cwd=cwd or self.root, env=env or self.environ(),
+                                  capture_output=True, text=True, timeout=timeout or 60,
+                                  input=stdin)
+            return Done(list(args), done.returncode, done.stdout, done.stderr)
+        ran = in_process(list(args), env=env or self.environ(), cwd=cwd or self.root,
+                         stdin=stdin)
+        return Done(list(args), ran.code, ran.out, ran.err)
 
     def invoke(self, *args: str) -> Done:
-        """``govsync ARGS`` in the test process (click's CliRunner), in the repository:
-        for the many attempts of an attack whose first attempt ran as a real process."""
-        from click.testing import CliRunner
-
-        from govsync.cli import cli
-
-        full = self.environ()
-        # CliRunner patches os.environ: drop what the test process has on top.
-        unset: dict[str, str | None] = {k: None for k in os.environ if k not in full}
-        before = Path.cwd()
-        os.chdir(self.root)
-        try:
-            result = CliRunner().invoke(cli, list(args), env={**unset, **full})
-        finally:
-            os.chdir(before)
-        err = result.stderr
-        if result.exception is not None and not isinstance(result.exception, SystemExit):
-            err += "Traceback: " + repr(result.exception)
-        return Done(list(args), result.exit_code, result.stdout, err)
+        """``govsync ARGS`` in the test process, in the repository."""
+        return self.gov(*args)
 
     def key(self, name: str, *, allowed: bool = True, kind: str = "ed25519",
             principals: str | None = None, passphrase: str = "") -> Path:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from govkit import Repo
+from govkit import HOOK, Repo
 
 
 def governed(repo: Repo) -> tuple[Path, Path]:
@@ -35,16 +35,24 @@ def test_naming_another_environment_does_not_skip_approvals(repo: Repo) -> None:
                  "envs/prod"),
     ]
     saved = repo.root / "staging-plan.json"
+    # A saved plan is refused the same way when it is made...
     made = repo.gov("plan", "--env", "staging", "--workspace", repo.prod, "--out", str(saved),
                     "manifests", "envs/prod")
-    if made.code == 0:
-        tries.append(repo.gov("apply", "--env", "staging", "--workspace", repo.prod,
-                              str(saved)))
+    tries.append(made)
+    assert not saved.exists()
+    # ... and a plan staging may make is refused on prod's workspace.
+    (repo.root / "other").mkdir()
+    (repo.root / "other" / "hooks.yaml").write_text(HOOK.format(name="sneaky"))
+    made = repo.gov("plan", "--env", "staging", "--out", str(saved), "other")
+    assert made.code == 0, made
+    tries.append(repo.gov("apply", "--env", "staging", "--workspace", repo.prod, str(saved)))
+    assert "is a plan for workspace" in tries[-1].err, tries[-1]
     for attempt in tries:
         assert attempt.code == 1, attempt
         assert "prod" in attempt.err and "nothing was sent" in attempt.err, attempt
         assert "Traceback" not in attempt.err
     assert repo.hooks()["risk"]["timeoutMs"] == 1500
+    assert "sneaky" not in repo.hooks()
 
 
 def test_a_project_file_of_ones_choosing_does_not_skip_approvals(repo: Repo) -> None:

@@ -84,8 +84,7 @@ def attack(repo: Repo, plan: Path, keys: set[bytes]) -> None:
     """The first forgery as the CI job runs it (a real process), every other one in
     process: the same command line, without a Python start-up per candidate key."""
     for i, path in enumerate(forge(plan, keys)):
-        run = repo.gov if i == 0 else repo.invoke
-        done = run("apply", "--env", "staging", str(path))
+        done = repo.gov("apply", "--env", "staging", str(path), process=i == 0)
         assert done.code == 1, done
         assert "Traceback" not in done.err
         assert repo.hooks()["risk"]["timeoutMs"] != FORGED_TIMEOUT
@@ -173,8 +172,8 @@ def test_the_read_only_role_forges_nothing(tmp_path: Path, pg: ReaderRole) -> No
         attack(repo, plan, candidates(*found))
         # What the CI apply job runs, with the pull request's (forged) artifact.
         for i, path in enumerate(forge(review, candidates(*found))[:3]):
-            done = (repo.gov if i == 0 else repo.invoke)("apply", "--env", "staging", "--reviewed", str(path),
-                            "--auto-approve")
+            done = repo.gov("apply", "--env", "staging", "--reviewed", str(path),
+                            "--auto-approve", process=i == 0)
             assert done.code == 1 and "differs from the reviewed" in done.err, done
             assert "Hook/risk differs in request.timeoutMs" in done.err, done
         # The genuine review applies.

@@ -163,11 +163,23 @@ def project(**environments: Environment) -> Project:
     return Project("govsync.yaml", Environment(""), environments)
 
 
+def accepted(record: Governance | None, name: str | None, workspace: str,
+             proj: Project | None) -> bool:
+    try:
+        governance.check_environment(record, name, workspace, proj)
+    except GovernanceError:
+        return False
+    return True
+
+
 def test_a_run_names_the_recorded_environment() -> None:
-    governance.check_environment(Governance("prod"), "prod", "prod", None)
-    governance.check_environment(Governance(None), None, "scratch", project())
-    governance.check_environment(None, "staging", "prod", None)  # recorded at the first apply
-    governance.check_environment(None, None, "scratch", None)
+    assert accepted(Governance("prod"), "prod", "prod", None)
+    assert not accepted(Governance("prod"), "staging", "prod", None)
+    assert accepted(Governance(None), None, "scratch", project())
+    assert not accepted(Governance(None), "scratch", "scratch", project())
+    # Nothing recorded yet: the first apply records the environment it names.
+    assert accepted(None, "staging", "prod", None)
+    assert accepted(None, None, "scratch", None)
 
 
 def refusal(record: Governance | None, name: str | None, workspace: str,

@@ -160,8 +160,8 @@ def test_bench_ui_prints_each_page_the_browser_and_the_plan_file(tmp_path: Path)
 
 
 def test_bench_agent_prints_the_cycle_the_plan_idle_memory_and_take_over(tmp_path: Path) -> None:
-    out = bench(str(ROOT / "bench/agent/run.py"), "--objects", "60", "--runs", "2",
-                "--cycles", "20", "--idle-seconds", "2", "--interval", "2", cwd=tmp_path)
+    out = bench(str(ROOT / "bench/agent/run.py"), "--objects", "60", "--runs", "1",
+                "--cycles", "5", "--idle-seconds", "1", "--interval", "1", cwd=tmp_path)
     assert "no-op cycle of 60 objects (Synced):" in out
     assert "no-op govsync plan of the same:" in out
     assert "idle agent:" in out and "resident memory (MiB)" in out
