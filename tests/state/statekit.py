@@ -17,6 +17,8 @@ from govsync.state import StateStore, open_store
 from testkit import drop_pg_workspaces
 
 POSTGRES_ENV = "GOVSYNC_TEST_POSTGRES"
+# Set (to 1) where PostgreSQL should be there: its tests fail rather than skip.
+REQUIRE_ENV = "GOVSYNC_REQUIRE_POSTGRES"
 drop_workspaces = drop_pg_workspaces
 
 
