@@ -36,7 +36,7 @@ from govsync.errors import ConfigError, ManifestError, Problem
 from govsync.graph import order
 from govsync.manifests.directives import Directive
 from govsync.manifests.model import Manifest, ManifestSet
-from govsync.state import APPLIED, PENDING, UNCERTAIN, Entry, Snapshot
+from govsync.state import APPLIED, PENDING, UNCERTAIN, Entry, LockHolder, Snapshot
 from govsync.state.model import FINGERPRINT_PREFIX
 from govsync.values import (
     KNOWN_AFTER_APPLY,
@@ -222,6 +222,9 @@ class Plan:
     # refresh), and whether the server was read at all.
     drift: list[Drifted] = field(default_factory=list)
     refreshed: bool = False
+    # Who held the workspace lock while the plan was made (None: nobody); the check
+    # "lock" words it for people.
+    running: LockHolder | None = None
 
     def __repr__(self) -> str:
         # A count, not every change: asyncio.run formats its task's result
