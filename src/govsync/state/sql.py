@@ -467,13 +467,13 @@ class SqlStore(StateStore):
 
     def claim_plan(self, workspace: str, plan_id: str) -> str | None:
         with self._write(workspace, bump=False) as tx:
-            # Under the workspace row lock (_write): nobody claims it meanwhile.
+            if tx.run("INSERT INTO {T}applied_plans (workspace, plan_id, applied_at)"
+                      " VALUES (?, ?, ?) ON CONFLICT (workspace, plan_id) DO NOTHING",
+                      (workspace, plan_id, now())).rowcount == 1:
+                return None
             row = tx.one("SELECT applied_at FROM {T}applied_plans WHERE workspace = ? AND"
                          " plan_id = ?", (workspace, plan_id))
-            if row is None:
-                tx.run("INSERT INTO {T}applied_plans (workspace, plan_id, applied_at)"
-                       " VALUES (?, ?, ?)", (workspace, plan_id, now()))
-        return str(row[0]) if row else None
+        return str(row[0]) if row else "?"
 
     # -- reads -----------------------------------------------------------------------
     def _snapshot(self, workspace: str, head: Any, rows: Any) -> Snapshot | None:
