@@ -46,6 +46,9 @@ that fails at once when the session was ended.  A lock session that ended (kille
 administrator, network gone) is never silently replaced: the store's writes
 raise LockLostError until it is closed.
 
+The tables, lineage and serial, the checks of each write and the records are
+sql.py's, shared with SQLite; this module keeps what only PostgreSQL has.
+
 psycopg is imported here only; ``open_store`` imports this module lazily.
 """
 

@@ -236,12 +236,6 @@ class Tx:
         return self.run(template, params).fetchall()
 
 
-class Held(Protocol):
-    """A lock or leadership a store holds: the epoch it took."""
-
-    epoch: int
-
-
 def loads(text: Any) -> Any:
     """A stored JSON text, or None when it is not JSON (a damaged record names nobody)."""
     try:
@@ -272,8 +266,10 @@ class SqlStore(StateStore):
     """Storage, fencing and the lock and leader records over a backend's primitives."""
 
     dialect: Dialect
-    _locks: dict[str, Any]    # the workspace locks this store took (Held)
-    _leading: dict[str, Any]  # the agent's leaderships it took (Held)
+    # The workspace locks and the agent's leaderships this store took: the backend's
+    # records of them, each with the ``epoch`` it took.
+    _locks: dict[str, Any]
+    _leading: dict[str, Any]
 
     # -- the backend's primitives ---------------------------------------------------
     @abstractmethod

@@ -12,8 +12,9 @@ empty state.
 
 ``<db>.backup`` is a second copy kept in step with the first: before its
 first write a store copies the file there (SQLite's online backup), and then
-makes every write in both, the copy's inside the main file's write
-transaction (so no other writer, and no other store's copy, comes between).
+makes every write in both: the write's statements run again in the copy,
+inside the main file's write transaction (so no other writer, and no other
+store's copy, comes between).
 It is never behind a write that was acted on: restoring it, as the message
 of a damaged state advises, can make an entry look uncertain, never lose
 one, so it never leads to an object created twice.  An upgrade that adds
@@ -38,6 +39,9 @@ Fencing: a write of a store holding the lock checks, in its transaction,
 that the epoch is still its own and that its flocked file is still the file
 at the lock path (a removed lock file is a lost lock: anyone may now create
 a new one and lock that).
+
+The tables, lineage and serial, the checks of each write and the records are
+sql.py's, shared with PostgreSQL; this module keeps what only SQLite has.
 """
 
 from __future__ import annotations
