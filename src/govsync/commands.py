@@ -136,6 +136,7 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False,
     _governed(result, record, proposed, selection.name)
     check_rules(result, manifests, governance.rules_to_check(record, proposed),
                 selection.name, snapshot, rule_errors)
+    result.running = running
     if running is not None:
 
         result.checks.append(Check("lock", CheckStatus.WARNING, (

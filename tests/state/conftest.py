@@ -3,7 +3,9 @@
 ``backend`` runs each test on SQLite (a file in ``tmp_path``) and on
 PostgreSQL (the database named by ``GOVSYNC_TEST_POSTGRES``, e.g.
 ``postgresql://postgres@127.0.0.1:5432/test``; those tests are marked
-``postgres`` and skipped when the variable is unset).
+``postgres`` and skipped when the variable is unset).  Where PostgreSQL should
+be there (``.ci/run`` sets ``GOVSYNC_REQUIRE_POSTGRES=1`` on a machine that has
+it), they fail instead: unset or unreachable, nothing is skipped silently.
 """
 
 from __future__ import annotations
@@ -12,16 +14,27 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
-from statekit import POSTGRES_ENV, Backend
+from statekit import POSTGRES_ENV, REQUIRE_ENV, Backend
 
 from govsync.state import StateStore
 
 
 @pytest.fixture(scope="session")
 def postgres_url() -> str:
-    """The PostgreSQL test database's URL, or skip."""
+    """The PostgreSQL test database's URL, or skip (fail, if it is required)."""
     url = os.environ.get(POSTGRES_ENV, "")
+    required = os.environ.get(REQUIRE_ENV, "") == "1"
+    if not url and required:
+        pytest.fail(f"{REQUIRE_ENV}=1 but {POSTGRES_ENV} is not set: the PostgreSQL "
+                    "tests must run here", pytrace=False)
+    if required:
+        try:
+            psycopg.connect(url, connect_timeout=10).close()
+        except psycopg.Error as exc:
+            pytest.fail(f"{REQUIRE_ENV}=1 but the database of {POSTGRES_ENV} cannot be "
+                        f"reached: {str(exc).strip()}", pytrace=False)
     if not url:
         pytest.skip(f"{POSTGRES_ENV} is not set; to run the PostgreSQL tests set it to a "
                     "database they may create govsync_* tables in, e.g. "
@@ -57,8 +70,6 @@ def pg_schema(postgres_url: str) -> Iterator[tuple[str, str]]:
     """(a state URL whose tables live in a PostgreSQL schema of their own, the schema);
     the schema is dropped afterwards."""
     import uuid
-
-    import psycopg
 
     schema = f"govsync_test_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(postgres_url, autocommit=True) as admin:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from statekit import Backend
+from statekit import Backend, history_times
 
 from govsync.errors import LockLostError
 from govsync.state import LockHolder
@@ -47,6 +47,19 @@ def test_equal_cycles_are_one_history_record(backend: Backend, ws: str) -> None:
     history = store.history(ws)
     assert [r.get("status") for r in history] == ["OutOfSync", None, "OutOfSync", "Synced"]
     assert backend.open().agent(ws)["cycle"]["at"] == "2025-01-01T00:05:00.000000Z"
+
+
+def test_a_cycle_is_kept_at_its_own_time_on_every_backend(backend: Backend, ws: str) -> None:
+    """The history's time of a cycle is the record's ``at``, appended or merged: both
+    backends alike (PostgreSQL once kept the time of the write instead)."""
+    store = backend.open()
+    store.add_cycle(ws, cycle("Synced", "k1", "2025-01-01T00:00:00.000000Z"))
+    assert history_times(backend, ws) == ["2025-01-01T00:00:00.000000Z"]
+    store.add_cycle(ws, cycle("Synced", "k1", "2025-01-01T00:01:00.000000Z"))
+    assert history_times(backend, ws) == ["2025-01-01T00:01:00.000000Z"]
+    store.add_cycle(ws, cycle("OutOfSync", "k2", "2025-01-02T00:00:00.000000Z"))
+    assert history_times(backend, ws) == ["2025-01-02T00:00:00.000000Z",
+                                          "2025-01-01T00:01:00.000000Z"]
 
 
 def test_one_leader_at_a_time_and_a_take_over_is_recorded(backend: Backend, ws: str) -> None:

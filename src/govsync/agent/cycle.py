@@ -190,9 +190,7 @@ def problems(found: list[Problem]) -> str:
 def _plan(cycle: Cycle, manifests: ManifestSet, settings: Settings) -> Plan:
     errors: list[Problem] = []
     plan = commands.plan(manifests, settings, rule_errors=errors)
-    lock = next((c.detail for c in plan.checks if c.name == "lock"), "")
-    # "an apply is running on workspace 'w' (HOLDER): the creates ...": the holder
-    holder = lock.partition(" (")[2].partition("): the creates")[0] or lock
+    holder = str(plan.running) if plan.running is not None else ""
     cycle.status, cycle.reason = status_of(plan, len(errors), holder, "")
     if errors:
         cycle.reason += "; " + problems(errors).split("; the first: ", 1)[1]

@@ -10,8 +10,11 @@ module inside:
 ``codec``      stored rows to entries, every value checked
 ``writer``     ``GroupWriter``: a workspace's writes committed in groups
 ``export``     the document of ``state export`` and ``state import-all``
-``sqlite``     the embedded backend (one file)
-``postgres``   the shared backend (imported only for a ``postgresql://`` URL)
+``sql``        what both backends share: the tables, one transaction style,
+               fencing, the lock and leader records, plan claims, agent cycles
+``sqlite``     the embedded backend (one file): its file checks, backup, flocks
+``postgres``   the shared backend (imported only for a ``postgresql://`` URL):
+               its connection and lock sessions
 =============  ===============================================================
 """
 

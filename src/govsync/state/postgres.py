@@ -46,6 +46,9 @@ that fails at once when the session was ended.  A lock session that ended (kille
 administrator, network gone) is never silently replaced: the store's writes
 raise LockLostError until it is closed.
 
+The tables, lineage and serial, the checks of each write and the records are
+sql.py's, shared with SQLite; this module keeps what only PostgreSQL has.
+
 psycopg is imported here only; ``open_store`` imports this module lazily.
 """
 
@@ -56,7 +59,6 @@ import re
 import secrets
 import threading
 import time
-import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -66,7 +68,6 @@ from urllib.parse import unquote, urlsplit
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.pq import TransactionStatus
-from psycopg.types.json import Jsonb
 
 from govsync.errors import (
     LockLostError,
@@ -76,104 +77,40 @@ from govsync.errors import (
     StateLockedError,
 )
 from govsync.redact import url as safe_url
-from govsync.state.codec import (
-    NO_ANSWER_COLUMNS,
-    Malformed,
-    entries_from_json_rows,
-    json_object,
-)
+from govsync.state.codec import NO_ANSWER_COLUMNS
 from govsync.state.model import (
-    AGENT_CYCLE,
     AGENT_LEADER,
     Entry,
     LockHolder,
     Snapshot,
-    checked_status,
     leader_epoch,
-    leader_record,
     leadership_lost,
     lock_lost,
-    merged_cycle,
-    now,
 )
-from govsync.state.store import StateStore
+from govsync.state.sql import (
+    ADDED_COLUMNS,
+    POSTGRES,
+    SqlStore,
+    Tx,
+    added_tables,
+    tables,
+    upgrades,
+    values,
+)
+from govsync.state.sql import TABLES as NAMES
 from govsync.state.tamper import GOVERNANCE_AUDIT, GOVERNANCE_TRIGGER
 
-TABLES = ("govsync_workspaces", "govsync_objects", "govsync_locks", "govsync_history")
+TABLES = tuple(POSTGRES.prefix + name for name in NAMES)
 # What the read-only role may read: enough to plan, drift and list, not the plan keys.
 # Reading the lock rows tells who holds a lock; locking one needs UPDATE, never granted.
 READABLE_TABLES = (*TABLES, "govsync_agent", "govsync_lock_rows")
 
 # Tables added since the first release, made by the first write of an older database.
-ADDED_TABLES = {
-    "govsync_applied_plans": """CREATE TABLE IF NOT EXISTS govsync_applied_plans (
-        workspace TEXT NOT NULL,
-        plan_id TEXT NOT NULL,
-        applied_at TEXT NOT NULL,
-        PRIMARY KEY (workspace, plan_id)
-    )""",
-    "govsync_plan_keys": """CREATE TABLE IF NOT EXISTS govsync_plan_keys (
-        workspace TEXT PRIMARY KEY,
-        plan_key BYTEA NOT NULL
-    )""",
-    # The agent's values of each workspace (Storage.agent): pause, last cycle, leader...
-    "govsync_agent": """CREATE TABLE IF NOT EXISTS govsync_agent (
-        workspace TEXT NOT NULL,
-        name TEXT NOT NULL,
-        value JSONB NOT NULL,
-        PRIMARY KEY (workspace, name)
-    )""",
-    # What a lock session locks (FOR UPDATE): the read-only role has no grant on it.
-    "govsync_lock_rows": """CREATE TABLE IF NOT EXISTS govsync_lock_rows (
-        name TEXT PRIMARY KEY
-    )""",
-}
+ADDED_TABLES = added_tables(POSTGRES)
 
 SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS govsync_workspaces (
-        name TEXT PRIMARY KEY,
-        lineage TEXT NOT NULL,
-        serial BIGINT NOT NULL DEFAULT 0,
-        fingerprint_key BYTEA NOT NULL,
-        created_at TEXT NOT NULL,
-        lock_epoch BIGINT NOT NULL DEFAULT 0,
-        entry_count BIGINT NOT NULL DEFAULT 0,
-        endpoint TEXT,
-        governance JSONB
-    )""",
-    """CREATE TABLE IF NOT EXISTS govsync_objects (
-        workspace TEXT NOT NULL REFERENCES govsync_workspaces (name) ON DELETE CASCADE,
-        address TEXT NOT NULL,
-        kind TEXT NOT NULL,
-        object_id TEXT,
-        status TEXT NOT NULL,
-        spec JSONB,
-        response JSONB,
-        updated_at TEXT NOT NULL,
-        PRIMARY KEY (workspace, address)
-    )""",
-    """CREATE TABLE IF NOT EXISTS govsync_locks (
-        workspace TEXT PRIMARY KEY,
-        holder JSONB NOT NULL
-    )""",
-    """CREATE TABLE IF NOT EXISTS govsync_history (
-        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        workspace TEXT NOT NULL,
-        at TIMESTAMPTZ NOT NULL DEFAULT now(),
-        record JSONB NOT NULL
-    )""",
+    *(POSTGRES.sql(t.ddl) for t in tables(POSTGRES)),
     "CREATE INDEX IF NOT EXISTS govsync_history_workspace ON govsync_history (workspace, id)",
-    *ADDED_TABLES.values(),
-)
-
-# Columns added since the first release, with what fills them in older tables.
-ADDED_COLUMNS = (
-    ("lock_epoch", "BIGINT NOT NULL DEFAULT 0", None),
-    ("entry_count", "BIGINT NOT NULL DEFAULT 0",
-     "UPDATE govsync_workspaces w SET entry_count ="
-     " (SELECT count(*) FROM govsync_objects o WHERE o.workspace = w.name)"),
-    ("endpoint", "TEXT", None),
-    ("governance", "JSONB", None),
 )
 
 # Serializes CREATE TABLE IF NOT EXISTS between processes: run concurrently,
@@ -227,13 +164,14 @@ class _Lock:
         return self.session.pid
 
 
-class PostgresStore(StateStore):
+class PostgresStore(SqlStore):
     """State in a PostgreSQL database shared by every machine that applies.
 
     ``url`` is a libpq URL (``postgresql://user:password@host:5432/db``).
     ``self.url`` keeps it with the password hidden, for messages.
     """
 
+    dialect = POSTGRES
     writes_wait = True
 
     def __init__(self, url: str) -> None:
@@ -241,7 +179,7 @@ class PostgresStore(StateStore):
         self._conninfo = url
         self._secrets = _passwords(url)
         self._mutex = threading.RLock()  # one transaction at a time on self.db
-        self._held: dict[str, _Lock] = {}
+        self._locks: dict[str, _Lock] = {}
         self._leading: dict[str, _Lock] = {}  # the agent's leaderships (Leadership)
         self.db = self._connect()
         try:
@@ -283,9 +221,10 @@ class PostgresStore(StateStore):
             reason = self._scrub(first) or type(exc).__name__
             raise StateError(f"{action} ({self.url}): {reason}") from exc
 
+    # -- the primitives of SqlStore ------------------------------------------------
     @contextmanager
-    def _transaction(self, action: str, *,
-                     pipelined: bool = False) -> Iterator[psycopg.Cursor[Any]]:
+    def _transaction(self, action: str, *, write: bool = True,
+                     pipelined: bool = False) -> Iterator[Tx]:
         """One transaction.  ``pipelined``: its statements go out without waiting
         for each answer (psycopg's pipeline mode), so it waits only where it
         reads a result; its BEGIN travels with the first statement and its
@@ -294,12 +233,12 @@ class PostgresStore(StateStore):
         with self._mutex, self._errors(action):
             if not pipelined:
                 with self.db.transaction(), self.db.cursor() as cur:
-                    yield cur
+                    yield Tx(cur, POSTGRES)
                 return
             try:
                 with self.db.pipeline(), self.db.cursor() as cur:
                     cur.execute("BEGIN")
-                    yield cur
+                    yield Tx(cur, POSTGRES)
                     cur.execute("COMMIT")
             except BaseException:
                 if self.db.info.transaction_status != TransactionStatus.IDLE:
@@ -307,6 +246,49 @@ class PostgresStore(StateStore):
                         self.db.execute("ROLLBACK")
                 raise
 
+    @contextmanager
+    def _reading(self, action: str) -> Iterator[Tx]:
+        """One statement in autocommit, one round trip (a transaction around it would
+        add a BEGIN and a COMMIT)."""
+        with self._mutex, self._errors(action), self.db.cursor() as cur:
+            yield Tx(cur, POSTGRES)
+
+    def _readable(self, table: str) -> bool:
+        if self._fresh:
+            return False
+        if table == "governance":
+            return not {"endpoint", "governance"} & self._schema[1]
+        return POSTGRES.prefix + table not in self._schema[1]
+
+    def _before_write(self) -> None:
+        self._ensure_schema()
+
+    def _head(self, tx: Tx, workspace: str, bump: bool,
+              lock: _Lock | None) -> tuple[int, int, bool] | None:
+        # Either statement takes the workspace row lock first (see above).  Holding
+        # the lock, the same round trip asks whether the lock transaction is still in
+        # progress (the fence; one round trip, not three).
+        alive = "true" if lock is None else _ALIVE
+        xid = () if lock is None else (lock.session.xid,)
+        if bump:
+            row = tx.one("UPDATE {T}workspaces SET serial = serial + 1 WHERE name = ?"
+                         f" RETURNING serial, lock_epoch, {alive}", (workspace, *xid))
+        else:
+            row = tx.one(f"SELECT serial, lock_epoch, {alive} FROM {{T}}workspaces"
+                         " WHERE name = ? FOR UPDATE", (*xid, workspace))
+        return None if row is None else (int(row[0]), int(row[1]), bool(row[2]))
+
+    def _alive(self, tx: Tx, held: _Lock) -> bool:
+        return bool(tx.one(f"SELECT {_ALIVE}", (held.session.xid,))[0])
+
+    def _ended(self, held: _Lock) -> str:
+        return f"the PostgreSQL session holding it (pid {held.session_pid}) ended"
+
+    def _mark_governance(self, tx: Tx, workspace: str, done: bool) -> None:
+        if not done:
+            tx.run("SELECT set_config('govsync.writing', ?, true)", (workspace,))
+
+    # -- the tables ------------------------------------------------------------------
     @property
     def _fresh(self) -> bool:
         """No govsync table exists yet: reads find nothing, the first write makes them."""
@@ -343,12 +325,8 @@ class PostgresStore(StateStore):
                     for statement in SCHEMA:
                         cur.execute(statement)
                 _, missing = self._schema_found()
-                for name, declaration, fill in ADDED_COLUMNS:
-                    if name in missing:
-                        cur.execute(f"ALTER TABLE govsync_workspaces ADD COLUMN {name} "
-                                    f"{declaration}")
-                        if fill:
-                            cur.execute(fill)
+                for statement in upgrades(POSTGRES, {c for c, _, _ in ADDED_COLUMNS} - missing):
+                    cur.execute(statement)
                 for table in sorted(missing & set(ADDED_TABLES)):
                     cur.execute(ADDED_TABLES[table])
                 if GOVERNANCE_TRIGGER in missing:
@@ -371,12 +349,12 @@ class PostgresStore(StateStore):
             " AND tgrelid = to_regclass('govsync_workspaces'))"
         ).fetchone()
         assert row is not None
-        tables = [bool(v) for v in row[:len(TABLES)]]
+        found = [bool(v) for v in row[:len(TABLES)]]
         added_found = row[len(TABLES):-2]
         missing = {name for name, _, _ in ADDED_COLUMNS} - set(row[-2])
         missing |= set() if row[-1] else {GOVERNANCE_TRIGGER}
         missing |= {t for t, there in zip(added, added_found, strict=True) if not there}
-        return tables, missing
+        return found, missing
 
     def _damaged(self, problem: str) -> StateDamagedError:
         return StateDamagedError(
@@ -384,6 +362,7 @@ class PostgresStore(StateStore):
             "Restore the database from a backup, or load an export with "
             "`govsync state import-all`")
 
+    # -- lock sessions -----------------------------------------------------------------
     def _take(self, name: str) -> _Session | None:
         """Lock the row ``name`` on a new lock session (None: another session has it)."""
         with self._mutex, self._errors(f"cannot lock {name!r}"):
@@ -417,12 +396,8 @@ class PostgresStore(StateStore):
             session.conn.execute("ROLLBACK")
         session.conn.close()
 
-    # -- read -------------------------------------------------------------------
-    def _create(self, workspace: str) -> None:
-        self._ensure_schema()
-        with self._transaction(f"cannot create workspace {workspace!r}") as cur:
-            _ensure(cur, workspace)
 
+    # -- read and write --------------------------------------------------------------
     def _read(self, workspace: str, responses: bool) -> Snapshot | None:
         """The workspace and its entries from one database snapshot (None if new).
 
@@ -438,15 +413,12 @@ class PostgresStore(StateStore):
              }.get(c, "NULL") if c in missing else c
             for c in ("entry_count", "endpoint", "governance"))
         action = f"cannot read workspace {workspace!r}"
-        with self._mutex, self._errors(action), self.db.cursor() as head_cur, \
+        with self._mutex, self._errors(action), self.db.cursor() as head, \
                 self.db.cursor() as rows:
-            with self._transaction(action, pipelined=True) as cur:
-                cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                head_cur.execute(
-                    f"SELECT lineage, serial, fingerprint_key, {columns}"
-                    " FROM govsync_workspaces WHERE name = %s",
-                    (workspace,),
-                )
+            with self._transaction(action, write=False, pipelined=True) as tx:
+                tx.run("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                head.execute(f"SELECT lineage, serial, fingerprint_key, {columns}"
+                             " FROM govsync_workspaces WHERE name = %s", (workspace,))
                 # The JSONB columns as text, parsed as SQLite's are (faster than
                 # psycopg's loader), the specs then kept as text.
                 rows.execute(
@@ -455,261 +427,38 @@ class PostgresStore(StateStore):
                     f" FROM govsync_objects WHERE workspace = %s ORDER BY address {C}",
                     (workspace,),
                 )
-            head = head_cur.fetchone()
-            if head is None:
-                return None
-            lineage, serial, key, count, endpoint, recorded = head
-            try:
-                recorded = json_object(recorded, "governance")
-                entries = entries_from_json_rows(rows)
-                if count != len(entries):
-                    raise Malformed(f"it records {count} entries but govsync_objects holds "
-                                    f"{len(entries)}")
-            except Malformed as exc:
-                raise self._damaged(f"workspace {workspace!r}: {exc}") from None
-        return Snapshot(workspace, lineage, int(serial), entries, bytes(key), endpoint,
-                        recorded)
-
-    def history(self, workspace: str, limit: int = 50) -> list[dict[str, Any]]:
-        if self._fresh:
-            return []
-        with self._transaction(f"cannot read the history of {workspace!r}") as cur:
-            cur.execute(
-                "SELECT record FROM govsync_history WHERE workspace = %s"
-                " ORDER BY id DESC LIMIT %s",
-                (workspace, limit),
-            )
-            return [r[0] for r in cur.fetchall()]
-
-    # -- write ------------------------------------------------------------------
-    @contextmanager
-    def _write(self, workspace: str, *, bump: bool = True, pipelined: bool = False
-               ) -> Iterator[tuple[psycopg.Cursor[Any], list[int]]]:
-        """One fenced transaction that bumps the serial (unless not ``bump``);
-        yields the cursor and [serial]."""
-        self._ensure_schema()
-        with self._transaction(f"state write failed for workspace {workspace!r}",
-                               pipelined=pipelined) as cur:
-            lock = self._held.get(workspace)
-            if lock is None:
-                _ensure(cur, workspace)
-            # Either statement takes the workspace row lock first (see above).
-            # Holding the lock, the same round trip asks whether the lock
-            # transaction is still in progress (the fence; one round trip, not three).
-            alive = "true" if lock is None else _ALIVE
-            pids = () if lock is None else (lock.session.xid,)
-            if bump:
-                cur.execute("UPDATE govsync_workspaces SET serial = serial + 1 WHERE name = %s"
-                            f" RETURNING serial, lock_epoch, {alive}", (workspace, *pids))
-            else:
-                cur.execute(f"SELECT serial, lock_epoch, {alive} FROM govsync_workspaces"
-                            " WHERE name = %s FOR UPDATE", (*pids, workspace))
-            row = cur.fetchone()
-            if row is None:  # the row is made before the lock is taken: someone removed it
-                raise LockLostError(lock_lost(
-                    workspace, "its workspace record was removed from the state"))
-            self._fence(cur, workspace, int(row[1]), bool(row[2]))
-            lead = self._leading.get(workspace)
-            if lead is not None:
-                why = self._leadership_lost(cur, workspace, lead)
-                if why:
-                    raise LockLostError(leadership_lost(workspace, why))
-            yield cur, [int(row[0])]
-
-    def _fence(self, cur: psycopg.Cursor[Any], workspace: str, epoch: int,
-               alive: bool) -> None:
-        """Inside a write transaction: refuse if this store lost a lock it held
-        (``epoch`` and ``alive`` as the workspace row and pg_locks say now)."""
-        lock = self._held.get(workspace)
-        if lock is None:
-            return
-        if epoch != lock.epoch:
-            cur.execute("SELECT holder FROM govsync_locks WHERE workspace = %s", (workspace,))
-            row = cur.fetchone()
-            current = _holder(row[0]) if row else None
-            raise LockLostError(lock_lost(
-                workspace, f"taken by {current}" if current else "another process took it"))
-        if not alive:
-            raise LockLostError(lock_lost(
-                workspace, f"the PostgreSQL session holding it (pid {lock.session_pid}) ended"))
-
-    def _leadership_lost(self, cur: psycopg.Cursor[Any], workspace: str, lead: _Lock) -> str:
-        """Why this store no longer leads the workspace ('' while it does)."""
-        cur.execute(f"SELECT (SELECT value FROM govsync_agent WHERE workspace = %s AND name = %s),"
-                    f" {_ALIVE}", (workspace, AGENT_LEADER, lead.session.xid))
-        row = cur.fetchone()
-        assert row is not None
-        if leader_epoch(row[0]) != lead.epoch:
-            return "another agent took it over"
-        if not row[1]:
-            return f"the PostgreSQL session holding it (pid {lead.session_pid}) ended"
-        return ""
+            return self._snapshot(workspace, head.fetchone(), rows)
 
     def put_many(self, workspace: str, entries: Sequence[Entry]) -> int:
         # The last entry of an address holds (one statement cannot upsert a row twice).
-        rows = list({e.address: _row(workspace, e) for e in entries}.values())
+        rows = list({e.address: values(workspace, e) for e in entries}.values())
         columns = [[row[i] for row in rows] for i in range(1, 8)]  # all but the workspace
         # Two round trips whatever the number of entries: BEGIN with the serial
         # and the fence, then every row, the entry count and COMMIT.  A write
         # costs its round trips, not its rows: at 2 ms to the database this is
         # 4 ms where a statement at a time was 18 ms.
-        with self._write(workspace, pipelined=True) as (cur, serial):
-            cur.execute(_PUT_MANY, (workspace, *columns, workspace))
-        return serial[0]
-
-    def remove(self, workspace: str, address: str) -> int:
-        with self._write(workspace) as (cur, serial):
-            cur.execute(
-                "DELETE FROM govsync_objects WHERE workspace = %s AND address = %s",
-                (workspace, address),
-            )
-            cur.execute("UPDATE govsync_workspaces SET entry_count = entry_count - %s"
-                        " WHERE name = %s", (cur.rowcount, workspace))
-        return serial[0]
-
-    def rename(self, workspace: str, old: str, new: str) -> int:
-        with self._write(workspace) as (cur, serial):
-            cur.execute("SELECT 1 FROM govsync_objects WHERE workspace = %s AND address = %s",
-                        (workspace, new))
-            if cur.fetchone() is not None:
-                raise StateError(f"cannot move {old} to {new}: {new} is already in state")
-            cur.execute("UPDATE govsync_objects SET address = %s, updated_at = %s"
-                        " WHERE workspace = %s AND address = %s", (new, now(), workspace, old))
-            if cur.rowcount != 1:
-                raise StateError(f"cannot move {old} to {new}: {old} is not in state")
-        return serial[0]
-
-    def replace_all(self, workspace: str, entries: list[Entry], lineage: str | None,
-                    key: bytes | None) -> int:
-        rows = [_row(workspace, e) for e in entries]
-        with self._write(workspace) as (cur, serial):
-            cur.execute("DELETE FROM govsync_objects WHERE workspace = %s", (workspace,))
-            cur.execute("UPDATE govsync_workspaces SET entry_count = %s WHERE name = %s",
-                        (len(rows), workspace))
-            if lineage:
-                cur.execute("UPDATE govsync_workspaces SET lineage = %s WHERE name = %s",
-                            (lineage, workspace))
-            if key:
-                cur.execute("UPDATE govsync_workspaces SET fingerprint_key = %s WHERE name = %s",
-                            (key, workspace))
-            if rows:
-                cur.executemany(
-                    "INSERT INTO govsync_objects (workspace, address, kind, object_id, status,"
-                    " spec, response, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                    rows,
-                )
-        return serial[0]
-
-    def add_history(self, workspace: str, record: dict[str, Any]) -> None:
-        with self._write(workspace, bump=False) as (cur, _):
-            cur.execute(
-                "INSERT INTO govsync_history (workspace, record) VALUES (%s, %s)",
-                (workspace, Jsonb(record)),
-            )
-
-    def set_endpoint(self, workspace: str, endpoint: str) -> None:
-        with self._write(workspace, bump=False) as (cur, _):
-            cur.execute("UPDATE govsync_workspaces SET endpoint = %s WHERE name = %s",
-                        (endpoint, workspace))
-
-    def set_governance(self, workspace: str, record: dict[str, Any] | None) -> None:
-        with self._write(workspace, bump=False) as (cur, _):
-            # govsync's own write: the trigger keeps no record of it.
-            cur.execute("SELECT set_config('govsync.writing', %s, true)", (workspace,))
-            cur.execute("UPDATE govsync_workspaces SET governance = %s WHERE name = %s",
-                        (Jsonb(record) if record is not None else None, workspace))
-
-    def governed(self) -> dict[str, tuple[str | None, dict[str, Any]]]:
-        if self._fresh or {"endpoint", "governance"} & set(self._schema[1]):
-            return {}
-        with self._mutex, self._errors("cannot read the workspaces' governance"):
-            rows = self.db.execute("SELECT name, endpoint, governance::text FROM"
-                                   " govsync_workspaces WHERE governance IS NOT NULL").fetchall()
-        try:
-            return {str(name): (endpoint, json_object(record, "governance") or {})
-                    for name, endpoint, record in rows}
-        except Malformed as exc:
-            raise self._damaged(f"a workspace's governance: {exc}") from None
-
-    def agent(self, workspace: str) -> dict[str, Any]:
-        if "govsync_agent" in self._schema[1] or self._fresh:
-            return {}
-        with self._mutex, self._errors(f"cannot read the agent's records of {workspace!r}"):
-            rows = self.db.execute("SELECT name, value FROM govsync_agent WHERE workspace = %s",
-                                   (workspace,)).fetchall()
-        return {str(name): value for name, value in rows}
-
-    def set_agent(self, workspace: str, name: str, value: Any) -> None:
-        with self._write(workspace, bump=False) as (cur, _):
-            if value is None:
-                cur.execute("DELETE FROM govsync_agent WHERE workspace = %s AND name = %s",
-                            (workspace, name))
-            else:
-                cur.execute("INSERT INTO govsync_agent (workspace, name, value) VALUES"
-                            " (%s, %s, %s) ON CONFLICT (workspace, name) DO UPDATE SET"
-                            " value = EXCLUDED.value", (workspace, name, Jsonb(value)))
-
-    def add_cycle(self, workspace: str, record: dict[str, Any]) -> None:
-        with self._write(workspace, bump=False) as (cur, _):
-            # Under the workspace row lock (_write): no other writer comes between.
-            cur.execute("SELECT id, record FROM govsync_history WHERE workspace = %s"
-                        " ORDER BY id DESC LIMIT 1", (workspace,))
-            row = cur.fetchone()
-            merged = merged_cycle(row[1] if row else None, record)
-            if merged is not None:
-                assert row is not None
-                cur.execute("UPDATE govsync_history SET at = now(), record = %s WHERE id = %s",
-                            (Jsonb(merged), row[0]))
-            else:
-                cur.execute("INSERT INTO govsync_history (workspace, record) VALUES (%s, %s)",
-                            (workspace, Jsonb(record)))
-            cur.execute("INSERT INTO govsync_agent (workspace, name, value) VALUES (%s, %s, %s)"
-                        " ON CONFLICT (workspace, name) DO UPDATE SET value = EXCLUDED.value",
-                        (workspace, AGENT_CYCLE, Jsonb(merged or record)))
-
-    def plan_applied(self, workspace: str, plan_id: str) -> str | None:
-        if "govsync_applied_plans" in self._schema[1] or self._fresh:
-            return None
-        row = self._read_one("cannot read the applied plans",
-                             "SELECT applied_at FROM govsync_applied_plans WHERE workspace = %s"
-                             " AND plan_id = %s", (workspace, plan_id))
-        return str(row[0]) if row else None
-
-    def unclaim_plan(self, workspace: str, plan_id: str) -> None:
-        with self._write(workspace, bump=False) as (cur, _):
-            cur.execute("DELETE FROM govsync_applied_plans WHERE workspace = %s AND"
-                        " plan_id = %s", (workspace, plan_id))
-
-    def claim_plan(self, workspace: str, plan_id: str) -> str | None:
-        with self._write(workspace, bump=False) as (cur, _):
-            cur.execute("INSERT INTO govsync_applied_plans (workspace, plan_id, applied_at)"
-                        " VALUES (%s, %s, %s) ON CONFLICT DO NOTHING RETURNING 1",
-                        (workspace, plan_id, now()))
-            if cur.fetchone() is not None:
-                return None
-            cur.execute("SELECT applied_at FROM govsync_applied_plans WHERE workspace = %s"
-                        " AND plan_id = %s", (workspace, plan_id))
-            row = cur.fetchone()
-            return str(row[0]) if row else "?"
+        with self._write(workspace, pipelined=True) as tx:
+            tx.run(_PUT_MANY, (workspace, *columns, workspace))
+        return tx.serial
 
     def plan_key(self, workspace: str, *, create: bool = True) -> bytes:
         action = f"cannot read the plan key of workspace {workspace!r}"
         try:
-            if "govsync_plan_keys" in self._schema[1] or self._fresh:
+            if not self._readable("plan_keys"):
                 if not create:
                     raise PlanKeyUnavailable(f"{action}: there is none yet")
                 self._ensure_schema()
-            with self._mutex, self._errors(action):
+            with self._reading(action) as tx:
                 if create:
-                    row = self.db.execute(
+                    row = tx.one(
                         "WITH made AS (INSERT INTO govsync_plan_keys (workspace, plan_key)"
-                        " VALUES (%s, %s) ON CONFLICT (workspace) DO NOTHING RETURNING"
+                        " VALUES (?, ?) ON CONFLICT (workspace) DO NOTHING RETURNING"
                         " plan_key) SELECT plan_key FROM made UNION ALL SELECT plan_key FROM"
-                        " govsync_plan_keys WHERE workspace = %s",
-                        (workspace, secrets.token_bytes(32), workspace)).fetchone()
+                        " govsync_plan_keys WHERE workspace = ?",
+                        (workspace, secrets.token_bytes(32), workspace))
                 else:
-                    row = self.db.execute("SELECT plan_key FROM govsync_plan_keys WHERE"
-                                          " workspace = %s", (workspace,)).fetchone()
+                    row = tx.one("SELECT plan_key FROM govsync_plan_keys WHERE"
+                                 " workspace = ?", (workspace,))
         except StateError as exc:
             if isinstance(exc.__cause__, psycopg.errors.InsufficientPrivilege):
                 raise PlanKeyUnavailable(
@@ -748,8 +497,8 @@ class PostgresStore(StateStore):
     # -- lock -------------------------------------------------------------------
     def acquire(self, workspace: str, holder: LockHolder, timeout: float = 0.0) -> int:
         with self._mutex:
-            if workspace in self._held:  # held, or lost: a lost lock is never re-taken
-                return self._held[workspace].epoch
+            if workspace in self._locks:  # held, or lost: a lost lock is never re-taken
+                return self._locks[workspace].epoch
         self._ensure_schema()
         deadline = time.monotonic() + timeout
         while (session := self._take(workspace)) is None:
@@ -763,23 +512,18 @@ class PostgresStore(StateStore):
             # trip: the transaction goes out whole, and the new epoch is read
             # once it has committed.
             with self._mutex, self._errors(action), self.db.cursor() as epoch:
-                with self._transaction(action, pipelined=True) as cur:
-                    _ensure(cur, workspace)
-                    epoch.execute("UPDATE govsync_workspaces SET lock_epoch = lock_epoch + 1"
-                                  " WHERE name = %s RETURNING lock_epoch", (workspace,))
-                    cur.execute(
-                        "INSERT INTO govsync_locks (workspace, holder) VALUES (%s, %s)"
-                        " ON CONFLICT (workspace) DO UPDATE SET holder = EXCLUDED.holder",
-                        (workspace, Jsonb(holder.as_dict())),
-                    )
+                with self._transaction(action, pipelined=True) as tx:
+                    self._record_lock(tx, workspace, holder)
+                    epoch.execute("SELECT lock_epoch FROM govsync_workspaces WHERE name = %s",
+                                  (workspace,))
                 row = epoch.fetchone()
                 assert row is not None
-                self._held[workspace] = _Lock(int(row[0]), session)
+                self._locks[workspace] = _Lock(int(row[0]), session)
         except BaseException:
-            self._held.pop(workspace, None)
+            self._locks.pop(workspace, None)
             self._let_go(session)
             raise
-        return self._held[workspace].epoch
+        return self._locks[workspace].epoch
 
     def _refuse(self, workspace: str) -> None:
         """Raise StateLockedError naming the holder; return if the lock is free again."""
@@ -805,65 +549,46 @@ class PostgresStore(StateStore):
 
     def release(self, workspace: str) -> None:
         with self._mutex:
-            lock = self._held.pop(workspace, None)
+            lock = self._locks.pop(workspace, None)
             if lock is None:
                 return
             try:
-                # Only our own record: a lock lost meanwhile is someone else's now.
                 # One statement, in autocommit: one round trip.
-                with self._errors(f"cannot clear the lock of {workspace!r}"):
-                    self.db.execute(
-                        "DELETE FROM govsync_locks WHERE workspace = %s AND (SELECT lock_epoch"
-                        " FROM govsync_workspaces WHERE name = %s) = %s",
-                        (workspace, workspace, lock.epoch))
+                with self._reading(f"cannot clear the lock of {workspace!r}") as tx:
+                    tx.run(self._CLEAR_LOCK, (workspace, workspace, lock.epoch))
             finally:
                 self._let_go(lock.session)
 
     def fence(self, workspace: str) -> None:
-        lock = self._held.get(workspace)
+        lock = self._locks.get(workspace)
         lead = self._leading.get(workspace)
         if lock is None and lead is None:
             return
         session = lock.session if lock is not None else lead.session  # type: ignore[union-attr]
         # Asked of the lock session itself: ended, it fails at once.
         try:
-            row = session.conn.execute(
-                "SELECT (SELECT lock_epoch FROM govsync_workspaces WHERE name = %s),"
-                " (SELECT value FROM govsync_agent WHERE workspace = %s AND name = %s),"
-                f" {_ALIVE}", (workspace, workspace, AGENT_LEADER,
-                               lead.session.xid if lead else 0)).fetchone()
+            row = session.conn.execute(POSTGRES.sql(
+                "SELECT (SELECT lock_epoch FROM {T}workspaces WHERE name = ?),"
+                " (SELECT value FROM {T}agent WHERE workspace = ? AND name = ?),"
+                f" {_ALIVE}"), (workspace, workspace, AGENT_LEADER,
+                                lead.session.xid if lead else 0)).fetchone()
         except psycopg.Error:
             row = None
         if lock is not None:
             if row is None:
-                raise LockLostError(lock_lost(workspace, "the PostgreSQL session holding it "
-                                              f"(pid {lock.session_pid}) ended"))
+                raise LockLostError(lock_lost(workspace, self._ended(lock)))
             if row[0] != lock.epoch:
                 current = self.holder(workspace)
                 raise LockLostError(lock_lost(
                     workspace, f"taken by {current}" if current else "another process took it"))
         if lead is not None:
             if row is None or not row[2]:
-                raise LockLostError(leadership_lost(
-                    workspace, f"the PostgreSQL session holding it (pid {lead.session_pid}) ended"))
+                raise LockLostError(leadership_lost(workspace, self._ended(lead)))
             if leader_epoch(row[1]) != lead.epoch:
                 raise LockLostError(leadership_lost(workspace, "another agent took it over"))
 
-    def holder(self, workspace: str) -> LockHolder | None:
-        if self._fresh:
-            return None
-        row = self._read_one(f"cannot read the lock of {workspace!r}",
-                             "SELECT holder FROM govsync_locks WHERE workspace = %s", (workspace,))
-        return _holder(row[0]) if row else None
-
-    def _read_one(self, action: str, query: str, params: tuple[Any, ...]) -> Any:
-        """One row of a single read: one statement in autocommit, one round trip
-        (a transaction around it would add a BEGIN and a COMMIT)."""
-        with self._mutex, self._errors(action):
-            return self.db.execute(query, params).fetchone()
-
     def running(self, workspace: str) -> LockHolder | None:
-        if workspace in self._held:
+        if workspace in self._locks:
             return None  # ours
         if self.lock_backend_pid(workspace) is None:
             return None
@@ -871,16 +596,16 @@ class PostgresStore(StateStore):
 
     def lock_backend_pid(self, workspace: str) -> int | None:
         """The server process id of the session holding the workspace lock, if any."""
-        if self._fresh or "govsync_lock_rows" in self._schema[1]:
+        if not self._readable("lock_rows"):
             return None
         # The row's xmax is the id of the transaction that locked it; while that
         # transaction is open, its session holds a lock on that id.
         try:
-            row = self._read_one(
-                f"cannot read the lock of {workspace!r}",
-                "SELECT l.pid FROM govsync_lock_rows r JOIN pg_locks l ON l.locktype ="
-                " 'transactionid' AND l.transactionid = r.xmax AND l.mode = 'ExclusiveLock'"
-                " AND l.granted WHERE r.name = %s", (workspace,))
+            with self._reading(f"cannot read the lock of {workspace!r}") as tx:
+                row = tx.one(
+                    "SELECT l.pid FROM govsync_lock_rows r JOIN pg_locks l ON l.locktype ="
+                    " 'transactionid' AND l.transactionid = r.xmax AND l.mode ="
+                    " 'ExclusiveLock' AND l.granted WHERE r.name = ?", (workspace,))
         except StateError as exc:
             # A reader granted before this table was: it plans without knowing.
             if isinstance(exc.__cause__, psycopg.errors.InsufficientPrivilege):
@@ -898,30 +623,13 @@ class PostgresStore(StateStore):
         if session is None:
             return None
         try:
-            with self._write(workspace, bump=False) as (cur, _):
-                cur.execute("SELECT value FROM govsync_agent WHERE workspace = %s AND"
-                            " name = %s FOR UPDATE", (workspace, AGENT_LEADER))
-                found = cur.fetchone()
-                previous = found[0] if found else None
-                epoch = leader_epoch(previous) + 1
-                cur.execute("INSERT INTO govsync_agent (workspace, name, value) VALUES"
-                            " (%s, %s, %s) ON CONFLICT (workspace, name) DO UPDATE SET"
-                            " value = EXCLUDED.value",
-                            (workspace, AGENT_LEADER,
-                             Jsonb(leader_record(holder, epoch, previous))))
+            epoch = self._record_leader(workspace, holder)
         except BaseException:
             self._let_go(session)
             raise
         with self._mutex:
             self._leading[workspace] = _Lock(epoch, session)
         return epoch
-
-    def leads(self, workspace: str) -> bool:
-        lead = self._leading.get(workspace)
-        if lead is None:
-            return False
-        with self._transaction(f"cannot read the agent's records of {workspace!r}") as cur:
-            return not self._leadership_lost(cur, workspace, lead)
 
     def resign(self, workspace: str) -> None:
         with self._mutex:
@@ -933,57 +641,33 @@ class PostgresStore(StateStore):
         with self._mutex:
             for workspace in list(self._leading):
                 self.resign(workspace)
-            for workspace in list(self._held):
+            for workspace in list(self._locks):
                 try:
                     self.release(workspace)
                 except StateError:
                     # Its lock session is closed anyway, which releases the lock; the
                     # holder row left behind is replaced by the next acquire.
-                    self._held.pop(workspace, None)
+                    self._locks.pop(workspace, None)
             self.db.close()
 
 
 # Whether a lock session's transaction (its id the parameter) still holds its row.
-_ALIVE = "coalesce(txid_status(%s) = 'in progress', false)"
-
-
-def _ensure(cur: psycopg.Cursor[Any], workspace: str) -> None:
-    cur.execute(
-        "INSERT INTO govsync_workspaces (name, lineage, serial, fingerprint_key, created_at)"
-        " VALUES (%s, %s, 0, %s, %s) ON CONFLICT (name) DO NOTHING",
-        (workspace, str(uuid.uuid4()), secrets.token_bytes(32), now()),
-    )
-
+_ALIVE = "coalesce(txid_status(?) = 'in progress', false)"
 
 # Upsert rows given as one array per column; xmax is 0 only on a row the
 # statement inserted (not one it updated), which the entry count adds up.
 _PUT_MANY = (
-    "WITH written AS (INSERT INTO govsync_objects"
+    "WITH written AS (INSERT INTO {T}objects"
     " (workspace, address, kind, object_id, status, spec, response, updated_at)"
-    " SELECT %s, * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[],"
-    " %s::jsonb[], %s::jsonb[], %s::text[])"
+    " SELECT ?, * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[],"
+    " ?::jsonb[], ?::jsonb[], ?::text[])"
     " ON CONFLICT (workspace, address) DO UPDATE SET kind = EXCLUDED.kind,"
     " object_id = EXCLUDED.object_id, status = EXCLUDED.status,"
     " spec = EXCLUDED.spec, response = EXCLUDED.response,"
     " updated_at = EXCLUDED.updated_at"
     " RETURNING (xmax = 0) AS inserted)"
-    " UPDATE govsync_workspaces SET entry_count = entry_count"
-    " + (SELECT count(*) FROM written WHERE inserted) WHERE name = %s")
-
-
-def _row(workspace: str, e: Entry) -> tuple[Any, ...]:
-    status = checked_status(e)
-    return (workspace, e.address, e.kind, e.id, status.value,
-            Jsonb(e.spec) if e.spec is not None else None,
-            Jsonb(e.response) if e.response is not None else None,
-            e.updated_at or now())
-
-
-def _holder(data: Any) -> LockHolder | None:
-    try:
-        return LockHolder.from_dict(data)
-    except (TypeError, ValueError, AttributeError):
-        return None  # an unreadable record names nobody; the lock still holds
+    " UPDATE {T}workspaces SET entry_count = entry_count"
+    " + (SELECT count(*) FROM written WHERE inserted) WHERE name = ?")
 
 
 def _display_url(url: str) -> str:

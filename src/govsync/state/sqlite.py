@@ -12,8 +12,9 @@ empty state.
 
 ``<db>.backup`` is a second copy kept in step with the first: before its
 first write a store copies the file there (SQLite's online backup), and then
-makes every write in both, the copy's inside the main file's write
-transaction (so no other writer, and no other store's copy, comes between).
+makes every write in both: the write's statements run again in the copy,
+inside the main file's write transaction (so no other writer, and no other
+store's copy, comes between).
 It is never behind a write that was acted on: restoring it, as the message
 of a damaged state advises, can make an entry look uncertain, never lose
 one, so it never leads to an object created twice.  An upgrade that adds
@@ -38,13 +39,15 @@ Fencing: a write of a store holding the lock checks, in its transaction,
 that the epoch is still its own and that its flocked file is still the file
 at the lock path (a removed lock file is a lost lock: anyone may now create
 a new one and lock that).
+
+The tables, lineage and serial, the checks of each write and the records are
+sql.py's, shared with PostgreSQL; this module keeps what only SQLite has.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import logging
 import os
 import secrets
@@ -52,110 +55,31 @@ import sqlite3
 import stat
 import threading
 import time
-import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
-from govsync.errors import (
-    LockLostError,
-    PlanKeyUnavailable,
-    StateDamagedError,
-    StateError,
-    StateLockedError,
+from govsync.errors import PlanKeyUnavailable, StateDamagedError, StateError, StateLockedError
+from govsync.state.codec import NO_ANSWER_COLUMNS
+from govsync.state.model import LockHolder, Snapshot
+from govsync.state.sql import (
+    SQLITE,
+    TABLES,
+    SqlStore,
+    Tx,
+    added_tables,
+    tables,
+    upgrades,
 )
-from govsync.state.codec import (
-    NO_ANSWER_COLUMNS,
-    Malformed,
-    entries_from_json_rows,
-    json_object,
-)
-from govsync.state.model import (
-    AGENT_CYCLE,
-    AGENT_LEADER,
-    Entry,
-    LockHolder,
-    Snapshot,
-    checked_status,
-    dumps,
-    leader_epoch,
-    leader_record,
-    leadership_lost,
-    lock_lost,
-    merged_cycle,
-    now,
-)
-from govsync.state.store import StateStore
 from govsync.state.tamper import SQLITE_GOVERNANCE_AUDIT
 
 log = logging.getLogger(__name__)
 
-TABLES = ("workspaces", "objects", "locks", "history")
-# Tables (and triggers) added since the first release: made in an older file when
-# it is opened.
-ADDED_TABLES = {
-    "applied_plans": """CREATE TABLE IF NOT EXISTS applied_plans (
-    workspace TEXT NOT NULL,
-    plan_id TEXT NOT NULL,
-    applied_at TEXT NOT NULL,
-    PRIMARY KEY (workspace, plan_id)
-)""",
-    # The agent's values of each workspace (Storage.agent): pause, last cycle, leader...
-    "agent": """CREATE TABLE IF NOT EXISTS agent (
-    workspace TEXT NOT NULL,
-    name TEXT NOT NULL,
-    value TEXT NOT NULL,
-    PRIMARY KEY (workspace, name)
-)""",
-    "governance_writes": "CREATE TABLE IF NOT EXISTS governance_writes (workspace TEXT)",
-    "governance_audit": SQLITE_GOVERNANCE_AUDIT,
-}
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS workspaces (
-    name TEXT PRIMARY KEY,
-    lineage TEXT NOT NULL,
-    serial INTEGER NOT NULL DEFAULT 0,
-    fingerprint_key BLOB NOT NULL,
-    created_at TEXT NOT NULL,
-    lock_epoch INTEGER NOT NULL DEFAULT 0,
-    entry_count INTEGER NOT NULL DEFAULT 0,
-    endpoint TEXT,
-    governance TEXT
-);
-CREATE TABLE IF NOT EXISTS objects (
-    workspace TEXT NOT NULL,
-    address TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    object_id TEXT,
-    status TEXT NOT NULL,
-    spec TEXT,
-    response TEXT,
-    updated_at TEXT NOT NULL,
-    PRIMARY KEY (workspace, address)
-);
-CREATE TABLE IF NOT EXISTS locks (
-    workspace TEXT PRIMARY KEY,
-    holder TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS history (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    workspace TEXT NOT NULL,
-    at TEXT NOT NULL,
-    record TEXT NOT NULL
-);
-""" + ";\n".join(ADDED_TABLES.values()) + ";\n"
-
-# Columns added since the first release, with what fills them in an older file.
-ADDED_COLUMNS = (
-    ("lock_epoch", "INTEGER NOT NULL DEFAULT 0", None),
-    ("entry_count", "INTEGER NOT NULL DEFAULT 0",
-     "UPDATE workspaces SET entry_count ="
-     " (SELECT count(*) FROM objects WHERE objects.workspace = workspaces.name)"),
-    ("endpoint", "TEXT", None),
-    ("governance", "TEXT", None),
-)
+# Tables (and the trigger) added since the first release: made in an older file when it
+# is opened.
+ADDED = {**added_tables(SQLITE), "governance_audit": SQLITE_GOVERNANCE_AUDIT}
+SCHEMA = ";\n".join([SQLITE.sql(t.ddl) for t in tables(SQLITE)]
+                    + [SQLITE_GOVERNANCE_AUDIT]) + ";\n"
 
 # Only the owner may read a state file: it holds the key of secrets' fingerprints.
 FILE_MODE = 0o600
@@ -177,11 +101,16 @@ def _still_there(fd: int, path: str) -> bool:
 
 @dataclass
 class _Lock:
+    """A flock this store holds (a workspace lock, or an agent's leadership)."""
+
     fd: int
     epoch: int
+    path: str
 
 
-class SqliteStore(StateStore):
+class SqliteStore(SqlStore):
+    dialect = SQLITE
+
     def __init__(self, path: str) -> None:
         self.url = path
         self.path = path
@@ -285,24 +214,13 @@ class SqliteStore(StateStore):
             raise self._damaged(f"it has no {', '.join(missing)} table"
                                 f"{'s' if len(missing) > 1 else ''}")
         columns = {r[1] for r in self.db.execute("PRAGMA table_info(workspaces)")}
-        if all(name in columns for name, _, _ in ADDED_COLUMNS) and set(ADDED_TABLES) <= found:
+        if not upgrades(SQLITE, columns) and set(ADDED) <= found:
             return
         self._copy_to(self.path + ".before-upgrade")
-        with self._mutex:
-            self.db.execute("BEGIN IMMEDIATE")
-            try:
-                columns = {r[1] for r in self.db.execute("PRAGMA table_info(workspaces)")}
-                for name, declaration, fill in ADDED_COLUMNS:
-                    if name not in columns:
-                        self.db.execute(f"ALTER TABLE workspaces ADD COLUMN {name} {declaration}")
-                        if fill:
-                            self.db.execute(fill)
-                for statement in ADDED_TABLES.values():
-                    self.db.execute(statement)
-                self.db.execute("COMMIT")
-            except BaseException:
-                self.db.execute("ROLLBACK")
-                raise
+        with self._transaction("cannot upgrade the state database", write=True) as tx:
+            columns = {r[1] for r in self.db.execute("PRAGMA table_info(workspaces)")}
+            for statement in (*upgrades(SQLITE, columns), *ADDED.values()):
+                tx.cursor.execute(statement, ())
 
     def _damaged(self, problem: str) -> StateDamagedError:
         backup = self.path + ".backup"
@@ -394,20 +312,21 @@ class SqliteStore(StateStore):
                 self._mirror.close()
         self._mirror, self._mirror_file = None, None
 
-    def _mirror_write(self, db: sqlite3.Connection, workspace: str,
-                      body: Callable[[sqlite3.Connection], object]) -> None:
-        """Inside the main write transaction: the same write in the backup, with the
-        workspace's row as the main file now has it.  A backup that cannot follow is
+    def _after_write(self, tx: Tx, workspace: str) -> None:
+        """Inside the main write transaction: the same write in the backup (its
+        statements again), with the workspace's row as the main file now has it.  A backup that cannot follow is
         removed (a stale copy would be worse than none: it could lose entries)."""
         backup = self.path + ".backup"
         try:
             mirror = self._mirror_connection()
             if mirror is None:
                 return
-            row = db.execute("SELECT * FROM workspaces WHERE name = ?", (workspace,)).fetchone()
+            row = self.db.execute("SELECT * FROM workspaces WHERE name = ?",
+                                  (workspace,)).fetchone()
             mirror.execute("BEGIN IMMEDIATE")
             try:
-                body(mirror)
+                for statement, params in tx.writes or ():
+                    mirror.execute(statement, params)
                 if row is not None:
                     mirror.execute(f"INSERT OR REPLACE INTO workspaces VALUES "
                                    f"({', '.join('?' * len(row))})", row)
@@ -423,286 +342,64 @@ class SqliteStore(StateStore):
                         "the next write makes it again", backup, exc)
             self._mirroring = False
 
-    # -- transactions ---------------------------------------------------------------
+    # -- the primitives of SqlStore ------------------------------------------------
     @contextmanager
-    def _transaction(self, action: str, *, write: bool) -> Iterator[sqlite3.Connection]:
+    def _transaction(self, action: str, *, write: bool,
+                     pipelined: bool = False) -> Iterator[Tx]:
         with self._mutex, self._errors(action):
             self.db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             try:
-                yield self.db
+                # A write keeps its statements, for the backup (_after_write).
+                yield Tx(self.db, SQLITE, keep=write)
                 self.db.execute("COMMIT")
             except BaseException:
                 self.db.execute("ROLLBACK")
                 raise
 
-    def _write(self, workspace: str, body: Callable[[sqlite3.Connection], object], *,
-               bump: bool = True) -> int:
-        """One fenced write transaction, made in the backup too; bumps the serial
-        (unless not ``bump``) and returns it."""
+    def _before_write(self) -> None:
         self._start_mirror()
-        with self._transaction(f"state write failed for workspace {workspace!r}",
-                               write=True) as db:
-            if not self._fence(db, workspace):
-                _ensure(db, workspace)
-            self._fence_leadership(db, workspace)
-            body(db)
-            if bump:
-                db.execute("UPDATE workspaces SET serial = serial + 1 WHERE name = ?",
-                           (workspace,))
-            row = db.execute("SELECT serial FROM workspaces WHERE name = ?",
-                             (workspace,)).fetchone()
-            self._mirror_write(db, workspace, body)
-            return int(row[0])
 
-    def _fence(self, db: sqlite3.Connection, workspace: str) -> bool:
-        """Inside a write transaction: refuse if this store lost a lock it held.
-        True when it holds the lock (and so the workspace's row exists)."""
-        lock = self._locks.get(workspace)
-        if lock is None:
-            return False
-        row = db.execute("SELECT lock_epoch FROM workspaces WHERE name = ?",
-                         (workspace,)).fetchone()
-        if row is None or row[0] != lock.epoch:
-            current = self._read_holder(db, workspace)
-            raise LockLostError(lock_lost(
-                workspace, f"taken by {current}" if current else "another process took it"))
-        if not _still_there(lock.fd, self._lock_path(workspace)):
-            raise LockLostError(lock_lost(
-                workspace, f"the lock file {self._lock_path(workspace)} was removed"))
-        return True
+    def _head(self, tx: Tx, workspace: str, bump: bool,
+              lock: _Lock | None) -> tuple[int, int, bool] | None:
+        if bump:
+            tx.run("UPDATE {T}workspaces SET serial = serial + 1 WHERE name = ?", (workspace,))
+        row = tx.one("SELECT serial, lock_epoch FROM {T}workspaces WHERE name = ?",
+                     (workspace,))
+        if row is None:
+            return None
+        return int(row[0]), int(row[1]), lock is None or self._alive(tx, lock)
+
+    def _alive(self, tx: Tx, held: _Lock) -> bool:
+        return _still_there(held.fd, held.path)
+
+    def _ended(self, held: _Lock) -> str:
+        return f"the lock file {held.path} was removed"
+
+    def _mark_governance(self, tx: Tx, workspace: str, done: bool) -> None:
+        tx.run("DELETE FROM {T}governance_writes WHERE workspace = ?" if done
+               else "INSERT INTO {T}governance_writes VALUES (?)", (workspace,))
 
     def fence(self, workspace: str) -> None:
-        if workspace in self._locks or workspace in self._leading:
-            with self._transaction(f"cannot read the lock of {workspace!r}", write=False) as db:
-                self._fence(db, workspace)
-                self._fence_leadership(db, workspace)
-
-    def _fence_leadership(self, db: sqlite3.Connection, workspace: str) -> None:
-        """Inside a write transaction: refuse if this store lost a leadership it held."""
-        lead = self._leading.get(workspace)
-        if lead is None:
+        lock = self._locks.get(workspace)
+        if lock is None and workspace not in self._leading:
             return
-        why = self._leadership_lost(db, workspace, lead)
-        if why:
-            raise LockLostError(leadership_lost(workspace, why))
-
-    def _leadership_lost(self, db: sqlite3.Connection, workspace: str, lead: _Lock) -> str:
-        """Why this store no longer leads the workspace ('' while it does)."""
-        row = db.execute("SELECT value FROM agent WHERE workspace = ? AND name = ?",
-                         (workspace, AGENT_LEADER)).fetchone()
-        recorded = _json(row[0]) if row else None
-        if leader_epoch(recorded) != lead.epoch:
-            return "another agent took it over"
-        if not _still_there(lead.fd, self._lead_path(workspace)):
-            return f"its lock file {self._lead_path(workspace)} was removed"
-        return ""
+        with self._transaction(f"cannot read the lock of {workspace!r}", write=False) as tx:
+            if lock is not None:
+                row = tx.one("SELECT lock_epoch FROM {T}workspaces WHERE name = ?",
+                             (workspace,))
+                self._check_lock(tx, workspace, lock, row[0] if row else -1,
+                                 self._alive(tx, lock))
+            self._check_leadership(tx, workspace)
 
     # -- read --------------------------------------------------------------------
-    def _create(self, workspace: str) -> None:
-        self._write(workspace, lambda db: None, bump=False)
-
     def _read(self, workspace: str, responses: bool) -> Snapshot | None:
-        with self._transaction(f"cannot read state {self.path}", write=False) as db:
-            head = db.execute(
-                "SELECT lineage, serial, fingerprint_key, entry_count, endpoint, governance"
-                " FROM workspaces WHERE name = ?", (workspace,)).fetchone()
-            if head is None:
-                return None
-            lineage, serial, key, count, endpoint, governance = head
-            try:
-                if not isinstance(lineage, str) or not lineage:
-                    raise Malformed(f"its lineage is {lineage!r}")
-                if not isinstance(serial, int):
-                    raise Malformed(f"its serial is {serial!r}, not a number")
-                if not isinstance(key, bytes) or not key:
-                    raise Malformed("its fingerprint key is not bytes")
-                if endpoint is not None and not isinstance(endpoint, str):
-                    raise Malformed(f"its endpoint is {endpoint!r}")
-                recorded = json_object(governance, "governance")
-                # Parsed row by row as the cursor yields them, inside the read
-                # transaction: never every row's text at once.
-                entries = entries_from_json_rows(db.execute(
-                    "SELECT address, kind, object_id, status, spec,"
-                    f" {'response, updated_at' if responses else NO_ANSWER_COLUMNS}"
-                    " FROM objects WHERE workspace = ? ORDER BY address",
-                    (workspace,),
-                ))
-                if count != len(entries):
-                    raise Malformed(f"it records {count} entries but the objects table holds "
-                                    f"{len(entries)}")
-            except Malformed as exc:
-                raise self._damaged(f"workspace {workspace!r}: {exc}") from None
-        return Snapshot(workspace, lineage, serial, entries, key, endpoint, recorded)
-
-    def history(self, workspace: str, limit: int = 50) -> list[dict[str, Any]]:
-        with self._transaction(f"cannot read the history of {workspace!r}", write=False) as db:
-            rows = db.execute(
-                "SELECT record FROM history WHERE workspace = ? ORDER BY seq DESC LIMIT ?",
-                (workspace, limit),
-            ).fetchall()
-        try:
-            return [json.loads(r[0]) for r in rows]
-        except (TypeError, ValueError):
-            raise self._damaged(f"a history record of workspace {workspace!r} is not "
-                                "JSON") from None
-
-    # -- write -------------------------------------------------------------------
-    def put_many(self, workspace: str, entries: Sequence[Entry]) -> int:
-        rows = [_values(workspace, entry) for entry in entries]
-
-        def body(db: sqlite3.Connection) -> None:
-            new = 0
-            for values in rows:
-                new += db.execute("SELECT 1 FROM objects WHERE workspace = ? AND address = ?",
-                                  (workspace, values[1])).fetchone() is None
-                db.execute(
-                    "INSERT OR REPLACE INTO objects"
-                    " (workspace, address, kind, object_id, status, spec, response, updated_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", values)
-            if new:
-                db.execute("UPDATE workspaces SET entry_count = entry_count + ?"
-                           " WHERE name = ?", (new, workspace))
-
-        return self._write(workspace, body)
-
-    def remove(self, workspace: str, address: str) -> int:
-        def body(db: sqlite3.Connection) -> None:
-            gone = db.execute("DELETE FROM objects WHERE workspace = ? AND address = ?",
-                              (workspace, address)).rowcount
-            db.execute("UPDATE workspaces SET entry_count = entry_count - ? WHERE name = ?",
-                       (gone, workspace))
-
-        return self._write(workspace, body)
-
-    def rename(self, workspace: str, old: str, new: str) -> int:
-        def body(db: sqlite3.Connection) -> None:
-            if db.execute("SELECT 1 FROM objects WHERE workspace = ? AND address = ?",
-                          (workspace, new)).fetchone() is not None:
-                raise StateError(f"cannot move {old} to {new}: {new} is already in state")
-            moved = db.execute("UPDATE objects SET address = ?, updated_at = ?"
-                               " WHERE workspace = ? AND address = ?",
-                               (new, now(), workspace, old)).rowcount
-            if moved != 1:
-                raise StateError(f"cannot move {old} to {new}: {old} is not in state")
-
-        return self._write(workspace, body)
-
-    def replace_all(self, workspace: str, entries: list[Entry], lineage: str | None,
-                    key: bytes | None) -> int:
-        rows = [_values(workspace, e) for e in entries]
-
-        def body(db: sqlite3.Connection) -> None:
-            db.execute("DELETE FROM objects WHERE workspace = ?", (workspace,))
-            if lineage:
-                db.execute("UPDATE workspaces SET lineage = ? WHERE name = ?",
-                           (lineage, workspace))
-            if key:
-                db.execute("UPDATE workspaces SET fingerprint_key = ? WHERE name = ?",
-                           (key, workspace))
-            db.executemany(
-                "INSERT INTO objects (workspace, address, kind, object_id, status, spec,"
-                " response, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
-            db.execute("UPDATE workspaces SET entry_count = ? WHERE name = ?",
-                       (len(rows), workspace))
-
-        return self._write(workspace, body)
-
-    def add_history(self, workspace: str, record: dict[str, Any]) -> None:
-        self._write(workspace, lambda db: db.execute(
-            "INSERT INTO history (workspace, at, record) VALUES (?, ?, ?)",
-            (workspace, now(), dumps(record))), bump=False)
-
-    def set_endpoint(self, workspace: str, endpoint: str) -> None:
-        self._write(workspace, lambda db: db.execute(
-            "UPDATE workspaces SET endpoint = ? WHERE name = ?", (endpoint, workspace)),
-            bump=False)
-
-    def set_governance(self, workspace: str, record: dict[str, Any] | None) -> None:
-        text = dumps(record) if record is not None else None
-
-        def body(db: sqlite3.Connection) -> None:  # govsync's own: its trigger records nothing
-            db.execute("INSERT INTO governance_writes VALUES (?)", (workspace,))
-            db.execute("UPDATE workspaces SET governance = ? WHERE name = ?", (text, workspace))
-            db.execute("DELETE FROM governance_writes WHERE workspace = ?", (workspace,))
-        self._write(workspace, body, bump=False)
-
-    def governed(self) -> dict[str, tuple[str | None, dict[str, Any]]]:
-        with self._transaction(f"cannot read state {self.path}", write=False) as db:
-            rows = db.execute("SELECT name, endpoint, governance FROM workspaces"
-                              " WHERE governance IS NOT NULL").fetchall()
-        try:
-            return {str(name): (endpoint, json_object(record, "governance") or {})
-                    for name, endpoint, record in rows}
-        except Malformed as exc:
-            raise self._damaged(f"a workspace's governance: {exc}") from None
-
-    def agent(self, workspace: str) -> dict[str, Any]:
-        with self._transaction(f"cannot read the agent's records of {workspace!r}",
-                               write=False) as db:
-            rows = db.execute("SELECT name, value FROM agent WHERE workspace = ?",
-                              (workspace,)).fetchall()
-        try:
-            return {str(name): json.loads(value) for name, value in rows}
-        except (TypeError, ValueError):
-            raise self._damaged(f"a record of the agent of workspace {workspace!r} is not "
-                                "JSON") from None
-
-    def set_agent(self, workspace: str, name: str, value: Any) -> None:
-        text = dumps(value) if value is not None else None
-
-        def body(db: sqlite3.Connection) -> None:
-            if text is None:
-                db.execute("DELETE FROM agent WHERE workspace = ? AND name = ?",
-                           (workspace, name))
-            else:
-                db.execute("INSERT OR REPLACE INTO agent (workspace, name, value)"
-                           " VALUES (?, ?, ?)", (workspace, name, text))
-
-        self._write(workspace, body, bump=False)
-
-    def add_cycle(self, workspace: str, record: dict[str, Any]) -> None:
-        at = str(record.get("at") or now())
-
-        def body(db: sqlite3.Connection) -> None:
-            row = db.execute("SELECT seq, record FROM history WHERE workspace = ?"
-                             " ORDER BY seq DESC LIMIT 1", (workspace,)).fetchone()
-            merged = merged_cycle(_json(row[1]) if row else None, record)
-            if merged is not None:
-                db.execute("UPDATE history SET at = ?, record = ? WHERE seq = ?",
-                           (at, dumps(merged), row[0]))
-            else:
-                db.execute("INSERT INTO history (workspace, at, record) VALUES (?, ?, ?)",
-                           (workspace, at, dumps(record)))
-            db.execute("INSERT OR REPLACE INTO agent (workspace, name, value) VALUES (?, ?, ?)",
-                       (workspace, AGENT_CYCLE, dumps(merged or record)))
-
-        self._write(workspace, body, bump=False)
-
-    def plan_applied(self, workspace: str, plan_id: str) -> str | None:
-        with self._transaction("cannot read the applied plans", write=False) as db:
-            row = db.execute("SELECT applied_at FROM applied_plans WHERE workspace = ? AND"
-                             " plan_id = ?", (workspace, plan_id)).fetchone()
-        return str(row[0]) if row else None
-
-    def unclaim_plan(self, workspace: str, plan_id: str) -> None:
-        self._write(workspace, lambda db: db.execute(
-            "DELETE FROM applied_plans WHERE workspace = ? AND plan_id = ?",
-            (workspace, plan_id)), bump=False)
-
-    def claim_plan(self, workspace: str, plan_id: str) -> str | None:
-        before: list[str] = []
-
-        def body(db: sqlite3.Connection) -> None:
-            row = db.execute("SELECT applied_at FROM applied_plans WHERE workspace = ? AND"
-                             " plan_id = ?", (workspace, plan_id)).fetchone()
-            if row is not None:
-                before.append(str(row[0]))
-            else:
-                db.execute("INSERT INTO applied_plans (workspace, plan_id, applied_at)"
-                           " VALUES (?, ?, ?)", (workspace, plan_id, now()))
-
-        self._write(workspace, body, bump=False)
-        return before[0] if before else None
+        with self._transaction(f"cannot read state {self.path}", write=False) as tx:
+            head = tx.one("SELECT lineage, serial, fingerprint_key, entry_count, endpoint,"
+                          " governance FROM workspaces WHERE name = ?", (workspace,))
+            return self._snapshot(workspace, head, tx.run(
+                "SELECT address, kind, object_id, status, spec,"
+                f" {'response, updated_at' if responses else NO_ANSWER_COLUMNS}"
+                " FROM objects WHERE workspace = ? ORDER BY address", (workspace,)))
 
     def plan_key(self, workspace: str, *, create: bool = True) -> bytes:
         """The state file's plan key (one for all its workspaces; the MAC covers the
@@ -716,7 +413,7 @@ class SqliteStore(StateStore):
     def acquire(self, workspace: str, holder: LockHolder, timeout: float = 0.0) -> int:
         with self._mutex:
             if workspace in self._locks:  # held, or lost: a lost lock is never re-taken
-                return self._locks[workspace].epoch
+                return int(self._locks[workspace].epoch)
         self._start_mirror()
         deadline = time.monotonic() + timeout
         while True:
@@ -737,30 +434,23 @@ class SqliteStore(StateStore):
                   holder: LockHolder) -> tuple[_Lock | None, LockHolder | None]:
         """One attempt: (the lock, None) or (None, who holds it)."""
         path = self._lock_path(workspace)
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        except OSError as exc:
-            raise StateError(f"cannot open the lock file {path}: {exc}") from exc
+        fd = _open_lock(path)
         try:
             # The flock is tried inside a write transaction: whoever holds it
             # wrote its record in the transaction that took it.
-            with self._transaction(f"cannot lock workspace {workspace!r}", write=True) as db:
+            with self._transaction(f"cannot lock workspace {workspace!r}", write=True) as tx:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
                     os.close(fd)
                     fd = -1
-                    return None, self._read_holder(db, workspace)
+                    return None, self._read_holder(tx, workspace)
                 try:
                     if not _still_there(fd, path):
                         raise FileNotFoundError(path)
-                    _ensure(db, workspace)
-                    db.execute("UPDATE workspaces SET lock_epoch = lock_epoch + 1"
-                               " WHERE name = ?", (workspace,))
-                    epoch = int(db.execute("SELECT lock_epoch FROM workspaces WHERE name = ?",
-                                           (workspace,)).fetchone()[0])
-                    db.execute("INSERT OR REPLACE INTO locks (workspace, holder) VALUES (?, ?)",
-                               (workspace, dumps(holder.as_dict())))
+                    self._record_lock(tx, workspace, holder)
+                    epoch = int(tx.one("SELECT lock_epoch FROM workspaces WHERE name = ?",
+                                       (workspace,))[0])
                 except FileNotFoundError:
                     # The file was removed between open and flock: try the new one.
                     fcntl.flock(fd, fcntl.LOCK_UN)
@@ -770,7 +460,7 @@ class SqliteStore(StateStore):
                 except BaseException:
                     fcntl.flock(fd, fcntl.LOCK_UN)
                     raise
-            return _Lock(fd, epoch), None
+            return _Lock(fd, epoch, path), None
         except BaseException:
             if fd >= 0:
                 os.close(fd)
@@ -783,12 +473,8 @@ class SqliteStore(StateStore):
                 return
             try:
                 with self._transaction(f"cannot unlock workspace {workspace!r}",
-                                       write=True) as db:
-                    # Only our own record: a lock lost meanwhile is someone else's now.
-                    db.execute(
-                        "DELETE FROM locks WHERE workspace = ? AND"
-                        " (SELECT lock_epoch FROM workspaces WHERE name = ?) = ?",
-                        (workspace, workspace, lock.epoch))
+                                       write=True) as tx:
+                    tx.run(self._CLEAR_LOCK, (workspace, workspace, lock.epoch))
                     # Given back inside the transaction: nobody sees a free
                     # record with the flock still taken.
                     fcntl.flock(lock.fd, fcntl.LOCK_UN)
@@ -814,20 +500,6 @@ class SqliteStore(StateStore):
         finally:
             os.close(fd)
 
-    def holder(self, workspace: str) -> LockHolder | None:
-        with self._transaction(f"cannot read the lock of {workspace!r}", write=False) as db:
-            return self._read_holder(db, workspace)
-
-    @staticmethod
-    def _read_holder(db: sqlite3.Connection, workspace: str) -> LockHolder | None:
-        row = db.execute("SELECT holder FROM locks WHERE workspace = ?", (workspace,)).fetchone()
-        if row is None:
-            return None
-        try:
-            return LockHolder.from_dict(json.loads(row[0]))
-        except (TypeError, ValueError, AttributeError):
-            return None  # an unreadable record names nobody; the lock still holds
-
     # -- the agent's leadership ----------------------------------------------------
     def _lead_path(self, workspace: str) -> str:
         return f"{self.path}.{workspace}.agent.lock"
@@ -837,10 +509,7 @@ class SqliteStore(StateStore):
             if workspace in self._leading:
                 return self._leading[workspace].epoch if self.leads(workspace) else None
         path = self._lead_path(workspace)
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        except OSError as exc:
-            raise StateError(f"cannot open the lock file {path}: {exc}") from exc
+        fd = _open_lock(path)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -850,34 +519,14 @@ class SqliteStore(StateStore):
             if not _still_there(fd, path):
                 os.close(fd)  # removed meanwhile: the next try locks the new file
                 return None
-            epochs: list[int] = []
-
-            def body(db: sqlite3.Connection) -> None:
-                row = db.execute("SELECT value FROM agent WHERE workspace = ? AND name = ?",
-                                 (workspace, AGENT_LEADER)).fetchone()
-                previous = _json(row[0]) if row else None
-                epochs.append(leader_epoch(previous) + 1)
-                db.execute("INSERT OR REPLACE INTO agent (workspace, name, value)"
-                           " VALUES (?, ?, ?)", (workspace, AGENT_LEADER,
-                                                 dumps(leader_record(holder, epochs[0],
-                                                                     previous))))
-
-            self._write(workspace, body, bump=False)
+            epoch = self._record_leader(workspace, holder)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.close(fd)  # closing it gives the flock back
             raise
         with self._mutex:
-            self._leading[workspace] = _Lock(fd, epochs[0])
-        return epochs[0]
-
-    def leads(self, workspace: str) -> bool:
-        lead = self._leading.get(workspace)
-        if lead is None:
-            return False
-        with self._transaction(f"cannot read the agent's records of {workspace!r}",
-                               write=False) as db:
-            return not self._leadership_lost(db, workspace, lead)
+            self._leading[workspace] = _Lock(fd, epoch, path)
+        return epoch
 
     def resign(self, workspace: str) -> None:
         with self._mutex:
@@ -897,6 +546,13 @@ class SqliteStore(StateStore):
         finally:
             self._close_mirror()
             self.db.close()
+
+
+def _open_lock(path: str) -> int:
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise StateError(f"cannot open the lock file {path}: {exc}") from exc
 
 
 def _remove_leftovers(target_path: str) -> None:
@@ -982,27 +638,3 @@ def _make_key(path: str) -> None:
     finally:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-
-
-def _json(text: Any) -> Any:
-    """A stored JSON text, or None when it is not JSON (a damaged record names nobody)."""
-    try:
-        return json.loads(text)
-    except (TypeError, ValueError):
-        return None
-
-
-def _ensure(db: sqlite3.Connection, workspace: str) -> None:
-    db.execute(
-        "INSERT OR IGNORE INTO workspaces (name, lineage, serial, fingerprint_key, created_at)"
-        " VALUES (?, ?, 0, ?, ?)",
-        (workspace, str(uuid.uuid4()), secrets.token_bytes(32), now()),
-    )
-
-
-def _values(workspace: str, e: Entry) -> tuple[Any, ...]:
-    status = checked_status(e)
-    return (workspace, e.address, e.kind, e.id, status.value,
-            e.spec_text(),
-            dumps(e.response) if e.response is not None else None,
-            e.updated_at or now())
