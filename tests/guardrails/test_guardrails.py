@@ -511,7 +511,7 @@ def test_an_unsaved_apply_records_the_hash_of_the_plan_it_applied(
         "spec: {code: \"package p\\nallow := true\", groupName: data-platform}\n")
     settings = Settings(endpoint="local", state=str(tmp_path / "state.db"),
                         local_seed=str(ROOT / "examples" / "server-seed.yaml"), environ={})
-    plan, result = commands.apply(load([str(tmp_path / "m.yaml")]), settings)
+    plan, result = commands.apply(commands.Manifests(load([str(tmp_path / "m.yaml")])), settings)
     assert not result.stopped and len(result.outcomes) == 3
     assert [c.name for c in plan.checks] == ["refresh", "groups"]
     with open_store(settings.state) as store:

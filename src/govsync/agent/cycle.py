@@ -188,9 +188,9 @@ def problems(found: list[Problem]) -> str:
 
 
 def _plan(cycle: Cycle, manifests: ManifestSet, settings: Settings) -> Plan:
-    errors: list[Problem] = []
-    plan = commands.plan(manifests, settings, rule_errors=errors)
-    holder = str(plan.running) if plan.running is not None else ""
+    found = commands.planned(manifests, settings)
+    plan, errors = found.plan, found.rule_errors
+    holder = str(found.running) if found.running is not None else ""
     cycle.status, cycle.reason = status_of(plan, len(errors), holder, "")
     if errors:
         cycle.reason += "; " + problems(errors).split("; the first: ", 1)[1]
@@ -232,7 +232,7 @@ def _run(cycle: Cycle, target: Target, paused: Mapping[str, Any] | None, frozen:
         return
     if stopping is not None and stopping.is_set():
         return
-    if _required(plan, settings) or found:
+    if commands.required(plan, settings) or found:
         _apply_approved(cycle, target, manifests, stopping, found)
     elif held:
         apply_rest(cycle, target, manifests, plan, stopping)
@@ -295,15 +295,6 @@ def _unaccepted(target: Target, found: list[governance.Governor]) -> str:
             f"recorded with {found[0].workspace!r}")
 
 
-def _required(plan: Plan, settings: Settings) -> int:
-    """How many signed approvals an apply of this workspace needs (as commands.apply
-    counts them: those the workspace records, else those it is about to record)."""
-    if plan.governance is not None and plan.governance["from"] is not None:
-        return governance.Governance.from_dict(plan.governance["from"], plan.workspace).required
-    selection = settings.selection
-    return governance.of_project(selection.project, selection.environment).required
-
-
 def _apply_approved(cycle: Cycle, target: Target, manifests: ManifestSet,
                     stopping: threading.Event | None,
                     governors: list[governance.Governor]) -> None:
@@ -343,13 +334,14 @@ def _apply(cycle: Cycle, target: Target, manifests: ManifestSet, saved: SavedPla
     finds it.  Whether it applied.  A saved plan's refusal (approvals, staleness) is
     raised for the caller to try the next one."""
     settings = target.settings
+    # An approved plan the workspace's key authenticates is applied as saved; one made
+    # for review only (without secrets) holds a plan made now to its changes.
+    source: commands.Source = (
+        commands.Manifests(manifests) if saved is None
+        else commands.Saved(saved) if saved.authenticated
+        else commands.Reviewed(manifests, saved))
     try:
-        if saved is None:
-            _, result = commands.apply(manifests, settings, stopping=stopping)
-        elif saved.authenticated:
-            _, result = commands.apply(saved, settings, stopping=stopping)
-        else:
-            _, result = commands.apply(manifests, settings, reviewed=saved, stopping=stopping)
+        _, result = commands.apply(source, settings, commands.ApplyOptions(stopping=stopping))
     except StateLockedError as exc:
         cycle.status, cycle.reason = Status.LOCKED, f"not applied: {exc}"
         return False

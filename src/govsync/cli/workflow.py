@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 import threading
@@ -27,7 +28,7 @@ from govsync.cli.root import (
 from govsync.cli.scope import require_environment, saved_plan_settings
 from govsync.errors import ConfigError, GovsyncError
 from govsync.manifests.model import ManifestSet
-from govsync.plan import blocked_advice
+from govsync.plan import Plan, blocked_advice
 from govsync.planfile import SavedPlan
 from govsync.project import Selection
 from govsync.redact import url as safe_url
@@ -73,26 +74,17 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
         # Before the plan, which may make the workspace for the file: nothing is left.
         raise ConfigError(f"cannot write the plan to {out_file}: its folder does not exist")
     manifests = load(paths, settings.selection, short=True)
-    result = commands.plan(manifests, settings, saving=bool(out_file),
-                           read_secrets=not without_secrets)
+    with commands.Workspace(settings) as workspace:  # the state opened once
+        result = commands.plan(manifests, settings, saving=bool(out_file),
+                               read_secrets=not without_secrets, workspace=workspace)
+        _show_plan(result, fmt, settings, manifests)
+        review_only = (commands.write_plan(result, settings, out_file, manifests,
+                                           workspace=workspace) if out_file else "")
     o = out()
-    if fmt == "json":
-        for chunk in render.plan_json_chunks(result):
-            click.echo(chunk, nl=False)
-    elif fmt == "markdown":
-        click.echo(render.plan_markdown(result), nl=False)
-    elif fmt == "html":
-        from govsync.ui import plan_file
-
-        click.echo(plan_file(result, settings.selection, manifests), nl=False)
-    else:
-        click.echo(render.plan_text(result, color=o.color, verbose=o.verbose > 0), nl=False, color=o.color)
-
     blocked = len(result.blocked())
     why = (f"{blocked} blocked change(s): the API cannot make them, so apply will refuse "
            f"this plan; {blocked_advice(result.blocked())} and plan again.")
     if out_file:
-        review_only = commands.write_plan(result, settings, out_file, manifests)
         env = f" --env {settings.selection.name}" if settings.selection.name else ""
         if blocked:
             o.info(f"Saved the plan to {out_file}, but it cannot be applied: {why}")
@@ -109,6 +101,22 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
         sys.exit(1)
     if detailed_exitcode and result.has_changes():
         sys.exit(2)
+
+
+def _show_plan(result: Plan, fmt: str, settings: Settings, manifests: ManifestSet) -> None:
+    o = out()
+    if fmt == "json":
+        for chunk in render.plan_json_chunks(result):
+            click.echo(chunk, nl=False)
+    elif fmt == "markdown":
+        click.echo(render.plan_markdown(result), nl=False)
+    elif fmt == "html":
+        from govsync.ui import plan_file
+
+        click.echo(plan_file(result, settings.selection, manifests), nl=False)
+    else:
+        click.echo(render.plan_text(result, color=o.color, verbose=o.verbose > 0), nl=False,
+                   color=o.color)
 
 
 def where(settings: Settings) -> str:
@@ -207,10 +215,10 @@ def apply(paths: tuple[str, ...], settings: Settings, auto_approve: bool, parall
         if not (auto_approve or saved_plan or reviewed):
             raise click.UsageError("--format json cannot ask for confirmation: pass "
                                    "--auto-approve, or apply a saved plan (govsync plan --out)")
-        return _apply_json(paths, settings, saved_plan, parallelism=parallelism,
-                           forget_orphans=forget_orphans, lock_timeout=lock_timeout,
-                           allow_endpoint_change=allow_endpoint_change, reviewed=reviewed)
-    settings, source = _source(paths, settings, saved_plan)
+        return _apply_json(paths, settings, saved_plan, reviewed, commands.ApplyOptions(
+            parallelism=parallelism, forget_orphans=forget_orphans, lock_timeout=lock_timeout,
+            allow_endpoint_change=allow_endpoint_change))
+    settings, source = _source(paths, settings, saved_plan, reviewed)
 
     def confirm(the_plan: Any) -> bool:
         o.info(f"Changing {where(settings)}.")
@@ -228,11 +236,10 @@ def apply(paths: tuple[str, ...], settings: Settings, auto_approve: bool, parall
                 else LineReporter(o.color, o.quiet))
     stopping = threading.Event()
     with contextlib.ExitStack() as stack:
-        the_plan, result = commands.apply(
-            source, settings, reviewed=reviewed, confirm=confirm, parallelism=parallelism,
-            forget_orphans=forget_orphans, lock_timeout=lock_timeout, reporter=reporter,
-            allow_endpoint_change=allow_endpoint_change, stopping=stopping,
-        )
+        the_plan, result = commands.apply(source, settings, commands.ApplyOptions(
+            parallelism=parallelism, forget_orphans=forget_orphans, lock_timeout=lock_timeout,
+            allow_endpoint_change=allow_endpoint_change, confirm=confirm, reporter=reporter,
+            stopping=stopping))
     if the_plan.governance is not None:
         click.echo(f"Recorded the governance of workspace {settings.workspace!r}.")
     if not result.outcomes:
@@ -260,19 +267,23 @@ def apply(paths: tuple[str, ...], settings: Settings, auto_approve: bool, parall
         sys.exit(1)
 
 
-def _source(paths: tuple[str, ...], settings: Settings, saved_plan: bool
-            ) -> tuple[Settings, SavedPlan | ManifestSet]:
+def _source(paths: tuple[str, ...], settings: Settings, saved_plan: bool,
+            reviewed: SavedPlan | None) -> tuple[Settings, commands.Source]:
     """What apply applies, and to what: a saved plan with the environment, workspace
-    and state it records; else the manifests of the selected environment."""
+    and state it records; else the manifests of the selected environment (held to
+    the reviewed plan, if one is given)."""
     if saved_plan:
         saved = planfile.read(paths[0])
-        return saved_plan_settings(settings, saved.plan, paths[0]), saved
+        return saved_plan_settings(settings, saved.plan, paths[0]), commands.Saved(saved)
     require_environment(settings.selection, "plan")
-    return settings, load(paths, settings.selection)
+    manifests = load(paths, settings.selection)
+    if reviewed is not None:
+        return settings, commands.Reviewed(manifests, reviewed)
+    return settings, commands.Manifests(manifests)
 
 
 def _apply_json(paths: tuple[str, ...], settings: Settings, saved_plan: bool,
-                **options: Any) -> None:
+                reviewed: SavedPlan | None, options: commands.ApplyOptions) -> None:
     """``apply --format json``: JSON lines on stdout, the plan and messages on stderr.
 
     The summary line comes last whatever happens, an error before anything
@@ -293,10 +304,10 @@ def _apply_json(paths: tuple[str, ...], settings: Settings, saved_plan: bool,
         return True
 
     try:
-        settings, source = _source(paths, settings, saved_plan)
+        settings, source = _source(paths, settings, saved_plan, reviewed)
         with stack:
-            _plan, result = commands.apply(source, settings, confirm=show, reporter=reporter,
-                                           stopping=stopping, **options)
+            _plan, result = commands.apply(source, settings, dataclasses.replace(
+                options, confirm=show, reporter=reporter, stopping=stopping))
     except GovsyncError as exc:
         problems = getattr(exc, "problems", None)
         why = (f"{len(problems)} error(s) in the manifests, the first: {problems[0]}"

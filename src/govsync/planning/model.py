@@ -10,7 +10,6 @@ from enum import StrEnum
 from typing import Any, TypedDict
 
 from govsync import __version__
-from govsync.state.model import LockHolder
 
 
 class Action(StrEnum):
@@ -191,9 +190,6 @@ class Plan:
     # refresh), and whether the server was read at all.
     drift: list[Drifted] = field(default_factory=list)
     refreshed: bool = False
-    # Who held the workspace lock while the plan was made (None: nobody); the check
-    # "lock" words it for people.
-    running: LockHolder | None = None
 
     def __repr__(self) -> str:
         # A count, not every change: asyncio.run formats its task's result

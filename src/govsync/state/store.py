@@ -226,6 +226,11 @@ class StateStore(Storage, Locker, Leadership):
     def close(self) -> None:
         """Release this store's locks and close its connections."""
 
+    def readonly_grants(self, role: str) -> list[str] | None:
+        """The statements that make ``role`` a reader of this state; None where the
+        backend has no roles (a file's readers may read all of it)."""
+        return None
+
     def __enter__(self) -> StateStore:
         return self
 

@@ -1,0 +1,316 @@
+"""``govsync plan`` (and the dashboard's and the agent's plans), the saved plan it
+writes (``plan --out``), ``show PLAN``'s verification, and ``govsync drift``.
+
+A plan takes no lock and writes nothing, except ``plan --out`` of a workspace
+never written: the workspace is made for the saved plan's key once the plan
+has passed every check.  One ``Workspace`` carries the store through it all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+
+from govsync import audit, envvars, governance, live, planfile, runtime
+from govsync.commands.endpoint import endpoint_change, identity, key_rejected
+from govsync.commands.reading import (
+    check_live,
+    healing,
+    refreshed,
+    refreshing,
+    refused_partial,
+    skip_live,
+)
+from govsync.commands.workspace import (
+    Workspace,
+    check_secrets_set,
+    project_file,
+    read_snapshot,
+    recorded_state,
+)
+from govsync.drift import DriftReport, live_checks, unobservable
+from govsync.errors import (
+    ApiError,
+    ManifestError,
+    PlanKeyUnavailable,
+    Problem,
+    StateError,
+    TransportError,
+    UnauthorizedError,
+)
+from govsync.governance import Governance
+from govsync.live import wanted
+from govsync.manifests.model import ManifestSet
+from govsync.plan import Action, Check, CheckStatus, Plan, make_plan
+from govsync.planfile import SavedPlan
+from govsync.redact import url as safe_url
+from govsync.rules import Rule
+from govsync.settings import Settings
+from govsync.state import LockHolder, Snapshot, exists
+
+
+@dataclass
+class Planned:
+    """A plan, with what stands beside it: the errors of the rules (when the caller
+    collects them rather than stop at the first), and who holds the workspace lock
+    meanwhile (an apply in flight; None: nobody)."""
+
+    plan: Plan
+    running: LockHolder | None = None
+    rule_errors: list[Problem] = field(default_factory=list)
+
+
+def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False,
+         read_secrets: bool = True, rule_errors: list[Problem] | None = None,
+         workspace: Workspace | None = None) -> Plan:
+    """Diff the manifests against the workspace's state (no lock taken).
+
+    Writes nothing, unless ``saving`` (``plan --out``) a workspace never written
+    with credentials that may write: a saved plan is authenticated with the
+    workspace's key, so the workspace is made once the plan has passed every
+    check (see ``_in_new_workspace``).  With an endpoint, policy owner groups
+    are checked live (ListGroups).  GovernanceError when the workspace belongs
+    to another environment than the one selected.  With ``rule_errors``, the errors of
+    rules are put there and the plan returned all the same (the dashboard shows both).
+    ``workspace``: the caller's open state (``plan --out`` then writes through it)."""
+
+    with contextlib.ExitStack() as stack:
+        if workspace is None:
+            workspace = stack.enter_context(Workspace(settings))
+        return _plan(manifests, settings, workspace, saving=saving, read_secrets=read_secrets,
+                     rule_errors=rule_errors).plan
+
+
+def planned(manifests: ManifestSet, settings: Settings) -> Planned:
+    """The agent's plan: with secrets, the rules' errors collected, the lock's holder."""
+
+    errors: list[Problem] = []
+    with Workspace(settings) as workspace:
+        found = _plan(manifests, settings, workspace, saving=False, read_secrets=True,
+                      rule_errors=errors)
+    found.rule_errors = errors
+    return found
+
+
+def _plan(manifests: ManifestSet, settings: Settings, workspace: Workspace, *, saving: bool,
+          read_secrets: bool, rule_errors: list[Problem] | None) -> Planned:
+    if read_secrets:
+        check_secrets_set(manifests, settings)
+
+    selection = settings.selection
+    proposed = governance.of_project(selection.project, selection.environment)
+    running, governed = None, {}
+    store = workspace.existing()
+    if store is not None:
+        snapshot = store.snapshot(settings.workspace, responses=refreshing(settings),
+                                  create=False)
+        running = store.running(settings.workspace)
+        if snapshot.governance is None and settings.endpoint:
+            governed = store.governed()
+    else:
+        snapshot = read_snapshot(settings)
+    record = governance.recorded(snapshot.governance, settings.workspace)
+    governance.check_environment(record, selection.name, settings.workspace, selection.project)
+    heal = healing(settings)
+    result, _observed = refreshed(settings, snapshot, lambda missing: make_plan(
+        manifests, snapshot, environ=settings.environ, targets=settings.targets,
+        read_secrets=read_secrets, missing=missing, prune=settings.selection.prune,
+        replace=settings.replace, heal=heal), heal)
+    result.secrets_read = read_secrets
+    governed_by(result, record, proposed, selection.name)
+    check_rules(result, manifests, governance.rules_to_check(record, proposed),
+                selection.name, snapshot, rule_errors)
+    if running is not None:
+
+        result.checks.append(Check("lock", CheckStatus.WARNING, (
+            f"an apply is running on workspace {settings.workspace!r} ({running}): the creates "
+            "it has in flight show as uncertain until it ends; do not settle them with "
+            "`govsync state resolve` meanwhile (it is refused while the apply runs)")))
+    found = governance.governors(governed, settings.workspace, identity(settings))
+    if found:
+        result.checks.append(Check("governance", CheckStatus.WARNING, governance.new_on_governed(
+            settings.workspace, safe_url(identity(settings) or ""), found)))
+    changed = endpoint_change(snapshot, settings)
+    if changed:
+
+        result.checks.append(Check("endpoint", CheckStatus.WARNING,
+                                   f"{changed}; apply will refuse without --allow-endpoint-change"))
+    # With --target, the targeted objects' live references only.
+    targeted = ([c.address for c in result.changes if c.address in manifests.objects]
+                if settings.targets else None)
+    values = wanted(manifests, targeted)
+    if values:
+        if settings.endpoint:
+            async def check() -> None:
+                async with runtime.client(settings, max_retries=1) as client:
+                    await check_live(result, manifests, client, targeted, unreachable=True)
+
+            import asyncio  # here, not at the top: offline commands never need it
+
+            asyncio.run(check())
+        else:
+            skip_live(result, values, "no endpoint configured (offline plan)")
+    if saving and read_secrets and not snapshot.lineage and _may_save(workspace):
+        result = _in_new_workspace(result, manifests, workspace)
+    return Planned(result, running)
+
+
+def governed_by(plan: Plan, record: Governance | None, proposed: Governance,
+                environment: str | None) -> None:
+    """The plan's environment, and the governance change it carries (if any)."""
+
+    plan.environment = environment
+    plan.governance = governance.change(record, proposed)
+
+
+def _may_save(workspace: Workspace) -> bool:
+    """Whether these credentials may read (or make) the workspace's plan key."""
+
+    try:
+        workspace.store().plan_key(workspace.settings.workspace)
+    except PlanKeyUnavailable:
+        return False
+    return True
+
+
+def _in_new_workspace(planned: Plan, manifests: ManifestSet, workspace: Workspace) -> Plan:
+    """``plan --out`` of a workspace never written: the workspace (and the state file)
+    made now that the plan has passed every check, so a plan that fails leaves no
+    state behind; then planned again, since the fingerprints of the secrets a
+    saved plan carries are made with the workspace's key."""
+
+    settings = workspace.settings
+    snapshot = workspace.store().snapshot(settings.workspace, responses=False)
+    if snapshot.serial or snapshot.entries:
+        raise StateError("the state changed while the plan was made: run `govsync plan` again")
+    again = make_plan(manifests, snapshot, environ=settings.environ, targets=settings.targets,
+                      prune=settings.selection.prune, replace=settings.replace)
+    again.checks, again.environment, again.governance = (
+        planned.checks, planned.environment, planned.governance)
+    again.drift, again.refreshed = planned.drift, planned.refreshed
+    # The creates the refresh found existing stay blocked.
+    found = {c.address: c for c in planned.changes if c.action == Action.BLOCKED}
+    for change in again.changes:
+        if change.action == Action.CREATE and change.address in found:
+            change.action, change.id, change.reason = (
+                Action.BLOCKED, found[change.address].id, found[change.address].reason)
+            change.request, change.operation = None, None
+    return again
+
+
+def check_rules(plan: Plan, manifests: ManifestSet, rules: tuple[Rule, ...],
+                environment: str | None, snapshot: Snapshot,
+                errors: list[Problem] | None = None) -> None:
+    """Rules (guardrails) on the manifests: ManifestError for an error (or, given
+    ``errors``, the errors put there); results as checks."""
+    if not rules:
+        return  # (without importing the rules engine)
+
+    try:
+        governance.check_plan(plan, manifests, rules, environment, snapshot)
+    except ManifestError as exc:
+        if errors is None:
+            raise
+        errors.extend(exc.problems)
+
+
+def write_plan(plan: Plan, settings: Settings, path: str,
+               manifests: ManifestSet | None = None, *,
+               workspace: Workspace | None = None) -> str:
+    """Save ``plan`` for ``govsync apply FILE``, authenticated with the workspace's plan
+    key, with the git commit of the manifests it was made from (for the audit).
+
+    Returns '' when it is authenticated, else why it is saved for review only
+    (``apply --reviewed``): made without secrets, or by credentials that may not
+    read the key (a read-only role).  ``workspace``: the open state the plan was
+    made with."""
+
+    plan.state = recorded_state(settings.state)
+    plan.git = audit.git_state(audit.manifests_folder(
+        manifests.files if manifests is not None else (), project_file(settings)))
+    key: bytes | None = None
+    with contextlib.ExitStack() as stack:
+        if workspace is None:
+            workspace = stack.enter_context(Workspace(settings))
+        store = workspace.existing()
+        if store is not None:
+            snapshot = store.snapshot(settings.workspace, responses=False, create=False)
+            if snapshot.lineage != plan.lineage or snapshot.serial != plan.serial:
+                raise StateError("the state changed while the plan was made: run `govsync "
+                                 "plan` again")
+            plan.state_digest = snapshot.content_digest()
+            if snapshot.lineage and plan.secrets_read:
+                with contextlib.suppress(PlanKeyUnavailable):
+                    key = store.plan_key(settings.workspace)
+    planfile.write(plan, path, key)
+    if key is not None:
+        return ""
+    return ("it was made without reading secrets" if not plan.secrets_read
+            else "these credentials may not read the workspace's plan key")
+
+
+def inspect_saved(saved: SavedPlan, settings: Settings) -> tuple[str, Governance | None]:
+    """For ``show``: whether the plan verifies against its workspace's state (in words),
+    and the governance that workspace records (None: none, or not readable)."""
+
+    workspace = saved.plan.workspace
+    if not exists(settings.state):
+        return f"not checked: there is no state at {safe_url(settings.state)}", None
+    try:
+        with runtime.open_state(settings) as store:
+            snapshot = store.snapshot(workspace, responses=False, create=False)
+            record = governance.recorded(snapshot.governance, workspace)
+            if not saved.authenticated:
+                return saved.verification(b""), record
+            try:
+                key = store.plan_key(workspace, create=False)
+            except PlanKeyUnavailable as exc:
+                return f"not checked: {exc}", record
+    except StateError as exc:
+        return f"not checked: {exc}", None
+    text = saved.verification(key)
+    if saved.plan.serial != snapshot.serial and (
+            saved.plan.state_digest != snapshot.content_digest()):
+        text += (f"; stale: the state changed since it was made (serial {saved.plan.serial} "
+                 f"-> {snapshot.serial}), so apply will refuse it")
+    return text, record
+
+
+def drift(manifests: ManifestSet, settings: Settings, *,
+          read_secrets: bool = True) -> DriftReport:
+    """The scheduled check: manifests against state, and live checks where a read exists.
+
+    With an endpoint configured, an unreachable API is an error (exit 1): a
+    drift job must not report "in sync" when it could not look.
+    """
+
+    if read_secrets:
+        check_secrets_set(manifests, settings)
+    snapshot = read_snapshot(settings, responses=refreshing(settings))
+    found, observed = refreshed(settings, snapshot, lambda missing: make_plan(
+        manifests, snapshot, environ=settings.environ, targets=settings.targets,
+        read_secrets=read_secrets, missing=missing, prune=settings.selection.prune,
+        replace=settings.replace))
+    refused_partial(observed, "drift cannot say what it could not read")
+    values = live.wanted(manifests)
+    existing: dict[str, set[str]] | None = None
+    skipped = f"no endpoint configured ({envvars.ENDPOINT} / --endpoint)"
+    if settings.endpoint:
+        async def read() -> dict[str, set[str]]:
+            async with runtime.client(settings, max_retries=1) as client:
+                return await live.read(client, values)
+
+        try:
+            import asyncio
+
+            existing = asyncio.run(read())
+        except UnauthorizedError as exc:
+            raise key_rejected(exc) from exc
+        except TransportError as exc:
+            raise ApiError(f"cannot run the live checks: endpoint unreachable ({exc.message})"
+                           ) from exc
+        except ApiError as exc:
+            raise ApiError(f"cannot run the live checks: {live.failed(values, exc)}") from exc
+    checks = live_checks(values, existing, skipped)
+    return DriftReport(found, checks, unobservable(
+        manifests, observed.reading.read_kinds() if observed else ()))

@@ -1,0 +1,145 @@
+"""What plan, drift and apply read from the server: the refresh of the recorded
+objects (contract section 12) and the live references (a Policy's groupName)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from govsync import envvars, live, runtime
+from govsync.commands.endpoint import endpoint_change, key_rejected
+from govsync.errors import ApiError, ManifestError, Problem, TransportError, UnauthorizedError
+from govsync.live import LiveValue
+from govsync.manifests.model import ManifestSet
+from govsync.plan import Action, Check, CheckStatus, Drifted, Plan, say_unread
+from govsync.settings import Settings
+from govsync.state import Snapshot
+
+if TYPE_CHECKING:
+    from govsync import refresh
+    from govsync.api.client import AsyncClient
+
+# A plan made from the manifests and the entries a refresh found missing on the server.
+MakePlan = Callable[[frozenset[str]], Plan]
+
+
+def refreshing(settings: Settings) -> bool:
+    """Whether this run reads the recorded objects from the server (contract section 12)."""
+    return settings.refresh and bool(settings.endpoint)
+
+
+def healing(settings: Settings) -> dict[str, Drifted] | None:
+    """Where ``selfHeal: true``: the dict a refresh fills with what changed outside
+    govsync, for the plan to undo it (None: drift is reported, never reverted)."""
+    return {} if settings.selection.self_heal else None
+
+
+def unread(plan: Plan, settings: Settings) -> Plan:
+    """A plan made without a refresh says what its updates send."""
+    say_unread(plan, "--refresh=false" if settings.endpoint else "no endpoint")
+    return plan
+
+
+def refreshed(settings: Settings, snapshot: Snapshot, make: MakePlan,
+              heal: dict[str, Drifted] | None = None) -> tuple[Plan, refresh.Observed | None]:
+    """The plan ``make`` makes, after a refresh where this run reads the server."""
+    if not refreshing(settings):
+        return unread(make(frozenset()), settings), None
+    import asyncio
+
+    return asyncio.run(refreshed_async(settings, snapshot, make, heal))
+
+
+async def refreshed_async(settings: Settings, snapshot: Snapshot, make: MakePlan,
+                          heal: dict[str, Drifted] | None = None,
+                          ) -> tuple[Plan, refresh.Observed | None]:
+    """Read every recorded object, then plan (missing objects as creates, creates of
+    objects that exist unrecorded blocked).  Not where the state belongs to another
+    endpoint, whose ids would all look missing here."""
+    if not refreshing(settings):
+        return unread(make(frozenset()), settings), None
+    from govsync import refresh  # with asyncio: offline commands never load it
+
+    if snapshot.entries and endpoint_change(snapshot, settings):
+        plan = make(frozenset())
+        refresh.skipped(plan, "the state was applied against another endpoint")
+        return plan, None
+    try:
+        async with runtime.client(settings, lanes=refresh.LANES) as client:
+            return await refresh.refreshed(client, snapshot.entries, make,
+                                           settings.selection.ignore_changes,
+                                           heal if heal is not None else None)
+    except UnauthorizedError as exc:
+        raise key_rejected(exc) from exc
+
+
+async def check_creates(plan: Plan, settings: Settings, snapshot: Snapshot) -> None:
+    """A saved plan's creates, at apply time: none of an object that now exists on the
+    server unrecorded (BlockedPlanError follows; nothing is sent)."""
+    if not refreshing(settings) or not any(c.action == Action.CREATE for c in plan.changes):
+        return
+    from govsync import refresh
+
+    try:
+        async with runtime.client(settings) as client:
+            reading = await refresh.block_existing(client, plan, snapshot.entries)
+    except UnauthorizedError as exc:
+        raise key_rejected(exc) from exc
+    if not reading.complete:
+        raise ApiError(f"cannot check that the plan's creates do not exist on the server yet: "
+                       f"{reading.summary()}; nothing was applied")
+
+
+def refused_partial(observed: refresh.Observed | None, doing: str) -> None:
+    """ApiError when some recorded objects could not be read: never act on a partial
+    picture."""
+    if observed is None or observed.reading.complete:
+        return
+    raise ApiError(f"{observed.reading.summary()}; {doing}: run again once the server "
+                   "answers (or --refresh=false to compare with the recorded state only)")
+
+
+def skip_live(plan: Plan, values: list[LiveValue], why: str) -> None:
+
+    for ref in live.refs(values):
+        plan.checks.append(Check(ref.check, CheckStatus.SKIPPED, f"{ref.noun}s not checked: {why}"))
+
+
+async def check_live(plan: Plan, manifests: ManifestSet, client: AsyncClient,
+                     addresses: list[str] | None, *, unreachable: bool = False) -> None:
+    """Check the live references of ``addresses`` (None: all); record it on ``plan``.
+
+    ManifestError for names that do not exist.  An endpoint that cannot be read is
+    an ApiError naming it and why with ``unreachable`` (plan: a wrong endpoint in
+    CI must not give a green pull request), else the check is skipped (apply: its
+    own requests then say it)."""
+
+    values = live.wanted(manifests, addresses)
+    if not values:
+        return
+    try:
+        existing = await live.read(client, values)
+    except UnauthorizedError as exc:
+        raise key_rejected(exc) from exc
+    except TransportError as exc:
+        if unreachable:
+            raise ApiError(f"cannot run the live checks ({' and '.join(live.operations(values))})"
+                           f": {exc.message}; check the endpoint (--endpoint, "
+                           f"{envvars.ENDPOINT} or the project's environment)") from exc
+        skip_live(plan, values, f"endpoint unreachable ({exc.message})")
+        return
+    except ApiError as exc:
+        if unreachable:
+            raise ApiError(f"cannot run the live checks: {live.failed(values, exc)}") from exc
+        skip_live(plan, values, live.failed(values, exc))
+        return
+    missing = live.missing(values, existing)
+    if missing:
+        raise ManifestError([
+            Problem(*v.manifest.where(f"spec.{v.ref.field}"),
+                    f"{v.message}; create the {v.ref.word} or fix the name")
+            for v in missing
+        ])
+    for ref in live.refs(values):
+        count = sum(v.ref == ref for v in values)
+        plan.checks.append(Check(ref.check, CheckStatus.PASSED, f"{count} {ref.noun}(s) exist"))
