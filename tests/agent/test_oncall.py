@@ -15,7 +15,8 @@ from click.testing import CliRunner, Result
 from test_web import TOKEN, client
 
 from govsync.agent import Agent as AgentInProcess
-from govsync.agent import Options, create_app
+from govsync.agent import Options
+from govsync.agentweb import create_app
 from govsync.cli import cli as main
 from govsync.project import SettingValue
 from testkit import free_port

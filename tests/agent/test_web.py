@@ -16,7 +16,8 @@ import httpx
 import pytest
 from starlette.types import ASGIApp
 
-from govsync.agent import Agent, Options, create_app
+from govsync.agent import Agent, Options
+from govsync.agentweb import create_app
 from govsync.ui.app import create_app as dashboard_app
 
 SECRET = "push-secret"

@@ -236,3 +236,14 @@ def test_the_exception_diagram_names_every_exception() -> None:
                and not name.startswith("_")]
     missing = [name for name in classes if not re.search(rf"\b{name}\b", diagram)]
     assert not missing, f"errors.py's diagram lacks {missing}"
+
+
+def test_the_agent_does_not_import_the_dashboard() -> None:
+    """Issue 31: statuses sit below both; the dashboard is mounted by agentweb.py, above."""
+    agent = [m for m in MODULES if m == "govsync.agent" or m.startswith("govsync.agent.")]
+    assert len(agent) > 10
+    found = [(m, target) for m in agent for target, *_ in imports(m)
+             if target == "govsync.ui" or target.startswith("govsync.ui.")]
+    assert not found, found
+    # The check sees real edges: agentweb.py does import the dashboard.
+    assert any(t.startswith("govsync.ui") for t, *_ in imports("govsync.agentweb"))

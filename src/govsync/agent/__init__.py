@@ -18,10 +18,12 @@
 ``reach``          where sinks may send (the operator's SinkPolicy), proxies, and
                    one deadline for a whole attempt
 ``metrics``        the Prometheus metrics
-``web``            the HTTP side: probes, metrics, the JSON API, the push webhook,
-                   the dashboard at ``/`` (the only import of ``govsync.ui``)
 ``control``        ``pause``, ``resume`` and ``accept``, recorded in the workspace
 =================  ================================================================
+
+The agent's HTTP side (probes, metrics, the JSON API, the push webhook and the
+dashboard at ``/``) is ``govsync.agentweb``, above both this package and ``govsync.ui``:
+nothing here imports the dashboard.
 """
 
 from __future__ import annotations
@@ -29,7 +31,5 @@ from __future__ import annotations
 from govsync.agent.control import accept, pause, resume
 from govsync.agent.loop import Agent, Options
 from govsync.agent.reach import SinkPolicy
-from govsync.agent.web import Served, create_app
 
-__all__ = ["Agent", "Options", "Served", "SinkPolicy", "accept", "create_app", "pause",
-           "resume"]
+__all__ = ["Agent", "Options", "SinkPolicy", "accept", "pause", "resume"]

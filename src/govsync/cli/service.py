@@ -131,7 +131,8 @@ def agent_command(ctx: click.Context, project_file: str | None, repo: str | None
     """
     if ctx.invoked_subcommand is not None:
         return
-    from govsync.agent import Agent, Options, Served, SinkPolicy, create_app
+    from govsync.agent import Agent, Options, SinkPolicy
+    from govsync.agentweb import Served, create_app
     from govsync.served import loopback
     from govsync.ui.app import parse_listen
 

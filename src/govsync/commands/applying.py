@@ -83,7 +83,8 @@ def _held(store: StateStore, workspace: str, holder: LockHolder,
 async def _send(source: Source, ready: Preflight, store: StateStore, snapshot: Snapshot,
                 settings: Settings, options: ApplyOptions) -> tuple[Plan, ApplyResult]:
     """Apply a checked plan: what is sent, recorded as it is answered."""
-    from govsync.apply import Applier, ApplyResult, Throttle
+    from govsync.apply import Applier, ApplyResult
+    from govsync.scheduling import Throttle
 
     plan, record, target = ready.plan, ready.recorded, ready.target
     evidence = source.evidence
