@@ -3,7 +3,7 @@ objects (contract section 12) and the live references (a Policy's groupName)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from govsync import envvars, live, runtime
@@ -13,7 +13,7 @@ from govsync.live import LiveValue
 from govsync.manifests.model import ManifestSet
 from govsync.plan import Action, Check, CheckStatus, Drifted, Plan, say_unread
 from govsync.settings import Settings
-from govsync.state import Snapshot
+from govsync.state import Entry, Snapshot, exists
 
 if TYPE_CHECKING:
     from govsync import refresh
@@ -68,9 +68,19 @@ async def refreshed_async(settings: Settings, snapshot: Snapshot, make: MakePlan
         async with runtime.client(settings, lanes=refresh.LANES) as client:
             return await refresh.refreshed(client, snapshot.entries, make,
                                            settings.selection.ignore_changes,
-                                           heal if heal is not None else None)
+                                           heal if heal is not None else None,
+                                           lambda: recorded_now(settings))
     except UnauthorizedError as exc:
         raise key_rejected(exc) from exc
+
+
+def recorded_now(settings: Settings) -> Mapping[str, Entry]:
+    """The workspace's entries as the state holds them now (a plan read them before the
+    server, without the lock)."""
+    if not exists(settings.state):
+        return {}
+    with runtime.open_state(settings) as store:
+        return store.snapshot(settings.workspace, responses=False, create=False).entries
 
 
 async def check_creates(plan: Plan, settings: Settings, snapshot: Snapshot) -> None:

@@ -81,7 +81,9 @@ async def observe(client: AsyncClient, entries: Mapping[str, Entry],
 async def refreshed(client: AsyncClient, entries: Mapping[str, Entry],
                     make: Callable[[frozenset[str]], Plan],
                     ignore: Mapping[str, Sequence[str]] | None = None,
-                    heal: dict[str, Drifted] | None = None) -> tuple[Plan, Observed]:
+                    heal: dict[str, Drifted] | None = None,
+                    recheck: Callable[[], Mapping[str, Entry]] | None = None,
+                    ) -> tuple[Plan, Observed]:
     """Refresh, then the plan ``make`` makes with the missing objects as creates, its
     creates of objects that exist unrecorded blocked, and the refresh's findings on it.
     ``heal`` (self-heal): filled with what changed outside govsync before ``make`` runs,
@@ -90,7 +92,7 @@ async def refreshed(client: AsyncClient, entries: Mapping[str, Entry],
     if heal is not None:
         heal.update((d.address, d) for d in observed.drift if d.kind == DriftKind.CHANGED)
     plan = make(observed.missing)
-    await block_existing(client, plan, entries, observed.reading)
+    await block_existing(client, plan, entries, observed.reading, recheck)
     await verify_imports(client, plan, observed.reading)
     annotate(plan, observed)
     return plan, observed

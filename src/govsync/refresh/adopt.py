@@ -5,7 +5,7 @@ a secret no read returns."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from govsync import paths
@@ -229,7 +229,8 @@ def _identity(kind: Kind, change: Change, found: Mapping[str, str]) -> Identity 
 
 
 async def block_existing(client: AsyncClient, plan: Plan, entries: Mapping[str, Entry],
-                         reading: Reading | None = None) -> Reading:
+                         reading: Reading | None = None,
+                         recheck: Callable[[], Mapping[str, Entry]] | None = None) -> Reading:
     """Block every create whose object already exists on the server unrecorded (found
     by the fields that identify it in the kinds table: its name, its scope and label,
     ...): sending it would make a second one, or overwrite one govsync does not manage.
@@ -279,12 +280,25 @@ async def block_existing(client: AsyncClient, plan: Plan, entries: Mapping[str, 
         creating -= {change.address for creates in wanted.values() for change, _ in creates}
         pending = waiting
     recorded_ids = {(e.kind, e.id) for e in entries.values() if e.id}
-    for change in plan.changes:
+
+    def unrecorded(change: Change) -> str | None:
         live_id = found.get(change.address)
         # An address with an entry (an intent an apply is acting on, or left uncertain)
         # is recorded: its object is that apply's, settled by `state resolve`.
         if live_id and (change.kind, live_id) not in recorded_ids \
                 and change.address not in entries:
+            return live_id
+        return None
+
+    if recheck is not None and any(unrecorded(c) for c in plan.changes):
+        # The state was read before the server: an apply running meanwhile records its
+        # intent before it sends, so the state read again now knows every object of
+        # its that the lookup found (plan takes no lock).
+        entries = {**entries, **recheck()}
+        recorded_ids = {(e.kind, e.id) for e in entries.values() if e.id}
+    for change in plan.changes:
+        live_id = unrecorded(change)
+        if live_id:
             change.action = Action.BLOCKED
             change.id, change.request, change.operation = live_id, None, None
             change.reason = exists_reason(live_id)
