@@ -172,4 +172,4 @@ def test_bench_refresh_reads_every_recorded_object(tmp_path: Path) -> None:
     out = bench(str(ROOT / "bench/refresh/run.py"), "--sizes", "40", "--latency-ms", "1",
                 "--runs", "1", cwd=tmp_path)
     assert "refresh of 40 objects:" in out and "40 read; bound N x 1 ms / 10" in out
-    assert "no-op plan of 40 objects:" in out
+    assert "no-op plan of 40 objects (median of 1):" in out

@@ -134,8 +134,10 @@ def test_state_import_says_the_id_was_not_verified() -> None:
           "  classifierType: regex\n  classifierData: '[0-9]{3}-[0-9]{2}-[0-9]{4}'\n")
     result = run("state", "import", "DataLabel/ssn", "does-not-exist", "manifests/")
     assert result.exit_code == 0, result.output
+    # No endpoint here: nothing can read it (tests/refresh/test_state_import.py reads it).
     assert result.stdout == ("Recorded DataLabel/ssn as does-not-exist without verification: "
-                             "the API cannot read a DataLabel, check the id yourself.\n")
+                             "no endpoint is configured to read it from, check the id "
+                             "yourself.\n")
     assert "Imported" not in result.output
     listed = run("state", "list")
     assert "DataLabel/ssn\tdoes-not-exist\tapplied" in listed.stdout

@@ -168,13 +168,15 @@ def _verify_id(settings: Settings, address: str, object_id: str,
                spec: Mapping[str, Any]) -> str:
     """How ``object_id`` was checked: "verified by <the read that found it>", or why it
     was not read."""
-    if not settings.endpoint:
-        return "no endpoint is configured to read it from"
     import asyncio  # here, not at the top: offline commands never need it
 
     from govsync import refresh
 
     kind = BY_KIND[address.split("/", 1)[0]]
+    if not refresh.reading.readable(kind):
+        return refresh.unread_reason(kind)
+    if not settings.endpoint:
+        return "no endpoint is configured to read it from"
 
     async def verify() -> str | None:
         async with runtime.client(settings) as client:
