@@ -4,10 +4,18 @@ how many workers ``-n auto`` starts."""
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
 from testkit import EXAMPLE_SECRET_VARS
+
+# Bytecode caches on, for this process and every process it starts: where the
+# environment sets PYTHONDONTWRITEBYTECODE (CI images often do), each worker would
+# otherwise compile every test module again (with pytest's assertion rewriting), and
+# each `python -m govsync` every module of the package.  __pycache__ is ignored by git.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 @pytest.fixture
@@ -28,3 +36,20 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
         return None
     return 2 * (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                 else os.cpu_count() or 1)
+
+
+# The longest tests (each builds a virtual environment or runs a whole workflow), started
+# first so that no worker begins one while the others are finishing: the suite's wall
+# time is then its work shared out, not its work plus the last long test.
+FIRST = ("tests/workflow/test_readme_commands.py", "tests/workflow/test_packaging.py",
+         "tests/workflow/test_deploy.py", "tests/workflow/test_ci_steps.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        path = item.nodeid.split("::", 1)[0]
+        if path in FIRST:
+            return 0
+        return 1 if item.get_closest_marker("slow") else 2
+
+    items.sort(key=rank)  # stable: the order within each rank is the files' own

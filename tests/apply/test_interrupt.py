@@ -48,7 +48,9 @@ def test_the_first_sigint_waits_for_the_calls_in_flight_and_records_them(
 def test_a_second_sigint_aborts_at_once(serve: Callable[..., Server],
                                         make_govsync: Callable[..., Govsync],
                                         sqlite_state: str, tmp_path: Path) -> None:
-    server = serve("--latency-ms", "3000")
+    # Long enough that no create is answered between the two signals, however loaded
+    # the machine (the abort does not wait for the answers).
+    server = serve("--latency-ms", "6000")
     gov = make_govsync(sqlite_state, server.url)
     manifests = tmp_path / "m"
     write_hooks(manifests, (f"s{i}" for i in range(8)))
