@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from govsync import paths
+from govsync import paths, writes
 from govsync.api.catalog import Operation
 from govsync.api.kinds import BY_KIND, KINDS, REFERENCES, Kind, Reference
 from govsync.envvars import API_KEY as API_KEY_ENV
@@ -186,15 +186,7 @@ async def _read_by_get(client: AsyncClient, kind: Kind,
     ids = {o["id"] for o in listed if isinstance(o.get("id"), str)}
     ids |= {e.id for e in snapshot.entries.values() if e.kind == target.name and e.id}
 
-    async def one(value: str) -> dict[str, Any] | None:
-        try:
-            answer = await client.call(op, {op.by: value})
-        except NotFoundError:
-            return None
-        obj = answer.get(op.response_key) if op.response_key else answer
-        return obj if isinstance(obj, dict) else None
-
-    found = await asyncio.gather(*(one(value) for value in sorted(ids)))
+    found = await asyncio.gather(*(writes.read_by(client, op, value) for value in sorted(ids)))
     objects[kind.name] = [o for o in found if o is not None]
 
 

@@ -95,7 +95,11 @@ async def read_live(client: AsyncClient, kind: Kind, object_id: str,
     op = kind.get
     if op is None:
         raise ValueError(f"the API has no Get for a {kind.name}")
-    value = object_id if op.by == "id" else spec.get(op.by)
+    return await read_by(client, op, object_id if op.by == "id" else spec.get(op.by))
+
+
+async def read_by(client: AsyncClient, op: Operation, value: Any) -> dict[str, Any] | None:
+    """The object a Get finds by ``value`` (None: it answers 404, or not with an object)."""
     try:
         answer = await client.call(op, {op.by: value})
     except NotFoundError:

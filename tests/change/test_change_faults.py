@@ -7,42 +7,16 @@ by a read (none left uncertain in state)."""
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import random
-import threading
-import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
-import uvicorn
 import yaml
-from refreshkit import LOCAL_DB, Gov, copy_examples, write
-
-from govsync.server import Store, create_app
-from testkit import free_port
-
-KEY = "fault-test-key"
+from refreshkit import Gov, copy_examples, faulty_endpoint, write
 
 
-@contextlib.contextmanager
-def faulty(gov: Gov, rate: float, seed: int) -> Iterator[Gov]:
-    store = Store(str(gov.folder / LOCAL_DB))
-    app = create_app(store, api_keys=[KEY], fault_rate=rate, rng=random.Random(seed))
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error",
-                                           lifespan="off"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.01)
-    try:
-        yield dataclasses.replace(gov, env={**gov.env, "GOVSYNC_ENDPOINT":
-                                            f"http://127.0.0.1:{port}", "GOVSYNC_API_KEY": KEY})
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        store.close()
+def faulty(gov: Gov, rate: float, seed: int) -> contextlib.AbstractContextManager[Gov]:
+    return faulty_endpoint(gov, rate, random.Random(seed))
 
 
 def edit_all_hooks_and_remove_forms(manifests: Path) -> list[str]:

@@ -7,20 +7,11 @@ object's delete by a Get that finds it gone."""
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import random
-import threading
-import time
-from collections.abc import Iterator
 
-import uvicorn
-from refreshkit import LOCAL_DB, Gov, copy_examples
+from refreshkit import Gov, copy_examples, faulty_endpoint
 
-from govsync.server import Store, create_app
 from govsync.server.droppable import DroppableH11Protocol
-from testkit import free_port
-
-KEY = "replace-fault-key"
 
 
 class EveryWriteDropped(random.Random):
@@ -30,24 +21,8 @@ class EveryWriteDropped(random.Random):
         return 0.9
 
 
-@contextlib.contextmanager
-def dropping(gov: Gov) -> Iterator[Gov]:
-    store = Store(str(gov.folder / LOCAL_DB))
-    app = create_app(store, api_keys=[KEY], fault_rate=1.0, rng=EveryWriteDropped())
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error",
-                                           lifespan="off", http=DroppableH11Protocol))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.01)
-    try:
-        yield dataclasses.replace(gov, env={**gov.env, "GOVSYNC_ENDPOINT":
-                                            f"http://127.0.0.1:{port}", "GOVSYNC_API_KEY": KEY})
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        store.close()
+def dropping(gov: Gov) -> contextlib.AbstractContextManager[Gov]:
+    return faulty_endpoint(gov, 1.0, EveryWriteDropped(), http=DroppableH11Protocol)
 
 
 def test_a_replace_whose_answers_are_all_lost_is_settled_by_reads(gov: Gov) -> None:

@@ -9,10 +9,15 @@ Every test runs in a folder of its own (the embedded server keeps its objects in
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import json
 import os
+import random
 import shutil
 import textwrap
+import threading
+import time
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -21,6 +26,7 @@ from typing import Any
 
 import httpx
 import pytest
+import uvicorn
 import yaml
 from click.testing import CliRunner
 
@@ -32,6 +38,7 @@ from testkit import (
     EXAMPLE_SECRET_VARS,
     EXAMPLE_SEED,
     drop_pg_workspaces,
+    free_port,
     without_settings,
 )
 
@@ -226,3 +233,31 @@ def sqlite_gov(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Gov:
     without_settings(monkeypatch)
     monkeypatch.chdir(tmp_path)
     return make_gov(tmp_path, str(tmp_path / ".govsync" / "state.db"))
+
+
+FAULTY_KEY = "fault-test-key"
+
+
+@contextlib.contextmanager
+def faulty_endpoint(gov: Gov, rate: float, rng: random.Random,
+                    http: Any = "auto") -> Iterator[Gov]:
+    """``gov`` against a reference server over its local database whose writes fail at
+    ``rate`` as ``rng`` draws (``http``: uvicorn's protocol, e.g. one that drops the
+    connection after the server stored the write)."""
+    store = Store(str(gov.folder / LOCAL_DB))
+    app = create_app(store, api_keys=[FAULTY_KEY], fault_rate=rate, rng=rng)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error",
+                                           lifespan="off", http=http))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+    try:
+        yield dataclasses.replace(gov, env={**gov.env, "GOVSYNC_ENDPOINT":
+                                            f"http://127.0.0.1:{port}",
+                                            "GOVSYNC_API_KEY": FAULTY_KEY})
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        store.close()
