@@ -87,9 +87,9 @@ def test_plan_examples_against_the_local_endpoint_checks_groups(gov: Gov) -> Non
     assert plan["checks"] == [
         {"name": "refresh", "status": "passed",
          "detail": "0 recorded object(s) read from the server; 45 create(s) looked up on the "
-                   "server; 5 create(s) not checked for a duplicate (nothing finds them on the "
-                   "server before they are recorded): PolicyReport, ResourceAlias, "
-                   "SessionTermination"},
+                   "server; 6 create(s) not checked for a duplicate (nothing finds them on the "
+                   "server before they are recorded): PolicyReport, PolicySuspension, "
+                   "ResourceAlias, SessionTermination"},
         {"name": "groups", "status": "passed", "detail": "4 policy owner group(s) exist"}]
 
 

@@ -23,11 +23,14 @@ def refresh_check(plan: dict[str, Any]) -> str:
 
 
 def test_the_table_says_how_each_kind_is_found() -> None:
-    assert BY_KIND["PolicySuspension"].identity == ("policyId", "identityId")
+    assert BY_KIND["DataDiscoveryConfiguration"].identity == (
+        "resourceId", "nativeUserId", "database", "path")
     assert BY_KIND["NativeUser"].identity == ("resourceId", "label")
     assert BY_KIND["Hook"].identity == ("name",)
     assert BY_KIND["ConnectorAIProvider"].identity == ("connectorId",)
-    assert UNCHECKED == ["PolicyReport", "ResourceAlias", "SessionTermination"]
+    # A policy's suspensions: one identity may hold several (other conditions, expiries).
+    assert UNCHECKED == ["PolicyReport", "PolicySuspension", "ResourceAlias",
+                         "SessionTermination"]
 
 
 def test_a_lost_state_blocks_every_create_the_server_can_find(gov: Gov) -> None:
@@ -39,7 +42,7 @@ def test_a_lost_state_blocks_every_create_the_server_can_find(gov: Gov) -> None:
     changes = plan.json()["changes"]
     kinds_seen = {c["kind"] for c in changes}
     # The kinds found by more than a name are in the examples, and all blocked.
-    assert {"NativeUser", "PolicySuspension", "DataDiscoveryConfiguration"} <= kinds_seen
+    assert {"NativeUser", "DataDiscoveryConfiguration"} <= kinds_seen
     for change in changes:
         kind = BY_KIND[change["kind"]]
         if searchable(kind) and not kind.create.retry_safe:
@@ -72,5 +75,28 @@ def test_a_create_without_its_identifying_fields_is_said_unchecked(sqlite_gov: G
     assert plan.code in (0, 2), plan
     detail = refresh_check(plan.json())
     # The native user without a label cannot be found before it is recorded.
-    assert "6 create(s) not checked for a duplicate" in detail, detail
+    assert "7 create(s) not checked for a duplicate" in detail, detail
     assert "NativeUser" in detail.split("recorded): ", 1)[1]
+
+
+def test_a_second_suspension_for_the_same_identity_is_not_a_duplicate(gov: Gov) -> None:
+    # One identity may hold several suspensions of a policy (other conditions): a
+    # suspension made in the console for usr-erin must not block the manifest's.
+    manifests = copy_examples(gov.folder)
+    gov.ok("apply", str(manifests), "--auto-approve")
+    policy = gov.entries()["Policy/warehouse-business-hours"]["id"]
+    gov.call("CreatePolicySuspension", {
+        "policyId": policy, "identityId": "usr-erin", "expirationMinutes": 60,
+        "oneoff": True, "reason": "break glass",
+        "inputCondition": 'input.resource.id == "res-orders"'})
+    operations = manifests / "policy-operations.yaml"
+    operations.write_text(operations.read_text() + (
+        "---\napiVersion: govsync/v1\nkind: PolicySuspension\nmetadata:\n"
+        "  name: erin-ledger\nspec:\n  policyRef: warehouse-business-hours\n"
+        "  identityId: usr-erin\n  expirationMinutes: 60\n  oneoff: true\n"
+        "  reason: ledger\n  inputCondition: input.resource.id == \"res-ledger\"\n"))
+    plan = gov.run("plan", str(manifests), "--format", "json")
+    assert plan.code == 0, plan
+    (change,) = [c for c in plan.json()["changes"]
+                 if c["address"] == "PolicySuspension/erin-ledger"]
+    assert change["action"] == "create", change

@@ -233,7 +233,9 @@ KINDS: tuple[Kind, ...] = (
          lookup=("resourceId", "nativeUserId", "database", "path"),
          summary="A data discovery schedule for a resource and native user."),
     Kind("Policy", "CreatePolicy", live_refs=(LiveRef("groupName", "Group", "ListGroups", "groups", "policy owner group"),), summary="A policy owned by a group or a user."),
-    Kind("PolicySuspension", "CreatePolicySuspension", lookup=("policyId", "identityId"),
+    # Not looked up: one identity may hold several suspensions of a policy (their input
+    # conditions and expiries differ), so no field of the table tells one from another.
+    Kind("PolicySuspension", "CreatePolicySuspension", lookup=(),
          summary="A suspension of a policy for an identity."),
     Kind("PolicyReport", "CreatePolicyReport", lookup=(),
          summary="A report over a policy's evaluations."),

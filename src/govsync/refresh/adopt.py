@@ -234,7 +234,7 @@ async def block_existing(client: AsyncClient, plan: Plan, entries: Mapping[str, 
     """Block every create whose object already exists on the server unrecorded (found
     by the fields that identify it in the kinds table: its name, its scope and label,
     ...): sending it would make a second one, or overwrite one govsync does not manage.
-    A create that names another create (a suspension of a policy) is looked up once
+    A create that names another create (a discovery configuration of a native user) is looked up once
     that one is found, by its id.  Creates of kinds nothing can find are counted in
     ``reading.unchecked``.  Returns what was read."""
     reading = reading if reading is not None else Reading()
@@ -264,19 +264,28 @@ async def block_existing(client: AsyncClient, plan: Plan, entries: Mapping[str, 
             if isinstance(identity, Ref):
                 if identity.address in creating:
                     waiting.append((change, kind))
+                elif identity.address.split("/", 1)[0] in reading.unreadable:
+                    # What it refers to could not be looked for: neither can it.
+                    reading.unchecked[kind.name] = reading.unchecked.get(kind.name, 0) + 1
             elif identity is not None:
                 wanted.setdefault(kind.name, []).append((change, identity))
             else:  # a field that identifies it is not set (a native user without a label)
                 reading.unchecked[kind.name] = reading.unchecked.get(kind.name, 0) + 1
         if not wanted:
+            # Left waiting on creates that were never looked for (their own fields
+            # unset): they cannot be looked for either.
+            for _change, kind in waiting:
+                reading.unchecked[kind.name] = reading.unchecked.get(kind.name, 0) + 1
             break
-        reading.looked_up += sum(len(creates) for creates in wanted.values())
         try:
             async with asyncio.TaskGroup() as group:
                 for name, creates in wanted.items():
                     group.create_task(_look_up(reader, BY_KIND[name], creates, found))
         except* UnauthorizedError as rejected:
             raise first_rejection(rejected) from None
+        # Counted once looked for: a kind the endpoint cannot read is said as such.
+        reading.looked_up += sum(len(creates) for name, creates in wanted.items()
+                                 if name not in reading.unreadable)
         creating -= {change.address for creates in wanted.values() for change, _ in creates}
         pending = waiting
     recorded_ids = {(e.kind, e.id) for e in entries.values() if e.id}
