@@ -17,7 +17,10 @@ it starts and then the pickled result.  A worker that dies or runs out of time
 is reported with the last step it started, so the caller can name the rule that
 went over, and a new worker is started for the next piece of work.
 
-Where no worker can be started the work runs in this process, unbounded.
+Where there is no interpreter to start (``sys.executable`` empty: an embedded Python)
+the work runs in this process, unbounded; where starting one fails, nothing is
+evaluated (BudgetExceeded).  The worker is given no credential of the caller's
+environment and imports nothing from the directory the caller runs in.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ if TYPE_CHECKING:  # subprocess is imported when a worker starts: validate never
 T = TypeVar("T")
 
 _STEP, _DONE, _FAILED = b"S", b"D", b"F"
+_OUT_OF_MEMORY = 3  # the worker's exit code when the work ran out of its memory
 
 
 class BudgetExceeded(Exception):
@@ -82,7 +86,8 @@ class _Worker:
             return  # in use: it is running, and prestart never waits for it
         try:
             self._preload = tuple(dict.fromkeys((*self._preload, *preload)))
-            self._start()
+            with contextlib.suppress(BudgetExceeded):  # said by the run that needs it
+                self._start()
         finally:
             self._lock.release()
 
@@ -94,15 +99,18 @@ class _Worker:
             return None
         import subprocess
 
-        environment = dict(os.environ)
-        environment["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        # Nothing of the caller's secrets, and no module from the directory it runs in
+        # (a checkout's own govsync/ would run with them): -P, absolute paths only.
+        environment = {k: v for k, v in os.environ.items() if k in _ENVIRONMENT}
+        environment["PYTHONPATH"] = os.pathsep.join(_import_path())
         try:
             self._process = subprocess.Popen(
-                [sys.executable, "-m", "govsync.bounded", *self._preload],
+                [sys.executable, "-P", "-m", "govsync.bounded", *self._preload],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=environment,
-                close_fds=True)
-        except OSError:
-            return None
+                close_fds=True, cwd=os.path.dirname(os.path.dirname(__file__)))
+        except OSError as exc:
+            raise BudgetExceeded("", f"its evaluator could not be started ({exc.strerror}): "
+                                 "nothing was evaluated") from None
         self._size = 0
         return self._process
 
@@ -114,7 +122,7 @@ class _Worker:
                 return work(lambda name: None, *args)
             import pickle
 
-            request = pickle.dumps((list(sys.path), pickle.dumps((work, args, memory))))
+            request = pickle.dumps((_import_path(), pickle.dumps((work, args, memory))))
             answered = False
             try:
                 result: T = self._exchange(process, request, seconds, memory)
@@ -208,6 +216,17 @@ class _Worker:
         self._process = None
 
 
+# What the worker keeps of the caller's environment: never a credential.
+_ENVIRONMENT = frozenset({"PATH", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "SYSTEMROOT"})
+
+
+def _import_path() -> list[str]:
+    """Where the worker imports from: the caller's path without the directory it runs in
+    (nor a relative entry), which a checkout under review controls."""
+    here = os.getcwd()
+    return [p for p in sys.path if p and os.path.isabs(p) and os.path.realpath(p) != here]
+
+
 _WORKER = _Worker()
 atexit.register(_WORKER.close)
 
@@ -218,6 +237,8 @@ def _died(last: str, status: int, memory: int) -> Any:
     why = f"more than {memory // (1024 * 1024)} MiB of memory"
     if os.WIFSIGNALED(status) and os.WTERMSIG(status) not in (signal.SIGABRT, signal.SIGSEGV):
         why = f"ended by signal {os.WTERMSIG(status)}"
+    elif os.WIFEXITED(status) and os.WEXITSTATUS(status) != _OUT_OF_MEMORY:
+        why = f"its evaluator ended with exit code {os.WEXITSTATUS(status)}"
     raise BudgetExceeded(last, why)
 
 
@@ -292,7 +313,7 @@ def _one(inner: bytes, fd: int) -> int:  # pragma: no cover - runs in the worker
     try:
         tag, value = _DONE, work(step, *args)
     except MemoryError:
-        return 3
+        return _OUT_OF_MEMORY
     except Exception as exc:  # the parent raises it again
         tag, value = _FAILED, exc
     finally:
