@@ -167,6 +167,10 @@ class _Worker:
                 last, _, _ = _records(buffer)
                 return _died(last, status, memory)
             buffer += chunk
+            if len(buffer) > memory:  # an answer larger than the work's own budget
+                self._stop(process)
+                raise BudgetExceeded(last, f"an answer of more than "
+                                           f"{memory // (1024 * 1024)} MiB")
             last, tag, payload = _records(buffer)
             if tag == _DONE:
                 return pickle.loads(payload)
@@ -310,20 +314,23 @@ def _one(inner: bytes, fd: int) -> int:  # pragma: no cover - runs in the worker
         return 0
     size = _address_space()
     _limit(size + memory if size else 0)  # no limit where the size cannot be read
-    try:
-        tag, value = _DONE, work(step, *args)
-    except MemoryError:
-        return _OUT_OF_MEMORY
-    except Exception as exc:  # the parent raises it again
-        tag, value = _FAILED, exc
+    try:  # the answer is made under the limit too
+        try:
+            tag, value = _DONE, work(step, *args)
+        except MemoryError:
+            return _OUT_OF_MEMORY
+        except Exception as exc:  # the parent raises it again
+            tag, value = _FAILED, exc
+        try:
+            payload = pickle.dumps(value)
+        except MemoryError:
+            return _OUT_OF_MEMORY
+        except Exception as exc:  # said as what it is, not as a lack of memory
+            tag, payload = _FAILED, pickle.dumps(RuntimeError(
+                f"the bounded work's {'result' if tag == _DONE else 'error'} "
+                f"{type(value).__name__} cannot be sent back ({type(exc).__name__})"))
     finally:
         _limit(0)
-    try:
-        payload = pickle.dumps(value)
-    except Exception as exc:  # said as what it is, not as a lack of memory
-        tag, payload = _FAILED, pickle.dumps(RuntimeError(
-            f"the bounded work's {'result' if tag == _DONE else 'error'} "
-            f"{type(value).__name__} cannot be sent back ({type(exc).__name__})"))
     _send(fd, tag, payload)
     return 0
 
