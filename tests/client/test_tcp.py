@@ -40,14 +40,16 @@ def _spaces(url: str) -> list[dict[str, Any]]:
     return list(objects.get("Space", []))
 
 
-# lanes > 1 is how apply sends (a bare transport per connection): the same answers.
-LANES = pytest.mark.parametrize("lanes", [1, 4])
+# lanes > 1 is how apply sends (a bare transport per connection), reads how a refresh
+# reads (lanes.StreamLane, on asyncio streams): the same answers, the same errors.
+LANES = pytest.mark.parametrize(("lanes", "reads"), [(1, False), (4, False), (1, True),
+                                                     (4, True)])
 
 
 @LANES
-async def test_client_over_tcp(serve: Callable[..., str], lanes: int) -> None:
+async def test_client_over_tcp(serve: Callable[..., str], lanes: int, reads: bool) -> None:
     url = serve()
-    async with AsyncClient(url, KEY, lanes=lanes) as client:
+    async with AsyncClient(url, KEY, lanes=lanes, reads=reads) as client:
         created = await client.call("CreateSpace", {"name": "over-tcp"})
         assert created["space"]["name"] == "over-tcp"
         assert "groups" in await client.call("ListGroups", {})
@@ -56,21 +58,22 @@ async def test_client_over_tcp(serve: Callable[..., str], lanes: int) -> None:
         groups = await client.list_all_groups(page_size=2)
     assert groups == []
     assert [s["name"] for s in _spaces(url)] == ["over-tcp"]
-    async with AsyncClient(url, "not-the-key", lanes=lanes) as client:
+    async with AsyncClient(url, "not-the-key", lanes=lanes, reads=reads) as client:
         with pytest.raises(errors.UnauthorizedError):
             await client.call("ListGroups", {})
-    async with AsyncClient(url, None, lanes=lanes) as client:
+    async with AsyncClient(url, None, lanes=lanes, reads=reads) as client:
         with pytest.raises(errors.UnauthorizedError):
             await client.call("ListGroups", {})
 
 
 @LANES
-async def test_many_calls_in_flight_over_tcp(serve: Callable[..., str], lanes: int) -> None:
+async def test_many_calls_in_flight_over_tcp(serve: Callable[..., str], lanes: int,
+                                            reads: bool) -> None:
     """More calls than lanes at once: each is sent once and answered."""
     import asyncio
 
     url = serve("--latency-ms", "20")
-    async with AsyncClient(url, KEY, lanes=lanes) as client:
+    async with AsyncClient(url, KEY, lanes=lanes, reads=reads) as client:
         made = await asyncio.gather(*(client.call("CreateSpace", {"name": f"s{i}"}) for i in range(12)))
     assert sorted(m["space"]["name"] for m in made) == sorted(f"s{i}" for i in range(12))
     assert sorted(s["name"] for s in _spaces(url)) == sorted(f"s{i}" for i in range(12))
@@ -78,13 +81,13 @@ async def test_many_calls_in_flight_over_tcp(serve: Callable[..., str], lanes: i
 
 @LANES
 async def test_faults_over_tcp_never_repeat_a_create_after_a_drop(
-    serve: Callable[..., str], lanes: int,
+    serve: Callable[..., str], lanes: int, reads: bool,
 ) -> None:
     """With --fault-rate 1.0 every write fails: 500 (retried) or a dropped connection."""
     url = serve("--fault-rate", "1.0")
     outcomes: dict[str, type[Exception]] = {}
     async with AsyncClient(url, KEY, max_retries=4, sleep=lambda s: None,
-                           lanes=lanes) as client:
+                           lanes=lanes, reads=reads) as client:
         for i in range(8):
             name = f"faulty-{i}"
             with pytest.raises((errors.ServerError, errors.AmbiguousError)) as caught:
@@ -96,3 +99,13 @@ async def test_faults_over_tcp_never_repeat_a_create_after_a_drop(
         assert stored.count(name) == (1 if outcome is errors.AmbiguousError else 0), name
     # Each create is ambiguous unless all 5 attempts drew a 500 (1/32 each).
     assert errors.AmbiguousError in outcomes.values()
+
+
+async def test_a_read_lane_that_cannot_connect_says_nothing_was_sent() -> None:
+    """Nothing listens: the read lanes' failure is the client's "could not reach" (a
+    connection never made), retried, as httpx's own transport says it."""
+    url = f"http://127.0.0.1:{testkit.free_port()}"
+    async with AsyncClient(url, KEY, lanes=4, reads=True, max_retries=1,
+                           sleep=lambda s: None) as client:
+        with pytest.raises(errors.TransportError, match="could not reach .* after 2 attempts"):
+            await client.call("ListGroups", {})
