@@ -1,8 +1,8 @@
 """Reading a large set of manifests in two processes: for the command line only.
 
 Forking is a process-wide act (unsafe with live threads), so only the entry
-point chooses it, by passing ``forked_reader`` to ``load``; the library
-reads in the calling process.
+point chooses it, by passing ``forked_reader`` to ``load`` (and ``cli.early``'s
+refresh to a plan); the library reads in the calling process.
 """
 
 from __future__ import annotations
@@ -78,5 +78,3 @@ def forked_reader(files: list[tuple[str, str]], context: Context) -> list[FileRe
             "reading in two processes failed (%s): reading the rest here", failure)
         second = [read_file(p, d, context) for p, d in files[half:]]
     return first + second
-
-

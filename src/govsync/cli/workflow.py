@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from govsync import approvals, commands, envvars, planfile, render
+from govsync.cli.early import early_refresh
 from govsync.cli.interrupt import graceful
 from govsync.cli.root import (
     FORMATS,
@@ -73,10 +74,12 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
     if out_file and not os.path.isdir(os.path.dirname(os.path.abspath(out_file))):
         # Before the plan, which may make the workspace for the file: nothing is left.
         raise ConfigError(f"cannot write the plan to {out_file}: its folder does not exist")
-    manifests = load(paths, settings.selection, short=True)
-    with commands.Workspace(settings) as workspace:  # the state opened once
+    # The state opened once; the server read while the manifests are.
+    with commands.Workspace(settings) as workspace, early_refresh(settings, workspace) as early:
+        manifests = load(paths, settings.selection, short=True)
         result = commands.plan(manifests, settings, saving=bool(out_file),
-                               read_secrets=not without_secrets, workspace=workspace)
+                               read_secrets=not without_secrets, workspace=workspace,
+                               early=early)
         _show_plan(result, fmt, settings, manifests)
         review_only = (commands.write_plan(result, settings, out_file, manifests,
                                            workspace=workspace) if out_file else "")
@@ -343,8 +346,9 @@ def drift(paths: tuple[str, ...], settings: Settings, fmt: str, without_secrets:
       govsync drift manifests/ --endpoint https://api.example.com --format markdown
     """
 
-    report = commands.drift(load(paths, settings.selection, short=True), settings,
-                            read_secrets=not without_secrets)
+    with commands.Workspace(settings) as workspace, early_refresh(settings, workspace) as early:
+        report = commands.drift(load(paths, settings.selection, short=True), settings,
+                                read_secrets=not without_secrets, early=early)
     o = out()
     if fmt == "json":
         click.echo(render.drift_json(report), nl=False)

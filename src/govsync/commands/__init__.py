@@ -20,6 +20,7 @@ from govsync.commands.applying import apply
 from govsync.commands.endpoint import normal_endpoint
 from govsync.commands.planning import Planned, drift, inspect_saved, plan, planned, write_plan
 from govsync.commands.preflight import AuditFields, Preflight, required
+from govsync.commands.reading import Early, early_snapshot, observe
 from govsync.commands.sources import ApplyOptions, Manifests, Reviewed, Saved, Source
 from govsync.commands.state_commands import (
     audit_export,
@@ -40,6 +41,7 @@ from govsync.settings import Settings
 __all__ = [
     "ApplyOptions",
     "AuditFields",
+    "Early",
     "Manifests",
     "Planned",
     "Preflight",
@@ -51,8 +53,10 @@ __all__ = [
     "apply",
     "audit_export",
     "drift",
+    "early_snapshot",
     "inspect_saved",
     "normal_endpoint",
+    "observe",
     "plan",
     "planned",
     "read_snapshot",

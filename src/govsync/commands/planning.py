@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from govsync import audit, envvars, governance, live, planfile, runtime
 from govsync.commands.endpoint import endpoint_change, identity, key_rejected
 from govsync.commands.reading import (
+    Early,
     check_live,
     healing,
     refreshed,
@@ -31,6 +32,7 @@ from govsync.commands.workspace import (
 from govsync.drift import DriftReport, live_checks, unobservable
 from govsync.errors import (
     ApiError,
+    GovsyncError,
     ManifestError,
     PlanKeyUnavailable,
     Problem,
@@ -62,7 +64,7 @@ class Planned:
 
 def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False,
          read_secrets: bool = True, rule_errors: list[Problem] | None = None,
-         workspace: Workspace | None = None) -> Plan:
+         workspace: Workspace | None = None, early: Early | None = None) -> Plan:
     """Diff the manifests against the workspace's state (no lock taken).
 
     Writes nothing, unless ``saving`` (``plan --out``) a workspace never written
@@ -72,13 +74,14 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False,
     are checked live (ListGroups).  GovernanceError when the workspace belongs
     to another environment than the one selected.  With ``rule_errors``, the errors of
     rules are put there and the plan returned all the same (the dashboard shows both).
-    ``workspace``: the caller's open state (``plan --out`` then writes through it)."""
+    ``workspace``: the caller's open state (``plan --out`` then writes through it);
+    ``early``: a refresh the caller began from it before the manifests were read."""
 
     with contextlib.ExitStack() as stack:
         if workspace is None:
             workspace = stack.enter_context(Workspace(settings))
         return _plan(manifests, settings, workspace, saving=saving, read_secrets=read_secrets,
-                     rule_errors=rule_errors).plan
+                     rule_errors=rule_errors, early=early).plan
 
 
 def planned(manifests: ManifestSet, settings: Settings) -> Planned:
@@ -93,7 +96,8 @@ def planned(manifests: ManifestSet, settings: Settings) -> Planned:
 
 
 def _plan(manifests: ManifestSet, settings: Settings, workspace: Workspace, *, saving: bool,
-          read_secrets: bool, rule_errors: list[Problem] | None) -> Planned:
+          read_secrets: bool, rule_errors: list[Problem] | None,
+          early: Early | None = None) -> Planned:
     if read_secrets:
         check_secrets_set(manifests, settings)
 
@@ -102,8 +106,8 @@ def _plan(manifests: ManifestSet, settings: Settings, workspace: Workspace, *, s
     running, governed = None, {}
     store = workspace.existing()
     if store is not None:
-        snapshot = store.snapshot(settings.workspace, responses=refreshing(settings),
-                                  create=False)
+        snapshot = early.snapshot if early is not None else store.snapshot(
+            settings.workspace, responses=refreshing(settings), create=False)
         running = store.running(settings.workspace)
         if snapshot.governance is None and settings.endpoint:
             governed = store.governed()
@@ -112,10 +116,14 @@ def _plan(manifests: ManifestSet, settings: Settings, workspace: Workspace, *, s
     record = governance.recorded(snapshot.governance, settings.workspace)
     governance.check_environment(record, selection.name, settings.workspace, selection.project)
     heal = healing(settings)
+    # While a refresh begun early is read in a second process, the live references
+    # are checked here (with --target they depend on the plan, so after it).
+    ahead = (_LiveAhead(manifests, settings) if early is not None and not settings.targets
+             else None)
     result, _observed = refreshed(settings, snapshot, lambda missing: make_plan(
         manifests, snapshot, environ=settings.environ, targets=settings.targets,
         read_secrets=read_secrets, missing=missing, prune=settings.selection.prune,
-        replace=settings.replace, heal=heal), heal)
+        replace=settings.replace, heal=heal), heal, early)
     result.secrets_read = read_secrets
     governed_by(result, record, proposed, selection.name)
     check_rules(result, manifests, governance.rules_to_check(record, proposed),
@@ -135,24 +143,55 @@ def _plan(manifests: ManifestSet, settings: Settings, workspace: Workspace, *, s
 
         result.checks.append(Check("endpoint", CheckStatus.WARNING,
                                    f"{changed}; apply will refuse without --allow-endpoint-change"))
-    # With --target, the targeted objects' live references only.
-    targeted = ([c.address for c in result.changes if c.address in manifests.objects]
-                if settings.targets else None)
-    values = wanted(manifests, targeted)
-    if values:
-        if settings.endpoint:
-            async def check() -> None:
-                async with runtime.client(settings, max_retries=1) as client:
-                    await check_live(result, manifests, client, targeted, unreachable=True)
-
-            import asyncio  # here, not at the top: offline commands never need it
-
-            asyncio.run(check())
-        else:
-            skip_live(result, values, "no endpoint configured (offline plan)")
+    if ahead is not None:
+        ahead.put(result)
+    else:
+        # With --target, the targeted objects' live references only.
+        _check_live(result, manifests, settings, [
+            c.address for c in result.changes if c.address in manifests.objects]
+            if settings.targets else None)
     if saving and read_secrets and not snapshot.lineage and _may_save(workspace):
         result = _in_new_workspace(result, manifests, workspace)
     return Planned(result, running)
+
+
+def _check_live(plan: Plan, manifests: ManifestSet, settings: Settings,
+                targeted: list[str] | None) -> None:
+    """The live references of ``targeted`` (None: all) checked, on ``plan``."""
+    values = wanted(manifests, targeted)
+    if not values:
+        return
+    if not settings.endpoint:
+        skip_live(plan, values, "no endpoint configured (offline plan)")
+        return
+
+    async def check() -> None:
+        async with runtime.client(settings, max_retries=1, reads=True) as client:
+            await check_live(plan, manifests, client, targeted, unreachable=True)
+
+    import asyncio  # here, not at the top: offline commands never need it
+
+    asyncio.run(check())
+
+
+class _LiveAhead:
+    """The live references checked before the plan is made: their checks, or the error
+    they raised, put on the plan where ``_check_live`` would have, so a plan says the
+    same in the same order either way."""
+
+    def __init__(self, manifests: ManifestSet, settings: Settings) -> None:
+        self._scratch = Plan(workspace=settings.workspace, lineage="", serial=0, digest="",
+                             changes=[])
+        self._error: GovsyncError | None = None
+        try:
+            _check_live(self._scratch, manifests, settings, None)
+        except GovsyncError as exc:
+            self._error = exc
+
+    def put(self, plan: Plan) -> None:
+        if self._error is not None:
+            raise self._error
+        plan.checks.extend(self._scratch.checks)
 
 
 def governed_by(plan: Plan, record: Governance | None, proposed: Governance,
@@ -277,20 +316,22 @@ def inspect_saved(saved: SavedPlan, settings: Settings) -> tuple[str, Governance
 
 
 def drift(manifests: ManifestSet, settings: Settings, *,
-          read_secrets: bool = True) -> DriftReport:
+          read_secrets: bool = True, early: Early | None = None) -> DriftReport:
     """The scheduled check: manifests against state, and live checks where a read exists.
 
     With an endpoint configured, an unreachable API is an error (exit 1): a
-    drift job must not report "in sync" when it could not look.
+    drift job must not report "in sync" when it could not look.  ``early``: a refresh
+    the caller began before the manifests were read.
     """
 
     if read_secrets:
         check_secrets_set(manifests, settings)
-    snapshot = read_snapshot(settings, responses=refreshing(settings))
+    snapshot = (early.snapshot if early is not None
+                else read_snapshot(settings, responses=refreshing(settings)))
     found, observed = refreshed(settings, snapshot, lambda missing: make_plan(
         manifests, snapshot, environ=settings.environ, targets=settings.targets,
         read_secrets=read_secrets, missing=missing, prune=settings.selection.prune,
-        replace=settings.replace))
+        replace=settings.replace), early=early)
     refused_partial(observed, "drift cannot say what it could not read")
     values = live.wanted(manifests)
     existing: dict[str, set[str]] | None = None

@@ -4,16 +4,23 @@ objects (contract section 12) and the live references (a Policy's groupName)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from govsync import envvars, live, runtime
+from govsync import envvars, governance, live, runtime
 from govsync.commands.endpoint import endpoint_change, key_rejected
-from govsync.errors import ApiError, ManifestError, Problem, TransportError, UnauthorizedError
+from govsync.errors import (
+    ApiError,
+    GovsyncError,
+    ManifestError,
+    Problem,
+    TransportError,
+    UnauthorizedError,
+)
 from govsync.live import LiveValue
 from govsync.manifests.model import ManifestSet
 from govsync.plan import Action, Check, CheckStatus, Drifted, Plan, say_unread
 from govsync.settings import Settings
-from govsync.state import Entry, Snapshot, exists
+from govsync.state import Entry, Snapshot, StateStore, exists
 
 if TYPE_CHECKING:
     from govsync import refresh
@@ -21,6 +28,17 @@ if TYPE_CHECKING:
 
 # A plan made from the manifests and the entries a refresh found missing on the server.
 MakePlan = Callable[[frozenset[str]], Plan]
+
+
+class Early(Protocol):
+    """A refresh begun before the manifests were read (the command line reads the
+    server in a second process meanwhile): the snapshot it started from, which the
+    plan then uses, and what it observed (None: it did not finish, so the plan reads
+    the server itself, as without it)."""
+
+    snapshot: Snapshot
+
+    def observed(self) -> refresh.Observed | None: ...
 
 
 def refreshing(settings: Settings) -> bool:
@@ -41,21 +59,59 @@ def unread(plan: Plan, settings: Settings) -> Plan:
 
 
 def refreshed(settings: Settings, snapshot: Snapshot, make: MakePlan,
-              heal: dict[str, Drifted] | None = None) -> tuple[Plan, refresh.Observed | None]:
-    """The plan ``make`` makes, after a refresh where this run reads the server."""
+              heal: dict[str, Drifted] | None = None, early: Early | None = None,
+              ) -> tuple[Plan, refresh.Observed | None]:
+    """The plan ``make`` makes, after a refresh where this run reads the server
+    (``early``: one begun already, from ``snapshot``)."""
     if not refreshing(settings):
         return unread(make(frozenset()), settings), None
     import asyncio
 
-    return asyncio.run(refreshed_async(settings, snapshot, make, heal))
+    observed = early.observed() if early is not None else None
+    return asyncio.run(refreshed_async(settings, snapshot, make, heal, observed))
+
+
+def early_snapshot(settings: Settings, store: StateStore | None) -> Snapshot | None:
+    """The snapshot a refresh may read the server for before the manifests are read:
+    None where the plan would not read it (no refresh, nothing recorded, the state
+    applied against another endpoint or governed for another environment).  The plan
+    says those, in their place: a state that cannot be read is None here too."""
+    if store is None or not refreshing(settings):
+        return None
+    try:
+        snapshot = store.snapshot(settings.workspace, responses=True, create=False)
+        record = governance.recorded(snapshot.governance, settings.workspace)
+        selection = settings.selection
+        governance.check_environment(record, selection.name, settings.workspace,
+                                     selection.project)
+    except GovsyncError:
+        return None
+    if not snapshot.entries or endpoint_change(snapshot, settings):
+        return None
+    return snapshot
+
+
+async def observe(settings: Settings, snapshot: Snapshot) -> refresh.Observed:
+    """Read every object ``snapshot`` records and compare it with what govsync applied:
+    the part of a refresh that needs the state only."""
+    from govsync import refresh
+
+    try:
+        async with runtime.client(settings, lanes=refresh.LANES, reads=True) as client:
+            return await refresh.observe(client, snapshot.entries,
+                                         settings.selection.ignore_changes)
+    except UnauthorizedError as exc:
+        raise key_rejected(exc) from exc
 
 
 async def refreshed_async(settings: Settings, snapshot: Snapshot, make: MakePlan,
                           heal: dict[str, Drifted] | None = None,
+                          observed: refresh.Observed | None = None,
                           ) -> tuple[Plan, refresh.Observed | None]:
-    """Read every recorded object, then plan (missing objects as creates, creates of
-    objects that exist unrecorded blocked).  Not where the state belongs to another
-    endpoint, whose ids would all look missing here."""
+    """Read every recorded object (``observed``: read already, from ``snapshot``), then
+    plan (missing objects as creates, creates of objects that exist unrecorded
+    blocked).  Not where the state belongs to another endpoint, whose ids would all
+    look missing here."""
     if not refreshing(settings):
         return unread(make(frozenset()), settings), None
     from govsync import refresh  # with asyncio: offline commands never load it
@@ -65,11 +121,11 @@ async def refreshed_async(settings: Settings, snapshot: Snapshot, make: MakePlan
         refresh.skipped(plan, "the state was applied against another endpoint")
         return plan, None
     try:
-        async with runtime.client(settings, lanes=refresh.LANES) as client:
+        async with runtime.client(settings, lanes=refresh.LANES, reads=True) as client:
             return await refresh.refreshed(client, snapshot.entries, make,
                                            settings.selection.ignore_changes,
                                            heal if heal is not None else None,
-                                           lambda: recorded_now(settings))
+                                           lambda: recorded_now(settings), observed)
     except UnauthorizedError as exc:
         raise key_rejected(exc) from exc
 

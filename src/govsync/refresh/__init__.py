@@ -83,12 +83,14 @@ async def refreshed(client: AsyncClient, entries: Mapping[str, Entry],
                     ignore: Mapping[str, Sequence[str]] | None = None,
                     heal: dict[str, Drifted] | None = None,
                     recheck: Callable[[], Mapping[str, Entry]] | None = None,
+                    observed: Observed | None = None,
                     ) -> tuple[Plan, Observed]:
-    """Refresh, then the plan ``make`` makes with the missing objects as creates, its
-    creates of objects that exist unrecorded blocked, and the refresh's findings on it.
-    ``heal`` (self-heal): filled with what changed outside govsync before ``make`` runs,
-    for it to plan the updates that undo it."""
-    observed = await observe(client, entries, ignore)
+    """Refresh (``observed``: read already), then the plan ``make`` makes with the
+    missing objects as creates, its creates of objects that exist unrecorded blocked,
+    and the refresh's findings on it.  ``heal`` (self-heal): filled with what changed
+    outside govsync before ``make`` runs, for it to plan the updates that undo it."""
+    if observed is None:
+        observed = await observe(client, entries, ignore)
     if heal is not None:
         heal.update((d.address, d) for d in observed.drift if d.kind == DriftKind.CHANGED)
     plan = make(observed.missing)
