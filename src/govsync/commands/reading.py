@@ -18,7 +18,7 @@ from govsync.errors import (
 )
 from govsync.live import LiveValue
 from govsync.manifests.model import ManifestSet
-from govsync.plan import Action, Check, CheckStatus, Drifted, Plan, say_unread
+from govsync.plan import Action, Check, CheckStatus, Drifted, DriftKind, Plan, say_unread
 from govsync.settings import Settings
 from govsync.state import Entry, Snapshot, StateStore, exists
 
@@ -68,6 +68,21 @@ def refreshed(settings: Settings, snapshot: Snapshot, make: MakePlan,
     import asyncio
 
     observed = early.observed() if early is not None else None
+    if observed is not None:
+        from govsync import refresh
+
+        if heal is not None:
+            heal.update((d.address, d) for d in observed.drift if d.kind == DriftKind.CHANGED)
+        plan = make(observed.missing)
+        if not any(c.action in (Action.CREATE, Action.IMPORT) for c in plan.changes):
+            # Nothing to look up on the server: no client, no event loop.
+            refresh.annotate(plan, observed)
+            return plan, observed
+
+        def made(missing: frozenset[str]) -> Plan:
+            return plan
+
+        make, heal = made, None
     return asyncio.run(refreshed_async(settings, snapshot, make, heal, observed))
 
 
