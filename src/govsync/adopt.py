@@ -145,6 +145,11 @@ def unfound(names: Iterable[str]) -> list[str]:
     return [f"{k.name}: {unfindable_reason(k)}" for k in KINDS if not findable(k)]
 
 
+# Gets in flight at once (a connector's AI provider, one per connector): the client's
+# lanes (cli/adopt.py makes it with as many).
+READS_IN_FLIGHT = 64
+
+
 async def read_server(client: AsyncClient, kinds: list[Kind], snapshot: Snapshot,
                       ) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
     """Every object of ``kinds`` on the server, by kind; and the kinds that could not be
@@ -186,7 +191,13 @@ async def _read_by_get(client: AsyncClient, kind: Kind,
     ids = {o["id"] for o in listed if isinstance(o.get("id"), str)}
     ids |= {e.id for e in snapshot.entries.values() if e.kind == target.name and e.id}
 
-    found = await asyncio.gather(*(writes.read_by(client, op, value) for value in sorted(ids)))
+    slots = asyncio.Semaphore(READS_IN_FLIGHT)
+
+    async def one(value: str) -> dict[str, Any] | None:
+        async with slots:
+            return await writes.read_by(client, op, value)
+
+    found = await asyncio.gather(*(one(value) for value in sorted(ids)))
     objects[kind.name] = [o for o in found if o is not None]
 
 

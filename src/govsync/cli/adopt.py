@@ -7,7 +7,7 @@ import sys
 import click
 
 from govsync import runtime
-from govsync.adopt import import_objects
+from govsync.adopt import READS_IN_FLIGHT, import_objects
 from govsync.cli.root import global_options
 from govsync.commands import read_snapshot
 from govsync.errors import MigrateError
@@ -44,7 +44,7 @@ def import_command(settings: Settings, kinds: tuple[str, ...], name_glob: str | 
     """
 
     try:
-        done = import_objects(runtime.client(settings), read_snapshot(settings), out_dir,
+        done = import_objects(runtime.client(settings, lanes=READS_IN_FLIGHT, reads=True), read_snapshot(settings), out_dir,
                               kinds=kinds, name_glob=name_glob)
     except MigrateError as exc:
         for line in exc.problems:
