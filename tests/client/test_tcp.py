@@ -109,3 +109,23 @@ async def test_a_read_lane_that_cannot_connect_says_nothing_was_sent() -> None:
                            sleep=lambda s: None) as client:
         with pytest.raises(errors.TransportError, match="could not reach .* after 2 attempts"):
             await client.call("ListGroups", {})
+
+
+@LANES
+async def test_every_transport_honours_the_environments_proxy(
+        serve: Callable[..., str], lanes: int, reads: bool,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """HTTP_PROXY names a proxy that is down: every call goes to it, so none reaches
+    the server (a lane that went straight there would bypass a corporate proxy);
+    NO_PROXY exempts the server's host."""
+    url = serve()
+    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{testkit.free_port()}")
+    async with AsyncClient(url, KEY, lanes=lanes, reads=reads, max_retries=0) as client:
+        with pytest.raises(errors.TransportError, match="could not reach"):
+            await client.call("ListGroups", {})
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    async with AsyncClient(url, KEY, lanes=lanes, reads=reads, max_retries=0) as client:
+        assert "groups" in await client.call("ListGroups", {})

@@ -336,6 +336,20 @@ def _tls_context() -> Any:
     return ssl.create_default_context(cafile=certifi.where())
 
 
+def environment_proxy(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (HTTPS_PROXY, HTTP_PROXY, ALL_PROXY,
+    less what NO_PROXY exempts), as httpx's ``trust_env`` reads it; None: none."""
+    from urllib.parse import urlsplit
+    from urllib.request import getproxies, proxy_bypass
+
+    found = getproxies()
+    split = urlsplit(url)
+    proxy = found.get(split.scheme) or found.get("all")
+    if not proxy or proxy_bypass(split.hostname or ""):
+        return None
+    return proxy if "://" in proxy else f"http://{proxy}"
+
+
 def _unused_context() -> Any:
     """A bare TLS context for plain-HTTP transports, which never use one."""
     import ssl
@@ -400,7 +414,11 @@ class AsyncClient:
         tls: dict[str, Any] = {}
         if transport is None:
             tls["verify"] = _tls_context() if base_url.startswith("https:") else _unused_context()
-        if reads and transport is None:
+        # The proxy the environment names for this endpoint: the client honours it
+        # (httpx's trust_env), and so must its lanes.
+        proxy = environment_proxy(base_url) if transport is None else None
+        self._proxy = proxy
+        if reads and transport is None and proxy is None:
             # Every call goes through a lane: httpcore (and anyio, 60 ms of imports at
             # the first client) is not loaded for a transport that is never used.
             transport = StreamLane(tls["verify"])
@@ -492,10 +510,10 @@ class AsyncClient:
             self._lanes.put_nowait(lane)
 
     def _new_lane(self) -> httpx.AsyncBaseTransport:
-        if self._reads:
+        if self._reads and self._proxy is None:
             return StreamLane(self._tls.get("verify"))
         limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-        return httpx.AsyncHTTPTransport(limits=limits, **self._tls)
+        return httpx.AsyncHTTPTransport(limits=limits, proxy=self._proxy, **self._tls)
 
     async def _pause(self, seconds: float) -> None:
         if self._sleep is None:
