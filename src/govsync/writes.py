@@ -119,19 +119,29 @@ def took_effect(kind: Kind, sent: Mapping[str, Any], live: Mapping[str, Any] | N
 async def created_beside(client: AsyncClient, kind: Kind, old_id: str,
                          sent: Mapping[str, Any]) -> dict[str, Any] | None | bool:
     """After a replace's create went unanswered: the new object (a live object of the
-    kind with the name sent, holding what was sent, other than ``old_id``), False when
-    a List shows there is none, None when no read can tell (a kind without a name or
-    an unscoped List, a failed read, more than one candidate)."""
-    op, name = kind.list, sent.get("name")
-    if not kind.named or op is None or op.scope_required or not isinstance(name, str):
+    kind with the fields that identify it sent, ``Kind.identity``: its name, or a native
+    user's resource and label ..., holding what was sent, other than ``old_id``), False
+    when a List shows there is none, None when no read can tell (a kind nothing
+    identifies, a List that cannot be scoped by them, a failed read, more than one
+    candidate)."""
+    fields, op = kind.identity, kind.list
+    identity = {f: sent.get(f) for f in fields}
+    if not fields or op is None or not all(isinstance(v, str) and v for v in identity.values()):
         return None
-    body: dict[str, Any] = ({"filter": {"field": {"key": "name", "value": {
-        "type": "string", "value": name}}}} if op.search else {})
+    body: dict[str, Any] = {}
+    if op.scope_required:
+        scope = next((s for s in op.scope if s.path in identity), None)
+        if scope is None:
+            return None
+        body = {scope.field: identity[scope.path]}
+    elif op.search and fields == ("name",):
+        body = {"filter": {"field": {"key": "name", "value": {
+            "type": "string", "value": identity["name"]}}}}
     try:
         listed = await Reader(client, Reading()).all_pages(op, body)
     except ApiError:
         return None
-    found = [o for o in listed if o.get("name") == name
+    found = [o for o in listed if all(o.get(f) == v for f, v in identity.items())
              and str(object_id(kind, o)) != old_id and took_effect(kind, sent, o)]
     if len(found) > 1:
         return None

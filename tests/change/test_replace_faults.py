@@ -45,3 +45,23 @@ def test_a_replace_whose_answers_are_all_lost_is_settled_by_reads(gov: Gov) -> N
         live = next(o for o in gov.objects(kind) if o["id"] == entries[address]["id"])
         assert live["spaceId"] == new, address
     assert "No changes" in gov.ok("plan", manifests).out
+
+
+def test_a_native_users_replace_whose_answers_are_lost_is_settled_by_its_scoped_list(
+        gov: Gov) -> None:
+    """A native user has no name: its new object is found by what identifies it (its
+    resource and label, Kind.identity) in its resource's List, not left uncertain."""
+    manifests = str(copy_examples(gov.folder))
+    gov.ok("apply", manifests, "--auto-approve")
+    old = gov.entries()["NativeUser/warehouse-bi"]["id"]
+    with dropping(gov) as flaky:
+        run = flaky.run("apply", manifests, "--auto-approve", "--replace",
+                        "NativeUser/warehouse-bi", "--allow-endpoint-change")
+    assert run.code == 0, run
+    assert "uncertain" not in run.err, run
+    entries = gov.entries()
+    assert all(e["status"] == "applied" for e in entries.values())
+    new = entries["NativeUser/warehouse-bi"]["id"]
+    users = [u for u in gov.objects("NativeUser") if u.get("label") == "BI dashboards"]
+    assert new != old and [u["id"] for u in users] == [new]
+    assert "No changes" in gov.ok("plan", manifests).out
