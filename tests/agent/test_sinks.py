@@ -219,6 +219,14 @@ def test_the_operators_hosts_are_checked_again_before_sending() -> None:
     notifier.send(Delivery(sink, message))
     notifier.close(5.0)
     assert sent == ["refused"]
+    # And a sink given the key of the environment it notifies about, as it is sent.
+    keyed_env = {"E": "env-key"}
+    again = Notifier(keyed_env, lambda d, r, e, f: sent.append(r), policy)
+    again.send(Delivery(Sink(SinkType.WEBHOOK, "e", DEFAULT_EVENTS,
+                             "https://hooks.example.com/x", secret=SecretRef("E")),
+                        message, keys=("env-key",)))
+    again.close(5.0)
+    assert sent == ["refused", "refused"]
     with pytest.raises(ValueError, match="write a host name or address"):
         SinkPolicy.of(["https://hooks.example.com/"], None, {})
 

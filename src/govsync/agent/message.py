@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -59,12 +59,15 @@ def delivery_id(environment: str, sink: str, revision: str | None, event: Event)
 
 @dataclass
 class Delivery:
-    """One message for one sink; ``issue``: the GitHub issue open for the environment."""
+    """One message for one sink; ``issue``: the GitHub issue open for the environment;
+    ``keys``: values the sink must not be given beside govsync's own (the API key of
+    the environment it notifies about), checked again as it is sent."""
 
     sink: Sink
     message: Message
     issue: int | None = None
     attempts: int = 0
+    keys: tuple[str, ...] = field(default=(), repr=False)
 
 
 class Result(StrEnum):

@@ -78,7 +78,7 @@ class Notifications:
                 return
             ledger = self._ledgers[target.name] = Ledger.from_value(stored)
             sinks = {s.name: s for s in self._sinks(target)}
-            resent = [Delivery(sinks[sink], message, ledger.issue(sink))
+            resent = [Delivery(sinks[sink], message, ledger.issue(sink), keys=_keys(target))
                       for sink, message in ledger.queued() if sink in sinks]
         for delivery in resent:
             self.notifier.send(delivery)
@@ -122,7 +122,8 @@ class Notifications:
                     if not ledger.claim(sink.name, result.revision, event, message):
                         self.metrics.notifications.labels(sink.name, Result.DEDUPLICATED).inc()
                         continue
-                    deliveries.append(Delivery(sink, message, ledger.issue(sink.name)))
+                    deliveries.append(Delivery(sink, message, ledger.issue(sink.name),
+                                               keys=_keys(target)))
             if not deliveries:
                 return
             try:
@@ -158,3 +159,9 @@ class Notifications:
 
     def close(self, timeout: float) -> None:
         self.notifier.close(timeout)
+
+
+def _keys(target: Target) -> tuple[str, ...]:
+    """What no sink of ``target`` is given beside govsync's own credentials."""
+    key = target.settings.api_key
+    return (key,) if key else ()

@@ -171,7 +171,7 @@ class Notifier:
         (Refused: the operator does not allow this sink, checked here again before
         sending)."""
         sink = delivery.sink
-        refusal = self.policy.refusal(sink, self.environ)
+        refusal = self.policy.refusal(sink, self.environ, keys=delivery.keys)
         if refusal is not None:
             raise Refused(refusal)
         client = SINKS[sink.type](sink, self.environ, self.policy, self.transport,
