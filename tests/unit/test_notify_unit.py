@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import threading
 from typing import Any
 
@@ -181,7 +182,8 @@ def test_the_notifier_tries_again_and_reports_each_attempt() -> None:
                       "lastErrorAt": health["lastErrorAt"]}
 
 
-def test_the_ledger_claims_once_and_keeps_what_became_of_each_delivery() -> None:
+def test_the_ledger_claims_once_and_keeps_what_became_of_each_delivery(
+        caplog: pytest.LogCaptureFixture) -> None:
     ledger = Ledger()
     first = message()
     assert ledger.claim("gh", first.revision, first.event, first)
@@ -204,5 +206,10 @@ def test_the_ledger_claims_once_and_keeps_what_became_of_each_delivery() -> None
     assert again.claim("gh", later.revision, later.event, later)
     assert again.issue("gh") == 7
     assert again.sinks["gh"].events[Event.OUT_OF_SYNC].state == DeliveryState.QUEUED
-    assert Ledger.from_value({"gh": "not a record", "x": {"events": {"nope": {}}}}).value() == {
-        "x": {"revision": None, "events": {}, "issue": None}}
+    with caplog.at_level(logging.WARNING, logger="govsync.agent.ledger"):
+        assert Ledger.from_value({"gh": "not a record", "x": {"events": {"nope": {}}}}
+                                 ).value() == {"x": {"revision": None, "events": {},
+                                                     "issue": None}}
+    assert [r.getMessage() for r in caplog.records] == [
+        "the notification ledger's record of sink 'gh' cannot be read: left out (its "
+        "events may be notified again)"]

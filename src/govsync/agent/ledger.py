@@ -12,6 +12,7 @@ As stored (JSON)::
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -20,6 +21,8 @@ from govsync.agent.message import Delivery, Message, Result
 from govsync.agent.sinks import Facts
 from govsync.agentconfig import Event
 from govsync.state import now
+
+log = logging.getLogger(__name__)
 
 
 class DeliveryState(StrEnum):
@@ -114,12 +117,20 @@ class Ledger:
 
     @classmethod
     def from_value(cls, value: Any) -> Ledger:
-        """The ledger as stored (an empty one for anything else)."""
+        """The ledger as stored (an empty one for anything else).  A record that cannot
+        be read is left out, and said: its sink may be sent an event again (the message's
+        id is the same, for the receiver to deduplicate on)."""
         found = {}
+        if value is not None and not isinstance(value, dict):
+            log.warning("the notification ledger in the state is not a mapping: read as "
+                        "empty (events may be notified again)")
         for sink, data in (value.items() if isinstance(value, dict) else ()):
             record = SinkRecord.from_dict(data)
             if record is not None:
                 found[str(sink)] = record
+            else:
+                log.warning("the notification ledger's record of sink %r cannot be read: "
+                            "left out (its events may be notified again)", str(sink)[:80])
         return cls(found)
 
     def claim(self, sink: str, revision: str | None, event: Event,
