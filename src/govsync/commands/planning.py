@@ -149,20 +149,27 @@ def _plan(manifests: ManifestSet, settings: Settings, workspace: Workspace, *, s
         # With --target, the targeted objects' live references only.
         _check_live(result, manifests, settings, [
             c.address for c in result.changes if c.address in manifests.objects]
-            if settings.targets else None)
+            if settings.targets else None, moved=changed)
     if saving and read_secrets and not snapshot.lineage and _may_save(workspace):
         result = _in_new_workspace(result, manifests, workspace)
     return Planned(result, running)
 
 
 def _check_live(plan: Plan, manifests: ManifestSet, settings: Settings,
-                targeted: list[str] | None) -> None:
-    """The live references of ``targeted`` (None: all) checked, on ``plan``."""
+                targeted: list[str] | None, *, moved: str = "") -> None:
+    """The live references of ``targeted`` (None: all) checked, on ``plan``.  Not where
+    the state was applied against another endpoint (``moved``, ``endpoint_change``):
+    nothing is sent to an endpoint the workspace does not record, as the refresh
+    reads none (a commit that changes an environment's endpoint would have it sent
+    the key)."""
     values = wanted(manifests, targeted)
     if not values:
         return
     if not settings.endpoint:
         skip_live(plan, values, "no endpoint configured (offline plan)")
+        return
+    if moved:
+        skip_live(plan, values, MOVED)
         return
 
     async def check() -> None:
@@ -172,6 +179,10 @@ def _check_live(plan: Plan, manifests: ManifestSet, settings: Settings,
     import asyncio  # here, not at the top: offline commands never need it
 
     asyncio.run(check())
+
+
+# Why nothing is read from an endpoint the state does not record.
+MOVED = "the state was applied against another endpoint, and nothing is sent to this one"
 
 
 class _LiveAhead:
@@ -336,7 +347,9 @@ def drift(manifests: ManifestSet, settings: Settings, *,
     values = live.wanted(manifests)
     existing: dict[str, set[str]] | None = None
     skipped = f"no endpoint configured ({envvars.ENDPOINT} / --endpoint)"
-    if settings.endpoint:
+    if settings.endpoint and endpoint_change(snapshot, settings):
+        skipped = MOVED
+    elif settings.endpoint:
         async def read() -> dict[str, set[str]]:
             async with runtime.client(settings, max_retries=1) as client:
                 return await live.read(client, values)
