@@ -21,9 +21,13 @@ def test_plan_warns_and_apply_refuses_another_endpoint(gov: Gov, applied: Path,
     assert "applied against local, not http://127.0.0.1:9" in check["detail"]
     # With policies, an endpoint that cannot be read fails the plan (issue 23: a wrong
     # CI endpoint must not give a green pull request), naming it and why.
+    # An endpoint the state does not record is sent nothing (not the key either): the
+    # plan fails, naming both endpoints.
     unreachable = gov.run("plan", applied, *CLOSED, code=1)
-    assert "cannot run the live checks (ListGroups): could not reach " \
-           "http://127.0.0.1:9" in unreachable.stderr
+    assert "cannot run the live checks (ListGroups): workspace" in unreachable.stderr
+    assert "applied against local, not http://127.0.0.1:9" in unreachable.stderr
+    assert "nothing is sent to an endpoint the workspace's state does not record" \
+        in unreachable.stderr
 
     # Nothing to do: a no-op apply needs no endpoint at all.
     gov.run("apply", applied, *CLOSED, "--auto-approve")

@@ -41,7 +41,7 @@ from govsync.errors import (
     UnauthorizedError,
 )
 from govsync.governance import Governance
-from govsync.live import wanted
+from govsync.live import LiveValue, wanted
 from govsync.manifests.model import ManifestSet
 from govsync.plan import Action, Check, CheckStatus, Plan, make_plan
 from govsync.planfile import SavedPlan
@@ -169,8 +169,7 @@ def _check_live(plan: Plan, manifests: ManifestSet, settings: Settings,
         skip_live(plan, values, "no endpoint configured (offline plan)")
         return
     if moved:
-        skip_live(plan, values, MOVED)
-        return
+        raise ApiError(moved_error(values, moved))
 
     async def check() -> None:
         async with runtime.client(settings, max_retries=1, reads=True) as client:
@@ -181,8 +180,13 @@ def _check_live(plan: Plan, manifests: ManifestSet, settings: Settings,
     asyncio.run(check())
 
 
-# Why nothing is read from an endpoint the state does not record.
-MOVED = "the state was applied against another endpoint, and nothing is sent to this one"
+def moved_error(values: list[LiveValue], moved: str) -> str:
+    """Why the live checks were not run against an endpoint the state does not record
+    (a plan that could not check them is not a green one)."""
+    return (f"cannot run the live checks ({' and '.join(live.operations(values))}): {moved}; "
+            "nothing is sent to an endpoint the workspace's state does not record: point "
+            "the endpoint back, or, if its objects really are there now, apply with "
+            "--allow-endpoint-change")
 
 
 class _LiveAhead:
@@ -347,9 +351,10 @@ def drift(manifests: ManifestSet, settings: Settings, *,
     values = live.wanted(manifests)
     existing: dict[str, set[str]] | None = None
     skipped = f"no endpoint configured ({envvars.ENDPOINT} / --endpoint)"
-    if settings.endpoint and endpoint_change(snapshot, settings):
-        skipped = MOVED
-    elif settings.endpoint:
+    moved = endpoint_change(snapshot, settings) if settings.endpoint else ""
+    if moved and values:
+        raise ApiError(moved_error(values, moved))
+    if settings.endpoint:
         async def read() -> dict[str, set[str]]:
             async with runtime.client(settings, max_retries=1) as client:
                 return await live.read(client, values)
