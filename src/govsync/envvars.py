@@ -41,13 +41,15 @@ AGENT_URL: Final = "GOVSYNC_AGENT_URL"
 # never does): the hosts of webhook and Slack sinks, and the GitHub API.
 AGENT_SINK_HOSTS: Final = "GOVSYNC_AGENT_SINK_HOSTS"
 AGENT_GITHUB_API: Final = "GOVSYNC_AGENT_GITHUB_API"
+# And, where it says so, the API endpoints the agent may reach (with an environment's key).
+AGENT_ENDPOINTS: Final = "GOVSYNC_AGENT_ENDPOINTS"
 
 # Every one of govsync's own settings: none may stand for a manifest's secret
 # (``{fromEnv: GOVSYNC_API_KEY}`` would send govsync's own key to an integration).
 OWN: Final = frozenset({ENDPOINT, API_KEY, STATE, WORKSPACE, ENV, PROJECT, LOG, INSECURE_HTTP,
                         LOCAL_SEED, LOCAL_OPERATIONS, INSTALL_SPEC, KEY_PASSPHRASE, ACTOR,
                         UI_TOKEN, AGENT_WEBHOOK_SECRET, AGENT_URL, AGENT_SINK_HOSTS,
-                        AGENT_GITHUB_API})
+                        AGENT_GITHUB_API, AGENT_ENDPOINTS})
 # Those of them that hold credentials: a value of one of these is never given to a
 # notification sink, whatever variable the project file names.
 CREDENTIALS: Final = frozenset({API_KEY, STATE, KEY_PASSPHRASE, UI_TOKEN, AGENT_WEBHOOK_SECRET})

@@ -227,3 +227,37 @@ def test_a_blocked_change_holds_back_only_what_depends_on_it_when_opted_in(
     else:
         assert listed == [] and "held back" not in done.output
         assert summary.get("create") == 2, summary  # h2 waits too
+
+
+def test_an_environment_on_an_endpoint_the_operator_did_not_allow_is_sent_nothing(
+        tmp_path: Path) -> None:
+    """--allow-endpoint: a commit pointing an environment at a host of its choosing
+    (with a key variable of its choosing) gets an Error status and not one connection;
+    the endpoints allowed, and the embedded server, work as before."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.settimeout(0.5)
+    evil = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    write(tmp_path, STAGING.format(top="").replace(
+        "  staging:\n", f"  staging:\n    endpoint: {evil}\n"
+                        "    apiKey: {fromEnv: SOME_SECRET}\n"), ["e1"])
+    try:
+        done = once("--state", "state.db", "--allow-endpoint", "https://api.example.com",
+                    env={"SOME_SECRET": "not-for-them"})
+        assert done.exit_code == 1, done.output
+        assert (f"staging: Error (its endpoint {evil} is not one this agent may reach: "
+                "nothing was sent to it") in done.output
+        with pytest.raises(TimeoutError):
+            listener.accept()  # no connection was made
+    finally:
+        listener.close()
+    # The same project with its endpoint allowed (here the embedded server) runs.
+    write(tmp_path, STAGING.format(top="").replace("  staging:\n",
+                                                   "  staging:\n    endpoint: local\n"),
+          ["e1"])
+    again = once("--state", "state.db", "--allow-endpoint", "https://api.example.com")
+    assert again.exit_code == 0, again.output
+    assert "staging: Synced" in again.output

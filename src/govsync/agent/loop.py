@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from govsync import agentconfig, project, runtime
+from govsync import agentconfig, envvars, project, runtime
 from govsync.agent import cycle as cycles
 from govsync.agent import journal, readiness
 from govsync.agent.applied import LastApply
@@ -35,9 +35,11 @@ from govsync.agent.reach import SinkPolicy
 from govsync.agent.recall import recall
 from govsync.agent.views import Known
 from govsync.agentconfig import DEFAULT_INTERVAL
+from govsync.commands.endpoint import normal_endpoint
 from govsync.errors import GovsyncError, LockLostError, ManifestError, StateError
 from govsync.files import exposed_state, inside
 from govsync.project import Selection, SettingValue
+from govsync.redact import url as safe_url
 from govsync.settings import Settings, resolve
 from govsync.state import StateStore
 from govsync.state.model import AGENT_CYCLE, AGENT_LEADER
@@ -68,6 +70,20 @@ class Options:
     url: str | None = None  # where people reach this agent (links in notifications)
     # Where notifications may go (--allow-sink-host, --github-api): none by default.
     sinks: SinkPolicy = field(default_factory=SinkPolicy)
+    # The endpoints an environment may name (--allow-endpoint, normalised): none
+    # given, any (the project file's word); given, only these and ``local``.
+    endpoints: frozenset[str] = frozenset()
+
+    def endpoint_refused(self, endpoint: str | None) -> str:
+        """Why an environment's endpoint is not one this agent may reach ('' : it may)."""
+        if not self.endpoints or not endpoint or endpoint.strip() == "local":
+            return ""
+        normal = normal_endpoint(endpoint)
+        if normal in self.endpoints:
+            return ""
+        return (f"its endpoint {safe_url(normal)} is not one this agent may reach: nothing "
+                "was sent to it; its operator allows it with --allow-endpoint "
+                f"(or {envvars.AGENT_ENDPOINTS})")
 
 
 def short_of(exc: OSError) -> str:
@@ -130,7 +146,9 @@ class Agent:
                 self.woken.clear()
                 self._round(force=woken or once)
                 with self._lock:
-                    endpoints = [k.target.settings.endpoint for k in self.known.values()]
+                    endpoints = [k.target.settings.endpoint for k in self.known.values()
+                                 if not self.options.endpoint_refused(
+                                     k.target.settings.endpoint)]
                 self.ready = readiness.ready(fetched=self.fetched, endpoints=endpoints)
                 if once:
                     break
@@ -294,10 +312,13 @@ class Agent:
     def _environment(self, known: Known, problem: str) -> None:
         target = known.target
         workspace = target.workspace
-        exposed = exposed_state(target.settings.state, target.root)
-        if exposed:  # a commit could replace it: never opened
+        # A commit could point it at a host of its choosing, or replace its state:
+        # neither is touched then.
+        refused = (self.options.endpoint_refused(target.settings.endpoint)
+                   or exposed_state(target.settings.state, target.root))
+        if refused:
             known.leading = False
-            self._show(known, Cycle(target.name, workspace, Status.ERROR, exposed,
+            self._show(known, Cycle(target.name, workspace, Status.ERROR, refused,
                                     self.revision), ran=True)
             return
         try:

@@ -13,6 +13,7 @@ from govsync import envvars, logs
 from govsync.agentconfig import GITHUB_API, parse_duration
 from govsync.cli.root import global_options
 from govsync.cli.scope import given
+from govsync.commands.endpoint import normal_endpoint
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.envvars import UI_TOKEN
 from govsync.errors import ConfigError
@@ -96,6 +97,12 @@ def ui_command(settings: Settings, listen_at: str) -> None:
               help="A host that webhook and Slack sinks may send to (repeatable; the "
                    "variable: separated by spaces or commas). The project file cannot add "
                    "one: a sink elsewhere is refused.")
+@click.option("--allow-endpoint", "allowed_endpoints", multiple=True,
+              envvar=envvars.AGENT_ENDPOINTS, show_envvar=True, metavar="URL",
+              help="An API endpoint the project's environments may name (repeatable; the "
+                   "variable: separated by spaces or commas). Given, an environment whose "
+                   "endpoint is another is sent nothing (its key included): a commit "
+                   "cannot point one at a host of its choosing.")
 @click.option("--github-api", envvar=envvars.AGENT_GITHUB_API, show_envvar=True, metavar="URL",
               help=f"The GitHub API that github sinks use (default {GITHUB_API}); a sink "
                    "whose apiUrl names another is refused.")
@@ -104,7 +111,7 @@ def agent_command(ctx: click.Context, project_file: str | None, repo: str | None
                   branch: str | None, checkout_dir: str, listen_at: str, interval: str | None,
                   once: bool, env_names: tuple[str, ...], endpoint: str | None,
                   state_url: str | None, insecure_http: bool, sink_hosts: tuple[str, ...],
-                  github_api: str | None) -> None:
+                  allowed_endpoints: tuple[str, ...], github_api: str | None) -> None:
     """Reconcile continuously: plan every environment each interval, apply where
     its agent.autoApply allows, keep each one's status, alert, serve metrics.
 
@@ -119,7 +126,8 @@ def agent_command(ctx: click.Context, project_file: str | None, repo: str | None
     them and exits 0. The API and dashboard need GOVSYNC_UI_TOKEN beyond
     loopback; GOVSYNC_AGENT_URL is the address links in notifications use.
     Notifications go only where this command line allows (--allow-sink-host,
-    --github-api), whatever the project file says.
+    --github-api), whatever the project file says; with --allow-endpoint, so do
+    the API calls.
 
     \b
     Example:
@@ -159,7 +167,9 @@ def agent_command(ctx: click.Context, project_file: str | None, repo: str | None
                         "--workspace", envvars.WORKSPACE),
         insecure_http=insecure_http,
         local_seed=os.environ.get(envvars.LOCAL_SEED) or None,
-        url=os.environ.get(envvars.AGENT_URL) or None, sinks=sinks)
+        url=os.environ.get(envvars.AGENT_URL) or None, sinks=sinks,
+        endpoints=frozenset(normal_endpoint(e) for text in allowed_endpoints
+                            for e in text.replace(",", " ").split()))
     secure = (options.url or "").lower().startswith("https://")
     serving()
     agent = Agent(options, os.environ)
