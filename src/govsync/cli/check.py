@@ -13,8 +13,7 @@ from govsync.cli import envcheck
 from govsync.cli.root import echo_json, json_errors, load, out, paths_argument, project_options
 from govsync.errors import GovsyncError, ManifestError, Problem
 from govsync.manifests.model import ManifestSet
-from govsync.project import Selection
-from govsync.rules import check_manifests
+from govsync.project import Selection, section
 
 
 @click.command()
@@ -85,7 +84,9 @@ def _rules(manifests: ManifestSet, selection: Selection) -> list[Any]:
     if not selection.rules:
         return []  # (without importing the rules engine)
 
-    return check_manifests(manifests, selection.rules, selection.name).warnings
+    # The rules' module: loaded already, where it parsed the project's rules.
+    found = section("rules").check_manifests(manifests, selection.rules, selection.name)
+    return list(found.warnings)
 
 
 @click.command("environments")
