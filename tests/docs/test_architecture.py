@@ -38,6 +38,9 @@ HEAVY = frozenset({
     "zoneinfo", "subprocess",
     # pickle and signal: for the rules' worker (bounded.py) and the two-process reader.
     "pickle", "signal",
+    # logging (with traceback and string: 3 ms): loaded where a log is configured
+    # (GOVSYNC_LOG, logs.py) or written, not by every start-up (issue 31).
+    "logging",
 })
 
 

@@ -204,6 +204,8 @@ PLAN_ONLY = ("govsync.cli.workflow", "govsync.commands", "govsync.render", "govs
 # loaded only for a file that has the section, so not for these manifests alone.
 SECTIONS = ("govsync.rules", "govsync.ruleeval", "govsync.bounded", "govsync.approvals",
             "govsync.sshsig", "govsync.agentconfig")
+# Loaded where a log is asked for (GOVSYNC_LOG) or written (issue 31).
+LOGGING = ("logging", "govsync.logs")
 # Runs govsync's console entry and reports, as it exits, which of them were imported.
 PROBE = """
 import json, os, sys
@@ -232,7 +234,7 @@ def test_validate_and_an_offline_plan_never_import_heavy_packages(tmp_path: Any)
     # plan's and apply's (commands.py, the renderers, the plan, the state): the project
     # file's approvals and rules are read without them.
     for argv, heavy in (
-            (["validate", str(manifest)], (*HEAVY, *PLAN_ONLY, *SECTIONS)),
+            (["validate", str(manifest)], (*HEAVY, *PLAN_ONLY, *SECTIONS, *LOGGING)),
             (["plan", str(manifest), "--state", str(tmp_path / "s.db")], HEAVY)):
         done = subprocess.run([sys.executable, "-c", PROBE, json.dumps(argv), json.dumps(heavy)],
                               capture_output=True, text=True, env=env)

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import click
 
-from govsync import __version__, envvars, logs
+from govsync import __version__, envvars
 from govsync.cli.reading import forked_reader
 from govsync.cli.scope import given, new_state_said, replaced_paths, require_environment
 from govsync.envvars import API_KEY as API_KEY_ENV
@@ -309,7 +309,13 @@ def cli(ctx: click.Context, verbose: int, quiet: bool, no_color: bool) -> None:
     call: operation, status, duration, retries; never a secret or the key).
     """
     # Also without GOVSYNC_LOG: it undoes an earlier invocation's set-up in this process.
-    logs.configure(os.environ.get(LOG_ENV), hidden=[os.environ.get(API_KEY_ENV, "")])
+    # Where logging is not loaded yet there is nothing to undo, and logs (with logging
+    # and traceback: 3 ms of every start-up) is not loaded either.
+    wanted = os.environ.get(LOG_ENV)
+    if wanted or "logging" in sys.modules:
+        from govsync import logs
+
+        logs.configure(wanted, hidden=[os.environ.get(API_KEY_ENV, "")])
     ctx.obj = Output(verbose, quiet, no_color)
 
 
