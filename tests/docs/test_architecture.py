@@ -41,6 +41,8 @@ HEAVY = frozenset({
     # logging (with traceback and string: 3 ms): loaded where a log is configured
     # (GOVSYNC_LOG, logs.py) or written, not by every start-up (issue 31).
     "logging",
+    # urllib.parse (with ipaddress: 4 ms): where an endpoint's URL is taken apart.
+    "urllib.parse",
 })
 
 
@@ -103,12 +105,17 @@ def is_heavy(name: str, top: str) -> bool:
     return top in HEAVY or any(name == h or name.startswith(h + ".") for h in HEAVY)
 
 
+# Tables of modules a module imports by name (importlib) when it needs them:
+# project.py's SECTIONS (a project file's section -> the module that parses it), a
+# package face's LAZY (a name -> the module that holds it, PEP 562).
+TABLES = ("SECTIONS", "LAZY")
+
+
 def sections(tree: ast.Module) -> Iterator[tuple[str, int]]:
-    """(module, line) of a module's ``SECTIONS`` table: the modules of govsync it
-    imports by name (importlib) when a file it reads has the section."""
+    """(module, line) of each module a module's TABLES name: edges like its imports."""
     for node in tree.body:
         if (isinstance(node, ast.Assign) and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "SECTIONS"):
+                and isinstance(node.targets[0], ast.Name) and node.targets[0].id in TABLES):
             table = ast.literal_eval(node.value)
             for target in table.values():
                 assert target in MODULES, f"SECTIONS names {target}, not a module of govsync"
@@ -117,8 +124,8 @@ def sections(tree: ast.Module) -> Iterator[tuple[str, int]]:
 
 def imports(module: str) -> Iterator[tuple[str, int, str, bool, bool]]:
     """(imported, line, top name, inside a function, under TYPE_CHECKING) of a module.
-    A ``SECTIONS`` table's modules count as imports at the top: they are edges of the
-    graph like any other, only loaded later."""
+    The modules a ``SECTIONS`` or ``LAZY`` table names count as imports at the top:
+    they are edges of the graph like any other, only loaded later."""
     tree = ast.parse(MODULES[module].read_text())
     for target, line in sections(tree):
         yield target, line, "govsync", False, False
@@ -144,6 +151,13 @@ def imports(module: str) -> Iterator[tuple[str, int, str, bool, bool]]:
                 child, ast.FunctionDef | ast.AsyncFunctionDef), checking)
 
     yield from visit(tree, False, False)
+
+
+def imports_outside_type_checking(module: str) -> Iterator[tuple[str, int]]:
+    for name, line, _, _, checking in imports(module):
+        target = resolve(name)
+        if target is not None and not checking:
+            yield target, line
 
 
 def heavy_modules() -> set[str]:
@@ -249,6 +263,9 @@ def test_the_page_is_checked_against_real_edges() -> None:
     # project.py's SECTIONS (imported by name, when a file has the section) are edges too.
     assert {"govsync.rules", "govsync.approvals", "govsync.agentconfig"} <= {
         t for t, _ in edges("govsync.project")}
+    # So are the modules of commands/'s face, which loads them by name (LAZY).
+    assert {"govsync.commands.applying", "govsync.commands.planning"} <= {
+        t for t, _ in imports_outside_type_checking("govsync.commands")}
     every = {(m, t) for m in LAYER_OF for t, _ in edges(m)}
     assert len(every) > 100, f"only {len(every)} imports between govsync's modules found"
     assert all(not points_up(m, t) for m, t in every)

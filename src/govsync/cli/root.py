@@ -65,7 +65,7 @@ _LONG = {"v": "--verbose", "q": "--quiet"}
 COMMANDS = {
     "validate": "check:validate",
     "environments": "check:environments_command",
-    "plan": "workflow:plan",
+    "plan": "plan:plan",
     "apply": "workflow:apply",
     "drift": "workflow:drift",
     "graph": "workflow:graph_command",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from govsync import audit, envvars, governance, live, planfile, runtime
 from govsync.commands.endpoint import endpoint_change, identity, key_rejected
@@ -46,9 +47,11 @@ from govsync.manifests.model import ManifestSet
 from govsync.plan import Action, Check, CheckStatus, Plan, make_plan
 from govsync.planfile import SavedPlan
 from govsync.redact import url as safe_url
-from govsync.rules import Rule
 from govsync.settings import Settings
 from govsync.state import LockHolder, Snapshot, exists
+
+if TYPE_CHECKING:
+    from govsync.rules import Rule
 
 
 @dataclass
