@@ -43,6 +43,11 @@ HEAVY = frozenset({
     "logging",
     # urllib.parse (with ipaddress: 4 ms): where an endpoint's URL is taken apart.
     "urllib.parse",
+    # sqlite3 (2 ms); getpass and socket (5 ms, for a lock's holder): not where no state
+    # exists yet.
+    "sqlite3", "getpass", "socket",
+    # csv (1 ms): for `audit export --format csv`.
+    "csv",
 })
 
 
