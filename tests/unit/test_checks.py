@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 import typing
+from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
 import annotated_types as at
@@ -278,3 +279,17 @@ def test_a_plan_against_an_endpoint_never_imports_the_server(tmp_path: Any) -> N
     assert done.returncode == 0, done.stderr
     assert "Check groups: passed" in done.stdout, done.stdout
     assert 'LOADED=["httpx"]' in done.stderr, done.stderr
+
+
+def test_the_entry_sets_the_collector_before_the_command_lines_imports() -> None:
+    """Issue 31: with the default thresholds the imports alone ran about 34 collections;
+    ``python -m govsync`` and the ``govsync`` script set main()'s thresholds first."""
+    probe = ("import gc, sys\n"
+             "import govsync.__main__\n"
+             "print(gc.get_threshold()[0], 'govsync.cli.root' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    threshold, loaded = done.stdout.split()
+    assert (threshold, loaded) == ("50000", "True"), done.stdout
+    pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
+    assert 'govsync = "govsync.__main__:main"' in pyproject
