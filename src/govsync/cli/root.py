@@ -12,7 +12,6 @@ import dataclasses
 import functools
 import gc
 import importlib
-import json
 import os
 import re
 import sys
@@ -64,7 +63,7 @@ _LONG = {"v": "--verbose", "q": "--quiet"}
 # (or listed by --help and `govsync docs`).
 COMMANDS = {
     "validate": "check:validate",
-    "environments": "check:environments_command",
+    "environments": "environments:environments_command",
     "plan": "plan:plan",
     "apply": "workflow:apply",
     "drift": "workflow:drift",
@@ -340,6 +339,8 @@ def json_errors(func: F) -> F:
 
 def echo_json(data: Any) -> None:
     """Indented, sorted JSON on stdout (the state commands' --format json)."""
+    import json  # 2 ms: where a command writes JSON, not at every start
+
     click.echo(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False))
 
 
