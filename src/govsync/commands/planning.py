@@ -12,15 +12,14 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from govsync import audit, envvars, governance, live, planfile, runtime
-from govsync.commands.endpoint import endpoint_change, identity, key_rejected
+from govsync import audit, governance, planfile, runtime
+from govsync.commands.endpoint import endpoint_change, identity
 from govsync.commands.reading import (
     Early,
     check_live,
     healing,
     refreshed,
     refreshing,
-    refused_partial,
     skip_live,
 )
 from govsync.commands.workspace import (
@@ -30,16 +29,12 @@ from govsync.commands.workspace import (
     read_snapshot,
     recorded_state,
 )
-from govsync.drift import DriftReport, live_checks, unobservable
 from govsync.errors import (
-    ApiError,
     GovsyncError,
     ManifestError,
     PlanKeyUnavailable,
     Problem,
     StateError,
-    TransportError,
-    UnauthorizedError,
 )
 from govsync.governance import Governance
 from govsync.live import wanted
@@ -316,45 +311,3 @@ def inspect_saved(saved: SavedPlan, settings: Settings) -> tuple[str, Governance
         text += (f"; stale: the state changed since it was made (serial {saved.plan.serial} "
                  f"-> {snapshot.serial}), so apply will refuse it")
     return text, record
-
-
-def drift(manifests: ManifestSet, settings: Settings, *,
-          read_secrets: bool = True, early: Early | None = None) -> DriftReport:
-    """The scheduled check: manifests against state, and live checks where a read exists.
-
-    With an endpoint configured, an unreachable API is an error (exit 1): a
-    drift job must not report "in sync" when it could not look.  ``early``: a refresh
-    the caller began before the manifests were read.
-    """
-
-    if read_secrets:
-        check_secrets_set(manifests, settings)
-    snapshot = (early.snapshot if early is not None
-                else read_snapshot(settings, responses=refreshing(settings)))
-    found, observed = refreshed(settings, snapshot, lambda missing: make_plan(
-        manifests, snapshot, environ=settings.environ, targets=settings.targets,
-        read_secrets=read_secrets, missing=missing, prune=settings.selection.prune,
-        replace=settings.replace), early=early)
-    refused_partial(observed, "drift cannot say what it could not read")
-    values = live.wanted(manifests)
-    existing: dict[str, set[str]] | None = None
-    skipped = f"no endpoint configured ({envvars.ENDPOINT} / --endpoint)"
-    if settings.endpoint:
-        async def read() -> dict[str, set[str]]:
-            async with runtime.client(settings, max_retries=1) as client:
-                return await live.read(client, values)
-
-        try:
-            import asyncio
-
-            existing = asyncio.run(read())
-        except UnauthorizedError as exc:
-            raise key_rejected(exc) from exc
-        except TransportError as exc:
-            raise ApiError(f"cannot run the live checks: endpoint unreachable ({exc.message})"
-                           ) from exc
-        except ApiError as exc:
-            raise ApiError(f"cannot run the live checks: {live.failed(values, exc)}") from exc
-    checks = live_checks(values, existing, skipped)
-    return DriftReport(found, checks, unobservable(
-        manifests, observed.reading.read_kinds() if observed else ()))

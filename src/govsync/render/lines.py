@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from govsync.drift import DriftReport
 from govsync.governance import Governance
 from govsync.plan import Action, DriftKind, FieldChange, Plan
 from govsync.render import linediff
 from govsync.values import KNOWN_AFTER_APPLY_TEXT, SENSITIVE
+
+if TYPE_CHECKING:
+    from govsync.drift import DriftReport
 
 # The codes of the colours used, as terminals (and click.style) know them.
 _COLOURS = {"black": 30, "red": 31, "green": 32, "yellow": 33, "blue": 34, "magenta": 35,
