@@ -13,6 +13,7 @@ so it is never split into lines here.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -76,8 +77,6 @@ def diff(before: str, after: str, context: int = CONTEXT) -> list[Line]:
     """The lines that change from ``before`` to ``after`` with ``context`` lines around
     them; a hunk header before each group, unless one group shows every line."""
     old, new = _split(before), _split(after)
-    import difflib  # with heapq, 2 ms: where a multi-line string changed
-
     groups = list(difflib.SequenceMatcher(None, old, new, autojunk=False)
                   .get_grouped_opcodes(context))
     whole = len(groups) == 1 and groups[0][0][1] == 0 and groups[0][0][3] == 0 and (
