@@ -210,7 +210,7 @@ APPLY_ONLY = ("govsync.cli.workflow", "govsync.commands.applying", "govsync.comm
               "govsync.commands.sources", "govsync.commands.state_commands", "govsync.apply",
               "urllib.parse")
 # What a plan of a state not made yet, shown as text, does not need (issue 31).
-FRESH_PLAN = ("govsync.drift", "govsync.commands.drifting", "govsync.render.linediff", "sqlite3", "govsync.state.sqlite", "socket", "getpass", "difflib", "csv",
+FRESH_PLAN = ("govsync.commands.saving", "govsync.planfile", "govsync.audit", "govsync.drift", "govsync.commands.drifting", "govsync.render.linediff", "sqlite3", "govsync.state.sqlite", "socket", "getpass", "difflib", "csv",
               "govsync.render.markdown", "govsync.render.graph", "signal")
 # Loaded where a log is asked for (GOVSYNC_LOG) or written (issue 31).
 LOGGING = ("logging", "govsync.logs")

@@ -7,7 +7,8 @@ read (``planfile.read``) by the caller.
     workspace.py       the state as one operation opens it (Workspace), read_snapshot
     endpoint.py        the endpoint as the state records it; a rejected key
     reading.py         what is read from the server: the refresh, live references
-    planning.py        plan, write_plan (plan --out), inspect_saved (show)
+    planning.py        plan
+    saving.py          write_plan (plan --out), inspect_saved (show)
     drifting.py        drift
     sources.py         what an apply applies: Manifests, Saved, Reviewed; ApplyOptions
     preflight.py       every check before anything is sent: a Preflight
@@ -29,10 +30,10 @@ LAZY = {
     "normal_endpoint": "govsync.commands.endpoint",
     "Planned": "govsync.commands.planning",
     "drift": "govsync.commands.drifting",
-    "inspect_saved": "govsync.commands.planning",
+    "inspect_saved": "govsync.commands.saving",
     "plan": "govsync.commands.planning",
     "planned": "govsync.commands.planning",
-    "write_plan": "govsync.commands.planning",
+    "write_plan": "govsync.commands.saving",
     "AuditFields": "govsync.commands.preflight",
     "Preflight": "govsync.commands.preflight",
     "required": "govsync.commands.preflight",
@@ -64,9 +65,10 @@ if TYPE_CHECKING:
     from govsync.commands.applying import apply
     from govsync.commands.drifting import drift
     from govsync.commands.endpoint import normal_endpoint
-    from govsync.commands.planning import Planned, inspect_saved, plan, planned, write_plan
+    from govsync.commands.planning import Planned, plan, planned
     from govsync.commands.preflight import AuditFields, Preflight, required
     from govsync.commands.reading import Early, early_snapshot, observe
+    from govsync.commands.saving import inspect_saved, write_plan
     from govsync.commands.sources import ApplyOptions, Manifests, Reviewed, Saved, Source
     from govsync.commands.state_commands import (
         audit_export,
