@@ -37,16 +37,8 @@ import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any
 
-from govsync import approvals
-from govsync.approvals import (
-    AllowedSigner,
-    Approver,
-    parse_allowed_signers,
-    read_allowed_signers,
-)
 from govsync.errors import ApprovalError, GovernanceError, ManifestError, StateDamagedError
 from govsync.manifests.model import ManifestSet
 from govsync.plan import (
@@ -58,17 +50,15 @@ from govsync.plan import (
     Plan,
     recorded_shown,
 )
-from govsync.project import Environment, Project
-from govsync.rules import (
-    Rule,
-    RuleFindings,
-    Severity,
-    Subject,
-    as_change,
-    evaluate,
-    manifest_subjects,
-)
+from govsync.project import Environment, Project, section
 from govsync.state import APPLIED, Snapshot
+
+if TYPE_CHECKING:
+    from govsync.approvals import AllowedSigner, Approver
+    from govsync.rules import Rule, RuleFindings, Subject
+
+# The approvals' and the rules' modules are those that parse the project file's sections
+# (project.section): loaded where a workspace has approvals or rules, not by every plan.
 
 FORMAT = 1
 
@@ -136,8 +126,9 @@ class Governance:
 
     def allowed(self, workspace: str) -> list[AllowedSigner]:
         """The recorded signers, parsed as an allowed-signers file."""
-        return parse_allowed_signers("\n".join(self.signers),
-                                     f"the allowed signers recorded with workspace {workspace!r}")
+        signers: list[AllowedSigner] = section("approvals").parse_allowed_signers(
+            "\n".join(self.signers), f"the allowed signers recorded with workspace {workspace!r}")
+        return signers
 
     def differences(self, before: Governance | None) -> list[str]:
         """What changes from ``before`` to this, one line each, for a person."""
@@ -190,10 +181,13 @@ def _rule(data: Mapping[str, Any], workspace: str) -> Rule:
         if value is not None and not (isinstance(value, list)
                                       and all(isinstance(v, str) for v in value)):
             raise TypeError("a rule's kinds and environments are lists of strings")
-    return Rule(data["name"], data["expression"], data["message"], Severity(data["severity"]),
-                tuple(kinds) if kinds is not None else None,
-                tuple(envs) if envs is not None else None,
-                file=f"(recorded with workspace {workspace})")
+    rules = section("rules")
+    rule: Rule = rules.Rule(data["name"], data["expression"], data["message"],
+                            rules.Severity(data["severity"]),
+                            tuple(kinds) if kinds is not None else None,
+                            tuple(envs) if envs is not None else None,
+                            file=f"(recorded with workspace {workspace})")
+    return rule
 
 
 def of_project(project: Project | None, environment: Environment | None) -> Governance:
@@ -206,7 +200,7 @@ def of_project(project: Project | None, environment: Environment | None) -> Gove
     if approvals is not None and (approvals.environments is None
                                   or name in approvals.environments):
         required = approvals.required
-        signers = tuple(s.line for s in read_allowed_signers(approvals))
+        signers = tuple(s.line for s in section("approvals").read_allowed_signers(approvals))
     rules = tuple(r for r in project.rules
                   if r.environments is None or (name or "") in r.environments)
     return Governance(name, required, signers, rules)
@@ -278,6 +272,8 @@ def _same_place(endpoint: str | None) -> str | None:
     case, the scheme's default port left out."""
     if endpoint is None:
         return None
+    from urllib.parse import urlsplit  # with ipaddress, 4 ms: for a governed endpoint
+
     parts = urlsplit(endpoint)
     if not parts.scheme or not parts.hostname:
         return endpoint
@@ -312,7 +308,7 @@ def approved_by_governors(found: Sequence[Governor], workspace: str, endpoint: s
                 f"by {held.required} of them (`govsync plan --out plan.json`, `govsync "
                 "approve plan.json --key KEY`), or give this environment another endpoint; "
                 "nothing was sent")
-        approvers += approvals.check(
+        approvers += section("approvals").check(
             plan_path, message, held.allowed(governor.workspace), held.required,
             f"{governor.named()}, whose endpoint {endpoint} new workspace {workspace!r} "
             "applies to", f"the allowed signers recorded with {governor.workspace!r}")
@@ -338,7 +334,7 @@ def rules_to_check(record: Governance | None, proposed: Governance) -> tuple[Rul
                  if _key(r) not in mine)
     names = {r.name for r in proposed.rules}
     renamed = tuple(
-        Rule(f"{r.name}.recorded" if r.name in names else r.name, r.expression, r.message,
+        section("rules").Rule(f"{r.name}.recorded" if r.name in names else r.name, r.expression, r.message,
              r.severity, r.kinds, r.environments, r.file, r.line, r.col)
         for r in kept)
     return (*proposed.rules, *renamed)
@@ -355,20 +351,23 @@ def check_plan(plan: Plan, manifests: ManifestSet, rules: Sequence[Rule],
 
     if not rules:
         return
+    evaluating = section("rules")
     ids = {a: e.id for a, e in snapshot.entries.items() if e.status == APPLIED and e.id}
-    changes = {c.address: as_change(c) for c in plan.changes}
+    changes = {c.address: evaluating.as_change(c) for c in plan.changes}
     unchanged = {"action": str(Action.NOOP), "fields": []}
     # Deletes and forgets have no manifest: the rules see the object as state records it.
     ending = [c for c in plan.changes if c.action in ENDING and c.address in snapshot.entries]
 
     def subjects() -> Iterator[Subject]:
-        yield from manifest_subjects(manifests, ids, changes, unchanged)
+        yield from evaluating.manifest_subjects(manifests, ids, changes, unchanged)
         for c in ending:
-            yield Subject(c.address, c.kind, c.address.split("/", 1)[1],
-                          recorded_shown(snapshot.entries[c.address]), (manifests.files[0]
-                          if manifests.files else "state", 0, 0), as_change(c))
+            yield evaluating.Subject(
+                c.address, c.kind, c.address.split("/", 1)[1],
+                recorded_shown(snapshot.entries[c.address]),
+                (manifests.files[0] if manifests.files else "state", 0, 0),
+                evaluating.as_change(c))
 
-    outcome = evaluate(rules, subjects, environment, planned=True)
+    outcome = evaluating.evaluate(rules, subjects, environment, planned=True)
     if outcome.errors:
         raise ManifestError(outcome.errors)
     plan.checks.extend(rule_checks(outcome, rules))
@@ -387,7 +386,8 @@ def rule_checks(outcome: RuleFindings, rules: Sequence[Rule]) -> list[Check]:
             out.append(Check(f"rule {rule.name}", CheckStatus.PASSED,
                              f"{n} object{'s' if n != 1 else ''} checked" if n
                              else "no object of its kinds"))
-        status = CheckStatus.FAILED if rule.severity == Severity.ERROR else CheckStatus.WARNING
+        status = (CheckStatus.FAILED if rule.severity == section("rules").Severity.ERROR
+                  else CheckStatus.WARNING)
         for address, problem in found:
             out.append(Check(f"rule {rule.name}", status,
                              f"{address} at {problem.file}:{problem.line}:{problem.col}: "

@@ -24,16 +24,16 @@ from it.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-from govsync import agentconfig, approvals, redact, rules
-from govsync.agentconfig import AgentSettings
+from govsync import redact
 from govsync.api.kinds import BY_KIND
-from govsync.approvals import Approvals
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.envvars import DEFAULT_STATE, LOCAL_DB
 from govsync.envvars import OWN as OWN_VARIABLES
@@ -41,7 +41,11 @@ from govsync.errors import ConfigError, ManifestError, Problem
 from govsync.files import display_path, refused
 from govsync.manifests.wording import closest, unknown_keys
 from govsync.manifests.yamlio import RawDocument, iter_documents, locate, read_text
-from govsync.rules import Rule
+
+if TYPE_CHECKING:
+    from govsync.agentconfig import AgentSettings
+    from govsync.approvals import Approvals
+    from govsync.rules import Rule
 
 PROJECT_FILE = "govsync.yaml"
 API_VERSION = "govsync/v1"
@@ -57,6 +61,17 @@ KEY_FIELDS = {"apiKey": "api_key", "viewerKey": "viewer_key"}
 # Keys a user might put a credential under: refused with the reason.
 _KEY_LIKE = re.compile(r"(?i)^(api[-_]?key|x-api-key|apikey|token|password|secret)$")
 _VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# The sections of the project file parsed by a module of their own, imported only when
+# a file has the section (issue 31: the three and what they import are 10 ms of every
+# command's start-up, and most projects have none of them).  Data, not code:
+# docs/architecture.md's test reads this table as imports of project.py.
+SECTIONS = {"rules": "govsync.rules", "approvals": "govsync.approvals",
+            "agent": "govsync.agentconfig"}
+
+
+def section(name: str) -> ModuleType:
+    """The module that parses the project file's section ``name`` (SECTIONS)."""
+    return importlib.import_module(SECTIONS[name])
 
 
 @dataclass(frozen=True)
@@ -110,7 +125,7 @@ class Project:
 
     def agent(self, env: Environment | None) -> AgentSettings:
         """The agent's settings of ``env``: its own over the project's top level."""
-        top = self.top.agent or AgentSettings()
+        top = self.top.agent or section("agent").AgentSettings()
         return env.agent.over(top) if env is not None and env.agent is not None else top
 
     def paths(self, env: Environment | None) -> tuple[str, ...] | None:
@@ -199,8 +214,11 @@ def _check(doc: Any, base: str) -> Project:
         return int(line), int(col)
 
     names = sorted(environments)
-    the_rules = rules.parse(value.get("rules"), doc.file, at, problem, names)
-    the_approvals = approvals.parse(value.get("approvals"), doc.file, at, problem, names, base)
+    the_rules = (section("rules").parse(value["rules"], doc.file, at, problem, names)
+                 if value.get("rules") is not None else ())
+    the_approvals = (section("approvals").parse(value["approvals"], doc.file, at, problem,
+                                                names, base)
+                     if value.get("approvals") is not None else None)
     ignore = _ignore_changes(value.get("ignoreChanges"), problem)
     if problems:
         raise ManifestError(problems)
@@ -273,7 +291,8 @@ def _environment(name: str, body: dict[str, Any], at: tuple[Any, ...], base: str
         if not isinstance(key, str) or not VAR_NAME.match(key):
             problem((*at, "vars", key), f"variable name {key!r}: start with a letter or '_' and "
                     "use only letters, digits and '_'", key=True)
-    agent = agentconfig.parse(body.get("agent"), (*at, "agent"), base, problem)
+    agent = (section("agent").parse(body["agent"], (*at, "agent"), base, problem)
+             if body.get("agent") is not None else None)
     keys: dict[str, str | None] = {}
     for key, attribute in KEY_FIELDS.items():
         keys[attribute] = variable = _from_env(body.get(key))

@@ -11,18 +11,20 @@ from __future__ import annotations
 import re
 
 MASK = "***"
+# The patterns are compiled on first use (re's cache), not at every start-up (issue 31:
+# the first one, case-insensitive, took 0.8 ms to compile).
 # scheme://user:password@   (the password, up to the @ that ends the user info)
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s:/@?#]*):[^\s@/?#]*@")
+_USERINFO = r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s:/@?#]*):[^\s@/?#]*@"
 # ?name=value&name=value    (every query value: tokens, keys, password=...)
-_QUERY_VALUE = re.compile(r"([?&][^=&#\s]+=)[^&#\s]*")
+_QUERY_VALUE = r"([?&][^=&#\s]+=)[^&#\s]*"
 
 
 def url(text: str) -> str:
     """``text`` (a URL) with its password and every query value masked."""
-    masked = _USERINFO.sub(rf"\1:{MASK}@", text)
+    masked = re.sub(_USERINFO, rf"\1:{MASK}@", text)
     if "?" in masked:
         head, _, query = masked.partition("?")
-        masked = head + _QUERY_VALUE.sub(rf"\1{MASK}", "?" + query)
+        masked = head + re.sub(_QUERY_VALUE, rf"\1{MASK}", "?" + query)
     return masked
 
 

@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 import typing
+from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
 import annotated_types as at
@@ -200,15 +201,30 @@ PLAN_ONLY = ("govsync.cli.workflow", "govsync.commands", "govsync.render", "govs
              "govsync.runtime", "govsync.cli.state", "govsync.cli.tools", "govsync.cli.service",
              "govsync.plan", "govsync.state", "govsync.planfile", "govsync.governance",
              "zoneinfo", "signal")
+# The project file's sections with a module of their own (project.SECTIONS, issue 31):
+# loaded only for a file that has the section, so not for these manifests alone.
+SECTIONS = ("govsync.rules", "govsync.ruleeval", "govsync.bounded", "govsync.approvals",
+            "govsync.sshsig", "govsync.agentconfig")
+# Apply's engine and the other review commands, which a plan does not run (issue 31).
+APPLY_ONLY = ("govsync.cli.workflow", "govsync.commands.applying", "govsync.commands.preflight",
+              "govsync.commands.sources", "govsync.commands.state_commands", "govsync.apply",
+              "urllib.parse")
+# What a plan of a state not made yet, shown as text, does not need (issue 31).
+FRESH_PLAN = ("govsync.commands.saving", "govsync.planfile", "govsync.audit", "govsync.drift", "govsync.commands.drifting", "govsync.render.linediff", "sqlite3", "govsync.state.sqlite", "socket", "getpass", "difflib", "csv",
+              "govsync.render.markdown", "govsync.render.graph", "signal")
+# Loaded where a log is asked for (GOVSYNC_LOG) or written (issue 31).
+LOGGING = ("logging", "govsync.logs")
 # Runs govsync's console entry and reports, as it exits, which of them were imported.
+# (Without json: validate does not load it.)
 PROBE = """
-import json, os, sys
+import ast, os, sys
 from govsync.cli import main
-heavy = json.loads(sys.argv[2])
-sys.argv = ["govsync", *json.loads(sys.argv[1])]
+heavy = ast.literal_eval(sys.argv[2])
+sys.argv = ["govsync", *ast.literal_eval(sys.argv[1])]
 real_exit = os._exit
 def leave(code):
-    sys.stderr.write("LOADED=%s\\n" % json.dumps(sorted(h for h in heavy if h in sys.modules)))
+    loaded = ", ".join('"%s"' % h for h in sorted(h for h in heavy if h in sys.modules))
+    sys.stderr.write("LOADED=[%s]\\n" % loaded)
     sys.stderr.flush()
     real_exit(code)
 os._exit = leave
@@ -228,8 +244,10 @@ def test_validate_and_an_offline_plan_never_import_heavy_packages(tmp_path: Any)
     # plan's and apply's (commands.py, the renderers, the plan, the state): the project
     # file's approvals and rules are read without them.
     for argv, heavy in (
-            (["validate", str(manifest)], (*HEAVY, *PLAN_ONLY)),
-            (["plan", str(manifest), "--state", str(tmp_path / "s.db")], HEAVY)):
+            (["validate", str(manifest)], (*HEAVY, *PLAN_ONLY, *SECTIONS, *LOGGING, "json",
+                                           "govsync.cli.envcheck")),
+            (["plan", str(manifest), "--state", str(tmp_path / "s.db")],
+             (*HEAVY, *SECTIONS, *APPLY_ONLY, *FRESH_PLAN, *LOGGING))):
         done = subprocess.run([sys.executable, "-c", PROBE, json.dumps(argv), json.dumps(heavy)],
                               capture_output=True, text=True, env=env)
         assert done.returncode == 0, done.stderr
@@ -264,3 +282,17 @@ def test_a_plan_against_an_endpoint_never_imports_the_server(tmp_path: Any) -> N
     assert done.returncode == 0, done.stderr
     assert "Check groups: passed" in done.stdout, done.stdout
     assert 'LOADED=["httpx"]' in done.stderr, done.stderr
+
+
+def test_the_entry_sets_the_collector_before_the_command_lines_imports() -> None:
+    """Issue 31: with the default thresholds the imports alone ran about 34 collections;
+    ``python -m govsync`` and the ``govsync`` script set main()'s thresholds first."""
+    probe = ("import gc, sys\n"
+             "import govsync.__main__\n"
+             "print(gc.get_threshold()[0], 'govsync.cli.root' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    threshold, loaded = done.stdout.split()
+    assert (threshold, loaded) == ("50000", "True"), done.stdout
+    pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
+    assert 'govsync = "govsync.__main__:main"' in pyproject

@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, TypeVar, Union
+from urllib.parse import urlsplit
+from urllib.request import getproxies, proxy_bypass  # loaded by httpx already
 
 import httpx
 
@@ -339,9 +341,6 @@ def _tls_context() -> Any:
 def environment_proxy(url: str) -> str | None:
     """The proxy the environment names for ``url`` (HTTPS_PROXY, HTTP_PROXY, ALL_PROXY,
     less what NO_PROXY exempts), as httpx's ``trust_env`` reads it; None: none."""
-    from urllib.parse import urlsplit
-    from urllib.request import getproxies, proxy_bypass
-
     found = getproxies()
     split = urlsplit(url)
     proxy = found.get(split.scheme) or found.get("all")

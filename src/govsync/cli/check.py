@@ -1,20 +1,17 @@
-"""`govsync validate` and `govsync environments`: the manifests and the project file,
-checked offline (no state, no API)."""
+"""`govsync validate`: the manifests and the project file, checked offline (no state,
+no API); `govsync environments` is environments.py."""
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any
 
 import click
 
-from govsync.cli import envcheck
-from govsync.cli.root import echo_json, json_errors, load, out, paths_argument, project_options
+from govsync.cli.root import load, out, paths_argument, project_options
 from govsync.errors import GovsyncError, ManifestError, Problem
 from govsync.manifests.model import ManifestSet
-from govsync.project import Selection
-from govsync.rules import check_manifests
+from govsync.project import Selection, section
 
 
 @click.command()
@@ -85,68 +82,6 @@ def _rules(manifests: ManifestSet, selection: Selection) -> list[Any]:
     if not selection.rules:
         return []  # (without importing the rules engine)
 
-    return check_manifests(manifests, selection.rules, selection.name).warnings
-
-
-@click.command("environments")
-@json_errors
-@project_options
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True,
-              help="text: one name per line, in the project file's order; json: each with "
-                   "its workspace, endpoint, state (credentials masked), paths, approvals, "
-                   "the variables holding its keys and its problems.")
-@click.option("--check", is_flag=True,
-              help="Check every environment's settings as a job would resolve them: one "
-                   "line per missing or contradicting setting (exit 1), naming the variable.")
-@click.option("--read-only", is_flag=True,
-              help="With --check: for a job that only reads (a pull request's plan, drift): "
-                   "an environment's viewer key will do.")
-def environments_command(selection: Selection, fmt: str, check: bool, read_only: bool) -> None:
-    """List the environments of the project file (nothing when it has none).
-
-    Each is resolved as a command run with --env NAME would resolve it (the
-    environment variables included), so a CI job can loop over them and check
-    their settings first. Listing never fails on settings: a variable that
-    contradicts an environment is that environment's problem (json: problems;
-    --check: one line each).
-
-    \b
-    Example:
-      for env in $(govsync environments); do govsync plan --env "$env"; done
-      govsync environments --format json
-      govsync environments --check --read-only
-    """
-    from govsync.render.documents import environments_public
-
-    project = selection.project
-    approvals = project.approvals if project is not None else None
-    resolved = envcheck.every(selection, os.environ, read_only=read_only)
-    if check:
-        problems = [f"environment {r.name}: {p}" for r in resolved for p in r.problems]
-        for line in problems:
-            click.echo(line, err=True)
-        if problems:
-            sys.exit(1)
-        out().info(f"The settings of {len(resolved)} environment(s) are complete.")
-        return
-    if fmt == "json":
-        rows = []
-        for r in resolved:
-            assert project is not None
-            env = project.environments[r.name]
-            chosen = Selection(project, env, selection.overrides)
-            rows.append({
-                "name": r.name, **{k: r.values[k] for k in ("workspace", "endpoint", "state",
-                                                          "apiKey", "viewerKey")},
-                "paths": list(chosen.paths(())),
-                "approvals": (approvals.required if approvals is not None and (
-                    approvals.environments is None or env.name in approvals.environments)
-                    else 0),
-                "problems": r.problems,
-                # A CI job's repository-wide values that are not for this environment.
-                "contradicting": r.contradicting})
-        echo_json(environments_public(project.file if project else None, rows))
-        return
-    for r in resolved:
-        click.echo(r.name)
+    # The rules' module: loaded already, where it parsed the project's rules.
+    found = section("rules").check_manifests(manifests, selection.rules, selection.name)
+    return list(found.warnings)

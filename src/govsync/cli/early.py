@@ -11,9 +11,7 @@ plan the part of it that outlasts the reading (bench/refresh).
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
-import signal
 import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, NoReturn
@@ -24,10 +22,9 @@ from govsync.settings import Settings
 from govsync.state import Snapshot
 
 if TYPE_CHECKING:
+    import logging
+
     from govsync.refresh import Observed
-
-log = logging.getLogger(__name__)
-
 
 class ForkedRefresh:
     """A refresh read by a forked child while this process reads the manifests (a
@@ -58,7 +55,7 @@ class ForkedRefresh:
         _, status = os.waitpid(self._pid, 0)
         self._pid = None
         if status != 0 or found is None:
-            log.info("the refresh's second process did not finish (%s): reading the "
+            _log().info("the refresh's second process did not finish (%s): reading the "
                      "server here", why or f"exit status {status}")
             return None
         return found
@@ -70,6 +67,8 @@ class ForkedRefresh:
             return
         with contextlib.suppress(OSError):
             os.close(self._pipe)
+        import signal
+
         with contextlib.suppress(ProcessLookupError):
             os.kill(self._pid, signal.SIGKILL)
         with contextlib.suppress(ChildProcessError):
@@ -111,7 +110,7 @@ def _start(settings: Settings, workspace: commands.Workspace) -> ForkedRefresh |
     if pid == 0:  # the child: read the server, send what it observed, leave at once
         _child(settings, snapshot, read_fd, write_fd)
     os.close(write_fd)
-    log.debug("reading the server in a second process (pid %d) while the manifests load",
+    _log().debug("reading the server in a second process (pid %d) while the manifests load",
               pid)
     return ForkedRefresh(snapshot, pid, read_fd)
 
@@ -130,3 +129,10 @@ def _child(settings: Settings, snapshot: Snapshot, read_fd: int, write_fd: int) 
     except BaseException:
         code = 1
     os._exit(code)
+
+
+def _log() -> logging.Logger:
+    """This module's logger (logging: 3 ms, loaded where something is logged)."""
+    import logging
+
+    return logging.getLogger(__name__)

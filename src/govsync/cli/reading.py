@@ -7,7 +7,6 @@ refresh to a plan); the library reads in the calling process.
 
 from __future__ import annotations
 
-import logging
 import os
 
 from govsync.manifests.loader import FileResult, read_file, read_files
@@ -73,6 +72,7 @@ def forked_reader(files: list[tuple[str, str]], context: Context) -> list[FileRe
     if failure is None and status != 0:
         failure = ValueError(f"the reading process failed (status {status})")
     if failure is not None:
+        import logging  # loaded where something is logged
 
         logging.getLogger(__name__).warning(
             "reading in two processes failed (%s): reading the rest here", failure)

@@ -12,7 +12,6 @@ import dataclasses
 import functools
 import gc
 import importlib
-import json
 import os
 import re
 import sys
@@ -21,7 +20,7 @@ from typing import Any, TypeVar
 
 import click
 
-from govsync import __version__, envvars, logs
+from govsync import __version__, envvars
 from govsync.cli.reading import forked_reader
 from govsync.cli.scope import given, new_state_said, replaced_paths, require_environment
 from govsync.envvars import API_KEY as API_KEY_ENV
@@ -64,8 +63,8 @@ _LONG = {"v": "--verbose", "q": "--quiet"}
 # (or listed by --help and `govsync docs`).
 COMMANDS = {
     "validate": "check:validate",
-    "environments": "check:environments_command",
-    "plan": "workflow:plan",
+    "environments": "environments:environments_command",
+    "plan": "plan:plan",
     "apply": "workflow:apply",
     "drift": "workflow:drift",
     "graph": "workflow:graph_command",
@@ -309,7 +308,13 @@ def cli(ctx: click.Context, verbose: int, quiet: bool, no_color: bool) -> None:
     call: operation, status, duration, retries; never a secret or the key).
     """
     # Also without GOVSYNC_LOG: it undoes an earlier invocation's set-up in this process.
-    logs.configure(os.environ.get(LOG_ENV), hidden=[os.environ.get(API_KEY_ENV, "")])
+    # Where logging is not loaded yet there is nothing to undo, and logs (with logging
+    # and traceback: 3 ms of every start-up) is not loaded either.
+    wanted = os.environ.get(LOG_ENV)
+    if wanted or "logging" in sys.modules:
+        from govsync import logs
+
+        logs.configure(wanted, hidden=[os.environ.get(API_KEY_ENV, "")])
     ctx.obj = Output(verbose, quiet, no_color)
 
 
@@ -334,6 +339,8 @@ def json_errors(func: F) -> F:
 
 def echo_json(data: Any) -> None:
     """Indented, sorted JSON on stdout (the state commands' --format json)."""
+    import json  # 2 ms: where a command writes JSON, not at every start
+
     click.echo(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False))
 
 

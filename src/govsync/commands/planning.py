@@ -1,5 +1,5 @@
-"""``govsync plan`` (and the dashboard's and the agent's plans), the saved plan it
-writes (``plan --out``), ``show PLAN``'s verification, and ``govsync drift``.
+"""``govsync plan`` (and the dashboard's and the agent's plans); the saved plan it
+writes (``plan --out``) and ``show PLAN``'s verification are saving.py's.
 
 A plan takes no lock and writes nothing, except ``plan --out`` of a workspace
 never written: the workspace is made for the saved plan's key once the plan
@@ -10,26 +10,24 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from govsync import audit, envvars, governance, live, planfile, runtime
-from govsync.commands.endpoint import endpoint_change, identity, key_rejected
+from govsync import governance, runtime
+from govsync.commands.endpoint import endpoint_change, identity
 from govsync.commands.reading import (
     Early,
     check_live,
     healing,
+    moved_error,
     refreshed,
     refreshing,
-    refused_partial,
     skip_live,
 )
 from govsync.commands.workspace import (
     Workspace,
     check_secrets_set,
-    project_file,
     read_snapshot,
-    recorded_state,
 )
-from govsync.drift import DriftReport, live_checks, unobservable
 from govsync.errors import (
     ApiError,
     GovsyncError,
@@ -37,18 +35,17 @@ from govsync.errors import (
     PlanKeyUnavailable,
     Problem,
     StateError,
-    TransportError,
-    UnauthorizedError,
 )
 from govsync.governance import Governance
-from govsync.live import LiveValue, wanted
+from govsync.live import wanted
 from govsync.manifests.model import ManifestSet
 from govsync.plan import Action, Check, CheckStatus, Plan, make_plan
-from govsync.planfile import SavedPlan
 from govsync.redact import url as safe_url
-from govsync.rules import Rule
 from govsync.settings import Settings
-from govsync.state import LockHolder, Snapshot, exists
+from govsync.state import LockHolder, Snapshot
+
+if TYPE_CHECKING:
+    from govsync.rules import Rule
 
 
 @dataclass
@@ -180,15 +177,6 @@ def _check_live(plan: Plan, manifests: ManifestSet, settings: Settings,
     asyncio.run(check())
 
 
-def moved_error(values: list[LiveValue], moved: str) -> str:
-    """Why the live checks were not run against an endpoint the state does not record
-    (a plan that could not check them is not a green one)."""
-    return (f"cannot run the live checks ({' and '.join(live.operations(values))}): {moved}; "
-            "nothing is sent to an endpoint the workspace's state does not record: point "
-            "the endpoint back, or, if its objects really are there now, apply with "
-            "--allow-endpoint-change")
-
-
 class _LiveAhead:
     """The live references checked before the plan is made: their checks, or the error
     they raised, put on the plan where ``_check_live`` would have, so a plan says the
@@ -266,110 +254,3 @@ def check_rules(plan: Plan, manifests: ManifestSet, rules: tuple[Rule, ...],
         if errors is None:
             raise
         errors.extend(exc.problems)
-
-
-def write_plan(plan: Plan, settings: Settings, path: str,
-               manifests: ManifestSet | None = None, *,
-               workspace: Workspace | None = None) -> str:
-    """Save ``plan`` for ``govsync apply FILE``, authenticated with the workspace's plan
-    key, with the git commit of the manifests it was made from (for the audit).
-
-    Returns '' when it is authenticated, else why it is saved for review only
-    (``apply --reviewed``): made without secrets, or by credentials that may not
-    read the key (a read-only role).  ``workspace``: the open state the plan was
-    made with."""
-
-    plan.state = recorded_state(settings.state)
-    plan.git = audit.git_state(audit.manifests_folder(
-        manifests.files if manifests is not None else (), project_file(settings)))
-    key: bytes | None = None
-    with contextlib.ExitStack() as stack:
-        if workspace is None:
-            workspace = stack.enter_context(Workspace(settings))
-        store = workspace.existing()
-        if store is not None:
-            snapshot = store.snapshot(settings.workspace, responses=False, create=False)
-            if snapshot.lineage != plan.lineage or snapshot.serial != plan.serial:
-                raise StateError("the state changed while the plan was made: run `govsync "
-                                 "plan` again")
-            plan.state_digest = snapshot.content_digest()
-            if snapshot.lineage and plan.secrets_read:
-                with contextlib.suppress(PlanKeyUnavailable):
-                    key = store.plan_key(settings.workspace)
-    planfile.write(plan, path, key)
-    if key is not None:
-        return ""
-    return ("it was made without reading secrets" if not plan.secrets_read
-            else "these credentials may not read the workspace's plan key")
-
-
-def inspect_saved(saved: SavedPlan, settings: Settings) -> tuple[str, Governance | None]:
-    """For ``show``: whether the plan verifies against its workspace's state (in words),
-    and the governance that workspace records (None: none, or not readable)."""
-
-    workspace = saved.plan.workspace
-    if not exists(settings.state):
-        return f"not checked: there is no state at {safe_url(settings.state)}", None
-    try:
-        with runtime.open_state(settings) as store:
-            snapshot = store.snapshot(workspace, responses=False, create=False)
-            record = governance.recorded(snapshot.governance, workspace)
-            if not saved.authenticated:
-                return saved.verification(b""), record
-            try:
-                key = store.plan_key(workspace, create=False)
-            except PlanKeyUnavailable as exc:
-                return f"not checked: {exc}", record
-    except StateError as exc:
-        return f"not checked: {exc}", None
-    text = saved.verification(key)
-    if saved.plan.serial != snapshot.serial and (
-            saved.plan.state_digest != snapshot.content_digest()):
-        text += (f"; stale: the state changed since it was made (serial {saved.plan.serial} "
-                 f"-> {snapshot.serial}), so apply will refuse it")
-    return text, record
-
-
-def drift(manifests: ManifestSet, settings: Settings, *,
-          read_secrets: bool = True, early: Early | None = None) -> DriftReport:
-    """The scheduled check: manifests against state, and live checks where a read exists.
-
-    With an endpoint configured, an unreachable API is an error (exit 1): a
-    drift job must not report "in sync" when it could not look.  ``early``: a refresh
-    the caller began before the manifests were read.
-    """
-
-    if read_secrets:
-        check_secrets_set(manifests, settings)
-    snapshot = (early.snapshot if early is not None
-                else read_snapshot(settings, responses=refreshing(settings)))
-    found, observed = refreshed(settings, snapshot, lambda missing: make_plan(
-        manifests, snapshot, environ=settings.environ, targets=settings.targets,
-        read_secrets=read_secrets, missing=missing, prune=settings.selection.prune,
-        replace=settings.replace), early=early)
-    refused_partial(observed, "drift cannot say what it could not read")
-    values = live.wanted(manifests)
-    existing: dict[str, set[str]] | None = None
-    skipped = f"no endpoint configured ({envvars.ENDPOINT} / --endpoint)"
-    moved = endpoint_change(snapshot, settings) if settings.endpoint else ""
-    if moved and values:
-        raise ApiError(moved_error(values, moved))
-    if settings.endpoint:
-        async def read() -> dict[str, set[str]]:
-            async with runtime.client(settings, max_retries=1) as client:
-                return await live.read(client, values)
-
-        try:
-            import asyncio
-
-            existing = asyncio.run(read())
-        except UnauthorizedError as exc:
-            raise key_rejected(exc) from exc
-        except TransportError as exc:
-            raise ApiError(f"cannot run the live checks: endpoint unreachable ({exc.message})"
-                           ) from exc
-        except ApiError as exc:
-            raise ApiError(f"cannot run the live checks: {live.failed(values, exc)}") from exc
-    checks = live_checks(values, existing, skipped)
-    return DriftReport(found, checks, unobservable(
-        manifests, observed.reading.read_kinds() if observed else ()))

@@ -224,3 +224,12 @@ async def check_live(plan: Plan, manifests: ManifestSet, client: AsyncClient,
     for ref in live.refs(values):
         count = sum(v.ref == ref for v in values)
         plan.checks.append(Check(ref.check, CheckStatus.PASSED, f"{count} {ref.noun}(s) exist"))
+
+
+def moved_error(values: list[LiveValue], moved: str) -> str:
+    """Why the live checks were not run against an endpoint the state does not record
+    (a plan that could not check them is not a green one)."""
+    return (f"cannot run the live checks ({' and '.join(live.operations(values))}): {moved}; "
+            "nothing is sent to an endpoint the workspace's state does not record: point "
+            "the endpoint back, or, if its objects really are there now, apply with "
+            "--allow-endpoint-change")

@@ -9,7 +9,6 @@ filled in, every constraint checked).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -125,6 +124,7 @@ def request_size(template: dict[str, Any]) -> int:
     """Bytes of the JSON body a template becomes (holes counted as short strings).
     Only documents near the limit are measured: json is imported then, not by
     every ``govsync validate``."""
+    import json
 
     return len(json.dumps(template, default=lambda _leaf: "x" * 64, ensure_ascii=False,
                           separators=(",", ":")).encode())

@@ -8,33 +8,84 @@
                   the other documents, apply's reporters, the JSON Schemas, the graph,
                   line diffs, the plan page and its SVG
 """
+from __future__ import annotations
 
-from govsync.render.lines import (
-    OCCASIONAL,
-    ORDER,
-    OUTSIDE_NOTE,
-    OUTSIDE_TITLE,
-    SYMBOLS,
-    TABLE_ORDER,
-    Style,
-    ansi,
-    created_lines,
-    drift_headline,
-    field_change_lines,
-    fmt_value,
-    governance_lines,
-    outside_lines,
-    summary_line,
-)
-from govsync.render.markdown import MARKDOWN_LIMIT, drift_markdown, plan_markdown
-from govsync.render.planjson import (
-    drift_json,
-    drift_public,
-    plan_json,
-    plan_json_chunks,
-    plan_public,
-)
-from govsync.render.text import drift_text, plan_text
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Each name and the module that holds it, imported when first asked for (PEP 562): a
+# plan shown as text loads neither the Markdown nor the graphs (issue 31).  Read by
+# docs/architecture.md's test as the face's imports.
+LAZY = {
+    "OCCASIONAL": "govsync.render.lines",
+    "ORDER": "govsync.render.lines",
+    "OUTSIDE_NOTE": "govsync.render.lines",
+    "OUTSIDE_TITLE": "govsync.render.lines",
+    "SYMBOLS": "govsync.render.lines",
+    "TABLE_ORDER": "govsync.render.lines",
+    "Style": "govsync.render.lines",
+    "ansi": "govsync.render.lines",
+    "created_lines": "govsync.render.lines",
+    "drift_headline": "govsync.render.lines",
+    "field_change_lines": "govsync.render.lines",
+    "fmt_value": "govsync.render.lines",
+    "governance_lines": "govsync.render.lines",
+    "outside_lines": "govsync.render.lines",
+    "summary_line": "govsync.render.lines",
+    "MARKDOWN_LIMIT": "govsync.render.markdown",
+    "drift_markdown": "govsync.render.markdown",
+    "plan_markdown": "govsync.render.markdown",
+    "drift_json": "govsync.render.planjson",
+    "drift_public": "govsync.render.planjson",
+    "plan_json": "govsync.render.planjson",
+    "plan_json_chunks": "govsync.render.planjson",
+    "plan_public": "govsync.render.planjson",
+    "drift_text": "govsync.render.text",
+    "plan_text": "govsync.render.text",
+}
+
+if TYPE_CHECKING:
+    from govsync.render.lines import (
+        OCCASIONAL,
+        ORDER,
+        OUTSIDE_NOTE,
+        OUTSIDE_TITLE,
+        SYMBOLS,
+        TABLE_ORDER,
+        Style,
+        ansi,
+        created_lines,
+        drift_headline,
+        field_change_lines,
+        fmt_value,
+        governance_lines,
+        outside_lines,
+        summary_line,
+    )
+    from govsync.render.markdown import MARKDOWN_LIMIT, drift_markdown, plan_markdown
+    from govsync.render.planjson import (
+        drift_json,
+        drift_public,
+        plan_json,
+        plan_json_chunks,
+        plan_public,
+    )
+    from govsync.render.text import drift_text, plan_text
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module = LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *LAZY})
+
 
 __all__ = [
     "MARKDOWN_LIMIT", "OCCASIONAL", "ORDER", "OUTSIDE_NOTE", "OUTSIDE_TITLE", "SYMBOLS",

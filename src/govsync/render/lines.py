@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from govsync.drift import DriftReport
 from govsync.governance import Governance
 from govsync.plan import Action, DriftKind, FieldChange, Plan
-from govsync.render import linediff
 from govsync.values import KNOWN_AFTER_APPLY_TEXT, SENSITIVE
+
+if TYPE_CHECKING:
+    from govsync.drift import DriftReport
+    from govsync.render.linediff import Line
 
 # The codes of the colours used, as terminals (and click.style) know them.
 _COLOURS = {"black": 30, "red": 31, "green": 32, "yellow": 33, "blue": 34, "magenta": 35,
@@ -73,22 +75,27 @@ def _plain(text: str, fg: str | None) -> str:
     return text
 
 
-# The colour of each kind of diff line in a terminal.
-_LINE_COLOURS: dict[linediff.Tag, str | None] = {
-    linediff.Tag.ADDED: "green", linediff.Tag.REMOVED: "red", linediff.Tag.HUNK: "cyan",
-    linediff.Tag.SAME: None, linediff.Tag.NO_NEWLINE: None}
+# The colour of each kind of diff line in a terminal, by linediff.Tag's values (a StrEnum: its members are these strings): linediff, with
+# difflib, is loaded only where a multi-line string is shown (issue 31).
+_LINE_COLOURS: dict[str, str | None] = {"+": "green", "-": "red", "@": "cyan", " ": None,
+                                        "\\": None}
 
 
-def _diff_line(line: linediff.Line, *, markdown: bool) -> str:
+def _multiline(value: Any) -> bool:
+    """linediff.multiline, without loading linediff: a string with a line break."""
+    return isinstance(value, str) and ("\n" in value or "\r" in value)
+
+
+def _diff_line(line: Line, *, markdown: bool) -> str:
     """A line of a field's line diff: under the field in text (``        -old``); in a
     Markdown ``diff`` block its tag comes first, so that GitHub colours it."""
-    if line.tag in (linediff.Tag.ADDED, linediff.Tag.REMOVED, linediff.Tag.SAME):
+    if line.tag in ("+", "-", " "):  # added, removed, the same
         return f"{line.tag}        {line.text}" if markdown else f"        {line.tag}{line.text}"
-    text = f"\\ {line.text}" if line.tag == linediff.Tag.NO_NEWLINE else line.text
+    text = f"\\ {line.text}" if line.tag == "\\" else line.text  # no newline at the end
     return f"         {text}" if markdown else f"        {text}"
 
 
-def _lines_below(head: str, lines: list[linediff.Line], markdown: bool,
+def _lines_below(head: str, lines: list[Line], markdown: bool,
                  style: Style) -> list[str]:
     out = [head]
     for line in lines:
@@ -101,10 +108,13 @@ def field_change_lines(d: FieldChange, *, markdown: bool = False, style: Style =
                        suffix: str = "") -> list[str]:
     """A changed field: ``path: before -> after`` on one line, or, for a multi-line
     string, ``path:`` and its line diff below (values arrive masked)."""
-    lines = linediff.field_lines(d.before, d.after)
-    if lines is None:
+    if not (_multiline(d.before) or _multiline(d.after)):
         text = f"      {d.path}: {fmt_value(d.before)} -> {fmt_value(d.after)}{suffix}"
         return [_md(text) if markdown else text]
+    from govsync.render import linediff  # with difflib: for multi-line strings only
+
+    lines = linediff.field_lines(d.before, d.after)
+    assert lines is not None
     # A side that is not a string (absent: null) is named on the field's line.
     sides = [fmt_value(v) if not isinstance(v, str) else "" for v in (d.before, d.after)]
     head = f"      {d.path}:" + (f" {sides[0] or '(lines below)'} -> "
@@ -116,9 +126,11 @@ def field_change_lines(d: FieldChange, *, markdown: bool = False, style: Style =
 def created_lines(key: str, value: Any, *, markdown: bool = False, style: Style = _plain,
                   suffix: str = "") -> list[str]:
     """A field of a create: ``key: value``, or a multi-line string as its lines."""
-    if not linediff.multiline(value):
+    if not _multiline(value):
         text = f"      {key}: {fmt_value(value)}{suffix}"
         return [_md(text) if markdown else text]
+    from govsync.render import linediff  # with difflib: for multi-line strings only
+
     head = f"      {key}:{suffix}"
     return _lines_below(_md(head) if markdown else head, linediff.lines_of(value), markdown,
                         style)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from govsync.drift import DriftReport
 from govsync.formats import FORMAT_VERSION
 from govsync.plan import Action, CheckStatus, Plan
 from govsync.render.lines import drift_headline, governance_lines
+
+if TYPE_CHECKING:
+    from govsync.drift import DriftReport
 
 
 def plan_json(plan: Plan) -> str:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from govsync.drift import DriftReport
+from typing import TYPE_CHECKING
+
 from govsync.plan import Action, Change, Plan
 from govsync.render.lines import (
     OUTSIDE_NOTE,
@@ -19,6 +20,9 @@ from govsync.render.lines import (
     summary_line,
 )
 from govsync.values import shown
+
+if TYPE_CHECKING:
+    from govsync.drift import DriftReport
 
 
 def plan_text(plan: Plan, *, color: bool = False, verbose: bool = False) -> str:

@@ -36,7 +36,6 @@ from govsync.state.model import (
     empty_snapshot,
     now,
 )
-from govsync.state.sqlite import SqliteStore
 from govsync.state.store import Locker, StateStore, Storage
 
 __all__ = [
@@ -80,6 +79,9 @@ def open_store(url: str) -> StateStore:
             "or postgresql://user@host/database")
     path = sqlite_path(url)
     assert path is not None
+    # sqlite3 and logging (8 ms): where a state is opened, not where none exists yet.
+    from govsync.state.sqlite import SqliteStore
+
     return SqliteStore(path)
 
 

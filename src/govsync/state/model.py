@@ -17,13 +17,10 @@ Statuses of an entry (``EntryStatus``):
 
 from __future__ import annotations
 
-import getpass
 import hashlib
 import hmac
 import json
 import os
-import secrets
-import socket
 import sys
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -178,6 +175,10 @@ class LockHolder:
 
     @classmethod
     def me(cls) -> LockHolder:
+        # getpass and socket (5 ms): for the one who takes a lock, not for every read.
+        import getpass
+        import socket
+
         try:
             user = getpass.getuser()
         except Exception:  # no user name in some containers
@@ -233,7 +234,7 @@ def leadership_lost(workspace: str, why: str) -> str:
 def empty_snapshot(workspace: str) -> Snapshot:
     """What a state that does not exist yet reads as: nothing recorded.  Its key is
     made up and thrown away, so nothing planned from it can be saved."""
-    return Snapshot(workspace, "", 0, {}, secrets.token_bytes(32))
+    return Snapshot(workspace, "", 0, {}, os.urandom(32))  # as secrets.token_bytes
 
 
 # -- a change of the governance record outside govsync (issue 30) --------------------

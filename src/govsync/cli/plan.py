@@ -1,0 +1,111 @@
+"""`govsync plan`: its own module, so that a plan loads neither apply's engine nor the
+approvals' signatures nor the graphs (workflow.py holds the rest of the review
+workflow)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from govsync import commands, render
+from govsync.cli.early import early_refresh
+from govsync.cli.root import (
+    FORMATS,
+    global_options,
+    json_errors,
+    load,
+    out,
+    paths_argument,
+    refresh_option,
+    replace_option,
+    target_option,
+)
+from govsync.errors import ConfigError
+from govsync.manifests.model import ManifestSet
+from govsync.plan import Plan, blocked_advice
+from govsync.settings import Settings
+
+
+@click.command()
+@json_errors
+@paths_argument
+@global_options
+@target_option
+@replace_option
+@refresh_option
+@click.option("--out", "out_file", type=click.Path(dir_okay=False),
+              help="Save the plan for `govsync apply FILE`.")
+@click.option("--format", "fmt", type=click.Choice([*FORMATS.choices, "html"]), default="text",
+              show_default=True,
+              help="html: the plan page as one self-contained file (a CI artifact).")
+@click.option("--without-secrets", is_flag=True,
+              help="Do not read secrets' values (a pull request's plan: its jobs should not "
+                   "hold them). Secrets show as (sensitive) and a changed value is not seen; "
+                   "a saved plan is for review only (apply --reviewed plans again with them).")
+@click.option("--detailed-exitcode", is_flag=True,
+              help="Exit 0 when there are no changes, 2 when there are, 1 on error or blocked.")
+def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: str,
+         without_secrets: bool, detailed_exitcode: bool) -> None:
+    """Show what apply would change: create, update, no-op, blocked, orphan, uncertain.
+
+    Reads the state without locking it and sends no write to the API. With an
+    endpoint, checks that policy owner groups exist (ListGroups).
+
+    \b
+    Example:
+      govsync plan manifests/ --out plan.json
+      govsync plan manifests/ --format markdown > comment.md
+      govsync plan manifests/ --format html > plan.html
+    """
+
+    if out_file and not os.path.isdir(os.path.dirname(os.path.abspath(out_file))):
+        # Before the plan, which may make the workspace for the file: nothing is left.
+        raise ConfigError(f"cannot write the plan to {out_file}: its folder does not exist")
+    # The state opened once; the server read while the manifests are.
+    with commands.Workspace(settings) as workspace, early_refresh(settings, workspace) as early:
+        manifests = load(paths, settings.selection, short=True)
+        result = commands.plan(manifests, settings, saving=bool(out_file),
+                               read_secrets=not without_secrets, workspace=workspace,
+                               early=early)
+        _show_plan(result, fmt, settings, manifests)
+        review_only = (commands.write_plan(result, settings, out_file, manifests,
+                                           workspace=workspace) if out_file else "")
+    o = out()
+    blocked = len(result.blocked())
+    why = (f"{blocked} blocked change(s): the API cannot make them, so apply will refuse "
+           f"this plan; {blocked_advice(result.blocked())} and plan again.")
+    if out_file:
+        env = f" --env {settings.selection.name}" if settings.selection.name else ""
+        if blocked:
+            o.info(f"Saved the plan to {out_file}, but it cannot be applied: {why}")
+        elif not review_only:
+            o.info(f"Saved the plan to {out_file}: apply it with "
+                   f"`govsync apply{env} {out_file}`.")
+        else:
+            o.info(f"Saved the plan to {out_file} for review only ({review_only}): apply it with "
+                   f"`govsync apply{env} --reviewed {out_file}`, which plans again with the "
+                   "applying credentials and applies only the same changes.")
+    elif blocked:
+        o.info(why[0].upper() + why[1:])
+    if blocked:
+        sys.exit(1)
+    if detailed_exitcode and result.has_changes():
+        sys.exit(2)
+
+
+def _show_plan(result: Plan, fmt: str, settings: Settings, manifests: ManifestSet) -> None:
+    o = out()
+    if fmt == "json":
+        for chunk in render.plan_json_chunks(result):
+            click.echo(chunk, nl=False)
+    elif fmt == "markdown":
+        click.echo(render.plan_markdown(result), nl=False)
+    elif fmt == "html":
+        from govsync.ui import plan_file
+
+        click.echo(plan_file(result, settings.selection, manifests), nl=False)
+    else:
+        click.echo(render.plan_text(result, color=o.color, verbose=o.verbose > 0), nl=False,
+                   color=o.color)
