@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -35,6 +36,12 @@ EXAMPLE_SECRET_VARS = (
     "GOVSYNC_EXAMPLE_MDM_API_KEY",
     "GOVSYNC_EXAMPLE_AI_PROVIDER_API_KEY",
 )
+
+
+# Each httpx.get/post builds an SSL context, loading the CA bundle (about 50 ms of
+# CPU), even for a plain-HTTP URL; the tests call loopback servers many times, often
+# while polling.  They pass this one, built once a process: ``verify=LOOPBACK_TLS``.
+LOOPBACK_TLS = ssl.create_default_context()
 
 
 def without_settings(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -75,7 +82,7 @@ def serve(args: list[str], *, key: str, output: Path | None = None,
             raise RuntimeError(f"govsync serve exited with {proc.returncode}: {tail}")
         try:
             if httpx.get(f"{url}/_govsync/health", headers={"X-API-KEY": key},
-                         timeout=2).is_success:
+                         timeout=2, verify=LOOPBACK_TLS).is_success:
                 return proc, url
         except httpx.TransportError:
             pass
@@ -97,7 +104,8 @@ def stop(proc: subprocess.Popen[bytes], *, kill: bool = False) -> None:
 
 def stored_objects(url: str, key: str) -> dict[str, list[dict[str, Any]]]:
     """Everything a served reference server holds, by kind (``/_govsync/objects``)."""
-    response = httpx.get(f"{url}/_govsync/objects", headers={"X-API-KEY": key}, timeout=30)
+    response = httpx.get(f"{url}/_govsync/objects", headers={"X-API-KEY": key}, timeout=30,
+                         verify=LOOPBACK_TLS)
     response.raise_for_status()
     data: dict[str, list[dict[str, Any]]] = response.json()
     return data

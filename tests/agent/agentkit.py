@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 
-from testkit import free_port
+from testkit import LOOPBACK_TLS, free_port
 
 KEY = "agent-test-key"
 TOKEN = "agent-test-token"
@@ -98,7 +98,7 @@ class Agent:
 
     def get(self, path: str) -> httpx.Response:
         return httpx.get(self.url + path, headers={"authorization": f"Bearer {TOKEN}"},
-                         timeout=10)
+                         timeout=10, verify=LOOPBACK_TLS)
 
     def environments(self) -> dict[str, dict[str, Any]]:
         try:

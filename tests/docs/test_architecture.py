@@ -14,11 +14,11 @@ an upward edge.  Every module of the package is on the page.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
-import networkx as nx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,13 +128,14 @@ def sections(tree: ast.Module) -> Iterator[tuple[str, int]]:
                 yield target, node.lineno
 
 
-def imports(module: str) -> Iterator[tuple[str, int, str, bool, bool]]:
-    """(imported, line, top name, inside a function, under TYPE_CHECKING) of a module.
-    The modules a ``SECTIONS`` or ``LAZY`` table names count as imports at the top:
-    they are edges of the graph like any other, only loaded later."""
+@functools.cache
+def imports(module: str) -> tuple[tuple[str, int, str, bool, bool], ...]:
+    """(imported, line, top name, inside a function, under TYPE_CHECKING) of a module
+    (parsed once a process: several tests walk every module).  The modules a
+    ``SECTIONS`` or ``LAZY`` table names count as imports at the top: they are edges
+    of the graph like any other, only loaded later."""
     tree = ast.parse(MODULES[module].read_text())
-    for target, line in sections(tree):
-        yield target, line, "govsync", False, False
+    tabled = tuple((target, line, "govsync", False, False) for target, line in sections(tree))
 
     def visit(node: ast.AST, inner: bool, checking: bool) -> Iterator[
             tuple[str, int, str, bool, bool]]:
@@ -156,7 +157,7 @@ def imports(module: str) -> Iterator[tuple[str, int, str, bool, bool]]:
             yield from visit(child, inner or isinstance(
                 child, ast.FunctionDef | ast.AsyncFunctionDef), checking)
 
-    yield from visit(tree, False, False)
+    return tabled + tuple(visit(tree, False, False))
 
 
 def imports_outside_type_checking(module: str) -> Iterator[tuple[str, int]]:
@@ -166,8 +167,12 @@ def imports_outside_type_checking(module: str) -> Iterator[tuple[str, int]]:
             yield target, line
 
 
-def heavy_modules() -> set[str]:
-    """govsync's modules that import a heavy package at their top, directly or not."""
+@functools.cache
+def heavy_modules() -> frozenset[str]:
+    """govsync's modules that import a heavy package at their top, directly or not
+    (worked out when a test first asks, not as each worker collects the module)."""
+    import networkx as nx  # a quarter of a second: loaded by the two tests that use it
+
     graph = nx.DiGraph()
     heavy: set[str] = set()
     for module in MODULES:
@@ -180,10 +185,7 @@ def heavy_modules() -> set[str]:
             target = resolve(name)
             if target and target != module:
                 graph.add_edge(module, target)
-    return {m for m in MODULES if heavy & ({m} | nx.descendants(graph, m))}
-
-
-HEAVY_MODULES = heavy_modules()
+    return frozenset(m for m in MODULES if heavy & ({m} | nx.descendants(graph, m)))
 
 
 def test_every_module_is_on_the_page() -> None:
@@ -230,7 +232,7 @@ def test_imports_sit_at_the_top_unless_heavy(module: str) -> None:
         if not inner:
             continue
         target = resolve(name) if top == "govsync" else None
-        if top == "govsync" and target in HEAVY_MODULES:
+        if top == "govsync" and target in heavy_modules():
             continue
         if top != "govsync" and is_heavy(name, top):
             continue
@@ -240,6 +242,8 @@ def test_imports_sit_at_the_top_unless_heavy(module: str) -> None:
 
 
 def test_no_import_cycle() -> None:
+    import networkx as nx  # a quarter of a second: loaded by the two tests that use it
+
     graph = nx.DiGraph()
     for module in MODULES:
         for name, _, _, _, checking in imports(module):

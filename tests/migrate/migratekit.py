@@ -29,6 +29,7 @@ pytest.register_assert_rewrite("applykit")
 from applykit import EXAMPLE_SEED, KEY, Govsync, Run, Server  # noqa: E402
 
 from govsync.api.catalog import BY_NAME  # noqa: E402
+from testkit import LOOPBACK_TLS  # noqa: E402
 
 __all__ = ["EXAMPLE_SEED", "FORMAL", "KEY", "Api", "Govsync", "Run", "Server", "TerraformState",
            "attr", "instance"]
@@ -96,7 +97,7 @@ class Api:
         """Send one operation; the object it answers with (unwrapped)."""
         op = BY_NAME[operation]
         response = httpx.post(self.url + op.path, json=body, headers={"X-API-KEY": KEY},
-                              timeout=30)
+                              timeout=30, verify=LOOPBACK_TLS)
         assert response.status_code == 200, response.text
         answer: dict[str, Any] = response.json()
         return answer[op.response_key] if op.response_key else answer

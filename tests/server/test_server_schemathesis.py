@@ -21,15 +21,25 @@ behaviour on them has tests of its own):
 
 Any other method than POST answers 404 not_found, as every unknown route
 does (the spec's error table has no 405): that check is off.
+
+The requests are made as each test runs, not as the module is collected
+(schemathesis' ``schema.parametrize()`` builds every operation's cases, its
+coverage phase included, at collection: once in each xdist worker, about
+twelve CPU-seconds each).  The tests are parametrised by the document's
+operation labels instead, and each builds its own operation's hypothesis test
+the way that plugin does (``build_operation_test``) and runs it: the same
+cases, the same checks, made once per run.
 """
 
 from __future__ import annotations
 
+import functools
+import json
+import unittest
 from pathlib import Path
 from typing import Any
 
-import schemathesis
-from hypothesis import HealthCheck, settings
+import pytest
 from serverkit import KEY, SEED, H
 
 from govsync.api.catalog import BY_PATH, SPEC, Verb
@@ -39,7 +49,7 @@ OPENAPI = Path(__file__).resolve().parents[2] / "schemas" / "openapi.json"
 # Generated requests per operation and phase; the whole test stays well under 30 s.
 MAX_EXAMPLES = 5
 
-CONFIG = schemathesis.Config.from_dict({
+CONFIG = {
     "seed": 20240131,
     "generation": {"max-examples": MAX_EXAMPLES, "mode": "all", "deterministic": True,
                    "with-security-parameters": False},
@@ -47,7 +57,16 @@ CONFIG = schemathesis.Config.from_dict({
                             "generation": {"mode": "positive"}},
                "stateful": {"enabled": False}},
     "checks": {"unsupported_method": {"enabled": False}},
-})
+}
+
+_DOCUMENT = json.loads(OPENAPI.read_text(encoding="utf-8"))
+# Every operation of the document, as schemathesis labels it ("POST /path").
+LABELS = [f"{method.upper()} {path}" for path, item in _DOCUMENT["paths"].items()
+          for method in item if method in ("get", "put", "post", "delete", "patch")]
+_IDS = {f"{method.upper()} {path}": op.get("operationId")
+        for path, item in _DOCUMENT["paths"].items() for method, op in item.items()
+        if isinstance(op, dict)}
+SPEC_LABELS = [label for label in LABELS if _IDS[label] in {op.name for op in SPEC}]
 
 
 def _app(operations: Operations = Operations.ALL) -> Any:
@@ -56,12 +75,21 @@ def _app(operations: Operations = Operations.ALL) -> Any:
     return create_app(store, api_keys=[KEY], operations=operations)
 
 
-schema = schemathesis.openapi.from_path(str(OPENAPI), config=CONFIG)
-schema.app = _app()
-# `govsync serve --operations spec`: the spec's operations behave exactly the same.
-spec_schema = schemathesis.openapi.from_path(str(OPENAPI), config=CONFIG).include(
-    operation_id=[op.name for op in SPEC])
-spec_schema.app = _app(Operations.SPEC)
+@functools.cache
+def _schema(operations: Operations) -> tuple[Any, Any]:
+    """The document loaded by schemathesis, sending to an app serving ``operations``
+    (``govsync serve --operations spec``: the spec's operations behave exactly the
+    same), and the feedback its plugin gives every operation's test; one a worker."""
+    import schemathesis
+    from schemathesis.checks import load_all_checks
+    from schemathesis.generation.feedback import FeedbackSources
+    from schemathesis.python._constants.orchestrator import make_constants_value_source
+
+    load_all_checks()
+    schema = schemathesis.openapi.from_path(
+        str(OPENAPI), config=schemathesis.Config.from_dict(CONFIG))
+    schema.app = _app(operations)
+    return schema, FeedbackSources(constants_value_source=make_constants_value_source(schema))
 
 
 def _whole_floats_as_ints(value: Any) -> Any:
@@ -74,7 +102,7 @@ def _whole_floats_as_ints(value: Any) -> Any:
     return value
 
 
-def _send(case: schemathesis.Case) -> None:
+def _send(case: Any) -> None:
     if isinstance(case.body, dict):
         case.body = _whole_floats_as_ints(case.body)
         if BY_PATH[case.operation.path].verb == Verb.LIST \
@@ -83,13 +111,41 @@ def _send(case: schemathesis.Case) -> None:
     case.call_and_validate(headers=H)
 
 
-@schema.parametrize()
-@settings(deadline=None, suppress_health_check=list(HealthCheck), database=None)
-def test_server_agrees_with_openapi(case: schemathesis.Case) -> None:
-    _send(case)
+def _run(operations: Operations, label: str) -> None:
+    """What ``schema.parametrize()``'s test of the operation ``label`` does, run now:
+    its generated and coverage cases, each sent and checked; a failure is reported as
+    that plugin reports it, and a case that cannot be generated fails the test
+    (rather than skipping it)."""
+    from hypothesis import HealthCheck, settings
+    from hypothesis.errors import FailedHealthCheck, Unsatisfiable
+    from schemathesis.core.failures import FailureGroup, as_reported_failure
+    from schemathesis.generation.hypothesis.reporting import ignore_hypothesis_output
+    from schemathesis.pytest._test_builder import build_operation_test
+
+    schema, feedback = _schema(operations)
+    operation = schema.find_operation_by_label(label)
+    assert operation is not None, f"{label} is not an operation of {OPENAPI.name}"
+
+    @settings(deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    def send(case: Any) -> None:
+        _send(case)
+
+    test = build_operation_test(config=schema.config, operation=operation, test_func=send,
+                                given_kwargs={}, feedback=feedback)
+    try:
+        with ignore_hypothesis_output():
+            test()
+    except FailureGroup as exc:
+        raise as_reported_failure(exc) from None
+    except (unittest.SkipTest, FailedHealthCheck, Unsatisfiable) as exc:
+        pytest.fail(f"{label}: its cases could not be made: {exc!r}")
 
 
-@spec_schema.parametrize()
-@settings(deadline=None, suppress_health_check=list(HealthCheck), database=None)
-def test_spec_only_server_agrees_with_openapi(case: schemathesis.Case) -> None:
-    _send(case)
+@pytest.mark.parametrize("label", LABELS)
+def test_server_agrees_with_openapi(label: str) -> None:
+    _run(Operations.ALL, label)
+
+
+@pytest.mark.parametrize("label", SPEC_LABELS)
+def test_spec_only_server_agrees_with_openapi(label: str) -> None:
+    _run(Operations.SPEC, label)

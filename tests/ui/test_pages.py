@@ -14,11 +14,12 @@ import httpx
 import pytest
 from uikit import API_KEY, CANARIES, Dashboard, gov, start
 
-from testkit import stop
+from testkit import LOOPBACK_TLS, stop
 
 
 def get(dashboard: Dashboard, path: str, **kw: object) -> httpx.Response:
-    return httpx.get(dashboard.url + path, timeout=60, **kw)  # type: ignore[arg-type]
+    return httpx.get(dashboard.url + path, timeout=60, verify=LOOPBACK_TLS,
+                     **kw)  # type: ignore[arg-type]
 
 
 class Links(HTMLParser):

@@ -30,7 +30,14 @@ from click.testing import CliRunner, Result
 from govsync.cli import cli
 from govsync.state import EntryStatus
 from govsync.state.sqlite import SqliteStore
-from testkit import EXAMPLE_MANIFESTS, EXAMPLE_SECRET_VARS, EXAMPLE_SEED, free_port, stop
+from testkit import (
+    EXAMPLE_MANIFESTS,
+    EXAMPLE_SECRET_VARS,
+    EXAMPLE_SEED,
+    LOOPBACK_TLS,
+    free_port,
+    stop,
+)
 
 # Values that must appear on no page: every secret the examples read, and the API key.
 CANARIES = {name: f"canary-{i}-{name.lower()[-12:]}-5e1f0c" for i, name in
@@ -140,7 +147,8 @@ def start(root: Path, *, token: str | None = None, log: Path | None = None) -> D
         if process.poll() is not None:
             raise RuntimeError(f"govsync ui exited with {process.returncode}")
         with contextlib.suppress(httpx.TransportError):
-            if httpx.get(url + "/", headers=headers, timeout=30).status_code == 200:
+            if httpx.get(url + "/", headers=headers, timeout=30,
+                         verify=LOOPBACK_TLS).status_code == 200:
                 return Dashboard(url, process)
         time.sleep(0.1)
     stop(process, kill=True)

@@ -1,10 +1,10 @@
 """The README's two commands work on a clean copy of the repository.
 
 The commands are read from README.md (the first two ``sh`` code blocks after
-the title), so this test follows the README. Both run with bash in one
-``git clone`` of this repository (committed files only: uncommitted changes
-are not in it, by design), each building the clone's ``.venv`` from the
-package index:
+the title), so this test follows the README. Both run with bash, one after the
+other, in one ``git clone`` of this repository (committed files only:
+uncommitted changes are not in it, by design): the first builds the clone's
+``.venv`` from the package index, the second adds the test dependencies to it:
 
 1. install and run the demo: validate, plan, apply, then nothing left to do;
 2. install the test dependencies and run the test suite: literally, but with
@@ -93,7 +93,11 @@ def test_readme_names_the_two_commands(commands: list[str]) -> None:
     assert "pytest" in install_and_test
 
 
-def test_command_1_installs_and_runs_the_demo(clone: Path, commands: list[str]) -> None:
+def test_the_two_commands_one_after_the_other(clone: Path, commands: list[str]) -> None:
+    """Command 1 on the fresh clone, then command 2 in the same clone, as a reader who
+    tries the demo and then the tests does.  One test, so that one xdist worker runs
+    both on one clone: apart, each built a clone and a virtual environment of its own
+    and installed the package and its dependencies again."""
     command = commands[0]
     code, output, seconds = bash(command, clone, {"NO_COLOR": "1"})
     shown = report(command, code, output, seconds)
@@ -106,8 +110,6 @@ def test_command_1_installs_and_runs_the_demo(clone: Path, commands: list[str]) 
     assert "No changes" in output, shown
     assert "In sync" in output, shown
 
-
-def test_command_2_installs_and_runs_the_test_suite(clone: Path, commands: list[str]) -> None:
     command = commands[1]
     code, output, seconds = bash(command, clone, {"PYTEST_ADDOPTS": NESTED_ADDOPTS,
                                                   NESTED: "1"})
