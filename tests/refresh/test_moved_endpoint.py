@@ -63,6 +63,11 @@ def test_a_moved_endpoint_is_sent_nothing_by_plan_or_drift(gov: Gov,
     assert hooks.code == 0, hooks
     assert "apply will refuse without --allow-endpoint-change" in hooks.out
     assert elsewhere.connections == 0
+    # Said on purpose (the objects are there now), the new endpoint is read.
+    allowed = gov.run("plan", manifests, "--allow-endpoint-change", env=moved)
+    assert allowed.code == 1 and "cannot run the live checks" in allowed.err, allowed
+    assert elsewhere.connections > 0
+    elsewhere.connections = 0
     applied = gov.run("apply", manifests, "--auto-approve", env=moved)
     assert applied.code == 0 and "No changes" in applied.out, applied
     assert elsewhere.connections == 0

@@ -13,6 +13,7 @@ from govsync import commands, render
 from govsync.cli.early import early_refresh
 from govsync.cli.root import (
     FORMATS,
+    allow_endpoint_change_option,
     global_options,
     json_errors,
     load,
@@ -46,8 +47,9 @@ from govsync.settings import Settings
                    "a saved plan is for review only (apply --reviewed plans again with them).")
 @click.option("--detailed-exitcode", is_flag=True,
               help="Exit 0 when there are no changes, 2 when there are, 1 on error or blocked.")
+@allow_endpoint_change_option
 def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: str,
-         without_secrets: bool, detailed_exitcode: bool) -> None:
+         without_secrets: bool, detailed_exitcode: bool, allow_endpoint_change: bool) -> None:
     """Show what apply would change: create, update, no-op, blocked, orphan, uncertain.
 
     Reads the state without locking it and sends no write to the API. With an
@@ -68,7 +70,7 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
         manifests = load(paths, settings.selection, short=True)
         result = commands.plan(manifests, settings, saving=bool(out_file),
                                read_secrets=not without_secrets, workspace=workspace,
-                               early=early)
+                               early=early, allow_endpoint_change=allow_endpoint_change)
         _show_plan(result, fmt, settings, manifests)
         review_only = (commands.write_plan(result, settings, out_file, manifests,
                                            workspace=workspace) if out_file else "")

@@ -236,6 +236,16 @@ def target_option(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def allow_endpoint_change_option(func: F) -> F:
+    """``--allow-endpoint-change`` of plan, drift and apply: the endpoint given is where
+    the workspace's objects are now, though the state records another."""
+    return click.option(
+        "--allow-endpoint-change", is_flag=True,
+        help="The state was applied against another endpoint and the objects are at "
+             "this one now: read (and apply) it. Without it nothing is sent to an "
+             "endpoint the state does not record.")(func)
+
+
 def refresh_option(func: F) -> F:
     """--refresh=false, stored on ``settings``."""
 

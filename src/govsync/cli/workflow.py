@@ -16,6 +16,7 @@ from govsync.cli.early import early_refresh
 from govsync.cli.interrupt import graceful
 from govsync.cli.root import (
     FORMATS,
+    allow_endpoint_change_option,
     global_options,
     json_errors,
     load,
@@ -92,8 +93,7 @@ def confirmed(prompt: str, *, cancelled: str = "apply cancelled",
               help="Drop orphans from state (they stay on the server: the API cannot delete).")
 @click.option("--lock-timeout", default=0.0, show_default=True, type=click.FloatRange(min=0),
               help="Seconds to wait for another apply on this workspace to finish.")
-@click.option("--allow-endpoint-change", is_flag=True,
-              help="Apply although the state was applied against another endpoint.")
+@allow_endpoint_change_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True,
               help="json: one JSON line per finished change, then a summary line, and "
@@ -249,7 +249,9 @@ def _apply_json(paths: tuple[str, ...], settings: Settings, saved_plan: bool,
 @click.option("--without-secrets", is_flag=True,
               help="Do not read secrets' values (a job with read-only credentials): a "
                    "secret whose value changed is not seen.")
-def drift(paths: tuple[str, ...], settings: Settings, fmt: str, without_secrets: bool) -> None:
+@allow_endpoint_change_option
+def drift(paths: tuple[str, ...], settings: Settings, fmt: str, without_secrets: bool,
+          allow_endpoint_change: bool) -> None:
     """Check that the API, the state and the manifests agree (for a scheduled job).
 
     Reports unapplied changes, orphans, uncertain entries, and live checks
@@ -263,7 +265,8 @@ def drift(paths: tuple[str, ...], settings: Settings, fmt: str, without_secrets:
 
     with commands.Workspace(settings) as workspace, early_refresh(settings, workspace) as early:
         report = commands.drift(load(paths, settings.selection, short=True), settings,
-                                read_secrets=not without_secrets, early=early)
+                                read_secrets=not without_secrets, early=early,
+                                allow_endpoint_change=allow_endpoint_change)
     o = out()
     if fmt == "json":
         click.echo(render.drift_json(report), nl=False)

@@ -21,7 +21,8 @@ from govsync.settings import Settings
 
 
 def drift(manifests: ManifestSet, settings: Settings, *,
-          read_secrets: bool = True, early: Early | None = None) -> DriftReport:
+          read_secrets: bool = True, early: Early | None = None,
+          allow_endpoint_change: bool = False) -> DriftReport:
     """The scheduled check: manifests against state, and live checks where a read exists.
 
     With an endpoint configured, an unreachable API is an error (exit 1): a
@@ -41,7 +42,8 @@ def drift(manifests: ManifestSet, settings: Settings, *,
     values = live.wanted(manifests)
     existing: dict[str, set[str]] | None = None
     skipped = f"no endpoint configured ({envvars.ENDPOINT} / --endpoint)"
-    moved = endpoint_change(snapshot, settings) if settings.endpoint else ""
+    moved = (endpoint_change(snapshot, settings)
+             if settings.endpoint and not allow_endpoint_change else "")
     if moved and values:
         raise ApiError(moved_error(values, moved))
     if settings.endpoint:

@@ -61,7 +61,8 @@ class Planned:
 
 def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False,
          read_secrets: bool = True, rule_errors: list[Problem] | None = None,
-         workspace: Workspace | None = None, early: Early | None = None) -> Plan:
+         workspace: Workspace | None = None, early: Early | None = None,
+         allow_endpoint_change: bool = False) -> Plan:
     """Diff the manifests against the workspace's state (no lock taken).
 
     Writes nothing, unless ``saving`` (``plan --out``) a workspace never written
@@ -72,13 +73,16 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False,
     to another environment than the one selected.  With ``rule_errors``, the errors of
     rules are put there and the plan returned all the same (the dashboard shows both).
     ``workspace``: the caller's open state (``plan --out`` then writes through it);
-    ``early``: a refresh the caller began from it before the manifests were read."""
+    ``early``: a refresh the caller began from it before the manifests were read;
+    ``allow_endpoint_change``: the live references are read at the endpoint given
+    though the state records another."""
 
     with contextlib.ExitStack() as stack:
         if workspace is None:
             workspace = stack.enter_context(Workspace(settings))
         return _plan(manifests, settings, workspace, saving=saving, read_secrets=read_secrets,
-                     rule_errors=rule_errors, early=early).plan
+                     rule_errors=rule_errors, early=early,
+                     allow_endpoint_change=allow_endpoint_change).plan
 
 
 def planned(manifests: ManifestSet, settings: Settings) -> Planned:
@@ -94,7 +98,7 @@ def planned(manifests: ManifestSet, settings: Settings) -> Planned:
 
 def _plan(manifests: ManifestSet, settings: Settings, workspace: Workspace, *, saving: bool,
           read_secrets: bool, rule_errors: list[Problem] | None,
-          early: Early | None = None) -> Planned:
+          early: Early | None = None, allow_endpoint_change: bool = False) -> Planned:
     if read_secrets:
         check_secrets_set(manifests, settings)
 
@@ -146,7 +150,8 @@ def _plan(manifests: ManifestSet, settings: Settings, workspace: Workspace, *, s
         # With --target, the targeted objects' live references only.
         _check_live(result, manifests, settings, [
             c.address for c in result.changes if c.address in manifests.objects]
-            if settings.targets else None, moved=changed)
+            if settings.targets else None,
+            moved="" if allow_endpoint_change else changed)
     if saving and read_secrets and not snapshot.lineage and _may_save(workspace):
         result = _in_new_workspace(result, manifests, workspace)
     return Planned(result, running)

@@ -231,5 +231,5 @@ def moved_error(values: list[LiveValue], moved: str) -> str:
     (a plan that could not check them is not a green one)."""
     return (f"cannot run the live checks ({' and '.join(live.operations(values))}): {moved}; "
             "nothing is sent to an endpoint the workspace's state does not record: point "
-            "the endpoint back, or, if its objects really are there now, apply with "
+            "the endpoint back, or, if its objects really are there now, pass "
             "--allow-endpoint-change")
