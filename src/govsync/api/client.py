@@ -525,8 +525,11 @@ class AsyncClient:
 
     async def aclose(self) -> None:
         await self._http.aclose()
-        for lane in self._made:
-            await lane.aclose()
+        # The idle lanes only: closing one that carries a call would wait for its
+        # answer (httpcore's connection holds its lock meanwhile), and an aborted
+        # apply (a second Ctrl-C) leaves its calls in flight without waiting.
+        while self._lanes is not None and not self._lanes.empty():
+            await self._lanes.get_nowait().aclose()
 
     async def __aenter__(self) -> AsyncClient:
         return self
