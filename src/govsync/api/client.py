@@ -437,7 +437,7 @@ class AsyncClient:
         # Lanes are made as calls need them (64 made at once cost 35 ms of a plan
         # whose refresh reads a few kinds in pages).
         self._lanes: asyncio.Queue[httpx.AsyncBaseTransport] | None = None
-        self._made: list[httpx.AsyncBaseTransport] = []
+        self._made = 0  # lanes made so far (at most lanes)
         self._reads = reads
         self._lane_count = lanes
         self._tls = tls
@@ -492,9 +492,9 @@ class AsyncClient:
             flow = self._auth.auth_flow(request)
             request = next(flow)
             flow.close()
-        if self._lanes.empty() and len(self._made) < self._lane_count:
+        if self._lanes.empty() and self._made < self._lane_count:
             lane = self._new_lane()
-            self._made.append(lane)
+            self._made += 1
         else:
             lane = await self._lanes.get()
         try:

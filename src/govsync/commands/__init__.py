@@ -18,8 +18,9 @@ read (``planfile.read``) by the caller.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from govsync import lazy
 
 # Each name of the face and the module that holds it, imported when the name is first
 # asked for (PEP 562): `plan` loads planning.py, not apply's preflight and sources nor
@@ -87,18 +88,7 @@ if TYPE_CHECKING:
     from govsync.settings import Settings
 
 
-def __getattr__(name: str) -> Any:
-    try:
-        module = LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *LAZY})
+__getattr__, __dir__ = lazy.face(__name__, LAZY)
 
 
 __all__ = [

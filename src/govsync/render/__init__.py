@@ -10,8 +10,9 @@
 """
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from govsync import lazy
 
 # Each name and the module that holds it, imported when first asked for (PEP 562): a
 # plan shown as text loads neither the Markdown nor the graphs (issue 31).  Read by
@@ -73,18 +74,7 @@ if TYPE_CHECKING:
     from govsync.render.text import drift_text, plan_text
 
 
-def __getattr__(name: str) -> Any:
-    try:
-        module = LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *LAZY})
+__getattr__, __dir__ = lazy.face(__name__, LAZY)
 
 
 __all__ = [
