@@ -41,8 +41,8 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
 # The longest tests (each builds a virtual environment or runs a whole workflow), started
 # first so that no worker begins one while the others are finishing: the suite's wall
 # time is then its work shared out, not its work plus the last long test.
-FIRST = ("tests/workflow/test_readme_commands.py", "tests/workflow/test_packaging.py",
-         "tests/workflow/test_deploy.py", "tests/workflow/test_ci_steps.py")
+FIRST = ("tests/workflow/test_packaging.py", "tests/workflow/test_deploy.py",
+         "tests/workflow/test_ci_steps.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -1,42 +1,22 @@
-"""The README's two commands work on a clean copy of the repository.
+"""The README's two commands are the ones CI runs, word for word.
 
 The commands are read from README.md (the first two ``sh`` code blocks after
-the title), so this test follows the README. Both run with bash, one after the
-other, in one ``git clone`` of this repository (committed files only:
-uncommitted changes are not in it, by design): the first builds the clone's
-``.venv`` from the package index, the second adds the test dependencies to it:
-
-1. install and run the demo: validate, plan, apply, then nothing left to do;
-2. install the test dependencies and run the test suite: literally, but with
-   ``PYTEST_ADDOPTS`` selecting one fast test (running the whole suite again
-   inside the suite would double its time) and ``GOVSYNC_NESTED_README_TEST``
-   set, which makes this module skip itself in the nested run.
+the title).  ``.ci/run``, which CI runs on a clean clone of main, runs both:
+the second (install the test dependencies, run the suite) in that clone, and
+the first (install and run the demo) in a clean clone of its own.  Running
+them from inside the suite (as this module did until issue 31's test loop)
+cost the suite a minute and a half of its five: two installs of every
+dependency, and the suite collected a second time inside itself.  The demo
+itself also runs here, from an installed wheel (test_packaging).
 """
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import time
 from pathlib import Path
 
-import pytest
-from workflowkit import git, git_env
-
-NESTED = "GOVSYNC_NESTED_README_TEST"
-
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(bool(os.environ.get(NESTED)),
-                       reason=f"{NESTED} is set: this is the README's test suite run by itself"),
-]
-
-HERE = Path(__file__).resolve().parent
-PROJECT = HERE.parents[1]  # where README.md and pyproject.toml are
+PROJECT = Path(__file__).resolve().parents[2]  # where README.md and pyproject.toml are
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
-# The nested run of command 2: one fast test, no .pytest_cache in the clone.
-NESTED_ADDOPTS = "-n 0 -k test_examples_stay_valid -p no:cacheprovider"
 
 
 def readme_commands(readme: str, n: int = 2) -> list[str]:
@@ -49,72 +29,31 @@ def readme_commands(readme: str, n: int = 2) -> list[str]:
     return blocks[:n]
 
 
-def bash(command: str, cwd: Path, extra: dict[str, str], timeout: float = 900
-         ) -> tuple[int, str, float]:
-    """Run ``command`` with bash in ``cwd``: exit code, stdout+stderr, seconds."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("GOVSYNC_", "PYTEST_"))
-           and k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
-    env.update(extra)
-    started = time.monotonic()
-    proc = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          timeout=timeout)
-    return proc.returncode, proc.stdout, time.monotonic() - started
+def ci_lines() -> list[str]:
+    """``.ci/run``'s commands, comments and blank lines left out."""
+    text = (PROJECT / ".ci" / "run").read_text(encoding="utf-8")
+    return [line.strip() for line in text.splitlines()
+            if line.strip() and not line.lstrip().startswith("#")]
 
 
-def report(command: str, code: int, output: str, seconds: float) -> str:
-    return f"$ {command}\n-> exit {code} after {seconds:.0f}s\n{output[-6000:]}"
-
-
-@pytest.fixture(scope="module")
-def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A clean copy of the repository (committed files only); the project folder in it."""
-    top = Path(git(HERE, "rev-parse", "--show-toplevel").strip()).resolve()
-    target = tmp_path_factory.mktemp("readme") / "clone"
-    proc = subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(top), str(target)],
-                          env=git_env(), capture_output=True, text=True, timeout=300,
-                          stdin=subprocess.DEVNULL)
-    assert proc.returncode == 0, proc.stderr
-    project = target / PROJECT.relative_to(top)
-    assert (project / "README.md").is_file() and (project / "pyproject.toml").is_file()
-    assert not (project / ".venv").exists()
-    return project
-
-
-@pytest.fixture(scope="module")
-def commands(clone: Path) -> list[str]:
-    return readme_commands((clone / "README.md").read_text(encoding="utf-8"))
-
-
-def test_readme_names_the_two_commands(commands: list[str]) -> None:
-    install_and_demo, install_and_test = commands
+def test_readme_names_the_two_commands() -> None:
+    install_and_demo, install_and_test = readme_commands(
+        (PROJECT / "README.md").read_text(encoding="utf-8"))
     assert "examples/demo.sh" in install_and_demo
     assert "pytest" in install_and_test
+    assert "\n" not in install_and_demo and "\n" not in install_and_test
 
 
-def test_the_two_commands_one_after_the_other(clone: Path, commands: list[str]) -> None:
-    """Command 1 on the fresh clone, then command 2 in the same clone, as a reader who
-    tries the demo and then the tests does.  One test, so that one xdist worker runs
-    both on one clone: apart, each built a clone and a virtual environment of its own
-    and installed the package and its dependencies again."""
-    command = commands[0]
-    code, output, seconds = bash(command, clone, {"NO_COLOR": "1"})
-    shown = report(command, code, output, seconds)
-    assert code == 0, shown
-    assert (clone / ".venv" / "bin" / "govsync").is_file(), shown
-    # validate, the plan, the apply of the saved plan, then nothing left to do.
-    assert "59 objects in" in output and ": valid." in output, shown
-    assert "Plan: 59 to create, 0 to update, 0 blocked" in output, shown
-    assert "Apply: 59 applied, 0 failed" in output, shown
-    assert "No changes" in output, shown
-    assert "In sync" in output, shown
-
-    command = commands[1]
-    code, output, seconds = bash(command, clone, {"PYTEST_ADDOPTS": NESTED_ADDOPTS,
-                                                  NESTED: "1"})
-    shown = report(command, code, output, seconds)
-    assert code == 0, shown
-    assert re.search(r"\b1 passed\b", output), shown
-    assert re.search(r"\b\d+ deselected\b", output), shown  # the whole suite was collected
-    assert "error" not in output.splitlines()[-1].lower(), shown
+def test_ci_runs_the_test_command_in_its_clone_and_the_demo_in_a_clean_clone() -> None:
+    install_and_demo, install_and_test = readme_commands(
+        (PROJECT / "README.md").read_text(encoding="utf-8"))
+    lines = ci_lines()
+    # The test command as a line of its own, in the checkout CI cloned.
+    assert install_and_test in lines, "\n".join(lines)
+    # The demo, word for word, in a subshell that enters a clone made just before.
+    [demo] = [i for i, line in enumerate(lines) if install_and_demo in line]
+    subshell = re.fullmatch(r'\(cd "(\$\w+/clone)" && (.*)\)', lines[demo])
+    assert subshell and subshell.group(2) == install_and_demo, lines[demo]
+    clone = subshell.group(1)
+    assert any(re.fullmatch(rf'git clone -q \. "{re.escape(clone)}"', line)
+               for line in lines[:demo]), lines[:demo]
