@@ -26,12 +26,20 @@ import psycopg
 import pytest
 from agentkit import KEY, Agent, Repo, hooks, workspace
 
+from govsync.commands import ApplyOptions
 from testkit import drop_pg_workspaces
 from testkit import serve as serve_process
 from testkit import stop as stop_process
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 POSTGRES = os.environ.get("GOVSYNC_TEST_POSTGRES", "")
+LANES = ApplyOptions().parallelism  # the calls an agent's apply has in flight at most
+
+
+def in_flight(url: str) -> int:
+    """The API calls the server has received and not answered yet."""
+    answer = httpx.get(f"{url}/_govsync/health", headers={"X-API-KEY": KEY}, timeout=10)
+    return int(answer.json()["inFlight"])
 
 
 def descriptions(url: str, names: list[str]) -> Counter[str]:
@@ -100,9 +108,11 @@ def test_a_paused_agent_that_lost_its_lock_sends_no_stale_request(tmp_path: Path
         # The first answers are back: A now records them and sends its next requests,
         # each right after its fence check.  A request whose check passed before the
         # pause goes out after it (the store's documented window: the one request each
-        # lane was about to send), so pause A half the server's latency later, while
-        # every lane waits for an answer, not in that burst.
-        time.sleep(0.5)
+        # lane was about to send), so pause A once every one of its lanes waits for an
+        # answer (the server holds as many calls as A has lanes), not in that burst:
+        # on a loaded machine the burst can outlast any fixed wait.
+        while in_flight(url) < LANES and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert 0 < descriptions(url, names)["stale"] < len(names), "not caught mid-apply"
         os.kill(first.proc.pid, signal.SIGSTOP)
         try:

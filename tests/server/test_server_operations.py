@@ -94,7 +94,7 @@ def test_tooling_endpoints_need_a_full_key(client: InProcess) -> None:
         assert client.get(url, headers={"X-API-KEY": "nope"}).json()["code"] == "unauthorized"
         forbidden = client.get(url, headers={"X-API-KEY": VIEWER})
         assert forbidden.status_code == 403 and forbidden.json()["code"] == "forbidden"
-    assert client.get("/_govsync/health", headers=H).json() == {"status": "ok"}
+    assert client.get("/_govsync/health", headers=H).json() == {"status": "ok", "inFlight": 0}
 
 
 # --- output shaping ---------------------------------------------------------

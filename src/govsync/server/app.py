@@ -18,8 +18,9 @@ passes these checks in order, the first failure answering:
 6. The operation; 500 internal_error for anything unexpected (never a
    stack trace in the answer).
 
-``GET /_govsync/health`` and ``GET /_govsync/objects`` (every stored object
-by kind) serve tests and tooling; they need a full key.
+``GET /_govsync/health`` (with ``inFlight``: the API calls received and not
+answered yet) and ``GET /_govsync/objects`` (every stored object by kind) serve
+tests and tooling; they need a full key.
 
 ``operations`` picks what is served: ``all`` (api-spec.md's operations and
 api-lifecycle.md's reads, updates and deletes) or ``spec`` (the spec's only,
@@ -114,12 +115,22 @@ class ReferenceServer:
         self.latency_ms = latency_ms
         self.fault_rate = fault_rate
         self.rng = rng or random.Random()
+        # API calls received (their body not necessarily read) and not answered yet.
+        self.in_flight = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        request = Request(scope, receive)
         path: str = scope["path"]
+        api_call = path.startswith("/core.v1.")
+        self.in_flight += api_call
+        try:
+            await self._serve(scope, receive, send, path)
+        finally:
+            self.in_flight -= api_call
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
+        request = Request(scope, receive)
         op = BY_PATH.get(path)
         connect = op is not None and op.connect
         try:
@@ -158,7 +169,7 @@ class ReferenceServer:
             if viewer:
                 raise ApiFailure(403, VIEWER_ONLY_READS)
             if path == HEALTH_PATH:
-                return json_response({"status": "ok"})
+                return json_response({"status": "ok", "inFlight": self.in_flight})
             return json_response({kind: self.store.list(kind) for kind in OBJECT_KINDS})
 
         if op is None or not self.operations.offers(op) or method != "POST":
