@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, NoReturn
 
-from govsync import commands
+from govsync import commands, runtime
 from govsync.errors import GovsyncError
 from govsync.settings import Settings
 from govsync.state import Snapshot
@@ -118,11 +118,10 @@ def _start(settings: Settings, workspace: commands.Workspace) -> ForkedRefresh |
 def _child(settings: Settings, snapshot: Snapshot, read_fd: int, write_fd: int) -> NoReturn:
     code = 0
     try:
-        import asyncio
         import pickle
 
         os.close(read_fd)
-        observed = asyncio.run(commands.observe(settings, snapshot))
+        observed = runtime.run(commands.observe(settings, snapshot))
         data = pickle.dumps(observed, protocol=5)
         with os.fdopen(write_fd, "wb") as out:
             out.write(data)

@@ -58,13 +58,11 @@ def apply(source: Source, settings: Settings,
                                   and refreshing(settings))
         record = locked(source, store, snapshot, settings)
         try:
-            import asyncio
-
             async def run() -> tuple[Plan, ApplyResult]:
                 ready = await preflight(source, store, snapshot, settings, record)
                 return await _send(source, ready, store, snapshot, settings, options)
 
-            return asyncio.run(run())
+            return runtime.run(run())
         except KeyboardInterrupt:
             raise _interrupted(store, settings, snapshot) from None
 

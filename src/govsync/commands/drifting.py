@@ -52,9 +52,7 @@ def drift(manifests: ManifestSet, settings: Settings, *,
                 return await live.read(client, values)
 
         try:
-            import asyncio
-
-            existing = asyncio.run(read())
+            existing = runtime.run(read())
         except UnauthorizedError as exc:
             raise key_rejected(exc) from exc
         except TransportError as exc:

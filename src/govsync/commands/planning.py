@@ -177,9 +177,7 @@ def _check_live(plan: Plan, manifests: ManifestSet, settings: Settings,
         async with runtime.client(settings, max_retries=1, reads=True) as client:
             await check_live(plan, manifests, client, targeted, unreachable=True)
 
-    import asyncio  # here, not at the top: offline commands never need it
-
-    asyncio.run(check())
+    runtime.run(check())
 
 
 class _LiveAhead:

@@ -65,8 +65,6 @@ def refreshed(settings: Settings, snapshot: Snapshot, make: MakePlan,
     (``early``: one begun already, from ``snapshot``)."""
     if not refreshing(settings):
         return unread(make(frozenset()), settings), None
-    import asyncio
-
     observed = early.observed() if early is not None else None
     if observed is not None:
         from govsync import refresh
@@ -83,7 +81,7 @@ def refreshed(settings: Settings, snapshot: Snapshot, make: MakePlan,
             return plan
 
         make, heal = made, None
-    return asyncio.run(refreshed_async(settings, snapshot, make, heal, observed))
+    return runtime.run(refreshed_async(settings, snapshot, make, heal, observed))
 
 
 def early_snapshot(settings: Settings, store: StateStore | None) -> Snapshot | None:

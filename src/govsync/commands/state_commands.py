@@ -168,8 +168,6 @@ def _verify_id(settings: Settings, address: str, object_id: str,
                spec: Mapping[str, Any]) -> str:
     """How ``object_id`` was checked: "verified by <the read that found it>", or why it
     was not read."""
-    import asyncio  # here, not at the top: offline commands never need it
-
     from govsync import refresh
 
     kind = BY_KIND[address.split("/", 1)[0]]
@@ -183,7 +181,7 @@ def _verify_id(settings: Settings, address: str, object_id: str,
             return await refresh.verify_id(client, kind, address, object_id, spec)
 
     try:
-        read = asyncio.run(verify())
+        read = runtime.run(verify())
     except UnauthorizedError as exc:
         raise key_rejected(exc) from exc
     return f"verified by {read}" if read else refresh.unread_reason(kind)

@@ -43,7 +43,7 @@ from govsync.plan import (
     say_unread,
 )
 from govsync.refresh.adopt import block_existing, unread_reason, verify_id, verify_imports
-from govsync.refresh.compare import compare, outside_changes
+from govsync.refresh.compare import by_address, compare, compare_read, outside_changes
 from govsync.refresh.reading import CONCURRENCY, LANES, Reading, read
 from govsync.state import Entry
 
@@ -73,9 +73,13 @@ class Observed:
 async def observe(client: AsyncClient, entries: Mapping[str, Entry],
                   ignore: Mapping[str, Sequence[str]] | None = None,
                   *, concurrency: int = CONCURRENCY) -> Observed:
-    """Read every recorded object and compare it with what govsync last applied."""
-    reading = await read(client, entries, concurrency=concurrency)
-    return Observed(reading, compare(entries, reading, ignore))
+    """Read every recorded object and compare it with what govsync last applied (each
+    kind as soon as it is read, while the others are read)."""
+    drift: list[Drifted] = []
+    reading = await read(client, entries, concurrency=concurrency,
+                         done=lambda read, reading: drift.extend(
+                             compare_read(read, reading, ignore)))
+    return Observed(reading, sorted(drift, key=by_address))
 
 
 async def refreshed(client: AsyncClient, entries: Mapping[str, Entry],

@@ -3,7 +3,8 @@ embedded objects and secrets never count."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from govsync import paths
@@ -39,9 +40,22 @@ _ABSENT = _Absent()
 def compare(entries: Mapping[str, Entry], reading: Reading,
             ignore: Mapping[str, Sequence[str]] | None = None) -> list[Drifted]:
     """What changed outside govsync, and what is missing, by address (sorted)."""
+    return sorted(compare_read(entries.values(), reading, ignore), key=by_address)
+
+
+def by_address(drifted: Drifted) -> str:
+    return drifted.address
+
+
+def compare_read(entries: Iterable[Entry], reading: Reading,
+                 ignore: Mapping[str, Sequence[str]] | None = None) -> list[Drifted]:
+    """``compare`` for those of ``entries`` that ``reading`` has read, unsorted (a
+    refresh compares each kind as soon as it is read, while the others are read)."""
     out: list[Drifted] = []
-    for address in sorted(reading.live):
-        entry = entries[address]
+    for entry in entries:
+        address = entry.address
+        if address not in reading.live:
+            continue
         live = reading.live[address]
         if live is None:
             out.append(Drifted(address, DriftKind.MISSING, id=entry.id))
@@ -57,6 +71,7 @@ def compare(entries: Mapping[str, Entry], reading: Reading,
     return out
 
 
+@functools.cache
 def server_set(kind: Kind) -> frozenset[str]:
     """Top-level fields the server sets: never drift (``id``, timestamps, and the fields
     the kind's update cannot change that no manifest sets: a policy's ``ast``, ``version``)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -209,15 +209,24 @@ def object_id(kind: Kind, obj: Mapping[str, Any]) -> Any:
 
 async def read(client: AsyncClient, entries: Mapping[str, Entry],
                addresses: Iterable[str] | None = None, *,
-               concurrency: int = CONCURRENCY) -> Reading:
-    """Read every applied entry of ``addresses`` (None: all) from the server."""
+               concurrency: int = CONCURRENCY,
+               done: Callable[[list[Entry], Reading], None] | None = None) -> Reading:
+    """Read every applied entry of ``addresses`` (None: all) from the server;
+    ``done(entries, reading)`` as soon as each kind's are read (the other kinds'
+    reads go on meanwhile)."""
     reading = Reading()
     reader = Reader(client, reading, concurrency)
     by_kind = recorded(entries, addresses)
+
+    async def one(kind: Kind, kind_entries: list[Entry]) -> None:
+        await _read_kind(reader, kind, kind_entries)
+        if done is not None:
+            done(kind_entries, reading)
+
     try:
         async with asyncio.TaskGroup() as group:
             for name, kind_entries in sorted(by_kind.items()):
-                group.create_task(_read_kind(reader, BY_KIND[name], kind_entries))
+                group.create_task(one(BY_KIND[name], kind_entries))
     except* UnauthorizedError as rejected:
         # The key, not the objects, is what to fix: said once, as the first call said it.
         raise first_rejection(rejected) from None
