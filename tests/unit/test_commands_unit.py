@@ -72,3 +72,32 @@ def test_the_agents_plan_names_the_lock_holder_as_data(tmp_path: Path) -> None:
     (lock,) = [c for c in found.plan.checks if c.name == "lock"]
     assert f"({holder})" in lock.detail
     assert commands.planned(manifests(tmp_path), settings).running is None
+
+
+class _Result:
+    """A command's result that counts how often it is formatted."""
+
+    shown = 0
+
+    def __repr__(self) -> str:
+        _Result.shown += 1
+        return "_Result()"
+
+
+def test_runtime_run_returns_the_result_without_formatting_it() -> None:
+    """asyncio.run formats its main task's result at its end (repr, twice); a plan or a
+    refresh of thousands of objects took milliseconds to format and discard."""
+    from govsync import runtime
+
+    async def made() -> _Result:
+        return _Result()
+
+    _Result.shown = 0
+    assert isinstance(runtime.run(made()), _Result)
+    assert _Result.shown == 0  # with asyncio.run itself, 2 on Python 3.11
+
+    async def fails() -> None:
+        raise KeyError("x")
+
+    with pytest.raises(KeyError):
+        runtime.run(fails())
