@@ -5,7 +5,8 @@ are printed as escaped one-line strings.  A string field with a line break is
 shown instead as its lines: the lines that differ marked ``-`` and ``+``, with
 ``CONTEXT`` unchanged lines around them and a hunk header (``@@ -5,7 +5,7 @@``)
 where lines are left out.  ``difflib`` (the standard library's) finds the
-lines; the text, Markdown and HTML renderers lay them out.
+lines, loaded where two values are compared (a create shows its lines without it);
+the text, Markdown and HTML renderers lay them out.
 
 Values reach this module already masked: a secret is ``(sensitive)``, one line,
 so it is never split into lines here.
@@ -13,7 +14,6 @@ so it is never split into lines here.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -76,6 +76,8 @@ def lines_of(value: str) -> list[Line]:
 def diff(before: str, after: str, context: int = CONTEXT) -> list[Line]:
     """The lines that change from ``before`` to ``after`` with ``context`` lines around
     them; a hunk header before each group, unless one group shows every line."""
+    import difflib  # 1 ms with heapq: only where a multi-line value changes
+
     old, new = _split(before), _split(after)
     groups = list(difflib.SequenceMatcher(None, old, new, autojunk=False)
                   .get_grouped_opcodes(context))
