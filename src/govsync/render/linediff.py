@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class Tag(StrEnum):
@@ -32,8 +31,7 @@ class Tag(StrEnum):
     NO_NEWLINE = "\\"
 
 
-@dataclass(frozen=True, slots=True)
-class Line:
+class Line(NamedTuple):
     tag: Tag
     text: str
 
