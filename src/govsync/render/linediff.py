@@ -14,7 +14,6 @@ so it is never split into lines here.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from enum import StrEnum
 from typing import Any, NamedTuple
@@ -39,8 +38,11 @@ class Line(NamedTuple):
 # Unchanged lines shown around each change, as git does.
 CONTEXT = 3
 NO_NEWLINE_TEXT = "No newline at end of file"
-# Control characters other than tab would move the cursor or end a line: escaped.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029]")
+# Control characters other than tab would move the cursor or end a line: escaped
+# (a table for str.translate: compiling the same as a regular expression took 0.4 ms
+# of the start-up of every plan that shows lines).
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x09), *range(0x0b, 0x20), 0x7f)} | {
+    c: f"\\u{c:04x}" for c in (0x2028, 0x2029)}
 
 
 def multiline(value: Any) -> bool:
@@ -50,8 +52,7 @@ def multiline(value: Any) -> bool:
 
 def shown_line(text: str) -> str:
     """One line as it is printed: control characters escaped (``\\x1b``), tabs kept."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
-                        else f"\\u{ord(m.group()):04x}", text)
+    return text.translate(_CONTROL)
 
 
 def _split(value: str) -> list[str]:
