@@ -36,14 +36,12 @@ key or a secret value.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from govsync.api.status import STATUS_OF, TOO_MANY_REQUESTS, ErrorCode
 
 
-@dataclass(frozen=True, order=True)
-class Problem:
+class Problem(NamedTuple):
     """One user error with its place: ``FILE:LINE:COL: message``."""
 
     file: str

@@ -37,7 +37,7 @@ import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from govsync.errors import ApprovalError, GovernanceError, ManifestError, StateDamagedError
 from govsync.manifests.model import ManifestSet
@@ -236,8 +236,7 @@ def check_environment(record: Governance | None, name: str | None, workspace: st
                 f"this run names no environment: pass --env {owners[0]}; nothing was sent")
 
 
-@dataclass(frozen=True)
-class Governor:
+class Governor(NamedTuple):
     """A workspace that governs an endpoint: it records approvals for it."""
 
     workspace: str

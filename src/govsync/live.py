@@ -8,8 +8,7 @@ the missing into errors at the field's place, drift into a failed live check.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from govsync.api.kinds import LiveRef
 from govsync.manifests.model import Manifest, ManifestSet
@@ -18,8 +17,7 @@ if TYPE_CHECKING:
     from govsync.api.client import AsyncClient
 
 
-@dataclass(frozen=True)
-class LiveValue:
+class LiveValue(NamedTuple):
     manifest: Manifest
     ref: LiveRef
     value: str

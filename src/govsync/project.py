@@ -30,7 +30,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from govsync import redact
 from govsync.api.kinds import BY_KIND
@@ -338,8 +338,7 @@ def parse_var(text: str) -> tuple[str, Any]:
     return name, doc.value
 
 
-@dataclass(frozen=True)
-class SettingValue:
+class SettingValue(NamedTuple):
     """A global setting's value as the command line got it, where from (``option``,
     ``environment`` or ``default``), and its names for messages."""
 

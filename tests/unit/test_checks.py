@@ -239,6 +239,10 @@ def test_validate_and_an_offline_plan_never_import_heavy_packages(tmp_path: Any)
     manifest.write_text("apiVersion: govsync/v1\nkind: Space\nmetadata: {name: a}\n"
                         "---\napiVersion: govsync/v1\nkind: Connector\nmetadata: {name: c-1}\n"
                         "spec: {spaceRef: a}\n")
+    lines = tmp_path / "lines.yaml"
+    lines.write_text("apiVersion: govsync/v1\nkind: Policy\nmetadata: {name: p}\n"
+                     "spec: {description: d, code: \"package p\\nallow := true\\n\","
+                     " status: active, groupName: data-platform}\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("GOVSYNC_")}
     # validate loads its own command's module only (govsync.cli.root.COMMANDS), not the
     # plan's and apply's (commands.py, the renderers, the plan, the state): the project
@@ -247,7 +251,10 @@ def test_validate_and_an_offline_plan_never_import_heavy_packages(tmp_path: Any)
             (["validate", str(manifest)], (*HEAVY, *PLAN_ONLY, *SECTIONS, *LOGGING, "json",
                                            "govsync.cli.envcheck")),
             (["plan", str(manifest), "--state", str(tmp_path / "s.db")],
-             (*HEAVY, *SECTIONS, *APPLY_ONLY, *FRESH_PLAN, *LOGGING))):
+             (*HEAVY, *SECTIONS, *APPLY_ONLY, *FRESH_PLAN, *LOGGING)),
+            # A create shows a multi-line string as its lines without difflib, which
+            # only compares two values.
+            (["plan", str(lines), "--state", str(tmp_path / "l.db")], ("difflib",))):
         done = subprocess.run([sys.executable, "-c", PROBE, json.dumps(argv), json.dumps(heavy)],
                               capture_output=True, text=True, env=env)
         assert done.returncode == 0, done.stderr

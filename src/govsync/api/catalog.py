@@ -9,9 +9,8 @@ operations.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from govsync.api.checks import WRAPS
 
@@ -46,16 +45,14 @@ class UpdateStyle(StrEnum):
     SPARSE = "sparse"  # an absent field is left unchanged
 
 
-@dataclass(frozen=True)
-class Scope:
+class Scope(NamedTuple):
     """A List's scoping id: request ``field`` keeps the objects whose ``path`` equals it."""
 
     field: str
     path: str
 
 
-@dataclass(frozen=True)
-class Operation:
+class Operation(NamedTuple):
     """One operation of the API (api-spec.md): its path, its models and how its answer wraps
     the object."""
 
@@ -96,7 +93,7 @@ class Operation:
     # Header handling of the Connect protocol (CreatePermission only).
     connect: bool = False
     # Dotted request paths that are secret: never logged or echoed.
-    secret_paths: tuple[str, ...] = field(default=())
+    secret_paths: tuple[str, ...] = ()
 
     @property
     def path(self) -> str:

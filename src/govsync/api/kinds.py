@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from govsync.api import checks
 from govsync.api.catalog import BY_NAME, Operation, Scope, UpdateStyle, Verb, of_kind
@@ -24,8 +24,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
 
-@dataclass(frozen=True)
-class Reference:
+class Reference(NamedTuple):
     """An ``<x>Id`` field that may be written ``<x>Ref: <metadata.name>``."""
 
     id_field: str
@@ -43,8 +42,7 @@ REFERENCES: tuple[Reference, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class LiveRef:
+class LiveRef(NamedTuple):
     """A spec field naming an object govsync does not manage but can read live."""
 
     field: str

@@ -13,9 +13,9 @@ the OpenAPI document (``schema.py``) all read it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
+from typing import NamedTuple
 
 
 class ErrorCode(StrEnum):
@@ -29,8 +29,7 @@ class ErrorCode(StrEnum):
     DEADLINE_EXCEEDED = "deadline_exceeded"
 
 
-@dataclass(frozen=True)
-class ErrorStatus:
+class ErrorStatus(NamedTuple):
     """An HTTP status the API answers with, its error code and what it means."""
 
     status: int

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from yaml.nodes import Node
 
@@ -44,8 +44,7 @@ _SECRET_PLACEHOLDER = "secret"
 _NAME_STAND_IN = "placeholder"
 
 
-@dataclass(frozen=True)
-class Override:
+class Override(NamedTuple):
     """Errors at or below ``prefix`` of a patched document point into a Patch."""
 
     prefix: Path

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from govsync.errors import Problem
 from govsync.manifests.model import Manifest
 from govsync.manifests.wording import did_you_mean
 
 
-@dataclass(frozen=True, slots=True)
-class Link:
+class Link(NamedTuple):
     """A reference of a document that has problems of its own (so it made no manifest),
     where it is written: checked like a manifest's, every error at once."""
 

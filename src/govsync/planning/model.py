@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 from govsync import __version__
 
@@ -120,8 +120,7 @@ class DriftKind(StrEnum):
     MISSING = "missing"
 
 
-@dataclass(frozen=True)
-class Drifted:
+class Drifted(NamedTuple):
     """A recorded object changed outside govsync (its fields), or missing on the server."""
 
     address: str

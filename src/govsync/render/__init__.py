@@ -33,6 +33,8 @@ LAZY = {
     "governance_lines": "govsync.render.lines",
     "outside_lines": "govsync.render.lines",
     "summary_line": "govsync.render.lines",
+    "field_lines": "govsync.render.linediff",
+    "lines_of": "govsync.render.linediff",
     "MARKDOWN_LIMIT": "govsync.render.markdown",
     "drift_markdown": "govsync.render.markdown",
     "plan_markdown": "govsync.render.markdown",
@@ -46,6 +48,7 @@ LAZY = {
 }
 
 if TYPE_CHECKING:
+    from govsync.render.linediff import field_lines, lines_of
     from govsync.render.lines import (
         OCCASIONAL,
         ORDER,
@@ -80,7 +83,7 @@ __getattr__, __dir__ = lazy.face(__name__, LAZY)
 __all__ = [
     "MARKDOWN_LIMIT", "OCCASIONAL", "ORDER", "OUTSIDE_NOTE", "OUTSIDE_TITLE", "SYMBOLS",
     "TABLE_ORDER", "Style", "ansi", "created_lines", "drift_headline", "drift_json",
-    "drift_markdown", "drift_public", "drift_text", "field_change_lines", "fmt_value",
-    "governance_lines", "outside_lines", "plan_json", "plan_json_chunks", "plan_markdown",
+    "drift_markdown", "drift_public", "drift_text", "field_change_lines", "field_lines",
+    "fmt_value", "governance_lines", "lines_of", "outside_lines", "plan_json", "plan_json_chunks", "plan_markdown",
     "plan_public", "plan_text", "summary_line",
 ]

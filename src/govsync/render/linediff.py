@@ -5,7 +5,8 @@ are printed as escaped one-line strings.  A string field with a line break is
 shown instead as its lines: the lines that differ marked ``-`` and ``+``, with
 ``CONTEXT`` unchanged lines around them and a hunk header (``@@ -5,7 +5,7 @@``)
 where lines are left out.  ``difflib`` (the standard library's) finds the
-lines; the text, Markdown and HTML renderers lay them out.
+lines, loaded where two values are compared (a create shows its lines without it);
+the text, Markdown and HTML renderers lay them out.
 
 Values reach this module already masked: a secret is ``(sensitive)``, one line,
 so it is never split into lines here.
@@ -13,12 +14,9 @@ so it is never split into lines here.
 
 from __future__ import annotations
 
-import difflib
-import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class Tag(StrEnum):
@@ -32,8 +30,7 @@ class Tag(StrEnum):
     NO_NEWLINE = "\\"
 
 
-@dataclass(frozen=True, slots=True)
-class Line:
+class Line(NamedTuple):
     tag: Tag
     text: str
 
@@ -41,8 +38,11 @@ class Line:
 # Unchanged lines shown around each change, as git does.
 CONTEXT = 3
 NO_NEWLINE_TEXT = "No newline at end of file"
-# Control characters other than tab would move the cursor or end a line: escaped.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029]")
+# Control characters other than tab would move the cursor or end a line: escaped
+# (a table for str.translate: compiling the same as a regular expression took 0.4 ms
+# of the start-up of every plan that shows lines).
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x09), *range(0x0b, 0x20), 0x7f)} | {
+    c: f"\\u{c:04x}" for c in (0x2028, 0x2029)}
 
 
 def multiline(value: Any) -> bool:
@@ -52,8 +52,7 @@ def multiline(value: Any) -> bool:
 
 def shown_line(text: str) -> str:
     """One line as it is printed: control characters escaped (``\\x1b``), tabs kept."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
-                        else f"\\u{ord(m.group()):04x}", text)
+    return text.translate(_CONTROL)
 
 
 def _split(value: str) -> list[str]:
@@ -76,6 +75,8 @@ def lines_of(value: str) -> list[Line]:
 def diff(before: str, after: str, context: int = CONTEXT) -> list[Line]:
     """The lines that change from ``before`` to ``after`` with ``context`` lines around
     them; a hunk header before each group, unless one group shows every line."""
+    import difflib  # 1 ms with heapq: only where a multi-line value changes
+
     old, new = _split(before), _split(after)
     groups = list(difflib.SequenceMatcher(None, old, new, autojunk=False)
                   .get_grouped_opcodes(context))
