@@ -508,6 +508,28 @@ class AsyncClient:
         finally:
             self._lanes.put_nowait(lane)
 
+    async def warm(self, lanes: int) -> None:
+        """Open up to ``lanes`` more connections now, for the calls that will follow (a
+        refresh opens them while its first reads are answered: its Gets then find them
+        open).  Only where every call has a stream lane; never beyond the client's
+        lanes.  Nothing is sent on them."""
+        if self._lanes is None or not self._reads or self._proxy is not None:
+            return
+        made: list[StreamLane] = []
+        while self._made < self._lane_count and len(made) < lanes:
+            made.append(StreamLane(self._tls.get("verify")))
+            self._made += 1
+        url, timeout = self._http.base_url, self._http.timeout.connect
+
+        async def opened(lane: StreamLane) -> None:
+            try:
+                await lane.warm(url, timeout)
+            finally:
+                assert self._lanes is not None
+                self._lanes.put_nowait(lane)
+
+        await asyncio.gather(*(opened(lane) for lane in made))
+
     def _new_lane(self) -> httpx.AsyncBaseTransport:
         if self._reads and self._proxy is None:
             return StreamLane(self._tls.get("verify"))

@@ -51,6 +51,12 @@ class StreamLane(httpx.AsyncBaseTransport):
             if not done:  # failed or cancelled midway: the connection's state is unknown
                 self._drop()
 
+    async def warm(self, url: httpx.URL, timeout: float | None) -> None:
+        """Open the connection before a call needs it.  A failure is left to that call,
+        which connects again and says why it could not."""
+        with contextlib.suppress(httpx.ConnectError, httpx.ConnectTimeout):
+            await self._connect(url, timeout)
+
     def _reusable(self) -> bool:
         return (self._writer is not None and self._reader is not None
                 and not self._reader.at_eof() and not self._writer.is_closing())

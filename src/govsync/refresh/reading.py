@@ -223,10 +223,15 @@ async def read(client: AsyncClient, entries: Mapping[str, Entry],
         if done is not None:
             done(kind_entries, reading)
 
+    # The connections the Gets will take, opened while the Lists are answered.
+    gets = sum(len(e) for name, e in by_kind.items()
+               if readable(BY_KIND[name]) and not _listed(BY_KIND[name]))
     try:
         async with asyncio.TaskGroup() as group:
             for name, kind_entries in sorted(by_kind.items()):
                 group.create_task(one(BY_KIND[name], kind_entries))
+            if gets:
+                group.create_task(client.warm(min(gets, concurrency)))
     except* UnauthorizedError as rejected:
         # The key, not the objects, is what to fix: said once, as the first call said it.
         raise first_rejection(rejected) from None
@@ -239,13 +244,18 @@ def first_rejection(group: BaseExceptionGroup[UnauthorizedError]) -> Unauthorize
     return first_rejection(first) if isinstance(first, BaseExceptionGroup) else first
 
 
+def _listed(kind: Kind) -> bool:
+    """Whether the kind is read in pages of a List that needs no scope."""
+    return kind.list is not None and not kind.list.scope_required
+
+
 async def _read_kind(reader: Reader, kind: Kind, entries: list[Entry]) -> None:
     reading = reader.reading
     if not readable(kind):
         reading.unreadable[kind.name] = NO_READ_IN_API
         return
     try:
-        if kind.list is not None and not kind.list.scope_required:
+        if _listed(kind):
             await _by_list(reader, kind, entries)
         elif await reader.offers_reads():
             if kind.list is not None:
