@@ -15,7 +15,8 @@ from typing import Any
 import uvicorn
 from refreshkit import LOCAL_DB, Gov, copy_examples
 
-from govsync.server import Store, create_app
+from govsync.api.kinds import KINDS
+from govsync.server import Operations, Store, create_app
 from testkit import free_port
 
 KEY = "fault-test-key"
@@ -41,9 +42,10 @@ class FailingReads:
 
 
 @contextlib.contextmanager
-def served(gov: Gov, operations: set[str]) -> Iterator[tuple[str, FailingReads]]:
+def served(gov: Gov, operations: set[str], offered: Operations = Operations.ALL
+           ) -> Iterator[tuple[str, FailingReads]]:
     store = Store(str(gov.folder / LOCAL_DB))
-    app = FailingReads(create_app(store, api_keys=[KEY]), operations)
+    app = FailingReads(create_app(store, api_keys=[KEY], operations=offered), operations)
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error",
                                            lifespan="off"))
@@ -79,4 +81,34 @@ def test_a_failing_read_mid_refresh(gov: Gov) -> None:
         apply = gov.run("apply", manifests, "--auto-approve", env=env)
         assert apply.code == 1, apply
         assert "nothing was applied" in apply.err
+        assert gov.entries() == before
+
+
+def test_gets_sent_beside_a_probe_that_fails_count_for_nothing(gov: Gov) -> None:
+    """The Gets of the kinds without a List go out beside the probe (the List that says
+    whether the endpoint has the reads); an endpoint without them answers each 404, as
+    it would a deleted object.  When the probe itself fails, those 404s must not make
+    the objects "missing" (planned again as creates: duplicates): they could not be
+    refreshed."""
+    manifests = str(copy_examples(gov.folder))
+    probe = next(k.list.name for k in KINDS if k.list is not None and not k.list.scope_required)
+    read_by_gets = [k.name for k in KINDS if k.list is None and k.get is not None]
+    with served(gov, set(), Operations.SPEC) as (url, app):
+        env = {"GOVSYNC_ENDPOINT": url, "GOVSYNC_API_KEY": KEY}
+        applied = gov.run("apply", manifests, "--auto-approve", env=env)
+        assert applied.code == 0, applied
+        recorded = [a for a in gov.entries() if a.split("/")[0] in read_by_gets]
+        assert recorded, "the examples record no object read by Gets"
+        app.operations |= {probe}
+        plan = gov.run("plan", manifests, "--format", "json", env=env)
+        assert plan.code == 0, plan
+        changes = plan.json()["changes"]
+        assert {c["address"]: c["action"] for c in changes if c["address"] in recorded} == {
+            address: "no-op" for address in recorded}
+        text = gov.run("plan", manifests, env=env)
+        assert "Check refresh: failed" in text.out, text
+        assert f"{probe} answered 500" in text.out, text
+        before = gov.entries()
+        apply = gov.run("apply", manifests, "--auto-approve", env=env)
+        assert apply.code == 1, apply
         assert gov.entries() == before

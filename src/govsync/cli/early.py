@@ -2,8 +2,8 @@
 command line only (forking is the entry point's choice, as in ``cli.reading``).
 
 A refresh needs the state only, and is mostly waiting on the server: 1,000
-recorded objects are a probe, a List page per kind and a round of Gets per 64
-objects of the kinds without a List, each 50 ms away, plus the client's CPU a
+recorded objects are a List page per kind and, sent beside them, a Get for each
+object of the kinds without a List, each 50 ms away, plus the client's CPU a
 call.  Begun before the manifests are read, in a second process, it costs a
 plan the part of it that outlasts the reading (bench/refresh).
 """

@@ -139,9 +139,14 @@ class Reader:
         learned once (an unknown operation is 404 not_found)."""
         if self.reading.offers_reads is not None:
             return self.reading.offers_reads
+        return await self.probe()
+
+    def probe(self) -> asyncio.Future[bool]:
+        """The one List that says whether the endpoint has the reads, sent now if it
+        has not been."""
         if self._probe is None:
             self._probe = asyncio.ensure_future(self._learn())
-        return await self._probe
+        return self._probe
 
     async def _learn(self) -> bool:
         op = next(k.list for k in KINDS if k.list is not None and not k.list.scope_required)
@@ -257,11 +262,10 @@ async def _read_kind(reader: Reader, kind: Kind, entries: list[Entry]) -> None:
     try:
         if _listed(kind):
             await _by_list(reader, kind, entries)
+        elif kind.list is None:
+            await _by_gets_probed(reader, kind, entries)
         elif await reader.offers_reads():
-            if kind.list is not None:
-                await _by_scoped_list(reader, kind, entries)
-            else:
-                await _by_gets(reader, kind, entries)
+            await _by_scoped_list(reader, kind, entries)
         else:
             reading.unreadable[kind.name] = NO_READ_AT_ENDPOINT
     except UnauthorizedError:
@@ -376,6 +380,36 @@ def _scope_of(op: Operation, entry: Entry) -> tuple[str, str] | None:
             if isinstance(value, str) and value:
                 return scope.field, value
     return None
+
+
+async def _by_gets_probed(reader: Reader, kind: Kind, entries: Sequence[Entry]) -> None:
+    """Gets sent beside the probe rather than after it (a round trip less), their
+    answers taken once the probe says the endpoint has the reads: until then a 404
+    cannot say "no such object" (an endpoint without the operation answers 404 too).
+    Where it has not, what they read is dropped and the kind is not read; they have no
+    side effects (api-lifecycle.md), so all they cost such an endpoint is the calls."""
+    reading = reader.reading
+    if reading.offers_reads is None:
+        probe = reader.probe()
+        await _by_gets(reader, kind, entries)
+        try:
+            offered = await probe
+        except BaseException:
+            _forget(reading, entries)  # the probe's failure is each object's
+            raise
+        if offered:
+            return
+        _forget(reading, entries)
+    elif reading.offers_reads:
+        await _by_gets(reader, kind, entries)
+        return
+    reading.unreadable[kind.name] = NO_READ_AT_ENDPOINT
+
+
+def _forget(reading: Reading, entries: Iterable[Entry]) -> None:
+    for entry in entries:
+        reading.live.pop(entry.address, None)
+        reading.failed.pop(entry.address, None)
 
 
 async def _by_gets(reader: Reader, kind: Kind, entries: Sequence[Entry]) -> None:
