@@ -129,3 +129,50 @@ async def test_every_transport_honours_the_environments_proxy(
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     async with AsyncClient(url, KEY, lanes=lanes, reads=reads, max_retries=0) as client:
         assert "groups" in await client.call("ListGroups", {})
+
+
+def _connections_to(port: int) -> int:
+    """This process's TCP connections to ``port`` (Linux's /proc)."""
+    import contextlib
+    import os
+
+    inodes = set()
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            link = os.readlink(f"/proc/self/fd/{fd}")
+            if link.startswith("socket:["):
+                inodes.add(link[len("socket:["):-1])
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(FileNotFoundError), open(table) as rows:
+            for row in list(rows)[1:]:
+                fields = row.split()
+                if fields[9] in inodes and int(fields[2].rsplit(":", 1)[1], 16) == port:
+                    count += 1
+    return count
+
+
+async def test_warm_opens_the_read_lanes_sends_nothing_and_never_more_than_lanes(
+        serve: Callable[..., str]) -> None:
+    """A refresh opens the connections its Gets will take while its Lists are answered:
+    at most the client's lanes, nothing sent on them; where nothing listens, the calls
+    that follow say so, as without it."""
+    url = serve()
+    port = int(url.rsplit(":", 1)[1])
+    async with AsyncClient(url, KEY, lanes=4, reads=True) as client:
+        await client.warm(10)
+        assert _connections_to(port) == 4
+        health = httpx.get(f"{url}/_govsync/health", headers={"X-API-KEY": KEY}).json()
+        assert health["inFlight"] == 0 and _spaces(url) == []
+        await client.warm(10)  # the lanes are made: nothing more
+        assert _connections_to(port) == 4
+        import asyncio
+
+        made = await asyncio.gather(*(client.call("CreateSpace", {"name": f"w{i}"})
+                                      for i in range(6)))
+        assert len(made) == 6 and _connections_to(port) == 4
+    down = f"http://127.0.0.1:{testkit.free_port()}"
+    async with AsyncClient(down, KEY, lanes=4, reads=True, max_retries=0) as client:
+        await client.warm(4)
+        with pytest.raises(errors.TransportError, match="could not reach"):
+            await client.call("ListGroups", {})
