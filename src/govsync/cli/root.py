@@ -75,7 +75,7 @@ COMMANDS = {
     "ui": "service:ui_command",
     "agent": "service:agent_command",
     "schema": "tools:schema",
-    "serve": "tools:serve",
+    "serve": "serve:serve",
     "migrate": "tools:migrate",
     "import": "adopt:import_command",
     "fmt": "tools:fmt_command",
