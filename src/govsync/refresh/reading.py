@@ -119,6 +119,13 @@ def recorded(entries: Mapping[str, Entry], addresses: Iterable[str] | None = Non
     return out
 
 
+# Endpoints this process has found without the reads.  A refresh sends its Gets
+# beside the probe; to these it sends them only after the probe (which may find the
+# reads there now): an agent refreshes every cycle, and each of those Gets would be
+# answered 404 every time.
+_WITHOUT_READS: set[str] = set()
+
+
 class Reader:
     """Reads objects with one client: pages of Lists, Gets, and what the endpoint offers."""
 
@@ -148,14 +155,21 @@ class Reader:
             self._probe = asyncio.ensure_future(self._learn())
         return self._probe
 
+    def may_read_ahead(self) -> bool:
+        """Whether Gets may go out before the probe has answered: not where this process
+        found the endpoint without the reads."""
+        return self.client.base_url not in _WITHOUT_READS
+
     async def _learn(self) -> bool:
         op = next(k.list for k in KINDS if k.list is not None and not k.list.scope_required)
         try:
             await self.call(op, {"limit": 1})
         except NotFoundError:
             self.reading.offers_reads = False
+            _WITHOUT_READS.add(self.client.base_url)
         else:
             self.reading.offers_reads = True
+            _WITHOUT_READS.discard(self.client.base_url)
         return self.reading.offers_reads
 
     async def page(self, op: Operation, body: Mapping[str, Any]
@@ -389,7 +403,7 @@ async def _by_gets_probed(reader: Reader, kind: Kind, entries: Sequence[Entry]) 
     Where it has not, what they read is dropped and the kind is not read; they have no
     side effects (api-lifecycle.md), so all they cost such an endpoint is the calls."""
     reading = reader.reading
-    if reading.offers_reads is None:
+    if reading.offers_reads is None and reader.may_read_ahead():
         probe = reader.probe()
         await _by_gets(reader, kind, entries)
         try:
@@ -400,7 +414,7 @@ async def _by_gets_probed(reader: Reader, kind: Kind, entries: Sequence[Entry]) 
         if offered:
             return
         _forget(reading, entries)
-    elif reading.offers_reads:
+    elif await reader.offers_reads():
         await _by_gets(reader, kind, entries)
         return
     reading.unreadable[kind.name] = NO_READ_AT_ENDPOINT
