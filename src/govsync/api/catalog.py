@@ -17,6 +17,8 @@ from govsync.api.checks import WRAPS
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+# Every operation is POST {base}/core.v1.<Service>/<Operation>.
+PATH_PREFIX = "/core.v1."
 # The largest request body the API accepts (api-spec: "a body over 1 MiB").
 MAX_REQUEST_BYTES = 1024 * 1024
 # The API's integers are 64-bit (signed or unsigned).
@@ -97,7 +99,7 @@ class Operation(NamedTuple):
 
     @property
     def path(self) -> str:
-        return f"/core.v1.{self.service}/{self.name}"
+        return f"{PATH_PREFIX}{self.service}/{self.name}"
 
     @property
     def request(self) -> type[BaseModel]:

@@ -48,6 +48,7 @@ from govsync import __version__, errors, paths, redact
 from govsync.api.catalog import BY_NAME, Operation
 from govsync.api.lanes import StreamLane
 from govsync.api.status import SPEC_CODES as _CODES
+from govsync.api.status import DetailType
 from govsync.api.transport import check_base_url, key_auth
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.envvars import ENDPOINT as ENDPOINT_ENV
@@ -314,12 +315,12 @@ def _error_fields(response: httpx.Response, scrub: Callable[[str], str]) -> tupl
     elif isinstance(details, list):  # CreatePermission's Connect shape
         items = [d for d in details if isinstance(d, Mapping)]
         for item in items:
-            if item.get("type") == "core.v1.ErrorCode" and isinstance(item.get("value"), str):
+            if item.get("type") == DetailType.ERROR_CODE and isinstance(item.get("value"), str):
                 code = item["value"]
         violations = [
             {"field": str(d.get("value", "")),
              "description": str((d.get("debug") or {}).get("description", ""))}
-            for d in items if d.get("type") == "core.v1.FieldViolation"]
+            for d in items if d.get("type") == DetailType.FIELD_VIOLATION]
         details = {"fieldViolations": violations} if violations else None
     if isinstance(details, dict):
         for violation in details.get("fieldViolations") or []:
@@ -513,11 +514,13 @@ class AsyncClient:
         refresh opens them while its first reads are answered: its Gets then find them
         open).  Only where every call has a stream lane; never beyond the client's
         lanes.  Nothing is sent on them."""
-        if self._lanes is None or not self._reads or self._proxy is not None:
+        if self._lanes is None or not self._streams:
             return
         made: list[StreamLane] = []
         while self._made < self._lane_count and len(made) < lanes:
-            made.append(StreamLane(self._tls.get("verify")))
+            lane = self._new_lane()
+            assert isinstance(lane, StreamLane)
+            made.append(lane)
             self._made += 1
         url, timeout = self._http.base_url, self._http.timeout.connect
 
@@ -530,8 +533,13 @@ class AsyncClient:
 
         await asyncio.gather(*(opened(lane) for lane in made))
 
+    @property
+    def _streams(self) -> bool:
+        """Whether the lanes are StreamLanes (a client for reads, with no proxy)."""
+        return self._reads and self._proxy is None
+
     def _new_lane(self) -> httpx.AsyncBaseTransport:
-        if self._reads and self._proxy is None:
+        if self._streams:
             return StreamLane(self._tls.get("verify"))
         limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
         return httpx.AsyncHTTPTransport(limits=limits, proxy=self._proxy, **self._tls)

@@ -18,6 +18,13 @@ from types import MappingProxyType
 from typing import NamedTuple
 
 
+class DetailType(StrEnum):
+    """The ``type`` of an error body's ``details`` items."""
+
+    ERROR_CODE = "core.v1.ErrorCode"
+    FIELD_VIOLATION = "core.v1.FieldViolation"
+
+
 class ErrorCode(StrEnum):
     """The ``code`` of an error body."""
 

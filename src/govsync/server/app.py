@@ -53,7 +53,7 @@ from starlette.responses import Response
 from starlette.routing import Mount
 from starlette.types import Receive, Scope, Send
 
-from govsync.api.catalog import BY_PATH, Operation
+from govsync.api.catalog import BY_PATH, PATH_PREFIX, Operation
 from govsync.api.kinds import KINDS, SEEDED_KINDS
 from govsync.api.models import CONNECT_PROTOCOL_VERSION, CONNECT_TIMEOUT_PATTERN
 from govsync.server.errors import ApiFailure, error_response, invalid, json_response, violations
@@ -122,12 +122,14 @@ class ReferenceServer:
         if scope["type"] != "http":
             return
         path: str = scope["path"]
-        api_call = path.startswith("/core.v1.")
-        self.in_flight += api_call
+        if not path.startswith(PATH_PREFIX):
+            await self._serve(scope, receive, send, path)
+            return
+        self.in_flight += 1
         try:
             await self._serve(scope, receive, send, path)
         finally:
-            self.in_flight -= api_call
+            self.in_flight -= 1
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
         request = Request(scope, receive)
@@ -155,7 +157,7 @@ class ReferenceServer:
         await response(scope, receive, send)
 
     async def _handle(self, request: Request, path: str, op: Operation | None) -> Response:
-        if path.startswith("/core.v1."):
+        if path.startswith(PATH_PREFIX):
             await self._delay(request, op)
         key = request.headers.get("x-api-key")
         if not key or (key not in self.viewer_keys and self.api_keys and key not in self.api_keys):

@@ -36,7 +36,7 @@ from typing import Any
 from pydantic import ValidationError
 from starlette.responses import Response
 
-from govsync.api.status import SERVER_CODES, ErrorCode
+from govsync.api.status import SERVER_CODES, DetailType, ErrorCode
 
 
 class ApiFailure(Exception):
@@ -99,11 +99,11 @@ def connect_error_body(failure: ApiFailure) -> dict[str, Any]:
     details: Iterable[dict[str, Any]]
     if failure.status == 400:
         details = (
-            {"type": "core.v1.FieldViolation", "value": f, "debug": {"description": d}}
+            {"type": DetailType.FIELD_VIOLATION, "value": f, "debug": {"description": d}}
             for f, d in failure.violations
         )
     else:
-        details = ({"type": "core.v1.ErrorCode", "value": failure.code, "debug": {}},)
+        details = ({"type": DetailType.ERROR_CODE, "value": failure.code, "debug": {}},)
     return {"message": failure.message, "details": list(details)}
 
 
