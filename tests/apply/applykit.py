@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import yaml
 
 from govsync.api.kinds import BY_KIND
@@ -131,6 +132,17 @@ class Server:
 
     def objects(self) -> dict[str, list[dict[str, Any]]]:
         return stored_objects(self.url, KEY)
+
+    def wait_in_flight(self, calls: int, timeout: float = 30) -> bool:
+        """Wait until the server holds ``calls`` API calls received and not answered."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            answer = httpx.get(f"{self.url}/_govsync/health", headers={"X-API-KEY": KEY},
+                               timeout=10)
+            if int(answer.json()["inFlight"]) >= calls:
+                return True
+            time.sleep(0.02)
+        return False
 
 
 # -- govsync ---------------------------------------------------------------------------

@@ -57,11 +57,14 @@ def test_a_second_sigint_aborts_at_once(serve: Callable[..., Server],
 
     apply = gov.popen("apply", str(manifests), "--auto-approve", "--parallelism", "4")
     assert apply.wait_for_line(lambda line: line.startswith("Applying ")), apply.result()
+    # The four creates are at the server (a signal before they are sent would let the
+    # apply end by itself before the second one).
+    assert server.wait_in_flight(4), apply.result()
     apply.proc.send_signal(signal.SIGINT)
     assert apply.wait_for_line(lambda line: "Interrupted: nothing more is sent" in line)
     apply.proc.send_signal(signal.SIGINT)
     assert apply.finish() == 1, apply.result()
-    # Aborted (the calls that were in flight, if any, become uncertain, as before).
-    assert "Error: interrupted after 0 change(s) were applied and recorded" in apply.err, \
-        apply.result()
+    # Aborted: the calls in flight become uncertain, as before.
+    assert "Error: interrupted after 0 change(s) were applied and recorded; 4 create(s) were " \
+        "sent but not answered and are now uncertain" in apply.err, apply.result()
     assert "Apply: " not in apply.out
