@@ -185,6 +185,11 @@ class PostgresStore(SqlStore):
         try:
             with self._errors("cannot read the state tables"):
                 self._schema = self._schema_found()
+                if any(self._schema[0]) and not all(self._schema[0]):
+                    # One statement looks the tables up one by one, each in the catalogue
+                    # as it is then: another process's creating them can commit between
+                    # two lookups.  A new statement sees all of that commit, or none.
+                    self._schema = self._schema_found()
                 self._check_schema()
         except BaseException:
             self.db.close()
