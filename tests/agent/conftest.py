@@ -1,21 +1,20 @@
-"""The agent tests' fixture: the reference server as a process."""
+"""The agent tests' fixture: the reference server, in a thread of the test process (the
+agent is the process these tests start, stop and kill)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from agentkit import KEY
 
-from testkit import serve as serve_process
-from testkit import stop as stop_process
+from testkit import Served
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[str]:
-    proc, url = serve_process(["--api-key", KEY], key=KEY, output=tmp_path / "server.log")
+def server() -> Iterator[str]:
+    served = Served(["--api-key", KEY])
     try:
-        yield url
+        yield served.url
     finally:
-        stop_process(proc)
+        served.stop()

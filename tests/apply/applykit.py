@@ -40,6 +40,7 @@ from testkit import (  # noqa: F401  (re-exported for the apply tests)
     EXAMPLE_SEED,
     EXAMPLES,
     ROOT,
+    Served,
     free_port,
     in_process,
     stored_objects,
@@ -97,17 +98,20 @@ def closed_url() -> str:
 
 
 class Server:
-    """``python -m govsync serve`` on a free port, with its database in a file."""
+    """``govsync serve`` on a free port, with its database in a file: in a thread of the
+    test process (``testkit.Served``), or with ``process`` a process of its own whose
+    output goes to ``log`` (where what the server prints is searched)."""
 
     def __init__(self, directory: Path, name: str, flags: Iterable[str] = (),
-                 seed: Path | None = EXAMPLE_SEED) -> None:
+                 seed: Path | None = EXAMPLE_SEED, process: bool = False) -> None:
         self.directory = directory
         self.name = name
         self.flags = list(flags)
         self.seed = seed
         self.db = directory / f"{name}.db"
         self.log = directory / f"{name}.log"
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.process = process
+        self.served: Served | subprocess.Popen[bytes] | None = None
         self.port = 0
 
     @property
@@ -115,20 +119,27 @@ class Server:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, *, seed: bool = True) -> Server:
-        """Start (or restart, on the same database) and wait for /_govsync/health."""
-        assert self.proc is None, "already running"
+        """Start (or restart, on the same database); it answers once this returns."""
+        assert self.served is None, "already running"
         args = ["--db", str(self.db), "--api-key", KEY, *self.flags]
         if seed and self.seed is not None:
             args += ["--seed", str(self.seed)]
         # A restart keeps its address, as a real server's does (state records it).
-        self.proc, url = serve_process(args, key=KEY, output=self.log, port=self.port or None)
-        self.port = int(url.rsplit(":", 1)[1])
+        if self.process:
+            self.served, url = serve_process(args, key=KEY, output=self.log,
+                                             port=self.port or None)
+            self.port = int(url.rsplit(":", 1)[1])
+        else:
+            self.served = Served(args, port=self.port or None)
+            self.port = self.served.port
         return self
 
     def stop(self) -> None:
-        proc, self.proc = self.proc, None
-        if proc is not None:
-            stop_process(proc)
+        served, self.served = self.served, None
+        if isinstance(served, Served):
+            served.stop()
+        elif served is not None:
+            stop_process(served)
 
     def objects(self) -> dict[str, list[dict[str, Any]]]:
         return stored_objects(self.url, KEY)

@@ -51,7 +51,7 @@ def stored_text(state_url: str, tmp_path: Path) -> str:
 
 def test_secret_canary(serve: Callable[..., Server], make_govsync: Callable[..., Govsync],
                        state_url: str, tmp_path: Path) -> None:
-    server = serve()
+    server = serve(process=True)  # its output is searched too
     manifests = tmp_path / "manifests"
     shutil.copytree(EXAMPLE_MANIFESTS, manifests)
     gov = make_govsync(state_url, server.url)
@@ -98,7 +98,7 @@ def test_secret_canary(serve: Callable[..., Server], make_govsync: Callable[...,
     assert gov.run("apply", str(manifests), "--auto-approve", env=changed).code == 1
 
     # Every write call fails (500 or a dropped connection): error paths stay clean.
-    faulty = serve("--fault-rate", "1.0")
+    faulty = serve("--fault-rate", "1.0", process=True)
     other = make_govsync(state_url, faulty.url)
     write_docs(tmp_path / "faulty" / "logs.yaml", [
         doc("LogIntegration", f"canary-{i}", {"logStoreB": {

@@ -3,7 +3,7 @@
 ``Repo`` writes a project (staging and prod, prod with patches, a rule and two
 signed approvals), runs govsync (in the test process, or as a real process
 where a test needs one) against a real reference
-server (``govsync serve`` on loopback) and a real state (SQLite or
+server (``govsync serve``'s, in a thread, on loopback) and a real state (SQLite or
 PostgreSQL), and reads what the server holds.  Tests written with it try to
 walk around the governance as an attacker would, and check that the server
 never holds what the attacker wanted.
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from testkit import in_process, serve, stop, stored_objects
+from testkit import Served, in_process, stored_objects
 
 KEY = "governance-test-key"
 
@@ -97,8 +97,8 @@ class Repo:
         (root / "envs" / "prod" / "patch.yaml").write_text(PROD_PATCH)
         (root / "allowed_signers").write_text("")
         self.write_project()
-        self.proc, self.url = serve(["--db", str(root / "api.db"), "--api-key", KEY],
-                                    key=KEY, output=root / "server.log")
+        self.server = Served(["--db", str(root / "api.db"), "--api-key", KEY])
+        self.url = self.server.url
 
     def write_project(self, text: str | None = None, path: Path | None = None) -> Path:
         target = path or self.root / "govsync.yaml"
@@ -107,7 +107,7 @@ class Repo:
         return target
 
     def close(self) -> None:
-        stop(self.proc)
+        self.server.stop()
 
     def environ(self, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("GOVSYNC_")}

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from govsync.cli import cli
-from testkit import serve, stop, stored_objects, without_settings
+from testkit import Served, stored_objects, without_settings
 
 STAGING_KEY, PROD_KEY = "staging-admin-key", "prod-admin-key"
 STAGING_VIEWER = "staging-viewer-key"
@@ -49,21 +49,19 @@ environments:
 
 
 @pytest.fixture
-def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+def servers() -> Iterator[tuple[str, str]]:
     """Two API instances: staging's and prod's, each with its own keys; new for each test,
     whose state is new too (a server holding another test's hook would block its create:
     it exists on the server unrecorded)."""
-    log = tmp_path_factory.mktemp("servers")
-    staging, staging_url = serve(["--api-key", STAGING_KEY, "--viewer-key", STAGING_VIEWER],
-                                 key=STAGING_KEY, output=log / "staging.log")
+    staging = Served(["--api-key", STAGING_KEY, "--viewer-key", STAGING_VIEWER])
     try:
-        prod, prod_url = serve(["--api-key", PROD_KEY], key=PROD_KEY, output=log / "prod.log")
+        prod = Served(["--api-key", PROD_KEY])
         try:
-            yield staging_url, prod_url
+            yield staging.url, prod.url
         finally:
-            stop(prod)
+            prod.stop()
     finally:
-        stop(staging)
+        staging.stop()
 
 
 @pytest.fixture

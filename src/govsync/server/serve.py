@@ -15,8 +15,10 @@ import sqlite3
 import sys
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import uvicorn
+import uvicorn.config
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from govsync.errors import ConfigError
@@ -108,32 +110,47 @@ def run(
     operations: str = Operations.ALL,
 ) -> None:
     """Serve the API on ``host:port`` until interrupted (one uvicorn worker)."""
+    store = open_store(db, seed)
     try:
-        store = Store(db)
-    except sqlite3.Error as exc:
-        raise ConfigError(f"cannot open the server database {db}: {exc}") from exc
-    try:
-        if seed:
-            try:
-                store.load_seed(seed)
-            except SeedError as exc:
-                raise ConfigError(str(exc)) from exc
         sock = listen(host, port)
         try:
-            _serve(sock, store, host=host, db=db, api_keys=api_keys, viewer_keys=viewer_keys,
+            server(sock, store, host=host, db=db, api_keys=api_keys, viewer_keys=viewer_keys,
                    latency_ms=latency_ms, fault_rate=fault_rate, verbose=verbose,
-                   operations=Operations(operations))
+                   operations=Operations(operations), write=_stderr).run(sockets=[sock])
         finally:
             sock.close()
     finally:
         store.close()
 
 
-def _serve(sock: socket.socket, store: Store, *, host: str, db: str, api_keys: Sequence[str],
+def open_store(db: str, seed: str | None) -> Store:
+    """The server's database (a file, or ``:memory:``), with ``seed`` loaded."""
+    try:
+        store = Store(db)
+    except sqlite3.Error as exc:
+        raise ConfigError(f"cannot open the server database {db}: {exc}") from exc
+    try:
+        if seed:
+            store.load_seed(seed)
+    except SeedError as exc:
+        store.close()
+        raise ConfigError(str(exc)) from exc
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
+def server(sock: socket.socket, store: Store, *, host: str, db: str, api_keys: Sequence[str],
            viewer_keys: Sequence[str], latency_ms: int, fault_rate: float, verbose: bool,
-           operations: Operations) -> None:
+           operations: Operations, write: Write,
+           log_config: dict[str, Any] | None = uvicorn.config.LOGGING_CONFIG,
+           ) -> AnnouncingServer:
+    """The uvicorn server of ``govsync serve`` on ``sock``, not started: ``write`` takes
+    its lines (where it listens; with ``verbose``, each request).  ``log_config`` is
+    uvicorn's logging set-up (None: leave this process's logging as it is)."""
     if not api_keys:
-        _stderr(f"{PREFIX} warning: no --api-key given, any non-empty X-API-KEY is accepted")
+        write(f"{PREFIX} warning: no --api-key given, any non-empty X-API-KEY is accepted")
     app: ASGIApp = create_app(
         store,
         api_keys=list(api_keys),
@@ -143,7 +160,7 @@ def _serve(sock: socket.socket, store: Store, *, host: str, db: str, api_keys: S
         operations=operations,
     )
     if verbose:
-        app = RequestLog(app, _stderr)
+        app = RequestLog(app, write)
     listening = (
         f"{PREFIX} listening on {url_of(host, sock.getsockname()[1])} (db {db}, "
         f"{_plural(len(set(api_keys)), 'api key')}, "
@@ -154,13 +171,14 @@ def _serve(sock: socket.socket, store: Store, *, host: str, db: str, api_keys: S
         app,
         workers=1,
         log_level="warning",
+        log_config=log_config,
         access_log=False,
         proxy_headers=False,
         server_header=False,
         http=DroppableH11Protocol,
         lifespan="off",
     )
-    AnnouncingServer(config, lambda: _stderr(listening)).run(sockets=[sock])
+    return AnnouncingServer(config, lambda: write(listening))
 
 
 class AnnouncingServer(uvicorn.Server):
