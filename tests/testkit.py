@@ -124,7 +124,7 @@ class Served:
         self._thread.start()
         if not self._ready.wait(30) or self.error is not None or not self._server.started:
             self.stop()
-            raise RuntimeError(f"govsync serve did not start: {self.error!r}")
+            raise RuntimeError(f"govsync serve did not start: {self.error!r} {self.lines}")
 
     def _run(self) -> None:
         from govsync.server import serve as serving
@@ -177,6 +177,14 @@ def stored_objects(url: str, key: str) -> dict[str, list[dict[str, Any]]]:
     response.raise_for_status()
     data: dict[str, list[dict[str, Any]]] = response.json()
     return data
+
+
+def in_flight(url: str, key: str) -> int:
+    """The API calls a served reference server has received and not answered yet."""
+    answer = httpx.get(f"{url}/_govsync/health", headers={"X-API-KEY": key}, timeout=10,
+                       verify=LOOPBACK_TLS)
+    answer.raise_for_status()
+    return int(answer.json()["inFlight"])
 
 
 def drop_pg_workspaces(url: str, workspaces: list[str]) -> None:

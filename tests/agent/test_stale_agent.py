@@ -27,19 +27,13 @@ import pytest
 from agentkit import KEY, Agent, Repo, hooks, workspace
 
 from govsync.commands import ApplyOptions
-from testkit import drop_pg_workspaces
+from testkit import drop_pg_workspaces, in_flight
 from testkit import serve as serve_process
 from testkit import stop as stop_process
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 POSTGRES = os.environ.get("GOVSYNC_TEST_POSTGRES", "")
 LANES = ApplyOptions().parallelism  # the calls an agent's apply has in flight at most
-
-
-def in_flight(url: str) -> int:
-    """The API calls the server has received and not answered yet."""
-    answer = httpx.get(f"{url}/_govsync/health", headers={"X-API-KEY": KEY}, timeout=10)
-    return int(answer.json()["inFlight"])
 
 
 def descriptions(url: str, names: list[str]) -> Counter[str]:
@@ -111,7 +105,7 @@ def test_a_paused_agent_that_lost_its_lock_sends_no_stale_request(tmp_path: Path
         # lane was about to send), so pause A once every one of its lanes waits for an
         # answer (the server holds as many calls as A has lanes), not in that burst:
         # on a loaded machine the burst can outlast any fixed wait.
-        while in_flight(url) < LANES and time.monotonic() < deadline:
+        while in_flight(url, KEY) < LANES and time.monotonic() < deadline:
             time.sleep(0.01)
         assert 0 < descriptions(url, names)["stale"] < len(names), "not caught mid-apply"
         os.kill(first.proc.pid, signal.SIGSTOP)

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import yaml
 
 from govsync.api.kinds import BY_KIND
@@ -42,6 +41,7 @@ from testkit import (  # noqa: F401  (re-exported for the apply tests)
     ROOT,
     Served,
     free_port,
+    in_flight,
     in_process,
     stored_objects,
 )
@@ -147,13 +147,11 @@ class Server:
     def wait_in_flight(self, calls: int, timeout: float = 30) -> bool:
         """Wait until the server holds ``calls`` API calls received and not answered."""
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            answer = httpx.get(f"{self.url}/_govsync/health", headers={"X-API-KEY": KEY},
-                               timeout=10)
-            if int(answer.json()["inFlight"]) >= calls:
-                return True
+        while in_flight(self.url, KEY) < calls:
+            if time.monotonic() > deadline:
+                return False
             time.sleep(0.02)
-        return False
+        return True
 
 
 # -- govsync ---------------------------------------------------------------------------

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -133,9 +136,6 @@ async def test_every_transport_honours_the_environments_proxy(
 
 def _connections_to(port: int) -> int:
     """This process's TCP connections to ``port`` (Linux's /proc)."""
-    import contextlib
-    import os
-
     inodes = set()
     for fd in os.listdir("/proc/self/fd"):
         with contextlib.suppress(OSError):
@@ -166,8 +166,6 @@ async def test_warm_opens_the_read_lanes_sends_nothing_and_never_more_than_lanes
         assert health["inFlight"] == 0 and _spaces(url) == []
         await client.warm(10)  # the lanes are made: nothing more
         assert _connections_to(port) == 4
-        import asyncio
-
         made = await asyncio.gather(*(client.call("CreateSpace", {"name": f"w{i}"})
                                       for i in range(6)))
         assert len(made) == 6 and _connections_to(port) == 4

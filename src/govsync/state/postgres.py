@@ -185,7 +185,7 @@ class PostgresStore(SqlStore):
         try:
             with self._errors("cannot read the state tables"):
                 self._schema = self._schema_found()
-                if any(self._schema[0]) and not all(self._schema[0]):
+                if self._partial:
                     # One statement looks the tables up one by one, each in the catalogue
                     # as it is then: another process's creating them can commit between
                     # two lookups.  A new statement sees all of that commit, or none.
@@ -299,9 +299,14 @@ class PostgresStore(SqlStore):
         """No govsync table exists yet: reads find nothing, the first write makes them."""
         return not any(self._schema[0])
 
+    @property
+    def _partial(self) -> bool:
+        """Some of the tables exist, not all."""
+        return any(self._schema[0]) and not all(self._schema[0])
+
     def _check_schema(self) -> None:
-        found = self._schema[0]
-        if any(found) and not all(found):
+        if self._partial:
+            found = self._schema[0]
             missing = [t for t, there in zip(TABLES, found, strict=True) if not there]
             raise self._damaged(f"the table{'s' if len(missing) > 1 else ''} "
                                 f"{', '.join(missing)} is missing while the others exist")
