@@ -35,9 +35,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from govsync import paths, writes
-from govsync.api.catalog import Operation
+from govsync import paths
 from govsync.api.kinds import BY_KIND, KINDS, REFERENCES, Kind, Reference
+from govsync.api.resource import Objects
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.errors import ApiError, ConfigError, NotFoundError, UnauthorizedError
 from govsync.manifests.documents import API_VERSION
@@ -154,10 +154,11 @@ async def read_server(client: AsyncClient, kinds: list[Kind], snapshot: Snapshot
                       ) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
     """Every object of ``kinds`` on the server, by kind; and the kinds that could not be
     listed (a required scope no known object gives)."""
+    reader = Objects(client, concurrency=READS_IN_FLIGHT)
     objects: dict[str, list[dict[str, Any]]] = {}
     unscoped = [k for k in kinds if k.list is not None and not k.list.scope_required]
     scoped = [k for k in kinds if k.list is not None and k.list.scope_required]
-    pages = await asyncio.gather(*(_all(client, k.list, {}) for k in unscoped if k.list))
+    pages = await asyncio.gather(*(reader.all(k.list) for k in unscoped if k.list))
     objects.update(zip((k.name for k in unscoped), pages, strict=True))
     unlisted = []
     for kind in scoped:
@@ -169,53 +170,29 @@ async def read_server(client: AsyncClient, kinds: list[Kind], snapshot: Snapshot
                             f"{' or '.join(s.field for s in kind.list.scope)}, and no object "
                             "read or recorded names one")
             continue
-        found = await asyncio.gather(*(_all(client, kind.list, b) for b in bodies))
+        found = await asyncio.gather(*(reader.all(kind.list, b) for b in bodies))
         unique = {o["id"]: o for page in found for o in page if isinstance(o.get("id"), str)}
         objects[kind.name] = list(unique.values())
-    await asyncio.gather(*(_read_by_get(client, k, objects, snapshot)
+    await asyncio.gather(*(_read_by_get(reader, k, objects, snapshot)
                            for k in kinds if by_get(k) is not None))
     return objects, unlisted
 
 
-async def _read_by_get(client: AsyncClient, kind: Kind,
+async def _read_by_get(reader: Objects, kind: Kind,
                        objects: dict[str, list[dict[str, Any]]], snapshot: Snapshot) -> None:
     """A kind read by a Get per object of the kind it references (a connector's AI
     provider, per connector listed or recorded); a 404 is an object without one."""
-    ref, op = by_get(kind), kind.get
-    assert ref is not None and op is not None
+    ref = by_get(kind)
+    assert ref is not None and kind.get is not None
     target = BY_KIND[ref.target]
     assert target.list is not None
     listed = objects.get(target.name)
     if listed is None:  # not imported itself: listed only for its ids
-        listed = await _all(client, target.list, {})
+        listed = await reader.all(target.list)
     ids = {o["id"] for o in listed if isinstance(o.get("id"), str)}
     ids |= {e.id for e in snapshot.entries.values() if e.kind == target.name and e.id}
-
-    slots = asyncio.Semaphore(READS_IN_FLIGHT)
-
-    async def one(value: str) -> dict[str, Any] | None:
-        async with slots:
-            return await writes.read_by(client, op, value)
-
-    found = await asyncio.gather(*(one(value) for value in sorted(ids)))
+    found = await asyncio.gather(*(reader.get(kind, value) for value in sorted(ids)))
     objects[kind.name] = [o for o in found if o is not None]
-
-
-async def _all(client: AsyncClient, op: Operation, scope: Mapping[str, Any]
-               ) -> list[dict[str, Any]]:
-    """Every page of a List."""
-    assert op.response_key is not None
-    items: list[dict[str, Any]] = []
-    body: dict[str, Any] = {"limit": PAGE_SIZE, **scope}
-    seen: set[str] = set()
-    while True:
-        page = await client.call(op, body)
-        items += [o for o in page.get(op.response_key) or [] if isinstance(o, dict)]
-        cursor = (page.get("listMetadata") or {}).get("nextCursor") or ""
-        if not cursor or cursor in seen:
-            return items
-        seen.add(cursor)
-        body = {**body, "cursor": cursor}
 
 
 def _known(field_name: str, objects: Mapping[str, list[dict[str, Any]]],

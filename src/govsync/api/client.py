@@ -73,6 +73,9 @@ Answer = httpx.Response | Exception | None
 Steps = Generator[Effect, Answer, T]
 
 MAX_RETRY_AFTER = 60.0
+# The largest answer read (a List page of 500 objects is far below it): what a server
+# sends beyond it is not read into memory (contract 7: any answer, a one-line error).
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
 LOCAL_BASE_URL = "http://localhost"
 LOCAL_API_KEY = "local"
 
@@ -286,6 +289,13 @@ class _Core:
 
     def _transport_error(self, op: Operation, exc: Exception, scrub: Callable[[str], str],
                          attempt: int) -> tuple[errors.ApiError, bool]:
+        if isinstance(exc, AnswerTooLarge):
+            what = (f"{exc} (at most {MAX_ANSWER_BYTES // (1024 * 1024)} MiB is read); "
+                    "stopped reading it")
+            if op.verb.reads:
+                return errors.ApiError(f"{op.name}: {what}", operation=op.name), False
+            return errors.AmbiguousError(f"{what}: the outcome is unknown",
+                                         operation=op.name), False
         what = scrub(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
         if isinstance(exc, _NOT_SENT_RETRY + _NOT_SENT_FINAL):
             tries = f" after {attempt} attempts" if attempt > 1 else ""
@@ -478,7 +488,7 @@ class AsyncClient:
                 if isinstance(effect, httpx.Request):
                     try:
                         outcome = await self._send(effect)
-                    except (httpx.HTTPError, OSError) as exc:
+                    except (httpx.HTTPError, OSError, AnswerTooLarge) as exc:
                         outcome = exc
                 else:
                     await self._pause(effect)
@@ -488,7 +498,12 @@ class AsyncClient:
 
     async def _send(self, request: httpx.Request) -> httpx.Response:
         if self._lanes is None:
-            return await self._http.send(request)
+            response = await self._http.send(request, stream=True)
+            try:
+                await _read_capped(response)
+            finally:
+                await response.aclose()
+            return response
         if self._auth is not None:
             flow = self._auth.auth_flow(request)
             request = next(flow)
@@ -501,7 +516,7 @@ class AsyncClient:
         try:
             response = await lane.handle_async_request(request)
             try:
-                await response.aread()
+                await _read_capped(response)
             finally:
                 await response.aclose()
             response.request = request
@@ -567,6 +582,25 @@ class AsyncClient:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
+
+
+class AnswerTooLarge(Exception):
+    """An answer longer than ``MAX_ANSWER_BYTES``: not read further."""
+
+
+async def _read_capped(response: httpx.Response) -> None:
+    """Read ``response``'s body into it, at most ``MAX_ANSWER_BYTES`` of it."""
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_ANSWER_BYTES:
+        raise AnswerTooLarge(f"the answer is {int(declared):,} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > MAX_ANSWER_BYTES:
+            raise AnswerTooLarge(f"the answer is over {MAX_ANSWER_BYTES:,} bytes")
+        chunks.append(chunk)
+    response._content = b"".join(chunks)
 
 
 # --- from --endpoint to what to connect with ---------------------------------

@@ -101,13 +101,19 @@ class Kind:
         return self.update is not None and self.update.style == UpdateStyle.REPLACE_ALL
 
     @cached_property
+    def update_fields(self) -> frozenset[str]:
+        """The spec fields an update request carries (of the object it wraps, for a
+        replace-all update); none where nothing updates the kind."""
+        return frozenset(checks.UPDATE_FIELDS.get(self.name, ())) & frozenset(self.fields)
+
+    @cached_property
     def updatable(self) -> frozenset[str]:
-        """The top-level spec fields the update can change: every field but the update's
-        read-only ones and the field that names the object."""
+        """The top-level spec fields the update can change: those its request carries but
+        the update's read-only ones and the field that names the object."""
         op = self.update
         if op is None:
             return frozenset()
-        return frozenset(self.fields) - set(op.read_only) - {op.by} - {"id"}
+        return self.update_fields - set(op.read_only) - {op.by} - {"id"}
 
     # The operations of api-lifecycle.md, from the catalog's rows of this kind
     # (an endpoint may lack them: whether it offers them is learned per run).

@@ -34,10 +34,10 @@ def drift(manifests: ManifestSet, settings: Settings, *,
         check_secrets_set(manifests, settings)
     snapshot = (early.snapshot if early is not None
                 else read_snapshot(settings, responses=refreshing(settings)))
-    found, observed = refreshed(settings, snapshot, lambda missing: make_plan(
+    found, observed = refreshed(settings, snapshot, lambda observation: make_plan(
         manifests, snapshot, environ=settings.environ, targets=settings.targets,
-        read_secrets=read_secrets, missing=missing, prune=settings.selection.prune,
-        replace=settings.replace), early=early)
+        read_secrets=read_secrets, prune=settings.selection.prune,
+        replace=settings.replace, observation=observation), early=early)
     refused_partial(observed, "drift cannot say what it could not read")
     values = live.wanted(manifests)
     existing: dict[str, set[str]] | None = None
