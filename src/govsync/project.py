@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from govsync import redact
+from govsync import endpoints, redact
 from govsync.api.kinds import BY_KIND
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.envvars import DEFAULT_STATE, LOCAL_DB
@@ -353,7 +353,7 @@ def same_setting(key: str, a: str, b: str) -> bool:
     if key == "workspace":
         return a == b
     if "://" in a and "://" in b:
-        return redact.identity(a) == redact.identity(b)
+        return endpoints.same(a, b)
     if "://" not in a and "://" not in b and key == "state":
         return os.path.realpath(a) == os.path.realpath(b)
     return a.strip().rstrip("/") == b.strip().rstrip("/")

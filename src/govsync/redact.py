@@ -34,10 +34,3 @@ def in_text(text: str) -> str:
         return text
     return re.sub(r"(?i)\b[a-z][a-z0-9+.\-]*://\S+", lambda m: url(m.group(0)), text)
 
-
-def identity(endpoint: str) -> str:
-    """What names an API endpoint, without what authenticates to it: the URL less its
-    trailing slash, user info and query.  Recorded in state and compared."""
-    value = endpoint.strip().rstrip("/")
-    value = re.sub(r"(?i)^([a-z][a-z0-9+.\-]*://)[^/@?#]*@", r"\1", value)
-    return value.split("?", 1)[0].split("#", 1)[0].rstrip("/")

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from govsync import commands, governance, planfile, runtime
+from govsync import commands, endpoints, governance, planfile, runtime
 from govsync.agent import partial
 from govsync.agent.applied import Applied
 from govsync.agentconfig import AgentSettings, Event
@@ -282,7 +282,8 @@ def _governors(target: Target) -> tuple[list[governance.Governor], bool]:
         found = governance.governors(recorded, target.workspace, endpoint)
         accepted = store.agent(target.workspace).get(ACCEPTED) if found else None
     return found, not found or (isinstance(accepted, dict)
-                                and accepted.get("endpoint") == endpoint)
+                                and isinstance(accepted.get("endpoint"), str)
+                                and endpoints.same(accepted["endpoint"], endpoint))
 
 
 def _unaccepted(target: Target, found: list[governance.Governor]) -> str:
