@@ -17,6 +17,7 @@ import pytest
 from govkit import Repo
 from test_binding import governed
 
+from govsync.state import open_store
 from testkit import drop_pg_workspaces
 
 SNEAK = """\
@@ -97,3 +98,30 @@ def test_prods_server_written_another_way_is_prods_governed_endpoint(
     assert deleted.code == 1, deleted
     assert "Traceback" not in deleted.err
     assert repo.hooks()["risk"]["id"] == hook["id"]  # prod's hook is where it was
+
+
+def test_the_recorded_endpoint_written_another_way_is_the_recorded_one(repo: Repo) -> None:
+    """The state's endpoint against the configured one (--allow-endpoint-change), in one
+    spelling: ``http://127.0.0.1:P/.`` is the recorded ``http://127.0.0.1:P``; a name
+    for its address is another endpoint (another name may be another virtual host)."""
+    first = repo.gov("apply", "--env", "staging", "--auto-approve")
+    assert first.code == 0, first
+    repo.set_timeout(2500)
+    port = repo.server.port
+    for spelling in (f"http://127.0.0.1:{port}/.", f"HTTP://127.0.0.1:{port}/x/../"):
+        env = repo.environ(GOVSYNC_ENDPOINT=spelling)
+        planned = repo.gov("plan", "--env", "staging", env=env)
+        assert planned.code == 0 and "was applied against" not in planned.out, planned
+        assert "Check refresh: passed" in planned.out, planned
+    applied = repo.gov("apply", "--env", "staging", "--auto-approve",
+                       env=repo.environ(GOVSYNC_ENDPOINT=f"http://127.0.0.1:{port}/."))
+    assert applied.code == 0, applied
+    assert repo.hooks()["risk"]["timeoutMs"] == 2500
+    project = repo.root / "govsync.yaml"
+    project.write_text(project.read_text().replace("timeout: 2500", "timeout: 3000"))
+    moved = repo.gov("apply", "--env", "staging", "--auto-approve",
+                     env=repo.environ(GOVSYNC_ENDPOINT=f"http://localhost:{port}"))
+    assert moved.code == 1 and "--allow-endpoint-change" in moved.err, moved
+    assert repo.hooks()["risk"]["timeoutMs"] == 2500
+    with open_store(repo.state) as store:  # recorded once, as first spelled
+        assert store.snapshot(repo.staging, create=False).endpoint == repo.url
