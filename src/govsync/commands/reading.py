@@ -21,6 +21,7 @@ from govsync.manifests.model import ManifestSet
 from govsync.plan import Action, Check, CheckStatus, Drifted, DriftKind, Plan, say_unread
 from govsync.settings import Settings
 from govsync.state import Entry, Snapshot, StateStore, exists
+from govsync.values import SHORTEST_SECRET, holds
 
 if TYPE_CHECKING:
     from govsync import refresh
@@ -66,6 +67,8 @@ def refreshed(settings: Settings, snapshot: Snapshot, make: MakePlan,
     if not refreshing(settings):
         return unread(make(frozenset()), settings), None
     observed = early.observed() if early is not None else None
+    if observed is not None and _holds_secret(observed, settings):
+        observed = None  # read before the manifests' secrets were known: read again
     if observed is not None:
         from govsync import refresh
 
@@ -82,6 +85,16 @@ def refreshed(settings: Settings, snapshot: Snapshot, make: MakePlan,
 
         make, heal = made, None
     return runtime.run(refreshed_async(settings, snapshot, make, heal, observed))
+
+
+def _holds_secret(observed: refresh.Observed, settings: Settings) -> bool:
+    """Whether a refresh read before the manifests were (without their secrets, which
+    the client scrubs from every answer) holds one of them."""
+    hidden = [s for s in settings.hidden if len(s) >= SHORTEST_SECRET]
+    if not hidden:
+        return False
+    reading = observed.reading
+    return holds(reading.live, hidden) or holds(reading.listed, hidden)
 
 
 def early_snapshot(settings: Settings, store: StateStore | None) -> Snapshot | None:
