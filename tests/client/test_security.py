@@ -159,6 +159,14 @@ async def test_every_answer_is_scrubbed_of_the_secrets_the_client_knows() -> Non
             assert got["labels"] == {"(sensitive)": "v", "short": "abc"}
             assert got["nested"] == [{"note": "(sensitive)!", "spaceId": secret}]
             assert (got["id"], got["name"]) == (f"hook-{CANARY}", f"n-{secret}")
+    # A body that writes the secret's characters as escapes (\u006c...) hides nothing.
+    escaped = "".join(f"\\u{ord(c):04x}" for c in secret)
+    body = ('{"hook": {"id": "h", "description": "' + escaped + ' echoed"}}').encode()
+    async with AsyncClient("http://127.0.0.1:9", CANARY, hidden=[secret],
+                           transport=httpx.MockTransport(
+                               lambda r: httpx.Response(200, content=body))) as client:
+        got = (await client.call("GetHook", {"id": "h"}))["hook"]
+        assert got["description"] == "(sensitive) echoed", got
     # The embedded server's stand-in key is no secret.
     async with AsyncClient("http://localhost", "local", transport=httpx.MockTransport(
             lambda r: httpx.Response(200, json={"hook": {"description": "local"}}))) as client:

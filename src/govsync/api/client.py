@@ -216,7 +216,7 @@ class _Core:
                 log.info("%s: %d in %.3fs (attempt %d of %d)",
                          op.name, outcome.status_code, seconds, attempt, attempts)
                 if outcome.status_code == 200:
-                    return _scrubbed(self._parse(op, outcome), unsaid)
+                    return _scrubbed(self._parse(op, outcome), outcome.content, unsaid)
                 error, retry = self._status_error(op, outcome, scrub, attempt)
                 status: int | None = outcome.status_code
                 reason = str(status)
@@ -317,16 +317,23 @@ def _scrubber(hidden: list[str]) -> Callable[[str], str]:
     return scrub
 
 
-def _scrubbed(data: dict[str, Any], hidden: list[str]) -> dict[str, Any]:
-    """An answer without any of ``hidden`` (longest first): looked for in the answer
-    as JSON text (one search a secret, in C), walked only where one is found."""
+def _scrubbed(data: dict[str, Any], body: bytes, hidden: list[str]) -> dict[str, Any]:
+    """An answer (``data``, parsed from ``body``) without any of ``hidden`` (longest
+    first), walked only where one is found: in the body itself where every character
+    of a secret is written as itself (no ``\\u`` or ``\\/`` escape in the body, no
+    character JSON escapes in the secret), else in the answer written as JSON again."""
     if not hidden:
         return data
-    import json  # loaded by httpx already
+    if (b"\\u" not in body and b"\\/" not in body
+            and all(s.isprintable() and '"' not in s and "\\" not in s for s in hidden)):
+        if not any(s.encode() in body for s in hidden):
+            return data
+    else:
+        import json  # loaded by httpx already
 
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    if not any(json.dumps(s, ensure_ascii=False)[1:-1] in text for s in hidden):
-        return data
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        if not any(json.dumps(s, ensure_ascii=False)[1:-1] in text for s in hidden):
+            return data
     found: dict[str, Any] = scrub(data, hidden, identifying_fields())
     return found
 
