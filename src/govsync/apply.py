@@ -50,7 +50,7 @@ from govsync.scheduling import Throttle, chain_lengths, run_order
 from govsync.state import APPLIED, PENDING, UNCERTAIN, Entry, Snapshot, StateStore, now
 from govsync.state.model import deposed_address
 from govsync.state.writer import Fence, GroupWriter
-from govsync.values import SENSITIVE, MissingSecret, Resolver, UnknownId
+from govsync.values import MissingSecret, Resolver, UnknownId, scrub
 
 if TYPE_CHECKING:
     from govsync.api.client import AsyncClient
@@ -149,22 +149,6 @@ def request_body(kind: Kind, change: Change, send: dict[str, Any],
         obj = writes.update_object(kind, op, change.id, base, send, changed)
     wrap = op.wrap
     return op.name, ({wrap: obj} if wrap else obj)
-
-
-def scrub(value: Any, secrets: list[str]) -> Any:
-    """The API's answer without any secret value it may echo (biA keys...), whole or
-    inside a longer string ("key abc123 accepted"), in values and in keys."""
-    if not secrets:
-        return value
-    if isinstance(value, dict):
-        return {scrub(k, secrets): scrub(v, secrets) for k, v in value.items()}
-    if isinstance(value, list):
-        return [scrub(v, secrets) for v in value]
-    if isinstance(value, str):
-        for secret in secrets:
-            if secret in value:
-                value = value.replace(secret, SENSITIVE)
-    return value
 
 
 class Applier:

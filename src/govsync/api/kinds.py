@@ -13,6 +13,7 @@ this table; none of them branches on a kind's name.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, NamedTuple
@@ -266,6 +267,21 @@ KINDS: tuple[Kind, ...] = (
 )
 
 BY_KIND: dict[str, Kind] = {k.name: k for k in KINDS}
+
+
+@functools.cache
+def identifying_fields() -> frozenset[str]:
+    """The fields govsync finds objects by: ids (every kind's, and every reference's),
+    names and the kinds' identifying fields, and a List's page cursor.  An answer keeps
+    their values as read, a known secret inside one included (``values.scrub``'s
+    ``keep``): replaced, a secret's value that happens to be part of a name (a short
+    or common one a commit names) would lose govsync its objects."""
+    found = {"id", "name", "cursor", "nextCursor"}
+    for kind in KINDS:
+        found.add(kind.create.id_field)
+        found.update(kind.identity)
+    found.update(r.id_field for r in REFERENCES)
+    return frozenset(found)
 
 
 def _kind_named(name: str) -> Kind:

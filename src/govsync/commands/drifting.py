@@ -12,7 +12,7 @@ from govsync.commands.reading import (
     refreshing,
     refused_partial,
 )
-from govsync.commands.workspace import check_secrets_set, read_snapshot
+from govsync.commands.workspace import check_secrets_set, read_snapshot, with_secrets
 from govsync.drift import DriftReport, live_checks, unobservable
 from govsync.errors import ApiError, TransportError, UnauthorizedError
 from govsync.manifests.model import ManifestSet
@@ -32,6 +32,7 @@ def drift(manifests: ManifestSet, settings: Settings, *,
 
     if read_secrets:
         check_secrets_set(manifests, settings)
+    settings = with_secrets(settings, manifests)
     snapshot = (early.snapshot if early is not None
                 else read_snapshot(settings, responses=refreshing(settings)))
     found, observed = refreshed(settings, snapshot, lambda observation: make_plan(

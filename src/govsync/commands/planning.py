@@ -26,6 +26,7 @@ from govsync.commands.workspace import (
     Workspace,
     check_secrets_set,
     read_snapshot,
+    with_secrets,
 )
 from govsync.errors import (
     ApiError,
@@ -100,6 +101,7 @@ def _plan(manifests: ManifestSet, settings: Settings, workspace: Workspace, *, s
           early: Early | None = None, allow_endpoint_change: bool = False) -> Planned:
     if read_secrets:
         check_secrets_set(manifests, settings)
+    settings = with_secrets(settings, manifests)
 
     selection = settings.selection
     proposed = governance.of_project(selection.project, selection.environment)

@@ -24,7 +24,7 @@ from govsync.commands.endpoint import identity
 from govsync.commands.planning import check_rules, governed_by
 from govsync.commands.reading import check_creates, refreshed_async, refused_partial
 from govsync.commands.sources import Manifests, Reviewed, Saved, Source
-from govsync.commands.workspace import project_file
+from govsync.commands.workspace import project_file, with_secrets
 from govsync.errors import (
     ApprovalError,
     BlockedPlanError,
@@ -101,10 +101,13 @@ class Preflight:
 def scoped(source: Source, settings: Settings) -> Settings:
     """The settings the apply runs with: ConfigError, GovernanceError or PlanError when
     the source is not for this run (a saved plan with --target, a plan of another
-    environment or workspace); a reviewed plan's targets are used."""
+    environment or workspace); a reviewed plan's targets are used.  They know the
+    values of the secrets it sends (``with_secrets``): no answer is shown or kept with
+    one."""
 
     match source:
         case Saved(saved):
+            settings = with_secrets(settings, plan=saved.plan)
             if settings.targets:
                 raise ConfigError(
                     "--target does not apply to a saved plan: it applies exactly the changes "
@@ -112,12 +115,15 @@ def scoped(source: Source, settings: Settings) -> Settings:
                                   if saved.plan.targets else "")
                     + "; make a targeted plan with `govsync plan --target ... --out`")
             _same_scope(saved, settings)
-        case Reviewed(_, reviewed):
+        case Reviewed(manifests, reviewed):
+            settings = with_secrets(settings, manifests)
             _same_scope(reviewed, settings)
             if settings.targets and sorted(settings.targets) != sorted(reviewed.plan.targets):
                 raise ConfigError("--target differs from the reviewed plan's targets: leave it "
                                   "out (the reviewed plan's targets are used)")
             return dataclasses.replace(settings, targets=tuple(reviewed.plan.targets))
+        case Manifests(manifests):
+            return with_secrets(settings, manifests)
     return settings
 
 

@@ -34,6 +34,7 @@ from govsync.plan import (
 )
 from govsync.settings import Settings
 from govsync.state import Entry, Snapshot, StateStore, exists
+from govsync.values import SHORTEST_SECRET, holds
 
 if TYPE_CHECKING:
     from govsync import refresh
@@ -73,6 +74,8 @@ def refreshed(settings: Settings, snapshot: Snapshot, make: MakePlan,
     if not refreshing(settings):
         return unread(make(Observation()), settings), None
     observed = early.observed() if early is not None else None
+    if observed is not None and _holds_secret(observed, settings):
+        observed = None  # read before the manifests' secrets were known: read again
     if observed is not None:
         from govsync import refresh
 
@@ -84,6 +87,16 @@ def refreshed(settings: Settings, snapshot: Snapshot, make: MakePlan,
             return plan, observed
     return runtime.run(refreshed_async(settings, snapshot, make, observed, owners=owners,
                                        running=running))
+
+
+def _holds_secret(observed: refresh.Observed, settings: Settings) -> bool:
+    """Whether a refresh read before the manifests were (without their secrets, which
+    the client scrubs from every answer) holds one of them."""
+    hidden = [s for s in settings.hidden if len(s) >= SHORTEST_SECRET]
+    if not hidden:
+        return False
+    reading = observed.reading
+    return holds(reading.live, hidden) or holds(reading.listed, hidden)
 
 
 def early_snapshot(settings: Settings, store: StateStore | None) -> Snapshot | None:
