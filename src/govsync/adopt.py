@@ -31,7 +31,7 @@ import copy
 import fnmatch
 import hashlib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -214,10 +214,13 @@ def _known(field_name: str, objects: Mapping[str, list[dict[str, Any]]],
 
 
 def adoptable(objects: Mapping[str, list[dict[str, Any]]], snapshot: Snapshot,
-              name_glob: str | None) -> tuple[list[Found], list[str], int]:
+              name_glob: str | None, elsewhere: Mapping[str, tuple[str, str]] | None = None,
+              ) -> tuple[list[Found], list[str], int]:
     """The objects no state entry records, as manifests; those left out, and why; how
-    many the state records."""
+    many the state records.  ``elsewhere``: ids another workspace of the state records
+    (id -> (workspace, address)): theirs, never imported here."""
     recorded = {(e.kind, e.id) for e in snapshot.entries.values() if e.id}
+    elsewhere = elsewhere or {}
     found, skipped, known = [], [], 0
     for kind_name, listed in objects.items():
         kind = BY_KIND[kind_name]
@@ -227,6 +230,11 @@ def adoptable(objects: Mapping[str, list[dict[str, Any]]], snapshot: Snapshot,
                 continue
             if (kind.name, id_) in recorded:
                 known += 1
+                continue
+            if id_ in elsewhere:
+                workspace, address = elsewhere[id_]
+                skipped.append(f"{kind.name} {id_}: recorded by workspace {workspace!r} as "
+                               f"{address} (an object belongs to one workspace)")
                 continue
             name = obj.get("name") if kind.named else id_
             if not isinstance(name, str) or not name:
@@ -389,13 +397,19 @@ async def _read(client: AsyncClient, kinds: list[Kind], snapshot: Snapshot
 
 
 def import_objects(client: AsyncClient, snapshot: Snapshot, out: str, *,
-                   kinds: Iterable[str] = (), name_glob: str | None = None) -> Imported:
+                   kinds: Iterable[str] = (), name_glob: str | None = None,
+                   elsewhere: Callable[[Collection[str]], Mapping[str, tuple[str, str]]]
+                   | None = None) -> Imported:
     """Read the server, write the folder ``out``; MigrateError when the folder is refused,
-    ApiError when the server cannot be read (then nothing is written)."""
+    ApiError when the server cannot be read (then nothing is written).  ``elsewhere``:
+    which ids other workspaces of the state record (never imported here)."""
     chosen = importable(kinds)
     objects, unlisted = asyncio.run(_read(client, chosen, snapshot))
     unlisted += unfound(kinds)
-    found, skipped, recorded = adoptable(objects, snapshot, name_glob)
+    ids = {o["id"] for listed in objects.values() for o in listed
+           if isinstance(o.get("id"), str)}
+    found, skipped, recorded = adoptable(objects, snapshot, name_glob,
+                                         elsewhere(ids) if elsewhere is not None else None)
     output = render(found)
     if not output.documents:
         return Imported(found, Written(), skipped, unlisted, recorded)

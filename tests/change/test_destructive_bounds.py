@@ -11,9 +11,9 @@ from typing import Any
 
 import httpx
 from click.testing import CliRunner
-from faultkit import KEY, FaultServer, drop_before, endless, huge, omit_once
 from refreshkit import Gov, copy_examples, write
 
+from faultkit import KEY, FaultServer, drop_before, endless, huge, omit_once
 from govsync.api.catalog import BY_NAME
 from govsync.cli import cli
 
@@ -303,6 +303,11 @@ def test_another_workspaces_object_is_neither_adopted_nor_deleted(gov: Gov) -> N
     assert change["why"]["names"] == [gov.workspace, "Connector/ml-gateway-us"]
     refused = other.run("state", "import", "Connector/ml-gateway-us", connector, str(folder))
     assert refused.code == 1 and f"recorded by workspace {gov.workspace!r}" in refused.err
+    # `govsync import` leaves every object another workspace records out, saying whose.
+    listed = other.run("import", "--kind", "Connector", "--out", str(gov.folder / "x"))
+    assert listed.code == 0, listed
+    assert (f"Left out: Connector {connector}: recorded by workspace {gov.workspace!r}"
+            in listed.err), listed
     # A record made before this rule (or behind govsync's back): its delete is still
     # not this workspace's to make.
     with open_store(gov.state) as store:
