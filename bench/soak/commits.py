@@ -94,7 +94,7 @@ class Commits:
         approvals (what these attacks check)."""
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "src"))
         from govsync.governance import Governance
-        from govsync.redact import identity
+        from govsync.endpoints import identity
         from govsync.state import open_store
 
         with open_store(self.state) as store:
