@@ -209,6 +209,13 @@ class Kind:
         # A kind is a row of the table: pickled as its name, unpickled as the row.
         return (_kind_named, (self.name,))
 
+    def unnamed(self, field: str, value: object) -> bool:
+        """Whether a spec's top-level ``field`` at ``value`` is one its manifest does not
+        name: the value the API takes where a manifest leaves the field out."""
+        defaults = checks.DEFAULTS.get(self.name, {})
+        return field in defaults and defaults[field] == value \
+            and type(defaults[field]) is type(value)
+
     def can_update(self, field: str) -> bool:
         """Whether the update operation can change top-level spec ``field``."""
         return field in self.updatable
