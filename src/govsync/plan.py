@@ -478,8 +478,9 @@ def _verified(kind: Kind, address: str, object_id: str, by: str, request: dict[s
     if live is None:
         return Change(address, Action.BLOCKED, kind.name, id=object_id,
                       why=Reason(Why.IMPORT_ABSENT, by=by, operation=read))
-    got, wanted = pairs(kind, shown(request), None, live)
-    diff = field_diff(kind, got, wanted) if got != wanted else ()
+    manifest, server = pairs(kind, shown(request), None, live)
+    # From what the server holds to what the manifest says (what the update then sends).
+    diff = field_diff(kind, server, manifest) if manifest != server else ()
     fields = tuple(d.path for d in diff)
     top = tuple(sorted({top_field(d.path) for d in diff}, key=str))
     if diff and not all(kind.can_update(str(t)) for t in top):

@@ -64,4 +64,4 @@ def drift(manifests: ManifestSet, settings: Settings, *,
             raise ApiError(f"cannot run the live checks: {live.failed(values, exc)}") from exc
     checks = live_checks(values, existing, skipped)
     return DriftReport(found, checks, unobservable(
-        manifests, observed.reading.read_kinds() if observed else ()))
+        manifests, observed.reading.read_kinds() if observed else None))

@@ -22,6 +22,7 @@ from govsync.errors import (
 from govsync.live import LiveValue
 from govsync.manifests.model import ManifestSet
 from govsync.plan import (
+    REFRESH_CHECK,
     Action,
     Check,
     CheckStatus,
@@ -61,8 +62,12 @@ def refreshing(settings: Settings) -> bool:
 
 
 def unread(plan: Plan, settings: Settings) -> Plan:
-    """A plan made without a refresh says what its updates send."""
+    """A plan made without a refresh says so, and what its updates send."""
     say_unread(plan, "--refresh=false" if settings.endpoint else "no endpoint")
+    if settings.endpoint:
+        plan.checks.append(Check(REFRESH_CHECK, CheckStatus.SKIPPED, (
+            "the server was not read (--refresh=false): compared with the recorded state "
+            "only; outside changes, missing objects and duplicates are not looked for")))
     return plan
 
 
