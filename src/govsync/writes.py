@@ -43,11 +43,11 @@ def laid_over(kind: Kind, op: Operation, base: Mapping[str, Any] | None,
         if k in obj:
             if k in read_only:
                 continue  # left as read: a field the update cannot change
-            if k not in changed and (obj[k] != v or type(obj[k]) is not type(v)):
+            if (k not in changed and (obj[k] != v or type(obj[k]) is not type(v))
+                    and kind.unnamed(k, v)):
                 # Left as read where the manifest leaves it at its default, which it
                 # does not name (a description set in the console is not erased).
-                if kind.unnamed(k, v):
-                    continue
+                continue
         obj[k] = v
     for dotted in kept:
         path = paths.parse(dotted)

@@ -109,9 +109,9 @@ def requests_text(plan: Plan) -> str:
         operation, body = request_body(BY_KIND[change.kind], change, _sent(change.request))
         wrap = BY_NAME[operation].wrap
         for kept in change.kept:  # ignoreChanges: sent as the server holds it
-            path = (*((wrap,) if wrap else ()), *paths.parse(kept))
-            body = paths.put(body, path, _Shown("(kept: the value the server holds; "
-                                                "ignoreChanges)"))
+            at = (*((wrap,) if wrap else ()), *paths.parse(kept))
+            body = paths.put(body, at, _Shown("(kept: the value the server holds; "
+                                              "ignoreChanges)"))
         lines.append(f"  {operation} {change.address}")
         for path, value in _leaves(body, ""):
             lines += ([f"      {path}: {value}"] if isinstance(value, _Shown)
