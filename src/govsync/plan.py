@@ -366,9 +366,14 @@ def _replacing(manifests: ManifestSet, entries: Mapping[str, Entry], replace: Se
         if address not in manifests.objects or entry is None or entry.status != APPLIED:
             raise ConfigError(f"--replace {address}: name an object the manifests define and "
                               "state records as applied (Kind/name)")
-        if manifests.objects[address].kind.delete is None:
+        kind = manifests.objects[address].kind
+        if kind.delete is None:
             raise ConfigError(f"--replace {address}: the API cannot delete a "
                               f"{entry.kind}, so it cannot be replaced")
+        if kind.create.retry_safe:
+            raise ConfigError(f"--replace {address}: a {entry.kind} is set in place by "
+                              f"{kind.create_op} (there is one per {', '.join(kind.identity)}"
+                              "): change it in its manifest instead")
     return set(replace)
 
 

@@ -324,3 +324,14 @@ def test_another_workspaces_object_is_neither_adopted_nor_deleted(gov: Gov) -> N
     assert run.code == 1 and "belong(s) to another workspace" in run.err, run
     assert [c["id"] for c in named(gov, "Connector", "ml-gateway-us")] == [connector]
     assert "No changes" in gov.ok("plan", manifests).out
+
+
+def test_an_object_set_in_place_is_not_replaced(sqlite_gov: Gov) -> None:
+    """A connector's AI provider is set in place by its connector (one per connector):
+    its "replace" would make the same object and then delete it."""
+    gov = sqlite_gov
+    manifests = str(copy_examples(gov.folder))
+    gov.ok("apply", manifests, "--auto-approve")
+    run = gov.run("plan", manifests, "--replace", "ConnectorAIProvider/prod-eu-assistant")
+    assert run.code == 1 and "is set in place by UpdateConnectorAiProviderV2" in run.err, run
+    assert len(gov.objects("ConnectorAIProvider")) == 1
