@@ -19,7 +19,7 @@ from typing import Any
 from govsync import paths
 from govsync.api.catalog import Operation
 from govsync.api.kinds import Kind
-from govsync.api.resource import Objects, Unfindable, object_id
+from govsync.api.resource import Objects, Unfindable, key_of, object_id
 from govsync.errors import ApiError
 from govsync.values import SENSITIVE
 
@@ -72,8 +72,7 @@ def delete_body(kind: Kind, object_id: str, spec: Mapping[str, Any]) -> tuple[st
     """(operation, body) of the delete of one object."""
     op = kind.delete
     assert op is not None
-    value = object_id if op.by == "id" else spec.get(op.by, object_id)
-    return op.name, {op.by: value}
+    return op.name, {op.by: key_of(kind, object_id, spec) or object_id}
 
 
 def changed_since(kind: Kind, op: Operation, seen: Mapping[str, Any],
