@@ -45,6 +45,8 @@ if TYPE_CHECKING:  # subprocess is imported when a worker starts: validate never
 T = TypeVar("T")
 
 _STEP, _DONE, _FAILED = b"S", b"D", b"F"
+# How often the caller looks at the worker's resident memory while it works.
+_WATCH_SECONDS = 0.02
 _OUT_OF_MEMORY = 3  # the worker's exit code when the work ran out of its memory
 
 
@@ -146,6 +148,10 @@ class _Worker:
         into, out = process.stdin.fileno(), process.stdout.fileno()
         os.set_blocking(into, False)
         deadline = time.monotonic() + seconds
+        # Resident memory is watched from here too: an engine that reserves its address
+        # space in advance (V8 reserves a terabyte as it starts) and fills it later is
+        # not seen by the worker's address-space limit.
+        resident = _resident(process.pid) + memory
         buffer = bytearray()
         last = ""
         while True:
@@ -153,7 +159,12 @@ class _Worker:
             if left <= 0:
                 self._stop(process)
                 raise BudgetExceeded(last, f"more than {seconds:g} s")
-            readable, writable, _ = select.select([out], [into] if send else [], [], left)
+            if _resident(process.pid) > resident:
+                self._stop(process)
+                last, _, _ = _records(buffer)
+                raise BudgetExceeded(last, f"more than {memory // (1024 * 1024)} MiB of memory")
+            readable, writable, _ = select.select([out], [into] if send else [], [],
+                                                  min(left, _WATCH_SECONDS))
             if writable:
                 try:
                     send = send[os.write(into, send):]
@@ -263,6 +274,16 @@ def _records(data: bytes | bytearray) -> tuple[str, bytes, bytes]:
     return last, tag, payload
 
 
+def _resident(pid: int) -> int:
+    """A process's resident size in bytes (0 where it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as fh:
+            pages = int(fh.read().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def _address_space(pid: int | str = "self") -> int:
     """A process's virtual size in bytes (0 where it cannot be read)."""
     try:
@@ -333,6 +354,28 @@ def _one(inner: bytes, fd: int) -> int:  # pragma: no cover - runs in the worker
         _limit(0)
     _send(fd, tag, payload)
     return 0
+
+
+def reserved(make: Callable[[], T]) -> T:  # pragma: no cover - runs in the worker
+    """In the worker, during a piece of work: ``make()`` without the address-space limit,
+    which is then laid again, raised by what ``make`` reserved.  For an engine that
+    reserves address space it does not use as it starts (V8 reserves its sandbox, a
+    terabyte, for every isolate, and crashes when it cannot): what it then uses is
+    bounded by its own limits and by the caller's watch of the worker's resident size."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY:
+        return make()
+    before = _address_space()
+    resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+    try:
+        return make()
+    finally:
+        grown = max(0, _address_space() - before)
+        wanted = soft + grown
+        resource.setrlimit(resource.RLIMIT_AS, (
+            wanted if hard == resource.RLIM_INFINITY else min(wanted, hard), hard))
 
 
 def _limit(size: int) -> None:  # pragma: no cover - runs in the worker

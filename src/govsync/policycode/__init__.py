@@ -1,0 +1,55 @@
+"""Policy and hook code understood by govsync (contract section 13, policy-code.md).
+
+A Policy's and a Permission's ``code`` are Rego, a Hook's a JavaScript module.
+stages.py holds what the service runs as data (stages, allowed actions,
+packages); scan.py what can be read of Rego without an engine (cheap: the
+loader reads hook uses for the dependency graph); rego.py and js.py the engines
+(rego-cpp, V8), which run only in the bounded worker; checks.py validate's
+checks; sandbox.py the entries that run them there.  The engines are imported
+only inside the worker, so this package costs a command nothing to import.
+
+    check(sources) -> [CodeCheck]                 validate: compile, parse, stages
+    validity(code) -> Validity                    GetPolicyCodeValidity
+    evaluate(code, stage, input, hooks=, data=, now=) -> Evaluation
+    evaluate_many(code, stage, inputs, data=, now=) -> [Evaluation]
+    run_hook(code, input, env=, timeout_ms=) -> HookRun
+"""
+
+from govsync.policycode.checks import MAX_CODE_CHARS, Source, unknown_data, unknown_hooks
+from govsync.policycode.model import CodeCheck, CodeProblem, Evaluation, HookRun, Validity
+from govsync.policycode.sandbox import (
+    check,
+    evaluate,
+    evaluate_many,
+    run_hook,
+    validity,
+    warm,
+)
+from govsync.policycode.scan import Use, data_uses, hook_uses
+from govsync.policycode.stages import ACTIONS, PACKAGES, STAGES, Role, Stage
+
+__all__ = [
+    "ACTIONS",
+    "MAX_CODE_CHARS",
+    "PACKAGES",
+    "STAGES",
+    "CodeCheck",
+    "CodeProblem",
+    "Evaluation",
+    "HookRun",
+    "Role",
+    "Source",
+    "Stage",
+    "Use",
+    "Validity",
+    "check",
+    "data_uses",
+    "evaluate",
+    "evaluate_many",
+    "hook_uses",
+    "run_hook",
+    "unknown_data",
+    "unknown_hooks",
+    "validity",
+    "warm",
+]

@@ -1,0 +1,66 @@
+"""What checking and evaluating code gives back: plain values that pickle, so that
+they cross from the bounded worker (bounded.py) to the caller unchanged."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+
+class CodeProblem(NamedTuple):
+    """One finding inside a piece of code: its line and column there (1-based,
+    in characters), and what is wrong.  ``warning``: reported, never fatal."""
+
+    line: int
+    col: int
+    message: str
+    warning: bool = False
+
+
+@dataclass(frozen=True)
+class CodeCheck:
+    """What checking one piece of code found (its problems, in the code's own lines) and,
+    for a policy, the stage rules it defines."""
+
+    problems: tuple[CodeProblem, ...] = ()
+    stages: tuple[str, ...] = ()
+
+    @property
+    def errors(self) -> list[CodeProblem]:
+        return [p for p in self.problems if not p.warning]
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """A stage rule evaluated on one input: its ``decision`` (None when the rule is
+    undefined for that input), or why it could not be evaluated (``error``)."""
+
+    decision: Any = None
+    error: str | None = None
+
+    @property
+    def defined(self) -> bool:
+        return self.decision is not None
+
+
+@dataclass(frozen=True)
+class HookRun:
+    """A hook's default export run on one input: what it returned (``value``), or why
+    it gave nothing (``error``)."""
+
+    value: Any = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Validity:
+    """GetPolicyCodeValidity's answer: ``valid``, the compiled module (``ast``), or why
+    the code does not compile, with its line (``error``)."""
+
+    valid: bool
+    ast: str = ""
+    error: str = ""
+    problems: tuple[CodeProblem, ...] = field(default=(), compare=False)
+
+    def public(self) -> dict[str, Any]:
+        return {"valid": self.valid, "ast": self.ast, "error": self.error}

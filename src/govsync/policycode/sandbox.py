@@ -1,0 +1,146 @@
+"""Every entry into the engines, each run as a guest in the bounded worker
+(bounded.py): a fresh process with a deadline, an address-space limit and a
+watch on its resident memory.  An engine that crashes, loops or eats memory ends
+that process, never govsync's; what it was doing is reported as an error of that
+code, and the next call starts another worker.
+
+These are the functions validate, ``govsync test``, the reference server and
+later impact reports call; they take and give plain values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from govsync.bounded import BudgetExceeded, prestart, run_bounded
+from govsync.policycode import checks, js, rego
+from govsync.policycode.checks import Source, too_large
+from govsync.policycode.model import CodeCheck, CodeProblem, Evaluation, HookRun, Validity
+from govsync.policycode.stages import Stage
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+T = TypeVar("T")
+
+# What one call may spend: compiling a batch, or evaluating one module over its inputs.
+BUDGET_SECONDS = 30.0
+BUDGET_BYTES = 1 << 30
+# Beyond a hook's own timeoutMs: the worker's start and V8's (a cold start is 0.3 s).
+HOOK_MARGIN_SECONDS = 3.0
+# What the worker imports as it starts (bounded.prestart).
+PRELOAD = ("govsync.policycode.checks", "regopy.rego_shared")
+
+
+def warm() -> None:
+    """Start the worker now (with the Rego engine loaded) if it is not running: the next
+    call finds it ready.  Validate calls it before it reads the manifests."""
+    prestart(PRELOAD)
+
+
+def _bounded(work: Callable[..., T], *args: Any, seconds: float = BUDGET_SECONDS) -> T:
+    return run_bounded(work, *args, seconds=seconds, memory=BUDGET_BYTES)
+
+
+def _stopped(engine: str, exc: BudgetExceeded) -> str:
+    return (f"the {engine} engine was stopped: it crashed or went over govsync's budget "
+            f"({exc.why})")
+
+
+def check(sources: Sequence[Source]) -> list[CodeCheck]:
+    """Every source checked (``validate``): Rego compiled, hooks parsed and loaded, the
+    stage rules and literal actions of policies; one CodeCheck per source.  The batch
+    runs in one worker; when it goes over, each source again alone, so that the one
+    that crashed or looped is named."""
+    if not sources:
+        return []
+    try:
+        return _bounded(checks.check_sources, list(sources))
+    except BudgetExceeded:
+        if len(sources) == 1:
+            raise
+    out = []
+    for source in sources:
+        try:
+            out.extend(_bounded(checks.check_sources, [source]))
+        except BudgetExceeded as exc:
+            engine = source.role.language
+            out.append(CodeCheck((CodeProblem(1, 1, _stopped(engine, exc)),)))
+    return out
+
+
+def validity(code: str) -> Validity:
+    """GetPolicyCodeValidity's answer for ``code``: valid, the compiled module, or the
+    first error with its line."""
+    large = too_large(code)
+    if large is not None:
+        return Validity(False, "", large.message, (large,))
+    try:
+        return _bounded(_validity, code)
+    except BudgetExceeded as exc:
+        message = _stopped("Rego", exc)
+        return Validity(False, "", message, (CodeProblem(1, 1, message),))
+
+
+def _validity(progress: Callable[[str], None], code: str) -> Validity:
+    return rego.validity(code)
+
+
+def evaluate(code: str, stage: Stage | str, input: Mapping[str, Any], *,
+             hooks: Mapping[str, Any] | None = None, data: Mapping[str, Any] | None = None,
+             now: datetime | None = None, seconds: float = BUDGET_SECONDS) -> Evaluation:
+    """The decision of ``code``'s ``stage`` rule for one request: ``input`` as the
+    service passes it, ``hooks`` the hooks' results (``input.hooks``), ``data`` what
+    loaders load (``data.<key>``), ``now`` what ``time.now_ns()`` reads (the clock when
+    None).  The decision is None where the rule is undefined for that input."""
+    whole = dict(input)
+    if hooks is not None:
+        whole["hooks"] = dict(hooks)
+    return evaluate_many(code, stage, [whole], data=data, now=now, seconds=seconds)[0]
+
+
+def evaluate_many(code: str, stage: Stage | str, inputs: Sequence[Mapping[str, Any]], *,
+                  data: Mapping[str, Any] | None = None, now: datetime | None = None,
+                  seconds: float = BUDGET_SECONDS) -> list[Evaluation]:
+    """``stage``'s decision for each input (hooks' results already in ``input.hooks``),
+    the module compiled once in the worker: for impact reports over logged requests.
+    Where the worker goes over ``seconds`` or memory, every input gets that error."""
+    stage = Stage(stage)
+    large = too_large(code)
+    if large is not None:
+        return [Evaluation(error=large.message)] * len(inputs)
+    now_ns = None if now is None else int(now.timestamp()) * 1_000_000_000 + (
+        now.microsecond * 1000)
+    try:
+        return _bounded(_evaluate, code, stage.value, [dict(i) for i in inputs],
+                        dict(data or {}), now_ns, seconds=seconds)
+    except BudgetExceeded as exc:
+        return [Evaluation(error=_stopped("Rego", exc))] * len(inputs)
+
+
+def _evaluate(progress: Callable[[str], None], code: str, stage: str, inputs: list[Any],
+              data: dict[str, Any], now_ns: int | None) -> list[Evaluation]:
+    return rego.evaluate(code, stage, inputs, data, now_ns, progress)
+
+
+def run_hook(code: str, input: Mapping[str, Any], *, env: Mapping[str, str] | None = None,
+             timeout_ms: int = 1000) -> HookRun:
+    """A hook's default export called with ``(input, env)`` and awaited, with no network,
+    modules or file system, stopped after ``timeout_ms``: what it returned, or why not."""
+    large = too_large(code)
+    if large is not None:
+        return HookRun(error=large.message)
+    try:
+        return _bounded(_run_hook, code, dict(input), dict(env or {}), timeout_ms,
+                        seconds=timeout_ms / 1000 + HOOK_MARGIN_SECONDS)
+    except BudgetExceeded as exc:
+        if exc.why.startswith("more than") and exc.why.endswith(" s"):
+            return HookRun(error=f"the hook did not return within its timeoutMs "
+                                 f"({timeout_ms} ms)")
+        return HookRun(error=_stopped("JavaScript", exc))
+
+
+def _run_hook(progress: Callable[[str], None], code: str, input: dict[str, Any],
+              env: dict[str, str], timeout_ms: int) -> HookRun:
+    return js.run(code, input, env, timeout_ms)
