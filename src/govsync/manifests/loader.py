@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from govsync.errors import ManifestError, Problem
 from govsync.files import manifest_files
 from govsync.graph import order_or_cycles
+from govsync.manifests.code import check_code
 from govsync.manifests.directives import DIRECTIVE_KINDS, Directive, check_directive, merge_patch
 from govsync.manifests.documents import Override, check_document, identity
 from govsync.manifests.links import Link, check_links
@@ -25,6 +26,7 @@ from govsync.manifests.names import skeleton
 from govsync.manifests.yamlio import Builder, RawDocument, iter_documents, locate, read_text
 from govsync.paths import Path
 from govsync.paths import text as paths_text
+from govsync.policycode import warm
 
 
 @dataclass(slots=True)
@@ -162,10 +164,16 @@ class ReadCache:
 
 
 def load(paths: Sequence[str], *, read: Reader = read_files,
-         context: Context | None = None) -> ManifestSet:
+         context: Context | None = None, code: bool = False) -> ManifestSet:
     """Load and check every manifest under ``paths``; raise ManifestError
-    listing every problem (syntax, schema, references, duplicates, cycles)."""
+    listing every problem (syntax, schema, references, duplicates, cycles).
+
+    ``code`` (validate): every Policy's, Permission's and Hook's code checked too
+    (compiled, parsed, in the bounded worker), its errors among the others and its
+    warnings in the set's (or the error's) ``warnings``."""
     context = context or Context()
+    if code:
+        warm()  # the engines' worker starts while the files are read
     files, problems = manifest_files(paths)
     if not files and not problems:
         # An empty folder would plan every recorded object as an orphan.
@@ -219,10 +227,15 @@ def load(paths: Sequence[str], *, read: Reader = read_files,
 
     order, cycles = order_or_cycles(objects)
     problems.extend(cycles)
+    warnings: list[Problem] = []
+    if code:
+        errors, warnings = check_code(objects)
+        problems.extend(errors)
     if problems:
-        raise ManifestError(problems)
+        raise ManifestError(problems, warnings=warnings)
     others = [d for d in directives if d.kind != "Patch"]
-    return ManifestSet(objects, [d for _, d in files], digest.hexdigest(), order, others)
+    return ManifestSet(objects, [d for _, d in files], digest.hexdigest(), order, others,
+                       warnings)
 
 
 def _in_path_order(directives: list[Directive], paths: Sequence[str]) -> list[Directive]:

@@ -275,19 +275,26 @@ _KEYWORDS = frozenset({"if", "in", "not", "some", "every", "with", "as", "else",
 
 def functions(code: str) -> set[str]:
     """The functions the module defines (a head followed by its arguments: ``f(x) := ``)."""
-    items = _items(code)
-    return {t.text for i, t in enumerate(items)
-            if t.first and t.kind == "name" and i + 1 < len(items) and items[i + 1].text == "("}
+    return {call.name for call, head in _calls(code) if head}
 
 
 def calls(code: str) -> list[Use]:
-    """Every call (``time.clock(...)``, ``hooks.ticket_check(...)``) but a function head:
+    """Every call (``time.clock(...)``, ``hooks.ticket_check(...)``) but a function's head:
     the dotted name, where it starts."""
+    return [call for call, head in _calls(code) if not head]
+
+
+def _calls(code: str) -> Iterator[tuple[Use, bool]]:
+    """Every ``name(`` and ``a.b.c(``, and whether it is a head (at the top level)."""
     items = _items(code)
-    found: list[Use] = []
+    depth = 0
     i = 0
     while i < len(items):
         token = items[i]
+        if token.kind == "op" and token.text in "{[(":
+            depth += 1
+        elif token.kind == "op" and token.text in "}])":
+            depth = max(0, depth - 1)
         if token.kind != "name" or (i and items[i - 1].text == "."):
             i += 1
             continue
@@ -295,8 +302,7 @@ def calls(code: str) -> list[Use]:
         while j + 1 < len(items) and items[j].text == "." and items[j + 1].kind == "name":
             parts.append(items[j + 1].text)
             j += 2
-        if (j < len(items) and items[j].text == "(" and not token.first
-                and token.text not in _KEYWORDS and parts[0] not in ("input", "data")):
-            found.append(Use(".".join(parts), token.line, token.col))
+        if (j < len(items) and items[j].text == "(" and token.text not in _KEYWORDS
+                and parts[0] not in ("input", "data")):
+            yield Use(".".join(parts), token.line, token.col), depth == 0 and token.first
         i = j
-    return found
