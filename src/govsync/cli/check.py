@@ -69,11 +69,11 @@ def validate(paths: tuple[str, ...], selection: Selection, fmt: str) -> None:
     if fmt == "json":
         from govsync.render.documents import dumps, validate_public
 
-        click.echo(dumps(validate_public(found, warned)), nl=False)
+        click.echo(dumps(validate_public(found, sorted(warned))), nl=False)
         if found:
             sys.exit(1)
         return
-    for warning in warned:
+    for warning in sorted(warned):
         click.echo(str(warning), err=True)
     if found:
         raise ManifestError(list(found))

@@ -90,9 +90,9 @@ def script(code: str) -> Script:
     return Script(PRELUDE + text + after)
 
 
-def _place(message: str, source_line: str | None = None) -> tuple[int, int]:
+def _place(message: str, code: str | None = None) -> tuple[int, int]:
     """Line and column of a V8 message (``<anonymous>:LINE: ...`` then the line and a
-    caret under the place), in the module's own terms."""
+    caret under the place), in the module's own terms (``code``: the module)."""
     where = _WHERE.search(message)
     line = int(where.group(1)) if where else 1
     col = 1
@@ -103,6 +103,10 @@ def _place(message: str, source_line: str | None = None) -> tuple[int, int]:
             break
     if line == 1:
         col = max(1, col - len(PRELUDE))
+    if code is not None:
+        rows = code.rstrip("\n").split("\n")
+        if line > len(rows):  # past the module's end: in the line added after it
+            line, col = len(rows), len(rows[-1]) + 1
     return line, col
 
 
@@ -133,10 +137,10 @@ def check(code: str) -> list[CodeProblem]:
     found = script(code)
     if found.problems:
         return list(found.problems)
-    return _load(found.text)[1]
+    return _load(found.text, code)[1]
 
 
-def _load(text: str) -> tuple[Any, list[CodeProblem]]:
+def _load(text: str, code: str) -> tuple[Any, list[CodeProblem]]:
     """A fresh isolate with the module loaded; its problems (then the isolate is closed)."""
     from py_mini_racer import JSEvalException, JSParseException, JSTimeoutException
 
@@ -146,14 +150,14 @@ def _load(text: str) -> tuple[Any, list[CodeProblem]]:
         kind = racer.eval(f"typeof {HOOK}")
     except JSParseException as exc:
         _close(racer)
-        return None, [CodeProblem(*_place(str(exc)), f"JavaScript: {_said(str(exc))}")]
+        return None, [CodeProblem(*_place(str(exc), code), f"JavaScript: {_said(str(exc))}")]
     except JSTimeoutException:
         _close(racer)
         return None, [CodeProblem(1, 1, f"JavaScript: the module's top level ran for more "
                                         f"than {LOAD_MS} ms as it loaded")]
     except JSEvalException as exc:
         _close(racer)
-        return None, [CodeProblem(*_place(str(exc)), (
+        return None, [CodeProblem(*_place(str(exc), code), (
             f"JavaScript: the module throws as it loads: {_said(str(exc))}"))]
     if kind != "function":
         _close(racer)
@@ -172,7 +176,7 @@ def run(code: str, input: Any, env: Mapping[str, str], timeout_ms: int) -> HookR
     found = script(code)
     if found.problems:
         return HookRun(error="; ".join(p.message for p in found.problems))
-    racer, problems = _load(found.text)
+    racer, problems = _load(found.text, code)
     if problems:
         first = problems[0]
         return HookRun(error=f"line {first.line}, column {first.col}: {first.message}")
@@ -205,6 +209,6 @@ def _close(racer: Any) -> None:
     before = sys.unraisablehook
     sys.unraisablehook = lambda _: None
     try:
-        _close(racer)
+        racer.close()
     finally:
         sys.unraisablehook = before

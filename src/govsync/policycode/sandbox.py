@@ -10,6 +10,7 @@ later impact reports call; they take and give plain values.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
 T = TypeVar("T")
+_RULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 # What one call may spend: compiling a batch, or evaluating one module over its inputs.
 BUDGET_SECONDS = 30.0
@@ -87,33 +89,34 @@ def _validity(progress: Callable[[str], None], code: str) -> Validity:
     return rego.validity(code)
 
 
-def evaluate(code: str, stage: Stage | str, input: Mapping[str, Any], *,
+def evaluate(code: str, rule: Stage | str, input: Mapping[str, Any], *,
              hooks: Mapping[str, Any] | None = None, data: Mapping[str, Any] | None = None,
              now: datetime | None = None, seconds: float = BUDGET_SECONDS) -> Evaluation:
-    """The decision of ``code``'s ``stage`` rule for one request: ``input`` as the
-    service passes it, ``hooks`` the hooks' results (``input.hooks``), ``data`` what
+    """The decision of ``code``'s ``rule`` for one request (a policy's stage, or any
+    rule: a permission's ``allow``): ``input`` as the service passes it, ``hooks`` the hooks' results (``input.hooks``), ``data`` what
     loaders load (``data.<key>``), ``now`` what ``time.now_ns()`` reads (the clock when
     None).  The decision is None where the rule is undefined for that input."""
     whole = dict(input)
     if hooks is not None:
         whole["hooks"] = dict(hooks)
-    return evaluate_many(code, stage, [whole], data=data, now=now, seconds=seconds)[0]
+    return evaluate_many(code, rule, [whole], data=data, now=now, seconds=seconds)[0]
 
 
-def evaluate_many(code: str, stage: Stage | str, inputs: Sequence[Mapping[str, Any]], *,
+def evaluate_many(code: str, rule: Stage | str, inputs: Sequence[Mapping[str, Any]], *,
                   data: Mapping[str, Any] | None = None, now: datetime | None = None,
                   seconds: float = BUDGET_SECONDS) -> list[Evaluation]:
-    """``stage``'s decision for each input (hooks' results already in ``input.hooks``),
+    """``rule``'s value for each input (hooks' results already in ``input.hooks``),
     the module compiled once in the worker: for impact reports over logged requests.
     Where the worker goes over ``seconds`` or memory, every input gets that error."""
-    stage = Stage(stage)
     large = too_large(code)
     if large is not None:
         return [Evaluation(error=large.message)] * len(inputs)
+    if not _RULE.match(str(rule)):
+        return [Evaluation(error=f"{rule!r} is not a rule's name")] * len(inputs)
     now_ns = None if now is None else int(now.timestamp()) * 1_000_000_000 + (
         now.microsecond * 1000)
     try:
-        return _bounded(_evaluate, code, stage.value, [dict(i) for i in inputs],
+        return _bounded(_evaluate, code, str(rule), [dict(i) for i in inputs],
                         dict(data or {}), now_ns, seconds=seconds)
     except BudgetExceeded as exc:
         return [Evaluation(error=_stopped("Rego", exc))] * len(inputs)
