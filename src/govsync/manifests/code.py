@@ -10,7 +10,7 @@ starts, and the message says the line and column within the code.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from yaml.nodes import MappingNode, Node, ScalarNode
