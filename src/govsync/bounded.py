@@ -1,9 +1,10 @@
 """Work that must stay within a budget of time and memory, whatever its input.
 
-A project's rules are code that a pull request may change, evaluated by a C++
-runtime that has no budget of its own: ``["a"].map(x, x + x)`` chained a few
-dozen times wants gigabytes.  So the evaluation runs in another process with an
-address-space limit and a deadline.
+A project's rules, and policy and hook code (policycode/), are code that a pull
+request may change, evaluated by C++ runtimes that have no budget of their own:
+``["a"].map(x, x + x)`` chained a few dozen times wants gigabytes of CEL, a Rego
+term nested 100,000 deep overflows rego-cpp's stack.  So the evaluation runs in
+another process with a memory budget and a deadline.
 
 That process is a fresh interpreter (``python -m govsync.bounded``), started
 once and reused: never a fork of this one, which may be running threads (the
@@ -16,6 +17,13 @@ arguments, pickled; the worker sets its limits, sends back the name of each step
 it starts and then the pickled result.  A worker that dies or runs out of time
 is reported with the last step it started, so the caller can name the rule that
 went over, and a new worker is started for the next piece of work.
+
+The memory budget is held two ways: the worker's address-space limit (what the
+work maps beyond the worker's size as it starts it), and the caller's watch of
+the worker's resident size, every 20 ms.  The second is what holds engines that
+reserve their address space in advance and fill it later (V8 reserves a terabyte
+an isolate, rego-cpp's allocator 256 GiB): they are started outside the limit
+(``reserved``), and then only the watch sees what they use.
 
 Where there is no interpreter to start (``sys.executable`` empty: an embedded Python)
 the work runs in this process, unbounded; where starting one fails, nothing is
@@ -59,19 +67,22 @@ class BudgetExceeded(Exception):
         self.why = why
 
 
-def run_bounded(work: Callable[..., T], *args: Any, seconds: float, memory: int) -> T:
+def run_bounded(work: Callable[..., T], *args: Any, seconds: float, memory: int,
+                worker: str = "") -> T:
     """``work(step, *args)`` in the worker process, limited to ``seconds`` of wall time
     and ``memory`` bytes more address space than the worker has when it starts the
     work; its result (which must pickle).  ``work`` is a module's top-level function
     and ``args`` pickle.  BudgetExceeded when it goes over.  An exception that
-    ``work`` raises is raised here again (as the worker pickled it)."""
-    return _WORKER.run(work, args, seconds=seconds, memory=memory)
+    ``work`` raises is raised here again (as the worker pickled it).  ``worker``
+    names the process (one each name): native engines that cannot share a process
+    (rego-cpp's allocator breaks the CEL runtime loaded after it) get their own."""
+    return _worker(worker).run(work, args, seconds=seconds, memory=memory)
 
 
-def prestart(preload: Sequence[str] = ()) -> None:
+def prestart(preload: Sequence[str] = (), worker: str = "") -> None:
     """Start the worker now, if it is not running, importing the modules ``preload``
     names while the caller goes on (the next ``run_bounded`` finds it ready)."""
-    _WORKER.start(preload)
+    _worker(worker).start(preload)
 
 
 class _Worker:
@@ -242,8 +253,18 @@ def _import_path() -> list[str]:
     return [p for p in sys.path if p and os.path.isabs(p) and os.path.realpath(p) != here]
 
 
-_WORKER = _Worker()
-atexit.register(_WORKER.close)
+_WORKERS: dict[str, _Worker] = {}
+
+
+def _worker(name: str) -> _Worker:
+    found = _WORKERS.get(name)
+    return found if found is not None else _WORKERS.setdefault(name, _Worker())
+
+
+@atexit.register
+def _close_all() -> None:
+    for worker in list(_WORKERS.values()):
+        worker.close()
 
 
 def _died(last: str, status: int, memory: int) -> Any:

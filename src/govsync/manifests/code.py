@@ -15,11 +15,12 @@ from typing import Any, NamedTuple
 
 from yaml.nodes import MappingNode, Node, ScalarNode
 
+from govsync import policycode
 from govsync.api.kinds import HOOK_KIND
 from govsync.errors import Problem
 from govsync.manifests.model import Manifest, document_root
 from govsync.manifests.yamlio import read_text
-from govsync.policycode import CodeProblem, Role, Source, check, hook_uses, unknown_data
+from govsync.policycode import CodeProblem, Role, Source, hook_uses
 
 FIELD = "code"
 
@@ -100,13 +101,14 @@ def check_code(objects: Mapping[str, Manifest]) -> tuple[list[Problem], list[Pro
         return [], []
     keys = {str(m.template[m.kind.loads]) for m in objects.values()
             if m.kind.loads and isinstance(m.template.get(m.kind.loads), str)}
-    reports = check([Source(m.kind.code, code) for m, code in coded if m.kind.code])
+    # (policycode's entries load here: the worker's module, for manifests with code only)
+    reports = policycode.check([Source(m.kind.code, code) for m, code in coded if m.kind.code])
     errors: list[Problem] = []
     warnings: list[Problem] = []
     for (manifest, code), report in zip(coded, reports, strict=True):
         found = list(report.problems)
         if manifest.kind.code is Role.POLICY and not report.errors:
-            found.extend(unknown_data(code, keys))
+            found.extend(policycode.unknown_data(code, keys))
             found.extend(_draft_hooks(code, objects))
         for problem in found:
             (warnings if problem.warning else errors).append(where(manifest, problem))

@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from govsync import policycode
 from govsync.errors import ManifestError, Problem
 from govsync.files import manifest_files
 from govsync.graph import order_or_cycles
@@ -26,7 +27,6 @@ from govsync.manifests.names import skeleton
 from govsync.manifests.yamlio import Builder, RawDocument, iter_documents, locate, read_text
 from govsync.paths import Path
 from govsync.paths import text as paths_text
-from govsync.policycode import warm
 
 
 @dataclass(slots=True)
@@ -172,8 +172,6 @@ def load(paths: Sequence[str], *, read: Reader = read_files,
     (compiled, parsed, in the bounded worker), its errors among the others and its
     warnings in the set's (or the error's) ``warnings``."""
     context = context or Context()
-    if code:
-        warm()  # the engines' worker starts while the files are read
     files, problems = manifest_files(paths)
     if not files and not problems:
         # An empty folder would plan every recorded object as an orphan.
@@ -185,6 +183,8 @@ def load(paths: Sequence[str], *, read: Reader = read_files,
         digest.update(result.digest)
         problems.extend(result.problems)
     documents = [d for r in results for d in r.documents]
+    if code and any(d.manifest is not None and d.manifest.kind.code for d in documents):
+        policycode.warm()  # the engines' worker starts while the references and the graph are checked
     directives = [d for r in results for d in r.directives]
     patches = _in_path_order([d for d in directives if d.kind == "Patch"], paths)
     if patches:

@@ -6,27 +6,53 @@ packages); scan.py what can be read of Rego without an engine (cheap: the
 loader reads hook uses for the dependency graph); rego.py and js.py the engines
 (rego-cpp, V8), which run only in the bounded worker; checks.py validate's
 checks; sandbox.py the entries that run them there.  The engines are imported
-only inside the worker, so this package costs a command nothing to import.
+only inside the worker; the entries (``LAZY``) load when first asked for, so a
+command whose manifests hold no code loads neither them nor the worker's module.
 
     check(sources) -> [CodeCheck]                 validate: compile, parse, stages
     validity(code) -> Validity                    GetPolicyCodeValidity
-    evaluate(code, stage, input, hooks=, data=, now=) -> Evaluation
-    evaluate_many(code, stage, inputs, data=, now=) -> [Evaluation]
+    evaluate(code, rule, input, hooks=, data=, now=) -> Evaluation
+    evaluate_many(code, rule, inputs, data=, now=) -> [Evaluation]
     run_hook(code, input, env=, timeout_ms=) -> HookRun
 """
 
-from govsync.policycode.checks import MAX_CODE_CHARS, Source, unknown_data, unknown_hooks
-from govsync.policycode.model import CodeCheck, CodeProblem, Evaluation, HookRun, Validity
-from govsync.policycode.sandbox import (
-    check,
-    evaluate,
-    evaluate_many,
-    run_hook,
-    validity,
-    warm,
+from typing import TYPE_CHECKING
+
+from govsync.lazy import face
+from govsync.policycode.model import (
+    CodeCheck,
+    CodeProblem,
+    Evaluation,
+    HookRun,
+    Source,
+    Validity,
 )
 from govsync.policycode.scan import Use, data_uses, hook_uses
 from govsync.policycode.stages import ACTIONS, PACKAGES, STAGES, Role, Stage
+
+if TYPE_CHECKING:
+    from govsync.policycode.checks import MAX_CODE_CHARS, unknown_data, unknown_hooks
+    from govsync.policycode.sandbox import (
+        check,
+        evaluate,
+        evaluate_many,
+        run_hook,
+        validity,
+        warm,
+    )
+
+LAZY = {
+    "MAX_CODE_CHARS": "govsync.policycode.checks",
+    "unknown_data": "govsync.policycode.checks",
+    "unknown_hooks": "govsync.policycode.checks",
+    "check": "govsync.policycode.sandbox",
+    "evaluate": "govsync.policycode.sandbox",
+    "evaluate_many": "govsync.policycode.sandbox",
+    "run_hook": "govsync.policycode.sandbox",
+    "validity": "govsync.policycode.sandbox",
+    "warm": "govsync.policycode.sandbox",
+}
+__getattr__, __dir__ = face(__name__, LAZY)
 
 __all__ = [
     "ACTIONS",

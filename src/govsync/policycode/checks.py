@@ -9,22 +9,14 @@ by the caller (``unknown_hooks``, ``unknown_data``): they are the manifests' fac
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from typing import NamedTuple
 
 from govsync.policycode import js, rego, scan
-from govsync.policycode.model import CodeCheck, CodeProblem
+from govsync.policycode.model import CodeCheck, CodeProblem, Source
 from govsync.policycode.stages import ACTIONS, PACKAGES, Role, Stage
 
 # Code longer than this is not given to an engine: the service's own limit is not
 # published, and a manifest file holds at most 10 MiB.
 MAX_CODE_CHARS = 1024 * 1024
-
-
-class Source(NamedTuple):
-    """One piece of code to check, and what it is."""
-
-    role: Role
-    code: str
 
 
 def too_large(code: str) -> CodeProblem | None:
@@ -66,9 +58,8 @@ def rego_findings(source: Source) -> tuple[list[CodeProblem], tuple[str, ...]]:
     """What can be seen in Rego that compiles: its package, and a policy's stages."""
     found: list[CodeProblem] = []
     package = scan.package(source.code)
-    if package is None:
-        return [CodeProblem(1, 1, "Rego: the module declares no package: start it with "
-                                  f"`package {PACKAGES[source.role]}`")], ()
+    if package is None:  # said by rego.compile_modules
+        return [], ()
     expected = PACKAGES[source.role]
     if package[0] != expected:
         found.append(CodeProblem(package[1].line, package[1].col, (

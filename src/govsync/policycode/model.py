@@ -6,6 +6,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from govsync.policycode.stages import Role
+
+
+class Source(NamedTuple):
+    """One piece of code to check, and what it is."""
+
+    role: Role
+    code: str
+
 
 class CodeProblem(NamedTuple):
     """One finding inside a piece of code: its line and column there (1-based,

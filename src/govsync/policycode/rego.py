@@ -145,7 +145,11 @@ def compile_modules(codes: Sequence[str], progress: Callable[[str], None] = lamb
     """Compile every module; for each, its errors (in its own lines and columns)."""
     out: list[list[CodeProblem]] = [[] for _ in codes]
     modules = {i: _module(i, code, len(codes) == 1) for i, code in enumerate(codes)}
-    pending = list(modules)
+    for i, module in modules.items():  # rego-cpp takes rules without one; OPA does not
+        if module.package is None:
+            out[i].append(CodeProblem(1, 1, "Rego: the module declares no package: start it "
+                                            "with `package <path>`"))
+    pending = [i for i in modules if not out[i]]
     rego = _engine()
     while pending:
         progress(f"compiling {len(pending)} module(s)")

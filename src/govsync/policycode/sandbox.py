@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from govsync.bounded import BudgetExceeded, prestart, run_bounded
 from govsync.policycode import checks, js, rego
-from govsync.policycode.checks import Source, too_large
-from govsync.policycode.model import CodeCheck, CodeProblem, Evaluation, HookRun, Validity
+from govsync.policycode.checks import too_large
+from govsync.policycode.model import CodeCheck, CodeProblem, Evaluation, HookRun, Source, Validity
 from govsync.policycode.stages import Stage
 
 if TYPE_CHECKING:
@@ -31,6 +31,9 @@ BUDGET_SECONDS = 30.0
 BUDGET_BYTES = 1 << 30
 # Beyond a hook's own timeoutMs: the worker's start and V8's (a cold start is 0.3 s).
 HOOK_MARGIN_SECONDS = 3.0
+# The engines' own worker process: rego-cpp's allocator, loaded, breaks the CEL runtime
+# the rules' worker loads after it (a SIGBUS under the address-space limit).
+WORKER = "code"
 # What the worker imports as it starts (bounded.prestart).
 PRELOAD = ("govsync.policycode.checks", "regopy.rego_shared")
 
@@ -38,11 +41,11 @@ PRELOAD = ("govsync.policycode.checks", "regopy.rego_shared")
 def warm() -> None:
     """Start the worker now (with the Rego engine loaded) if it is not running: the next
     call finds it ready.  Validate calls it before it reads the manifests."""
-    prestart(PRELOAD)
+    prestart(PRELOAD, worker=WORKER)
 
 
 def _bounded(work: Callable[..., T], *args: Any, seconds: float = BUDGET_SECONDS) -> T:
-    return run_bounded(work, *args, seconds=seconds, memory=BUDGET_BYTES)
+    return run_bounded(work, *args, seconds=seconds, memory=BUDGET_BYTES, worker=WORKER)
 
 
 def _stopped(engine: str, exc: BudgetExceeded) -> str:
