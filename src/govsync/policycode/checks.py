@@ -37,8 +37,9 @@ def check_sources(progress: Callable[[str], None], sources: Sequence[Source]
             problems[i].append(large)
     rego_at = [i for i, s in enumerate(sources) if s.role is not Role.HOOK and not problems[i]]
     if rego_at:
-        for i, found in zip(rego_at, rego.compile_modules([sources[i].code for i in rego_at],
-                                                          progress), strict=True):
+        compiled = rego.compile_modules([sources[i].code for i in rego_at], progress,
+                                        calls=False)
+        for i, found in zip(rego_at, compiled, strict=True):
             problems[i].extend(found)
     out: list[CodeCheck] = []
     for i, source in enumerate(sources):
@@ -48,6 +49,7 @@ def check_sources(progress: Callable[[str], None], sources: Sequence[Source]
             if not problems[i]:
                 problems[i].extend(js.check(source.code))
         elif not problems[i]:
+            problems[i].extend(rego.undefined_functions(source.code))
             found, stages = rego_findings(source)
             problems[i].extend(found)
         out.append(CodeCheck(tuple(sorted(problems[i])), stages))

@@ -141,8 +141,9 @@ def _module(index: int, code: str, alone: bool) -> _Module:
 
 
 def compile_modules(codes: Sequence[str], progress: Callable[[str], None] = lambda _: None,
-                    ) -> list[list[CodeProblem]]:
-    """Compile every module; for each, its errors (in its own lines and columns)."""
+                    *, calls: bool = True) -> list[list[CodeProblem]]:
+    """Compile every module; for each, its errors (in its own lines and columns), and
+    (``calls``) its calls of undefined functions."""
     out: list[list[CodeProblem]] = [[] for _ in codes]
     modules = {i: _module(i, code, len(codes) == 1) for i, code in enumerate(codes)}
     for i, module in modules.items():  # rego-cpp takes rules without one; OPA does not
@@ -166,7 +167,10 @@ def compile_modules(codes: Sequence[str], progress: Callable[[str], None] = lamb
         if not failed:
             break
         pending = [i for i in pending if modules[i].name not in failed]
-    _undefined_functions(rego, codes, out)
+    if calls:
+        for code, problems in zip(codes, out, strict=True):
+            if not problems:
+                problems.extend(undefined_functions(code))
     return out
 
 
@@ -216,28 +220,29 @@ def _problem(error: EngineError, module: _Module) -> CodeProblem:
     return CodeProblem(line, col, f"Rego: {error.message}")
 
 
-def _undefined_functions(rego: Any, codes: Sequence[str], out: list[list[CodeProblem]]) -> None:
+def undefined_functions(code: str) -> list[CodeProblem]:
     """Calls of a function that is neither the module's nor a built-in one: rego-cpp
     finds them only when such a call is evaluated; OPA's type checker, as it compiles."""
-    handle = _new(rego)
-    builtin: dict[str, bool] = {}
-    try:
-        for code, problems in zip(codes, out, strict=True):
-            if problems:
-                continue
-            own = scan.functions(code)
-            for call in scan.calls(code):
-                if call.name in own:
-                    continue
-                if call.name not in builtin:
-                    builtin[call.name] = bool(rego.rego_is_available_builtin(handle, call.name))
-                if not builtin[call.name]:
-                    problems.append(CodeProblem(call.line, call.col, (
-                        f"Rego: undefined function {call.name}"
-                        + (": a hook's result is input.hooks.<name>, not a function"
-                           if call.name.startswith("hooks.") else ""))))
-    finally:
-        rego.rego_free(handle)
+    found = scan.all_calls(code)
+    own = {call.name for call, head in found if head}
+    return [CodeProblem(call.line, call.col, (
+                f"Rego: undefined function {call.name}"
+                + (": a hook's result is input.hooks.<name>, not a function"
+                   if call.name.startswith("hooks.") else "")))
+            for call, head in found
+            if not head and call.name not in own and not _builtin(call.name)]
+
+
+@functools.lru_cache(maxsize=1024)
+def _builtin(name: str) -> bool:
+    rego = _engine()
+    return bool(rego.rego_is_available_builtin(_asker(), name))
+
+
+@functools.cache
+def _asker() -> Any:
+    """The interpreter that answers which functions are built in (kept: it holds nothing)."""
+    return _new(_engine())
 
 
 def compiled_plan(code: str) -> str:

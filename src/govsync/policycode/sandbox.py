@@ -11,14 +11,14 @@ later impact reports call; they take and give plain values.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from govsync.bounded import BudgetExceeded, prestart, run_bounded
 from govsync.policycode import checks, js, rego
 from govsync.policycode.checks import too_large
 from govsync.policycode.model import CodeCheck, CodeProblem, Evaluation, HookRun, Source, Validity
-from govsync.policycode.stages import Stage
+from govsync.policycode.stages import Role, Stage
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -34,14 +34,17 @@ HOOK_MARGIN_SECONDS = 3.0
 # The engines' own worker process: rego-cpp's allocator, loaded, breaks the CEL runtime
 # the rules' worker loads after it (a SIGBUS under the address-space limit).
 WORKER = "code"
-# What the worker imports as it starts (bounded.prestart).
-PRELOAD = ("govsync.policycode.checks", "regopy.rego_shared")
+# What the worker imports as it starts (bounded.prestart): the checks, and each engine
+# the code to come needs (the Rego engine's library, 50 ms; V8's, 140 ms).
+PRELOAD = ("govsync.policycode.checks",)
+ENGINES = {Role.POLICY: "regopy.rego_shared", Role.PERMISSION: "regopy.rego_shared",
+           Role.HOOK: "py_mini_racer"}
 
 
-def warm() -> None:
-    """Start the worker now (with the Rego engine loaded) if it is not running: the next
-    call finds it ready.  Validate calls it before it reads the manifests."""
-    prestart(PRELOAD, worker=WORKER)
+def warm(roles: Collection[Role] = tuple(Role)) -> None:
+    """Start the worker now if it is not running, loading the engines of ``roles``: the
+    next call finds it ready.  Validate calls it as soon as it knows what code it has."""
+    prestart((*PRELOAD, *dict.fromkeys(ENGINES[role] for role in roles)), worker=WORKER)
 
 
 def _bounded(work: Callable[..., T], *args: Any, seconds: float = BUDGET_SECONDS) -> T:

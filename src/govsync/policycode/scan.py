@@ -21,16 +21,19 @@ from typing import NamedTuple
 from govsync.policycode.stages import Stage
 
 _TOKEN = re.compile(r"""
-    (?P<space>[ \t\r\f]+)
-  | (?P<newline>\n)
-  | (?P<comment>\#[^\n]*)
-  | (?P<string>"(?:[^"\\\n]|\\.)*"?)
-  | (?P<raw>`[^`]*`?)
-  | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<number>[0-9][0-9.eE+\-]*)
-  | (?P<op>:=|==|!=|<=|>=|[{}\[\]().,;:=|&<>+\-*/%])
-  | (?P<other>.)
-""", re.VERBOSE)
+    [ \t\r\f]*(?:\#[^\n]*)?    # white space, then a comment (to the line's end): skipped
+    (?:
+        (?P<newline>\n)
+      | (?P<string>"(?:[^"\\\n]|\\.)*"?)
+      | (?P<raw>`[^`]*`?)
+      | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
+      | (?P<number>[0-9][0-9.eE+\-]*)
+      | (?P<op>:=|==|!=|<=|>=|[{}\[\]().,;:=|&<>+\-*/%])
+      | (?P<other>.)
+    )""", re.VERBOSE)
+# The package clause, after blank and comment lines: read without the tokenizer.
+_PACKAGE = re.compile(r"\A(?:[ \t\r\f]*(?:\#[^\n]*)?\n)*([ \t\r\f]*)package[ \t]+"
+                      r"([A-Za-z_][A-Za-z0-9_]*(?:[ \t]*\.[ \t]*[A-Za-z_][A-Za-z0-9_]*)*)")
 
 
 class Token(NamedTuple):
@@ -66,17 +69,16 @@ def tokens(code: str) -> Iterator[Token]:
     line, start, first = 1, 0, True
     for match in _TOKEN.finditer(code):
         kind = match.lastgroup or "other"
-        text = match.group()
         if kind == "newline":
             line, start, first = line + 1, match.end(), True
             continue
-        if kind in ("space", "comment"):
-            continue
-        yield Token(kind, text, line, match.start() - start + 1, first)
+        at = match.start(kind)
+        text = match.group(kind)
+        yield Token(kind, text, line, at - start + 1, first)
         first = False
         if kind == "raw" and "\n" in text:  # a raw string spans lines
             line += text.count("\n")
-            start = match.start() + text.rfind("\n") + 1
+            start = at + text.rfind("\n") + 1
 
 
 @functools.lru_cache(maxsize=8)
@@ -95,24 +97,16 @@ def _unquote(token: Token) -> str | None:
 
 
 def package(code: str) -> tuple[str, Token] | None:
-    """The module's package path (``formal.v2``) and its first token."""
-    found = list(_package_tokens(code))
-    if not found:
+    """The module's package path (``formal.v2``) and where it is written."""
+    found = _PACKAGE.match(code)
+    if found is None:
         return None
-    return ".".join(t.text for t in found), found[0]
-
-
-def _package_tokens(code: str) -> Iterator[Token]:
-    stream = iter(_items(code))
-    for token in stream:
-        if token.text != "package":
-            return
-        for part in stream:
-            if part.first or part.kind != "name" and part.text != ".":
-                return
-            if part.kind == "name":
-                yield part
-        return
+    at = found.start(2)
+    before = code[:at]
+    line = before.count("\n") + 1
+    col = at - (before.rfind("\n") + 1) + 1
+    path = "".join(found.group(2).split())
+    return path, Token("name", path.split(".")[0], line, col, False)
 
 
 def _references(code: str, root: str, alias_of: str) -> Iterator[Use]:
@@ -273,19 +267,14 @@ _KEYWORDS = frozenset({"if", "in", "not", "some", "every", "with", "as", "else",
                        "import", "package", "true", "false", "null", "contains"})
 
 
-def functions(code: str) -> set[str]:
-    """The functions the module defines (a head followed by its arguments: ``f(x) := ``)."""
-    return {call.name for call, head in _calls(code) if head}
-
-
-def calls(code: str) -> list[Use]:
-    """Every call (``time.clock(...)``, ``hooks.ticket_check(...)``) but a function's head:
-    the dotted name, where it starts."""
-    return [call for call, head in _calls(code) if not head]
+def all_calls(code: str) -> list[tuple[Use, bool]]:
+    """Every ``name(`` and ``a.b.c(`` (``time.clock(...)``, ``hooks.ticket_check(...)``):
+    the dotted name where it starts, and whether it is a function's head (``f(x) :=``
+    at the top level) rather than a call."""
+    return list(_calls(code))
 
 
 def _calls(code: str) -> Iterator[tuple[Use, bool]]:
-    """Every ``name(`` and ``a.b.c(``, and whether it is a head (at the top level)."""
     items = _items(code)
     depth = 0
     i = 0
