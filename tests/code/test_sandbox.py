@@ -129,3 +129,22 @@ def test_the_engines_print_nothing_of_their_own(tmp_path: Path) -> None:
     assert done.stderr.splitlines() == [
         f"{tmp_path / 'm.yaml'}:8:16: Rego: this is unclosed",
         "1 error; nothing was sent and the state is untouched."]
+
+
+def test_a_check_of_one_source_that_crashes_its_engine_is_that_sources_error() -> None:
+    deep = "package formal.v2\n\nsession := " + "[" * 100_000 + "]" * 100_000 + "\n"
+    [found] = policycode.check([policycode.Source(policycode.Role.POLICY, deep)])
+    [problem] = found.errors
+    assert problem.message.startswith("the Rego engine was stopped")
+    still_works()
+
+
+def test_a_large_batch_is_shared_out_and_comes_back_in_order() -> None:
+    """Above 250 sources a share, the batch runs in one worker a core, side by side."""
+    sources = [policycode.Source(policycode.Role.POLICY, ALLOW.replace('"allow"', f'"{a}"'))
+               for a in ("allow", "mask") * 300]
+    found = policycode.check(sources)
+    assert len(found) == 600
+    assert [bool(c.errors) for c in found] == [False, True] * 300
+    assert all("'mask' is not one the session stage allows" in c.errors[0].message
+               for c in found[1::2])

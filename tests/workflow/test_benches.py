@@ -111,7 +111,7 @@ def test_bench_code_prints_validate_with_and_without_code_and_the_engines_share(
                 cwd=tmp_path)
     assert "validate, 20 policies with their code checks: wall" in out
     assert "validate, 20 spaces (no code)" in out and "validate, the examples" in out
-    assert "policycode.check of 21 sources, warm worker" in out and "a source" in out
+    assert "policycode.check of the 21 sources" in out and "ms of CPU a source" in out
 
 
 def test_bench_paired_prints_each_pair_and_the_median_and_stops_on_a_failure(

@@ -183,10 +183,10 @@ def load(paths: Sequence[str], *, read: Reader = read_files,
         digest.update(result.digest)
         problems.extend(result.problems)
     documents = [d for r in results for d in r.documents]
-    roles = {d.manifest.kind.code for d in documents
-             if code and d.manifest is not None and d.manifest.kind.code}
-    if roles:  # the engines' worker starts while the references and the graph are checked
-        policycode.warm({r for r in roles if r is not None})
+    coded = [d.manifest.kind.code for d in documents
+             if code and d.manifest is not None and d.manifest.kind.code]
+    if coded:  # the engines' workers start while the references and the graph are checked
+        policycode.warm({r for r in coded if r is not None}, len(coded))
     directives = [d for r in results for d in r.directives]
     patches = _in_path_order([d for d in directives if d.kind == "Patch"], paths)
     if patches:

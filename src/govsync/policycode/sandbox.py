@@ -10,7 +10,9 @@ later impact reports call; they take and give plain values.
 
 from __future__ import annotations
 
+import os
 import re
+import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -31,6 +33,9 @@ BUDGET_SECONDS = 30.0
 BUDGET_BYTES = 1 << 30
 # Beyond a hook's own timeoutMs: the worker's start and V8's (a cold start is 0.3 s).
 HOOK_MARGIN_SECONDS = 3.0
+# A worker's share of a large batch to check: below it, another worker's start (0.15 s)
+# costs more than it saves.
+SHARE = 250
 # The engines' own worker process: rego-cpp's allocator, loaded, breaks the CEL runtime
 # the rules' worker loads after it (a SIGBUS under the address-space limit).
 WORKER = "code"
@@ -41,14 +46,18 @@ ENGINES = {Role.POLICY: "regopy.rego_shared", Role.PERMISSION: "regopy.rego_shar
            Role.HOOK: "py_mini_racer"}
 
 
-def warm(roles: Collection[Role] = tuple(Role)) -> None:
-    """Start the worker now if it is not running, loading the engines of ``roles``: the
-    next call finds it ready.  Validate calls it as soon as it knows what code it has."""
-    prestart((*PRELOAD, *dict.fromkeys(ENGINES[role] for role in roles)), worker=WORKER)
+def warm(roles: Collection[Role] = tuple(Role), count: int = 1) -> None:
+    """Start the workers ``check`` will use for ``count`` sources now, if they are not
+    running, loading the engines of ``roles``: the next call finds them ready.
+    Validate calls it as soon as it knows what code it has."""
+    preload = (*PRELOAD, *dict.fromkeys(ENGINES[role] for role in roles))
+    for i in range(max(1, min(_cores(), count // SHARE))):
+        prestart(preload, worker=f"{WORKER}-{i}" if i else WORKER)
 
 
-def _bounded(work: Callable[..., T], *args: Any, seconds: float = BUDGET_SECONDS) -> T:
-    return run_bounded(work, *args, seconds=seconds, memory=BUDGET_BYTES, worker=WORKER)
+def _bounded(work: Callable[..., T], *args: Any, seconds: float = BUDGET_SECONDS,
+             worker: str = WORKER) -> T:
+    return run_bounded(work, *args, seconds=seconds, memory=BUDGET_BYTES, worker=worker)
 
 
 def _stopped(engine: str, exc: BudgetExceeded) -> str:
@@ -58,23 +67,54 @@ def _stopped(engine: str, exc: BudgetExceeded) -> str:
 
 def check(sources: Sequence[Source]) -> list[CodeCheck]:
     """Every source checked (``validate``): Rego compiled, hooks parsed and loaded, the
-    stage rules and literal actions of policies; one CodeCheck per source.  The batch
-    runs in one worker; when it goes over, each source again alone, so that the one
+    stage rules and literal actions of policies; one CodeCheck per source.  A large
+    batch is shared out among workers, one a core (``_shares``), run side by side."""
+    shares = _shares(list(sources))
+    if len(shares) <= 1:
+        return _check_share(shares[0] if shares else [], WORKER)
+    found: list[list[CodeCheck]] = [[] for _ in shares]
+
+    def run(i: int) -> None:
+        found[i] = _check_share(shares[i], f"{WORKER}-{i}" if i else WORKER)
+
+    threads = [threading.Thread(target=run, args=(i,), name=f"policycode-{i}")
+               for i in range(1, len(shares))]
+    for thread in threads:
+        thread.start()
+    run(0)
+    for thread in threads:
+        thread.join()
+    return [c for share in found for c in share]
+
+
+def _shares(sources: list[Source]) -> list[list[Source]]:
+    """``sources`` in consecutive shares of at least SHARE each, at most one a core."""
+    count = max(1, min(_cores(), len(sources) // SHARE))
+    size = -(-len(sources) // count) if sources else 0
+    return [sources[i:i + size] for i in range(0, len(sources), size)] if sources else []
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
+
+
+def _check_share(sources: list[Source], worker: str) -> list[CodeCheck]:
+    """One worker's share; when it goes over, each source again alone, so that the one
     that crashed or looped is named."""
     if not sources:
         return []
     try:
-        return _bounded(checks.check_sources, list(sources))
-    except BudgetExceeded:
+        return _bounded(checks.check_sources, sources, worker=worker)
+    except BudgetExceeded as exc:
         if len(sources) == 1:
-            raise
+            return [CodeCheck((CodeProblem(1, 1, _stopped(sources[0].role.language, exc)),))]
     out = []
     for source in sources:
         try:
-            out.extend(_bounded(checks.check_sources, [source]))
+            out.extend(_bounded(checks.check_sources, [source], worker=worker))
         except BudgetExceeded as exc:
-            engine = source.role.language
-            out.append(CodeCheck((CodeProblem(1, 1, _stopped(engine, exc)),)))
+            out.append(CodeCheck((CodeProblem(1, 1, _stopped(source.role.language, exc)),)))
     return out
 
 
