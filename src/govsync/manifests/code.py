@@ -11,7 +11,7 @@ starts, and the message says the line and column within the code.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from yaml.nodes import MappingNode, Node, ScalarNode
 
@@ -20,7 +20,7 @@ from govsync.api.kinds import HOOK_KIND
 from govsync.errors import Problem
 from govsync.manifests.model import Manifest, document_root
 from govsync.manifests.yamlio import read_text
-from govsync.policycode import CodeProblem, Role, Source, hook_uses
+from govsync.policycode import CodeProblem, Source, hook_uses
 
 FIELD = "code"
 
@@ -101,29 +101,14 @@ def check_code(objects: Mapping[str, Manifest]) -> tuple[list[Problem], list[Pro
         return [], []
     keys = {str(m.template[m.kind.loads]) for m in objects.values()
             if m.kind.loads and isinstance(m.template.get(m.kind.loads), str)}
+    drafts = {m.name for m in objects.values()
+              if m.kind.name == HOOK_KIND and m.template.get("status") == "draft"}
     # (policycode's entries load here: the worker's module, for manifests with code only)
-    reports = policycode.check([Source(m.kind.code, code) for m, code in coded if m.kind.code])
+    reports = policycode.check([Source(m.kind.code, code) for m, code in coded if m.kind.code],
+                               keys=keys, drafts=drafts)
     errors: list[Problem] = []
     warnings: list[Problem] = []
-    for (manifest, code), report in zip(coded, reports, strict=True):
-        found = list(report.problems)
-        if manifest.kind.code is Role.POLICY and not report.errors:
-            found.extend(policycode.unknown_data(code, keys))
-            found.extend(_draft_hooks(code, objects))
-        for problem in found:
+    for (manifest, _), report in zip(coded, reports, strict=True):
+        for problem in report.problems:
             (warnings if problem.warning else errors).append(where(manifest, problem))
     return errors, [Problem(p.file, p.line, p.col, f"warning: {p.message}") for p in warnings]
-
-
-def _draft_hooks(code: str, objects: Mapping[str, Any]) -> list[CodeProblem]:
-    """A policy reading a hook whose status is draft: the service passes only active
-    hooks' results, so it reads nothing there."""
-    out = []
-    for use in hook_uses(code):
-        hook = objects.get(f"{HOOK_KIND}/{use.name}")
-        if hook is not None and hook.template.get("status") == "draft":
-            out.append(CodeProblem(use.line, use.col, (
-                f"input.hooks.{use.name}: Hook/{use.name} is a draft, and the service passes "
-                "only active hooks' results: it is undefined here until the hook is active"),
-                warning=True))
-    return out

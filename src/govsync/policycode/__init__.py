@@ -31,7 +31,12 @@ from govsync.policycode.scan import Use, data_uses, hook_uses
 from govsync.policycode.stages import ACTIONS, PACKAGES, STAGES, Role, Stage
 
 if TYPE_CHECKING:
-    from govsync.policycode.checks import MAX_CODE_CHARS, unknown_data, unknown_hooks
+    from govsync.policycode.checks import (
+        MAX_CODE_CHARS,
+        draft_hooks,
+        unknown_data,
+        unknown_hooks,
+    )
     from govsync.policycode.sandbox import (
         check,
         evaluate,
@@ -43,6 +48,7 @@ if TYPE_CHECKING:
 
 LAZY = {
     "MAX_CODE_CHARS": "govsync.policycode.checks",
+    "draft_hooks": "govsync.policycode.checks",
     "unknown_data": "govsync.policycode.checks",
     "unknown_hooks": "govsync.policycode.checks",
     "check": "govsync.policycode.sandbox",
@@ -70,6 +76,7 @@ __all__ = [
     "Validity",
     "check",
     "data_uses",
+    "draft_hooks",
     "evaluate",
     "evaluate_many",
     "hook_uses",

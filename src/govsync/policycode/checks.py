@@ -27,9 +27,12 @@ def too_large(code: str) -> CodeProblem | None:
                              f"{MAX_CODE_CHARS // (1024 * 1024)} MiB")
 
 
-def check_sources(progress: Callable[[str], None], sources: Sequence[Source]
+def check_sources(progress: Callable[[str], None], sources: Sequence[Source],
+                  keys: Collection[str] | None = None, drafts: Collection[str] = ()
                   ) -> list[CodeCheck]:
-    """Every source checked (in the worker): its problems, and a policy's stage rules."""
+    """Every source checked (in the worker): its problems, and a policy's stage rules;
+    where ``keys`` are given, a policy's ``data.<key>`` that none names is a warning,
+    and so is its ``input.hooks.<name>`` of a hook in ``drafts``."""
     problems: list[list[CodeProblem]] = [[] for _ in sources]
     for i, source in enumerate(sources):
         large = too_large(source.code)
@@ -52,6 +55,10 @@ def check_sources(progress: Callable[[str], None], sources: Sequence[Source]
             problems[i].extend(rego.undefined_functions(source.code))
             found, stages = rego_findings(source)
             problems[i].extend(found)
+            if source.role is Role.POLICY and not any(not p.warning for p in problems[i]):
+                if keys is not None:
+                    problems[i].extend(unknown_data(source.code, keys))
+                problems[i].extend(draft_hooks(source.code, drafts))
         out.append(CodeCheck(tuple(sorted(problems[i])), stages))
     return out
 
@@ -98,3 +105,13 @@ def unknown_data(code: str, keys: Collection[str]) -> list[CodeProblem]:
     return [CodeProblem(u.line, u.col, f"data.{u.name}: no PolicyDataLoader of the manifests "
                                        f"has key {u.name}", warning=True)
             for u in scan.data_uses(code) if u.name not in keys]
+
+
+def draft_hooks(code: str, drafts: Collection[str]) -> list[CodeProblem]:
+    """Each ``input.hooks.<name>`` of a hook whose status is draft (a warning: the service
+    passes only active hooks' results, so the policy reads nothing there)."""
+    return [CodeProblem(u.line, u.col, (
+                f"input.hooks.{u.name}: Hook/{u.name} is a draft, and the service passes "
+                "only active hooks' results: it is undefined here until the hook is active"),
+                warning=True)
+            for u in scan.hook_uses(code) if u.name in drafts]

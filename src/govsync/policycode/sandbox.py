@@ -65,17 +65,22 @@ def _stopped(engine: str, exc: BudgetExceeded) -> str:
             f"({exc.why})")
 
 
-def check(sources: Sequence[Source]) -> list[CodeCheck]:
+def check(sources: Sequence[Source], *, keys: Collection[str] | None = None,
+          drafts: Collection[str] = ()) -> list[CodeCheck]:
     """Every source checked (``validate``): Rego compiled, hooks parsed and loaded, the
-    stage rules and literal actions of policies; one CodeCheck per source.  A large
-    batch is shared out among workers, one a core (``_shares``), run side by side."""
+    stage rules and literal actions of policies; one CodeCheck per source.  ``keys``:
+    the data keys loaders load (a policy's other ``data.<key>`` is a warning, not
+    checked when None); ``drafts``: the hooks that are drafts (a policy reading one is a
+    warning).  A large batch is shared out among workers, one a core (``_shares``),
+    run side by side."""
+    context = (None if keys is None else sorted(keys), sorted(drafts))
     shares = _shares(list(sources))
     if len(shares) <= 1:
-        return _check_share(shares[0] if shares else [], WORKER)
+        return _check_share(shares[0] if shares else [], WORKER, context)
     found: list[list[CodeCheck]] = [[] for _ in shares]
 
     def run(i: int) -> None:
-        found[i] = _check_share(shares[i], f"{WORKER}-{i}" if i else WORKER)
+        found[i] = _check_share(shares[i], f"{WORKER}-{i}" if i else WORKER, context)
 
     threads = [threading.Thread(target=run, args=(i,), name=f"policycode-{i}")
                for i in range(1, len(shares))]
@@ -99,20 +104,21 @@ def _cores() -> int:
         os.cpu_count() or 1)
 
 
-def _check_share(sources: list[Source], worker: str) -> list[CodeCheck]:
+def _check_share(sources: list[Source], worker: str, context: tuple[Any, ...]
+                 ) -> list[CodeCheck]:
     """One worker's share; when it goes over, each source again alone, so that the one
     that crashed or looped is named."""
     if not sources:
         return []
     try:
-        return _bounded(checks.check_sources, sources, worker=worker)
+        return _bounded(checks.check_sources, sources, *context, worker=worker)
     except BudgetExceeded as exc:
         if len(sources) == 1:
             return [CodeCheck((CodeProblem(1, 1, _stopped(sources[0].role.language, exc)),))]
     out = []
     for source in sources:
         try:
-            out.extend(_bounded(checks.check_sources, [source], worker=worker))
+            out.extend(_bounded(checks.check_sources, [source], *context, worker=worker))
         except BudgetExceeded as exc:
             out.append(CodeCheck((CodeProblem(1, 1, _stopped(source.role.language, exc)),)))
     return out

@@ -31,6 +31,7 @@ _TOKEN = re.compile(r"""
       | (?P<op>:=|==|!=|<=|>=|[{}\[\]().,;:=|&<>+\-*/%])
       | (?P<other>.)
     )""", re.VERBOSE)
+_IMPORTS_HOOKS = re.compile(r"^[ \t]*import[ \t]+input[ \t]*\.[ \t]*hooks", re.MULTILINE)
 # The package clause, after blank and comment lines: read without the tokenizer.
 _PACKAGE = re.compile(r"\A(?:[ \t\r\f]*(?:\#[^\n]*)?\n)*([ \t\r\f]*)package[ \t]+"
                       r"([A-Za-z_][A-Za-z0-9_]*(?:[ \t]*\.[ \t]*[A-Za-z_][A-Za-z0-9_]*)*)")
@@ -168,8 +169,20 @@ def _alias(items: tuple[Token, ...], i: int) -> str | None:
 
 
 def hook_uses(code: str) -> list[Use]:
-    """Every ``input.hooks.<name>`` (the hook's result the service passes in)."""
-    return list(_references(code, "input.hooks", "input.hooks"))
+    """Every ``input.hooks.<name>`` (the hook's result the service passes in).  The loader
+    asks for every policy of every command: only the lines that say ``hooks`` are
+    tokenized, unless a raw string (which may span lines) or an import of
+    ``input.hooks`` (which names it otherwise) asks for the whole module."""
+    if "hooks" not in code:  # most policies: no tokens to make
+        return []
+    if "`" in code or _IMPORTS_HOOKS.search(code):
+        return list(_references(code, "input.hooks", "input.hooks"))
+    found: list[Use] = []
+    for number, row in enumerate(code.split("\n"), start=1):
+        if "hooks" in row:
+            found.extend(Use(u.name, number, u.col)
+                         for u in _references(row, "input.hooks", "input.hooks"))
+    return found
 
 
 def data_uses(code: str) -> list[Use]:
