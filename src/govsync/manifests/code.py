@@ -11,7 +11,7 @@ starts, and the message says the line and column within the code.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from yaml.nodes import MappingNode, Node, ScalarNode
 
@@ -20,7 +20,10 @@ from govsync.api.kinds import HOOK_KIND
 from govsync.errors import Problem
 from govsync.manifests.model import Manifest, document_root
 from govsync.manifests.yamlio import read_text
-from govsync.policycode import CodeProblem, Source, hook_uses
+from govsync.policycode import hook_uses
+
+if TYPE_CHECKING:
+    from govsync.policycode import CodeProblem
 
 FIELD = "code"
 
@@ -88,7 +91,8 @@ def hook_problems(manifest: Manifest, address: str, message: str) -> list[Proble
     if not isinstance(code, str):
         return []
     name = address.split("/", 1)[1]
-    return [where(manifest, CodeProblem(u.line, u.col, f"input.hooks.{name} {message}"))
+    return [where(manifest, policycode.CodeProblem(u.line, u.col,
+                                                   f"input.hooks.{name} {message}"))
             for u in hook_uses(code) if u.name == name]
 
 
@@ -104,7 +108,8 @@ def check_code(objects: Mapping[str, Manifest]) -> tuple[list[Problem], list[Pro
     drafts = {m.name for m in objects.values()
               if m.kind.name == HOOK_KIND and m.template.get("status") == "draft"}
     # (policycode's entries load here: the worker's module, for manifests with code only)
-    reports = policycode.check([Source(m.kind.code, code) for m, code in coded if m.kind.code],
+    reports = policycode.check([policycode.Source(m.kind.code, code)
+                                for m, code in coded if m.kind.code],
                                keys=keys, drafts=drafts)
     errors: list[Problem] = []
     warnings: list[Problem] = []

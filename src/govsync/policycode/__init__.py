@@ -19,14 +19,6 @@ command whose manifests hold no code loads neither them nor the worker's module.
 from typing import TYPE_CHECKING
 
 from govsync.lazy import face
-from govsync.policycode.model import (
-    CodeCheck,
-    CodeProblem,
-    Evaluation,
-    HookRun,
-    Source,
-    Validity,
-)
 from govsync.policycode.scan import Use, data_uses, hook_uses
 from govsync.policycode.stages import ACTIONS, PACKAGES, STAGES, Role, Stage
 
@@ -36,6 +28,14 @@ if TYPE_CHECKING:
         draft_hooks,
         unknown_data,
         unknown_hooks,
+    )
+    from govsync.policycode.model import (
+        CodeCheck,
+        CodeProblem,
+        Evaluation,
+        HookRun,
+        Source,
+        Validity,
     )
     from govsync.policycode.sandbox import (
         check,
@@ -47,6 +47,12 @@ if TYPE_CHECKING:
     )
 
 LAZY = {
+    "CodeCheck": "govsync.policycode.model",
+    "CodeProblem": "govsync.policycode.model",
+    "Evaluation": "govsync.policycode.model",
+    "HookRun": "govsync.policycode.model",
+    "Source": "govsync.policycode.model",
+    "Validity": "govsync.policycode.model",
     "MAX_CODE_CHARS": "govsync.policycode.checks",
     "draft_hooks": "govsync.policycode.checks",
     "unknown_data": "govsync.policycode.checks",

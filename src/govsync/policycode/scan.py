@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from govsync.policycode.stages import Stage
 
-_TOKEN = re.compile(r"""
+_TOKEN = r"""
     [ \t\r\f]*(?:\#[^\n]*)?    # white space, then a comment (to the line's end): skipped
     (?:
         (?P<newline>\n)
@@ -30,11 +30,22 @@ _TOKEN = re.compile(r"""
       | (?P<number>[0-9][0-9.eE+\-]*)
       | (?P<op>:=|==|!=|<=|>=|[{}\[\]().,;:=|&<>+\-*/%])
       | (?P<other>.)
-    )""", re.VERBOSE)
-_IMPORTS_HOOKS = re.compile(r"^[ \t]*import[ \t]+input[ \t]*\.[ \t]*hooks", re.MULTILINE)
+    )"""
+_IMPORTS_HOOKS = r"^[ \t]*import[ \t]+input[ \t]*\.[ \t]*hooks"
 # The package clause, after blank and comment lines: read without the tokenizer.
-_PACKAGE = re.compile(r"\A(?:[ \t\r\f]*(?:\#[^\n]*)?\n)*([ \t\r\f]*)package[ \t]+"
-                      r"([A-Za-z_][A-Za-z0-9_]*(?:[ \t]*\.[ \t]*[A-Za-z_][A-Za-z0-9_]*)*)")
+_PACKAGE = (r"\A(?:[ \t\r\f]*(?:\#[^\n]*)?\n)*([ \t\r\f]*)package[ \t]+"
+            r"([A-Za-z_][A-Za-z0-9_]*(?:[ \t]*\.[ \t]*[A-Za-z_][A-Za-z0-9_]*)*)")
+
+
+@functools.cache
+def _pattern(source: str, flags: int = 0) -> re.Pattern[str]:
+    """An expression of this module, compiled when first needed (a millisecond each, at
+    every command's start otherwise; most manifests hold no code that needs them)."""
+    return re.compile(source, flags)
+
+
+def _token() -> re.Pattern[str]:
+    return _pattern(_TOKEN, re.VERBOSE)
 
 
 class Token(NamedTuple):
@@ -68,7 +79,7 @@ class Head(NamedTuple):
 def tokens(code: str) -> Iterator[Token]:
     """The code's tokens, comments and white space left out."""
     line, start, first = 1, 0, True
-    for match in _TOKEN.finditer(code):
+    for match in _token().finditer(code):
         kind = match.lastgroup or "other"
         if kind == "newline":
             line, start, first = line + 1, match.end(), True
@@ -99,7 +110,7 @@ def _unquote(token: Token) -> str | None:
 
 def package(code: str) -> tuple[str, Token] | None:
     """The module's package path (``formal.v2``) and where it is written."""
-    found = _PACKAGE.match(code)
+    found = _pattern(_PACKAGE).match(code)
     if found is None:
         return None
     at = found.start(2)
@@ -175,7 +186,7 @@ def hook_uses(code: str) -> list[Use]:
     ``input.hooks`` (which names it otherwise) asks for the whole module."""
     if "hooks" not in code:  # most policies: no tokens to make
         return []
-    if "`" in code or _IMPORTS_HOOKS.search(code):
+    if "`" in code or _pattern(_IMPORTS_HOOKS, re.MULTILINE).search(code):
         return list(_references(code, "input.hooks", "input.hooks"))
     found: list[Use] = []
     for number, row in enumerate(code.split("\n"), start=1):
