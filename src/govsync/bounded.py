@@ -91,7 +91,7 @@ class _Worker:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._process: Popen[bytes] | None = None
-        self._size = 0  # the worker's address space after its first piece of work
+        self._size = 0  # the worker's resident size after its first piece of work
         self._preload: tuple[str, ...] = ()
 
     def start(self, preload: Sequence[str] = ()) -> None:
@@ -200,11 +200,14 @@ class _Worker:
                 raise pickle.loads(payload)
 
     def _check(self, process: Popen[bytes], memory: int) -> None:
-        """Replace a worker that ended, or that grew well past its size at start."""
+        """Replace a worker that ended, or whose resident size grew well past its size
+        after its first piece of work (kept fragments of a large result).  Resident, not
+        address space: an engine's reservations (V8's, an isolate at a time) are no use
+        of memory, and would have a worker replaced after every few hooks."""
         if process.poll() is not None:
             self._stop(process)
             return
-        size = _address_space(process.pid)
+        size = _resident(process.pid)
         if not self._size:
             self._size = size
         elif size > self._size + memory // 2:  # kept fragments of a large result

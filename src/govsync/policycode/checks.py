@@ -44,9 +44,10 @@ def check_sources(progress: Callable[[str], None], sources: Sequence[Source],
                                         calls=False)
         for i, found in zip(rego_at, compiled, strict=True):
             problems[i].extend(found)
+    # One step for the rest (each step is a record the caller reads: not one a source).
+    progress(f"checking {len(sources)} source(s)")
     out: list[CodeCheck] = []
     for i, source in enumerate(sources):
-        progress(f"source {i}")
         stages: tuple[str, ...] = ()
         if source.role is Role.HOOK:
             if not problems[i]:
