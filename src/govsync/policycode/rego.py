@@ -313,10 +313,9 @@ def evaluate(code: str, stage: str, inputs: Sequence[Any], data: Mapping[str, An
         rego.rego_add_entrypoint(handle, entry)
         bundle = rego.rego_build(handle)
         try:
+            progress(f"evaluating {len(inputs)} input(s)")  # one step: each is a record
             out = []
-            for n, item in enumerate(inputs):
-                if n % 100 == 0:
-                    progress(f"input {n + 1}")
+            for item in inputs:
                 rego.rego_set_input_term(handle, json.dumps(item))
                 out.append(_answer(rego, rego.rego_bundle_query_entrypoint(
                     handle, bundle, entry)))
