@@ -31,13 +31,13 @@ import copy
 import fnmatch
 import hashlib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from govsync import paths, writes
-from govsync.api.catalog import Operation
+from govsync import paths
 from govsync.api.kinds import BY_KIND, KINDS, REFERENCES, Kind, Reference
+from govsync.api.resource import Objects
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.errors import ApiError, ConfigError, NotFoundError, UnauthorizedError
 from govsync.manifests.documents import API_VERSION
@@ -154,10 +154,11 @@ async def read_server(client: AsyncClient, kinds: list[Kind], snapshot: Snapshot
                       ) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
     """Every object of ``kinds`` on the server, by kind; and the kinds that could not be
     listed (a required scope no known object gives)."""
+    reader = Objects(client, concurrency=READS_IN_FLIGHT)
     objects: dict[str, list[dict[str, Any]]] = {}
     unscoped = [k for k in kinds if k.list is not None and not k.list.scope_required]
     scoped = [k for k in kinds if k.list is not None and k.list.scope_required]
-    pages = await asyncio.gather(*(_all(client, k.list, {}) for k in unscoped if k.list))
+    pages = await asyncio.gather(*(reader.all(k.list) for k in unscoped if k.list))
     objects.update(zip((k.name for k in unscoped), pages, strict=True))
     unlisted = []
     for kind in scoped:
@@ -169,53 +170,29 @@ async def read_server(client: AsyncClient, kinds: list[Kind], snapshot: Snapshot
                             f"{' or '.join(s.field for s in kind.list.scope)}, and no object "
                             "read or recorded names one")
             continue
-        found = await asyncio.gather(*(_all(client, kind.list, b) for b in bodies))
+        found = await asyncio.gather(*(reader.all(kind.list, b) for b in bodies))
         unique = {o["id"]: o for page in found for o in page if isinstance(o.get("id"), str)}
         objects[kind.name] = list(unique.values())
-    await asyncio.gather(*(_read_by_get(client, k, objects, snapshot)
+    await asyncio.gather(*(_read_by_get(reader, k, objects, snapshot)
                            for k in kinds if by_get(k) is not None))
     return objects, unlisted
 
 
-async def _read_by_get(client: AsyncClient, kind: Kind,
+async def _read_by_get(reader: Objects, kind: Kind,
                        objects: dict[str, list[dict[str, Any]]], snapshot: Snapshot) -> None:
     """A kind read by a Get per object of the kind it references (a connector's AI
     provider, per connector listed or recorded); a 404 is an object without one."""
-    ref, op = by_get(kind), kind.get
-    assert ref is not None and op is not None
+    ref = by_get(kind)
+    assert ref is not None and kind.get is not None
     target = BY_KIND[ref.target]
     assert target.list is not None
     listed = objects.get(target.name)
     if listed is None:  # not imported itself: listed only for its ids
-        listed = await _all(client, target.list, {})
+        listed = await reader.all(target.list)
     ids = {o["id"] for o in listed if isinstance(o.get("id"), str)}
     ids |= {e.id for e in snapshot.entries.values() if e.kind == target.name and e.id}
-
-    slots = asyncio.Semaphore(READS_IN_FLIGHT)
-
-    async def one(value: str) -> dict[str, Any] | None:
-        async with slots:
-            return await writes.read_by(client, op, value)
-
-    found = await asyncio.gather(*(one(value) for value in sorted(ids)))
+    found = await asyncio.gather(*(reader.get(kind, value) for value in sorted(ids)))
     objects[kind.name] = [o for o in found if o is not None]
-
-
-async def _all(client: AsyncClient, op: Operation, scope: Mapping[str, Any]
-               ) -> list[dict[str, Any]]:
-    """Every page of a List."""
-    assert op.response_key is not None
-    items: list[dict[str, Any]] = []
-    body: dict[str, Any] = {"limit": PAGE_SIZE, **scope}
-    seen: set[str] = set()
-    while True:
-        page = await client.call(op, body)
-        items += [o for o in page.get(op.response_key) or [] if isinstance(o, dict)]
-        cursor = (page.get("listMetadata") or {}).get("nextCursor") or ""
-        if not cursor or cursor in seen:
-            return items
-        seen.add(cursor)
-        body = {**body, "cursor": cursor}
 
 
 def _known(field_name: str, objects: Mapping[str, list[dict[str, Any]]],
@@ -237,10 +214,13 @@ def _known(field_name: str, objects: Mapping[str, list[dict[str, Any]]],
 
 
 def adoptable(objects: Mapping[str, list[dict[str, Any]]], snapshot: Snapshot,
-              name_glob: str | None) -> tuple[list[Found], list[str], int]:
+              name_glob: str | None, elsewhere: Mapping[str, tuple[str, str]] | None = None,
+              ) -> tuple[list[Found], list[str], int]:
     """The objects no state entry records, as manifests; those left out, and why; how
-    many the state records."""
+    many the state records.  ``elsewhere``: ids another workspace of the state records
+    (id -> (workspace, address)): theirs, never imported here."""
     recorded = {(e.kind, e.id) for e in snapshot.entries.values() if e.id}
+    elsewhere = elsewhere or {}
     found, skipped, known = [], [], 0
     for kind_name, listed in objects.items():
         kind = BY_KIND[kind_name]
@@ -250,6 +230,11 @@ def adoptable(objects: Mapping[str, list[dict[str, Any]]], snapshot: Snapshot,
                 continue
             if (kind.name, id_) in recorded:
                 known += 1
+                continue
+            if id_ in elsewhere:
+                workspace, address = elsewhere[id_]
+                skipped.append(f"{kind.name} {id_}: recorded by workspace {workspace!r} as "
+                               f"{address} (an object belongs to one workspace)")
                 continue
             name = obj.get("name") if kind.named else id_
             if not isinstance(name, str) or not name:
@@ -412,13 +397,19 @@ async def _read(client: AsyncClient, kinds: list[Kind], snapshot: Snapshot
 
 
 def import_objects(client: AsyncClient, snapshot: Snapshot, out: str, *,
-                   kinds: Iterable[str] = (), name_glob: str | None = None) -> Imported:
+                   kinds: Iterable[str] = (), name_glob: str | None = None,
+                   elsewhere: Callable[[Collection[str]], Mapping[str, tuple[str, str]]]
+                   | None = None) -> Imported:
     """Read the server, write the folder ``out``; MigrateError when the folder is refused,
-    ApiError when the server cannot be read (then nothing is written)."""
+    ApiError when the server cannot be read (then nothing is written).  ``elsewhere``:
+    which ids other workspaces of the state record (never imported here)."""
     chosen = importable(kinds)
     objects, unlisted = asyncio.run(_read(client, chosen, snapshot))
     unlisted += unfound(kinds)
-    found, skipped, recorded = adoptable(objects, snapshot, name_glob)
+    ids = {o["id"] for listed in objects.values() for o in listed
+           if isinstance(o.get("id"), str)}
+    found, skipped, recorded = adoptable(objects, snapshot, name_glob,
+                                         elsewhere(ids) if elsewhere is not None else None)
     output = render(found)
     if not output.documents:
         return Imported(found, Written(), skipped, unlisted, recorded)

@@ -83,8 +83,10 @@ class LazyDashboard:
         sources = self.agent.dashboard_sources()
         with self._lock:
             if self._app is None or list(sources) != self._names:
+                checkout = self.agent.checkout
                 self._app = dashboard_app(sources, token=self.token, statuses=self.agent.report,
-                                          secure=self.secure)
+                                          secure=self.secure, root=checkout.directory
+                                          if checkout is not None else None)
                 self._names = list(sources)
             app = self._app
         await app(scope, receive, send)

@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from govsync import writes
 from govsync.api.catalog import BY_NAME
-from govsync.api.kinds import BY_KIND, KINDS, Kind
+from govsync.api.kinds import BY_KIND, Kind
+from govsync.api.resource import Objects, Unfindable
 from govsync.errors import (
     AmbiguousError,
     ApiError,
@@ -47,8 +48,9 @@ from govsync.errors import (
 from govsync.plan import ENDING, WORK, Action, Change, Plan, protected, top_field
 from govsync.scheduling import Throttle, chain_lengths, run_order
 from govsync.state import APPLIED, PENDING, UNCERTAIN, Entry, Snapshot, StateStore, now
+from govsync.state.model import deposed_address
 from govsync.state.writer import Fence, GroupWriter
-from govsync.values import SENSITIVE, MissingSecret, Resolver, UnknownId
+from govsync.values import MissingSecret, Resolver, UnknownId, scrub
 
 if TYPE_CHECKING:
     from govsync.api.client import AsyncClient
@@ -144,25 +146,9 @@ def request_body(kind: Kind, change: Change, send: dict[str, Any],
         obj = send
     else:
         changed = {top_field(f) for f in change.fields}
-        obj = writes.update_object(kind, op, change.id, base, send, changed)
+        obj = writes.update_object(kind, op, change.id, base, send, changed, change.kept)
     wrap = op.wrap
     return op.name, ({wrap: obj} if wrap else obj)
-
-
-def scrub(value: Any, secrets: list[str]) -> Any:
-    """The API's answer without any secret value it may echo (biA keys...), whole or
-    inside a longer string ("key abc123 accepted"), in values and in keys."""
-    if not secrets:
-        return value
-    if isinstance(value, dict):
-        return {scrub(k, secrets): scrub(v, secrets) for k, v in value.items()}
-    if isinstance(value, list):
-        return [scrub(v, secrets) for v in value]
-    if isinstance(value, str):
-        for secret in secrets:
-            if secret in value:
-                value = value.replace(secret, SENSITIVE)
-    return value
 
 
 class Applier:
@@ -188,8 +174,6 @@ class Applier:
         # where an object was not read, ``reads`` says whether apply may read it now.
         self.live = live or {}
         self.reads = reads
-        self.specs = {a: e.read_spec() or {} for a, e in snapshot.entries.items()
-                      if e.kind in _READ_BY_FIELD}
         self.entries = snapshot.entries
         # Set by another thread (the agent, on SIGTERM): what is in flight is
         # answered and recorded, nothing more is sent.
@@ -200,6 +184,8 @@ class Applier:
         self.hidden = [api_key] if api_key else []
         self.workspace = snapshot.workspace
         self.client = client
+        # Reads that settle what an answer left unknown, and the read before a write.
+        self.objects = Objects(client)
         self.throttle = throttle or Throttle(32)
         self.reporter = reporter or SilentReporter()
         self.ids = {a: e.id for a, e in snapshot.entries.items() if e.status == APPLIED and e.id}
@@ -373,6 +359,8 @@ class Applier:
             if intent:  # its write is fenced: it is the check that the lock is held
                 await self._record(Entry(change.address, kind.name, None, PENDING, spec, None,
                                          now()))
+            elif change.action == Action.REPLACE:
+                await self._depose(change, spec)
             else:
                 await self._fenced()
         except StateError as exc:
@@ -393,6 +381,9 @@ class Applier:
             if intent:
                 with contextlib.suppress(StateError):
                     self.store.remove(self.workspace, change.address)
+            elif change.action == Action.REPLACE:
+                with contextlib.suppress(StateError):
+                    await self._restore(change)
             if isinstance(exc, UnauthorizedError | ForbiddenError):
                 self._key_refused(exc, operation)
             code = exc.code if isinstance(exc, ApiStatusError) else ""
@@ -406,30 +397,47 @@ class Applier:
             # may exist, under an id we do not know.
             if intent:
                 return await self._uncertain(change, spec, exc.message)
+            if change.action == Action.REPLACE:
+                return await self._settle_replace(change, kind, spec, send, exc.message)
             return _outcome(change, ChangeStatus.FAILED, exc.message)
         return Entry(change.address, kind.name, object_id or change.id, APPLIED, spec,
                      scrub(obj, sorted({*secrets, *self.hidden}, key=len, reverse=True)),
                      now())
 
     async def _base(self, change: Change, kind: Kind) -> dict[str, Any] | None | ChangeOutcome:
-        """The object a replace-all update is laid over: as the refresh read it, else read
-        now (None: not read, so the manifest's fields alone are sent, as the plan said)."""
-        live = self.live.get(change.address)
-        if live is not None:
-            return live
-        if not self.reads or kind.get is None or change.id is None:
-            return None
+        """The object a replace-all update is laid over, read just before it is sent (None:
+        not read, so the manifest's fields alone are sent, as the plan said).  Where the
+        plan showed the object as read before (``live``, the refresh's read before a
+        prompt), a field changed on the server since is neither overwritten nor recorded
+        unseen: the change fails and the next plan shows it."""
+        seen = self.live.get(change.address)
+        if not self.reads or change.id is None or (seen is None and kind.get is None):
+            return seen
         try:
-            return await writes.read_live(self.client, kind, change.id,
-                                          self.specs.get(change.address, {}))
-        except AmbiguousError as exc:
-            return _outcome(change, ChangeStatus.FAILED, f"not sent: reading the object before "
-                            f"updating it failed ({exc.message})")
+            fresh = await self.objects.present(kind, change.id, self._spec(change.address))
+        except Unfindable:
+            return seen
         except ApiError as exc:
             if isinstance(exc, UnauthorizedError | ForbiddenError):
                 raise
             return _outcome(change, ChangeStatus.FAILED, f"not sent: reading the object before "
                             f"updating it failed ({exc.message})")
+        if fresh is None:
+            return _outcome(change, ChangeStatus.FAILED, "not sent: the object is no longer on "
+                            "the server (deleted since the plan): plan again")
+        if seen is not None:
+            op = kind.update
+            assert op is not None
+            moved = writes.changed_since(kind, op, seen, fresh)
+            if moved:
+                return _outcome(change, ChangeStatus.FAILED, (
+                    f"not sent: {', '.join(moved)} changed on the server since the plan was "
+                    "made, and this update sends the whole object: plan again to see it"))
+        return fresh
+
+    def _spec(self, address: str) -> dict[str, Any]:
+        entry = self.entries.get(address)
+        return (entry.read_spec() or {}) if entry is not None else {}
 
     async def _settle_update(self, change: Change, kind: Kind, spec: dict[str, Any],
                              body: dict[str, Any], why: str) -> ChangeOutcome | Entry:
@@ -437,9 +445,8 @@ class Applier:
         op = kind.update
         sent = body.get(op.wrap, body) if op is not None and op.wrap else body
         try:
-            live = (await writes.read_live(self.client, kind, change.id, spec)
-                    if kind.get is not None and change.id else None)
-        except ApiError:
+            live = (await self.objects.present(kind, change.id, spec) if change.id else None)
+        except (ApiError, Unfindable):
             live = None
         if live is not None and writes.took_effect(kind, sent, live):
             return Entry(change.address, kind.name, change.id, APPLIED, spec,
@@ -452,20 +459,52 @@ class Applier:
         """A replace's create sent without an answer: a List of the kind's objects of
         that name says whether the new one exists (then it is recorded, and the old one
         deleted as after any replace)."""
-        found = (await writes.created_beside(self.client, kind, change.id, sent)
+        found = (await writes.created_beside(self.objects, kind, change.id, sent)
                  if change.id else None)
         if isinstance(found, dict):
             new_id = found.get(kind.create.id_field, found.get("id"))
             return Entry(change.address, kind.name, str(new_id), APPLIED, spec,
                          scrub(found, self.hidden), now())
         if found is False:
+            with contextlib.suppress(StateError):
+                await self._restore(change)
             return _outcome(change, ChangeStatus.FAILED, (
                 f"{why}; a read shows no new {kind.name} was created: state keeps the old "
                 f"one ({change.id}); plan the replace again"))
         return _outcome(change, ChangeStatus.UNCERTAIN, (
-            f"{why}: a new {kind.name} may or may not exist, and no read can tell; state "
-            f"keeps the old one ({change.id}); look for it on the server before planning "
-            "the replace again"))
+            f"{why}: a new {kind.name} may or may not exist, and no read can tell now; "
+            f"state records the create as unknown and the old one ({change.id}) as deposed: "
+            "the next plan looks for the new one, and deletes the old one"))
+
+    async def _depose(self, change: Change, spec: dict[str, Any]) -> None:
+        """Before a replace's create is sent: the old object recorded as deposed and the new
+        one's create as an intent, in one write, so a kill at any moment after leaves
+        both where the next plan finds them (it settles the create, deletes the old)."""
+        old = self.entries.get(change.address)
+        assert old is not None and change.id is not None
+        deposed = Entry(deposed_address(change.address, change.id), old.kind, change.id,
+                        APPLIED, old.read_spec(), old.response, now())
+        pending = Entry(change.address, change.kind, None, PENDING, spec, None, now())
+        try:
+            if self._writer is None:
+                self.store.put_many(self.workspace, [deposed, pending])
+            else:
+                await asyncio.wrap_future(self._writer.put_many([deposed, pending]))
+        except StateError as exc:
+            if isinstance(exc, LockLostError):
+                self._stop("the workspace lock was lost", str(exc))
+            else:
+                self._stop("the state store failed", f"the state store failed: {exc}")
+            raise
+
+    async def _restore(self, change: Change) -> None:
+        """A replace whose create did not take effect: the old object back at its address,
+        its deposed record dropped (a deposed record whose id its address records again is
+        dropped by the next plan too, should govsync die between the two writes)."""
+        old = self.entries.get(change.address)
+        assert old is not None and change.id is not None
+        await self._record(old)
+        self.store.remove(self.workspace, deposed_address(change.address, change.id))
 
     async def _delete(self, change: Change) -> ChangeOutcome:
         """Send one delete; the entry goes once the server said yes (or a read says the
@@ -478,7 +517,7 @@ class Applier:
             # The plan blocks it; a plan made before protection was turned on cannot.
             return _outcome(change, ChangeStatus.FAILED, "not sent: terminationProtection is true "
                             "in state; turn it off with an applied change first")
-        spec = self.specs.get(change.address, {})
+        spec = self._spec(change.address)
         operation, body = writes.delete_body(kind, change.id, spec)
         try:
             await self._fenced()  # a process that lost its lock sends nothing
@@ -489,13 +528,15 @@ class Applier:
         try:
             await self.client.call(operation, body)
         except (AmbiguousError, NotFoundError) as exc:
-            # No answer, or "not found": a read says whether the object is gone.
+            # No answer, or "not found": a second read says whether the object is gone
+            # (its Get, else a fresh List); where none can tell, state keeps it.
             try:
-                live = (await writes.read_live(self.client, kind, change.id, spec)
-                        if kind.get is not None else {})
-            except ApiError:
-                live = {}
-            if live:
+                live = await self.objects.present(kind, change.id, spec)
+            except (ApiError, Unfindable) as unread:
+                return _outcome(change, ChangeStatus.UNCERTAIN, (
+                    f"{exc.message}; no read can tell whether it took effect ({unread}): "
+                    f"state keeps {change.address}, and the next plan reads it again"))
+            if live is not None:
                 return _outcome(change, ChangeStatus.FAILED, f"{exc.message}; the object is still "
                                 "on the server: state keeps it")
         except ApiError as exc:
@@ -527,35 +568,34 @@ class Applier:
             change = by_address[address]
             kind = BY_KIND[change.kind]
             assert change.id is not None
-            operation, body = writes.delete_body(kind, change.id, {})
+            deposed = deposed_address(address, change.id)
+            spec = self._spec(address)
+            operation, body = writes.delete_body(kind, change.id, spec)
             try:
                 await self._fenced()
                 self.result.requests += 1
-                await self.client.call(operation, body)
-            except StateError as exc:
+                try:
+                    await self.client.call(operation, body)
+                except ApiError as exc:
+                    if not (isinstance(exc, AmbiguousError | NotFoundError)
+                            and await self._gone(kind, change.id, spec)):
+                        raise
+                    # no answer (or "not found"), but a read shows it gone
+                self.store.remove(self.workspace, deposed)
+            except (StateError, ApiError) as exc:
                 outcome = outcomes[address]
                 outcome.status = ChangeStatus.FAILED
                 outcome.error = (f"created anew (id {outcome.id}) and its references moved, "
-                                 f"but the old one ({change.id}) was not deleted: {exc}; it "
-                                 "is no longer in state: delete it on the server")
-            except ApiError as exc:
-                if (isinstance(exc, AmbiguousError | NotFoundError)
-                        and await self._gone(kind, change.id)):
-                    continue  # no answer (or "not found"), but a read shows it gone
-                outcome = outcomes[address]
-                outcome.status = ChangeStatus.FAILED
-                outcome.error = (f"created anew (id {outcome.id}) and its references moved, "
-                                 f"but deleting the old one ({change.id}) failed: {exc.message}; "
-                                 f"it is no longer in state: delete it on the server")
+                                 f"but the old one ({change.id}) was not deleted: "
+                                 f"{getattr(exc, 'message', exc)}; state records it as "
+                                 f"{deposed}: the next plan deletes it")
 
-    async def _gone(self, kind: Kind, object_id: str) -> bool:
-        """Whether a read shows the object gone (False: still there, or no read can
+    async def _gone(self, kind: Kind, object_id: str, spec: Mapping[str, Any]) -> bool:
+        """Whether a second read shows the object gone (False: still there, or no read can
         tell)."""
-        if kind.get is None:
-            return False
         try:
-            return await writes.read_live(self.client, kind, object_id, {}) is None
-        except ApiError:
+            return await self.objects.present(kind, object_id, spec) is None
+        except (ApiError, Unfindable):
             return False
 
     async def _recorded(self, change: Change, entry: Entry) -> ChangeOutcome:
@@ -628,8 +668,6 @@ class Applier:
 
 
 _KEEP = object()
-# Kinds read by a field of their spec (a connector's AI provider, by its connectorId).
-_READ_BY_FIELD = frozenset(k.name for k in KINDS if k.get is not None and k.get.by != "id")
 
 
 def _outcome(change: Change, status: ChangeStatus, error: str = "", code: str = "",

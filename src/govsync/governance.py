@@ -7,7 +7,7 @@ signature to the exact bytes): at its first apply a workspace records
 * the environment it belongs to (or none),
 * the approvals it requires: how many, and the allowed signers' keys,
 * the rules that hold for it (those of the project that match its environment),
-* the endpoint it applies to (credential-free, ``redact.identity``), in the
+* the endpoint it applies to (``endpoints.identity``: one spelling, no credentials), in the
   state that holds the record.
 
 From then on, whatever the command line, the environment variables or the
@@ -39,6 +39,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from govsync.endpoints import Places
 from govsync.errors import ApprovalError, GovernanceError, ManifestError, StateDamagedError
 from govsync.manifests.model import ManifestSet
 from govsync.plan import (
@@ -250,39 +251,22 @@ class Governor(NamedTuple):
 def governors(recorded: Mapping[str, tuple[str | None, Mapping[str, Any]]], workspace: str,
               endpoint: str | None) -> list[Governor]:
     """The other workspaces of a state (``StateStore.governed``) that record approvals
-    for ``endpoint`` (an identity, ``redact.identity``), strictest first: the endpoint
-    its record binds, or the one recorded with the workspace (a record made before
-    the binding; a workspace moved with ``--allow-endpoint-change``)."""
+    for ``endpoint``, strictest first: for the endpoint its record binds, or the one
+    recorded with the workspace (a record made before the binding; a workspace moved
+    with ``--allow-endpoint-change``), where that is the same place as ``endpoint``
+    (``endpoints.Places``: the same identity, or the same port on a host that resolves
+    to a common address; an open question answers yes)."""
     if not endpoint:
         return []
-    found = []
-    for name, (column, data) in recorded.items():
-        if name == workspace:
-            continue
-        held = Governance.from_dict(data, name)
-        if held.required and _same_place(endpoint) in {_same_place(held.endpoint),
-                                                         _same_place(column)}:
-            found.append(Governor(name, held))
+    held = {name: (column, Governance.from_dict(data, name))
+            for name, (column, data) in recorded.items() if name != workspace}
+    held = {n: (c, g) for n, (c, g) in held.items() if g.required}
+    if not held:
+        return []
+    places = Places([endpoint, *(e for c, g in held.values() for e in (c, g.endpoint))])
+    found = [Governor(name, gov) for name, (column, gov) in held.items()
+             if places.same(endpoint, gov.endpoint) or places.same(endpoint, column)]
     return sorted(found, key=lambda g: (-g.governance.required, g.workspace))
-
-
-def _same_place(endpoint: str | None) -> str | None:
-    """An endpoint identity compared as a host compares it: scheme and host without
-    case, the scheme's default port left out."""
-    if endpoint is None:
-        return None
-    from urllib.parse import urlsplit  # with ipaddress, 4 ms: for a governed endpoint
-
-    parts = urlsplit(endpoint)
-    if not parts.scheme or not parts.hostname:
-        return endpoint
-    default = {"http": 80, "https": 443}.get(parts.scheme.lower())
-    try:
-        port = parts.port
-    except ValueError:
-        return endpoint
-    host = parts.hostname + (f":{port}" if port is not None and port != default else "")
-    return f"{parts.scheme.lower()}://{host}{parts.path.rstrip('/')}"
 
 
 def new_on_governed(workspace: str, endpoint: str, found: Sequence[Governor]) -> str:

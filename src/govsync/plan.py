@@ -1,12 +1,13 @@
-"""Plan: one action per address, from manifests against recorded state.
+"""Plan: one action per address, decided once, from the manifests, the recorded state and
+what the server showed (``Observation``: the refresh runs first, as Terraform's does).
 
 =========  ==========================================================
 create     in the manifests, not in state
 update     in both, spec differs, the kind's update covers every change
 no-op      in both, same resolved spec
-blocked    in both, spec differs, the API cannot make the change
+blocked    the change cannot be made, or must not be: a typed reason says why
 orphan     in state, no longer in the manifests, nothing asks to delete it
-uncertain  a create whose outcome is unknown (sent, no answer)
+uncertain  a create whose outcome is unknown (sent, no answer) that no read settles
 delete     a ``Removed`` document with ``destroy: true`` (or ``prune``)
 forget     a ``Removed`` document with ``destroy: false``: dropped from state
 replace    ``--replace ADDR``: a new object, references moved, the old deleted
@@ -16,7 +17,8 @@ Specs are compared *resolved* (``values.Resolver``): references become the
 ids recorded in state (unknown for objects this plan creates), secrets
 become keyed fingerprints of their current values.  A change's ``request``
 keeps what cannot be known yet as typed leaves (``Ref``, ``PlannedSecret``):
-never a secret value.
+never a secret value.  Why a change is what it is, is a ``Reason`` (typed); only
+the renderers put it into words.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from govsync.errors import ConfigError, ManifestError, Problem
 from govsync.graph import order
 from govsync.manifests.directives import Directive
 from govsync.manifests.model import Manifest, ManifestSet
+from govsync.planning.compare import pairs
+from govsync.planning.diff import field_diff, recorded_shown, top_field
 from govsync.planning.model import (
     ENDING,
     REFRESH_CHECK,
@@ -49,35 +53,34 @@ from govsync.planning.model import (
     GovernanceChange,
     Plan,
 )
+from govsync.planning.observation import Observation
+from govsync.planning.reasons import Reason, Why
 from govsync.planning.removals import (
     directives,
     ending,
-    order_deletes,
     protected,
-    protected_reason,
     recorded_at,
+    referrers,
     removals,
 )
 from govsync.state import APPLIED, PENDING, UNCERTAIN, Entry, Snapshot
-from govsync.state.model import FINGERPRINT_PREFIX
+from govsync.state.model import deposed_of
 from govsync.values import (
-    KNOWN_AFTER_APPLY,
-    KNOWN_AFTER_APPLY_TEXT,
-    SENSITIVE,
     UNREAD,
     MissingSecret,
     PlannedSecret,
     Resolver,
     SecretRef,
     holes,
+    shown,
 )
 
 __all__ = [
-    "ENDING", "EXISTS", "REFRESH_CHECK", "ROTATED", "UNREAD_UPDATE", "WORK", "Action",
-    "Change", "Check", "CheckStatus", "DriftKind", "Drifted", "Environ", "FieldChange",
-    "GovernanceChange", "Plan", "blocked_advice", "blocked_reason", "ending", "exists_reason", "field_diff",
-    "make_plan", "missing_secrets", "order_deletes", "protected", "protected_reason",
-    "recorded_at", "recorded_shown", "rotation_reason", "say_unread", "top_field",
+    "ENDING", "REFRESH_CHECK", "WORK", "Action", "Change", "Check", "CheckStatus",
+    "DriftKind", "Drifted", "Environ", "FieldChange", "GovernanceChange", "Observation",
+    "Plan", "Reason", "Recorded", "Why", "creating", "ending", "field_diff", "make_plan",
+    "missing_secrets", "protected", "recorded_at", "recorded_shown",
+    "say_unread", "top_field", "unrecorded",
 ]
 
 
@@ -121,27 +124,30 @@ def make_plan(
     environ: Environ | None = None,
     targets: Sequence[str] = (),
     read_secrets: bool = True,
-    missing: Collection[str] = (),
     prune: bool = False,
     replace: Sequence[str] = (),
-    heal: Mapping[str, Drifted] | None = None,
+    ignore: Mapping[str, Sequence[str]] | None = None,
+    observation: Observation | None = None,
 ) -> Plan:
-    """Diff ``manifests`` against ``snapshot``.  Raises ManifestError for a
-    missing secret variable or a Moved/Import document that cannot apply,
-    ConfigError for a target that matches nothing.
+    """Diff ``manifests`` against ``snapshot`` and what ``observation`` saw on the server
+    (None: nothing read).  Raises ManifestError for a missing secret variable or a
+    Moved/Import document that cannot apply, ConfigError for a target or a replace
+    that names nothing.
 
     Without ``read_secrets``, secrets' values are not read: each secret is
     taken to be unchanged since it was applied (a pull request's plan, which
     ``apply --reviewed`` plans again with the values).
 
-    ``missing``: recorded addresses the server no longer has (refresh): planned
-    as creates.  ``prune``: every orphan is planned as a delete (the project's or
-    environment's ``prune: true``); without it, only a ``Removed`` document deletes.
-    ``replace``: addresses to replace (``--replace``): each is created anew, what refers
-    to it is updated (or, where its update cannot change the reference, replaced too),
-    and the old object is deleted last.  ``heal`` (``selfHeal: true``): what a refresh
-    found changed outside govsync, by address: planned as the updates that put it back
-    where the kind's update covers every such field."""
+    ``prune``: every orphan is planned as a delete (the project's or environment's
+    ``prune: true``); without it, only a ``Removed`` document deletes.  ``replace``:
+    addresses to replace (``--replace``): each is created anew, what refers to it is
+    updated (or, where its update cannot change the reference, replaced too), and
+    the old object is deleted last.  What the observation found changed outside
+    govsync in a field the manifest names is put back by the update (contract 12,
+    amended), its diff starting from the live value.  ``ignore`` (the project's
+    ``ignoreChanges``, by kind): fields never diffed and never changed (an update
+    carries their live value)."""
+    seen = observation if observation is not None else Observation()
     env = os.environ if environ is None else environ
     entries = snapshot.entries
     problems: list[Problem] = []
@@ -156,9 +162,9 @@ def make_plan(
     replaced = _replacing(manifests, entries, replace)
     resolver = Resolver(ids=_Ids(entries, more, replaced), fingerprint=snapshot.fingerprint,
                         environ=env, read_secrets=read_secrets)
+    recorded = Recorded(entries)
     changes: list[Change] = []
     if len(manifests.order) != len(manifests.objects):
-
         manifests.order = order(manifests.objects)
     for address in manifests.order:
         manifest = manifests.objects[address]
@@ -167,46 +173,46 @@ def make_plan(
         except MissingSecret as exc:
             problems.append(_missing_secret(manifest, exc.path, exc.variable))
             continue
-        if not read_secrets:
-            recorded = entries.get(moved.get(address, address))
-            if recorded is not None and recorded.status == APPLIED:
-                resolved = _unread_as_before(manifest, recorded.read_spec() or {}, resolved)
+        entry = entries.get(moved.get(address, address))
+        if not read_secrets and entry is not None and entry.status == APPLIED:
+            resolved = _unread_as_before(manifest, entry.read_spec() or {}, resolved)
         if address in moved:
-            changes.append(_move(manifest, moved[address], entries[moved[address]], request,
-                                 resolved))
+            change = _move(manifest, moved[address], entries[moved[address]], request,
+                           resolved, seen)
         elif address in imported:
-            changes.append(_import(manifest, imported[address], request))
+            change = _import(manifest, imported[address], request, seen)
         elif address in replaced:
-            changes.append(_replacement(manifest, entries[address], request, replace))
-        elif address in missing:
-            change = _change(manifest, None, request, resolved, address)
-            change.reason = (f"missing on the server (recorded as {entries[address].id}): "
-                             "created again")
-            changes.append(change)
+            change = _replacement(manifest, entries[address], request, replace, seen,
+                                  recorded)
         else:
-            change = _change(manifest, entries.get(address), request, resolved, address)
-            if heal and change.action == Action.NOOP and address in heal:
-                change = _healing(manifest, change, request, heal[address])
+            change = _decide(manifest, entry, request, resolved, address, seen, recorded,
+                             (ignore or {}).get(manifest.kind.name, ()))
             if replaced and _chained(change, manifest, replaced):
                 replaced.add(address)  # its reference cannot be updated: replaced too
-                change = _replacement(manifest, entries[address], request, replace)
-            changes.append(change)
-    for address in sorted(entries.keys() - manifests.objects.keys() - set(moved.values())):
+                change = _replacement(manifest, entries[address], request, replace, seen,
+                                      recorded)
+        if manifest.patched:
+            change.patched = dict(manifest.patched)
+        changes.append(change)
+    gone = sorted(entries.keys() - manifests.objects.keys() - set(moved.values()))
+    ends = {a for a in gone if entries[a].status == APPLIED
+            and (deposed_of(a) is not None or a in removed or prune)}
+    referred = referrers(entries, ends, changes)
+    for address in gone:
         entry = entries[address]
-        if entry.status in (PENDING, UNCERTAIN):
-            changes.append(Change(address, Action.UNCERTAIN, entry.kind, id=entry.id, reason=(
-                "a create was sent but its outcome is unknown, and the manifest is gone; "
-                f"run `govsync state resolve {address} --id ID` or `--absent`")))
+        refs = referred.get(entry.id) if entry.id else None
+        if deposed_of(address) is not None:
+            changes.append(ending(entry, None, seen, refs, deposed=True))
+        elif entry.status in (PENDING, UNCERTAIN):
+            changes.append(Change(address, Action.UNCERTAIN, entry.kind, id=entry.id,
+                                  why=Reason(Why.UNCERTAIN_GONE)))
         elif address in removed:
-            changes.append(ending(entry, removed[address]))
+            changes.append(ending(entry, removed[address], seen, refs))
         elif prune:
-            changes.append(ending(entry, None))
+            changes.append(ending(entry, None, seen, refs))
         else:
-            changes.append(Change(address, Action.ORPHAN, entry.kind, id=entry.id, reason=(
-                "no longer in the manifests: nothing deletes it, so it stays on the server; "
-                "a Removed document deletes it (destroy: true) or forgets it (false) after "
-                "review; `govsync apply --forget-orphans` drops it from state")))
-    order_deletes(changes, entries)
+            changes.append(Change(address, Action.ORPHAN, entry.kind, id=entry.id,
+                                  why=Reason(Why.ORPHAN)))
     if problems:
         raise ManifestError(problems)
     plan = Plan(snapshot.workspace, snapshot.lineage, snapshot.serial, manifests.digest, changes,
@@ -216,10 +222,109 @@ def make_plan(
     return plan
 
 
+def creating(plan: Plan) -> list[Change]:
+    """The changes that would make an object whose twin may exist on the server already,
+    to be looked up before the plan is decided (creates, replaces, unknown creates)."""
+    return [c for c in plan.changes if c.request is not None and (
+        c.action in (Action.CREATE, Action.REPLACE)
+        or (c.action == Action.UNCERTAIN and c.why is not None
+            and c.why.why == Why.UNSETTLED))]
+
+
+class Recorded:
+    """The ids this workspace records (at any address, deposed objects included)."""
+
+    def __init__(self, entries: Mapping[str, Entry]) -> None:
+        self._entries = entries
+        self._ids: dict[tuple[str, str], str] | None = None
+
+    def at(self, kind: str, object_id: str) -> str | None:
+        if self._ids is None:
+            self._ids = {(e.kind, e.id): a for a, e in self._entries.items() if e.id}
+        return self._ids.get((kind, object_id))
+
+
+def unrecorded(kind: Kind, address: str, seen: Observation, recorded: Recorded,
+                mine: str | None = None) -> Reason | None:
+    """Why a create at ``address`` must not be sent: an object it would duplicate exists on
+    the server (found by the fields that identify it) and this workspace does not record
+    it (``mine``: the id recorded at the address, gone or being replaced), or another
+    workspace of the state does."""
+    for live_id in seen.found.get(address, ()):
+        if live_id == mine or recorded.at(kind.name, live_id) is not None:
+            continue
+        owner = seen.owners.get(live_id)
+        if owner is not None:
+            return Reason(Why.OWNED, id=live_id, names=owner)
+        return Reason(Why.EXISTS, id=live_id, detail=mine or "")
+    return None
+
+
+def _decide(manifest: Manifest, entry: Entry | None, request: dict[str, Any],
+            resolved: dict[str, Any], address: str, seen: Observation, recorded: Recorded,
+            ignored: Sequence[str]) -> Change:
+    """The action of an address the manifests define (not moved, imported or replaced)."""
+    kind = manifest.kind
+    if entry is None:
+        return _create(manifest, request, address, seen, recorded, None)
+    if entry.status in (PENDING, UNCERTAIN):
+        return _unknown(manifest, entry, request, address, seen, recorded)
+    if address in seen.live and seen.live[address] is None:
+        return _create(manifest, request, address, seen, recorded,
+                       Reason(Why.MISSING, id=entry.id), mine=entry.id)
+    change = _compare(manifest, entry, request, resolved, address,
+                      seen.changed.get(address), seen.live.get(address), ignored)
+    if change.action == Action.UPDATE and seen.lacks_writes and kind.update is not None \
+            and not kind.update.spec:
+        change = Change(address, Action.BLOCKED, kind.name, id=entry.id, fields=change.fields,
+                        diff=change.diff, why=Reason(Why.ENDPOINT_LACKS,
+                                                     operation=kind.update_op))
+    return change
+
+
+def _create(manifest: Manifest, request: dict[str, Any], address: str, seen: Observation,
+            recorded: Recorded, why: Reason | None, *, mine: str | None = None) -> Change:
+    kind = manifest.kind
+    blocked = unrecorded(kind, address, seen, recorded, mine)
+    if blocked is not None:
+        return Change(address, Action.BLOCKED, kind.name, id=blocked.id, why=blocked)
+    return Change(address, Action.CREATE, kind.name, fields=tuple(sorted(request)),
+                  request=request, operation=kind.create_op, after=manifest.dependencies,
+                  why=why)
+
+
+def _unknown(manifest: Manifest, entry: Entry, request: dict[str, Any], address: str,
+             seen: Observation, recorded: Recorded) -> Change:
+    """A create sent earlier whose outcome is unknown: settled by the lookup where it ran
+    (contract 12, amended): found, it is recorded (an import of what was found); found
+    absent, it is created; else it waits for ``state resolve``."""
+    kind = manifest.kind
+    if address not in seen.found or seen.running:
+        detail = ("an apply running now may still be sending it" if seen.running
+                  else "" if not seen.read else f"no read finds a {kind.name} by its fields")
+        return Change(address, Action.UNCERTAIN, kind.name, id=entry.id, request=request,
+                      why=Reason(Why.UNSETTLED, detail=detail))
+    read = seen.read_with.get(address, "")
+    ids = [i for i in seen.found[address] if recorded.at(kind.name, i) is None]
+    owned = [i for i in ids if i in seen.owners]
+    if owned:
+        return Change(address, Action.BLOCKED, kind.name, id=owned[0],
+                      why=Reason(Why.OWNED, id=owned[0], names=seen.owners[owned[0]]))
+    if not ids:
+        return Change(address, Action.CREATE, kind.name, fields=tuple(sorted(request)),
+                      request=request, operation=kind.create_op, after=manifest.dependencies,
+                      why=Reason(Why.SETTLED_ABSENT, operation=read))
+    if len(ids) > 1:
+        return Change(address, Action.UNCERTAIN, kind.name, id=entry.id, request=request,
+                      why=Reason(Why.UNSETTLED, detail=(
+                          f"{read} finds {len(ids)} such objects ({', '.join(ids)})")))
+    return Change(address, Action.IMPORT, kind.name, id=ids[0], fields=tuple(sorted(request)),
+                  request=request, operation=None, after=manifest.dependencies,
+                  why=Reason(Why.SETTLED_EXISTS, id=ids[0], operation=read))
+
+
 def _target(plan: Plan, manifests: ManifestSet, patterns: Sequence[str]) -> None:
     """Keep the changes whose address matches a pattern, and what they depend on."""
-
-
     addresses = [c.address for c in plan.changes]
     chosen: set[str] = set()
     for pattern in patterns:
@@ -243,39 +348,14 @@ def _target(plan: Plan, manifests: ManifestSet, patterns: Sequence[str]) -> None
     plan.targets = list(patterns)
 
 
-UNREAD_UPDATE = ("not read from the server ({why}): {op} is sent the manifest's whole spec, "
-                 "so a field changed outside govsync that the manifest leaves at its default "
-                 "is set back")
-
-
 def say_unread(plan: Plan, why: str, read: Collection[str] = ()) -> None:
     """Updates that replace the whole object but whose object was not read (``read``: the
     addresses that were): the plan says what is sent instead of read-modify-write."""
     for change in plan.changes:
-        kind = BY_KIND[change.kind]
         if (change.action in (Action.UPDATE, Action.MOVE) and change.operation
-                and kind.replace_all and change.address not in read and not change.reason):
-            change.reason = UNREAD_UPDATE.format(why=why, op=change.operation)
-
-
-def top_field(path: str) -> str:
-    """The top-level spec field of a change's dotted path (``hosts[1]`` -> ``hosts``)."""
-    return path.split(".", 1)[0].split("[", 1)[0]
-
-
-def _healing(manifest: Manifest, change: Change, request: dict[str, Any], drifted: Drifted
-             ) -> Change:
-    """Self-heal: the update that puts back what changed outside govsync (the live value
-    -> the manifest's), where the kind's update covers every such field."""
-    kind = manifest.kind
-    top = {top_field(d.path) for d in drifted.diff}
-    if not top or not all(kind.can_update(f) for f in top):
-        return change
-    return Change(change.address, Action.UPDATE, kind.name, id=change.id,
-                  fields=tuple(d.path for d in drifted.diff),
-                  diff=tuple(FieldChange(d.path, d.after, d.before) for d in drifted.diff),
-                  request=request, operation=kind.update_op, after=manifest.dependencies,
-                  reason="selfHeal: puts back what changed outside govsync")
+                and change.why is None and change.address not in read
+                and BY_KIND[change.kind].replace_all):
+            change.why = Reason(Why.UNREAD, detail=why)
 
 
 def _replacing(manifests: ManifestSet, entries: Mapping[str, Entry], replace: Sequence[str]
@@ -286,15 +366,22 @@ def _replacing(manifests: ManifestSet, entries: Mapping[str, Entry], replace: Se
         if address not in manifests.objects or entry is None or entry.status != APPLIED:
             raise ConfigError(f"--replace {address}: name an object the manifests define and "
                               "state records as applied (Kind/name)")
-        if manifests.objects[address].kind.delete is None:
+        kind = manifests.objects[address].kind
+        if kind.delete is None:
             raise ConfigError(f"--replace {address}: the API cannot delete a "
                               f"{entry.kind}, so it cannot be replaced")
+        if kind.create.retry_safe:
+            raise ConfigError(f"--replace {address}: a {entry.kind} is set in place by "
+                              f"{kind.create_op} (there is one per {', '.join(kind.identity)}"
+                              "): change it in its manifest instead")
     return set(replace)
 
 
 def _chained(change: Change, manifest: Manifest, replaced: Collection[str]) -> bool:
     """A change blocked only because a reference to a replaced object cannot be updated."""
     if change.action != Action.BLOCKED or change.id is None or manifest.kind.delete is None:
+        return False
+    if change.why is None or change.why.why != Why.CANNOT_UPDATE:
         return False
     moving: set[str] = set()
     for written, target in manifest.refs:
@@ -307,53 +394,66 @@ def _chained(change: Change, manifest: Manifest, replaced: Collection[str]) -> b
 
 
 def _replacement(manifest: Manifest, entry: Entry, request: dict[str, Any],
-                 asked: Sequence[str]) -> Change:
+                 asked: Sequence[str], seen: Observation, recorded: Recorded) -> Change:
+    """A replace: blocked where a delete of the old object would be (protected, in state
+    or live; the endpoint without deletes), or where an object its new one would duplicate
+    exists unrecorded (a replace left unfinished before intents were recorded)."""
     kind = manifest.kind
-    why = ("--replace" if manifest.address in asked
-           else "it refers to a replaced object and its update cannot change the reference")
-    name = (f"; for a moment two {kind.name}s are named {manifest.name!r} (the new one is "
-            "created before the old one is deleted)" if kind.named else "")
-    return Change(manifest.address, Action.REPLACE, kind.name, id=entry.id,
+    address = manifest.address
+    by = "--replace" if address in asked else "chained"
+    live = seen.live.get(address)
+    where = "in state" if protected(entry.read_spec()) else "live" if protected(live) else ""
+    blocked: Reason | None = None
+    if where:
+        blocked = Reason(Why.PROTECTED, by="--replace", detail=where)
+    elif seen.lacks_writes:
+        blocked = Reason(Why.ENDPOINT_LACKS, by="--replace", operation=kind.delete_op)
+    elif entry.id is not None and entry.id in seen.owners:
+        blocked = Reason(Why.OWNED, id=entry.id, names=seen.owners[entry.id])
+    else:
+        blocked = unrecorded(kind, address, seen, recorded, entry.id)
+    if blocked is not None:
+        return Change(address, Action.BLOCKED, kind.name, id=entry.id, why=blocked)
+    return Change(address, Action.REPLACE, kind.name, id=entry.id,
                   fields=tuple(sorted(request)), request=request, operation=kind.create_op,
-                  after=manifest.dependencies,
-                  reason=(f"replaced ({why}): {kind.create_op} creates a new one, what refers "
-                          f"to it is updated, then {kind.delete_op} deletes {entry.id}{name}"))
-
-
-def recorded_shown(entry: Entry) -> dict[str, Any]:
-    """A recorded spec as rules and people may see it: secrets' fingerprints hidden."""
-    shown: dict[str, Any] = _fingerprints_hidden(entry.read_spec() or {})
-    return shown
+                  after=manifest.dependencies, why=Reason(Why.REPLACE, by=by, id=entry.id))
 
 
 def _move(manifest: Manifest, old: str, entry: Entry, request: dict[str, Any],
-          resolved: dict[str, Any]) -> Change:
+          resolved: dict[str, Any], seen: Observation) -> Change:
     kind = manifest.kind
     old_name = old.split("/", 1)[1]
     if kind.named and old_name != manifest.name and not kind.can_update("name"):
         return Change(manifest.address, Action.BLOCKED, kind.name, id=entry.id,
-                      moved_from=old, reason=(
-                          f"moving {old} to {manifest.address} would change the {kind.name}'s "
-                          f"API name ({old_name!r} -> {manifest.name!r}), and "
-                          f"{kind.update_op or 'no update'} cannot change it: keep the old "
-                          f"address, or replace it (`--replace {old}`)"))
-    change = _change(manifest, entry, request, resolved, manifest.address)
+                      moved_from=old, why=Reason(Why.RENAME, detail=old,
+                                                 names=(old_name, manifest.name),
+                                                 operation=kind.update_op))
+    change = _compare(manifest, entry, request, resolved, manifest.address)
     change.moved_from = old
-    if change.action == Action.NOOP:
+    if change.action in (Action.NOOP, Action.UPDATE):
         change.action = Action.MOVE
-        change.reason = f"re-addressed from {old} in state; nothing is sent"
-    elif change.action == Action.UPDATE:
-        change.action = Action.MOVE
-        change.reason = f"re-addressed from {old} in state, then updated ({change.operation})"
+        change.why = Reason(Why.MOVED, detail=old)
     return change
 
 
-def _import(manifest: Manifest, directive: Directive, request: dict[str, Any]) -> Change:
+def _import(manifest: Manifest, directive: Directive, request: dict[str, Any],
+            seen: Observation) -> Change:
+    """An Import document: verified by the observation's read where there was one."""
     kind = manifest.kind
+    address = manifest.address
+    object_id = directive.spec["id"]
+    by = directive.label
+    if object_id in seen.owners:
+        return Change(address, Action.BLOCKED, kind.name, id=object_id,
+                      why=Reason(Why.OWNED, id=object_id, names=seen.owners[object_id]))
+    secrets = [p for p in holes(request) if isinstance(paths.get(request, p), PlannedSecret)]
+    if address in seen.imports:
+        return _verified(kind, address, object_id, by, request, secrets,
+                         seen.imports[address], seen.read_with.get(address, "a read"),
+                         manifest.dependencies)
     readable = kind.name in readable_kinds()
     verify = ("" if readable else f"the API has no operation that reads a {kind.name}, so the "
-              f"id {directive.spec['id']} is recorded without checking that it exists; ")
-    secrets = [p for p in holes(request) if isinstance(paths.get(request, p), PlannedSecret)]
+              f"id {object_id} is recorded without checking that it exists; ")
     if kind.replace_all and secrets:
         # No read returns a secret: sending it could overwrite the live one with
         # whatever the variable holds (a migration's placeholder).
@@ -371,47 +471,110 @@ def _import(manifest: Manifest, directive: Directive, request: dict[str, Any]) -
         what = ("the manifest's spec is recorded as its current spec (no operation can make "
                 "the server match it: check that they agree)")
         operation = None
-    return Change(manifest.address, Action.IMPORT, kind.name, id=directive.spec["id"],
+    return Change(address, Action.IMPORT, kind.name, id=object_id,
                   fields=tuple(sorted(request)), request=request, operation=operation,
                   after=manifest.dependencies,
-                  reason=f"adopted by {directive.label}: {verify}{what}")
+                  why=Reason(Why.IMPORTED, by=by, detail=verify + what))
 
 
-def _change(manifest: Manifest, entry: Any, request: dict[str, Any],
-            resolved: dict[str, Any], address: str) -> Change:
-    """``address``: the manifest's, given as the string the manifest set keys it by
-    (``Manifest.address`` makes a new one: 7 MB more for a plan of 100,000)."""
-    change = _action(manifest, entry, request, resolved, address)
-    if manifest.patched:
-        change.patched = dict(manifest.patched)
-    return change
+def _verified(kind: Kind, address: str, object_id: str, by: str, request: dict[str, Any],
+              secrets: list[paths.Path], live: dict[str, Any] | None, read: str,
+              after: tuple[str, ...]) -> Change:
+    if live is None:
+        return Change(address, Action.BLOCKED, kind.name, id=object_id,
+                      why=Reason(Why.IMPORT_ABSENT, by=by, operation=read))
+    manifest, server = pairs(kind, shown(request), None, live)
+    # From what the server holds to what the manifest says (what the update then sends).
+    diff = field_diff(kind, server, manifest) if manifest != server else ()
+    fields = tuple(d.path for d in diff)
+    top = tuple(sorted({top_field(d.path) for d in diff}, key=str))
+    if diff and not all(kind.can_update(str(t)) for t in top):
+        return Change(address, Action.BLOCKED, kind.name, id=object_id, fields=fields,
+                      diff=diff, why=Reason(Why.IMPORT_FIXED, by=by, operation=read,
+                                            fields=top, detail=kind.update_op or ""))
+    if diff and secrets:
+        return Change(address, Action.BLOCKED, kind.name, id=object_id, fields=fields,
+                      diff=diff, why=Reason(Why.IMPORT_SECRETS, by=by, operation=read,
+                                            fields=top, detail=kind.update_op or "",
+                                            names=tuple(paths.text(p) for p in secrets)))
+    return Change(address, Action.IMPORT, kind.name, id=object_id, fields=fields, diff=diff,
+                  request=request, operation=kind.update_op if diff else None, after=after,
+                  why=Reason(Why.VERIFIED, by=by, operation=read, fields=top))
 
 
-def _action(manifest: Manifest, entry: Any, request: dict[str, Any],
-            resolved: dict[str, Any], address: str) -> Change:
+def _compare(manifest: Manifest, entry: Entry, request: dict[str, Any],
+             resolved: dict[str, Any], address: str, drifted: Drifted | None = None,
+             live: Mapping[str, Any] | None = None, ignored: Sequence[str] = ()) -> Change:
+    """An applied object's spec against the manifest's: a no-op, an update, or blocked.
+
+    What changed outside govsync in a field the manifest names is compared from its
+    live value (contract 12, amended: any apply puts it back); a field the manifest
+    does not name keeps what the console set (an update lays the manifest over the
+    object as read).  ``ignored`` fields (ignoreChanges) are never compared."""
     kind = manifest.kind
-    if entry is None:
-        return Change(address, Action.CREATE, kind.name, fields=tuple(sorted(request)),
-                      request=request, operation=kind.create_op, after=manifest.dependencies)
-    if entry.status in (PENDING, UNCERTAIN):
-        return Change(address, Action.UNCERTAIN, kind.name, id=entry.id, reason=(
-            "a create was sent but its outcome is unknown; run `govsync state resolve "
-            f"{address} --id ID` if it exists on the server, or `--absent` if not"))
-    before = entry.read_spec() or {}  # parsed for this comparison only
+    recorded = entry.read_spec() or {}
+    before = _live_base(kind, recorded, resolved, drifted, live, ignored)
+    kept: tuple[str, ...] = ()
+    if ignored:
+        kept = tuple(p for p in ignored if paths.has(resolved, paths.parse(p))
+                     or paths.has(before, paths.parse(p)))
+        before, resolved = _without(before, ignored), _without(resolved, ignored)
+        recorded = _without(recorded, ignored)
     if before == resolved:
         return Change(address, Action.NOOP, kind.name, id=entry.id)
     diff = field_diff(kind, before, resolved, _secret_holes(manifest))
     top = sorted({k for k in before.keys() | resolved.keys() if before.get(k) != resolved.get(k)})
     cannot = [f for f in top if not kind.can_update(f)]
     fields = tuple(d.path for d in diff)
+    # Only what changed outside govsync, the manifests as applied: put back.
+    why = Reason(Why.OUTSIDE) if recorded == resolved else None
     if not cannot:
         return Change(address, Action.UPDATE, kind.name, id=entry.id, fields=fields, diff=diff,
-                      request=request, operation=kind.update_op, after=manifest.dependencies)
+                      request=request, operation=kind.update_op, after=manifest.dependencies,
+                      why=why, kept=kept if kind.replace_all else ())
     rotated = _rotated_secrets(manifest, before, resolved)
-    reason = (rotation_reason(kind, rotated, [f for f in cannot if f not in {
-        str(p[0]) for p, _ in rotated}]) if rotated else blocked_reason(kind, cannot, address))
+    if rotated:
+        tops = {str(p[0]) for p, _ in rotated}
+        blocked = Reason(Why.SECRET_ROTATED,
+                         names=tuple(f"{v} spec.{paths.text(p)}" for p, v in rotated),
+                         fields=tuple(f for f in cannot if f not in tops))
+    else:
+        blocked = Reason(Why.CANNOT_UPDATE, fields=tuple(cannot), operation=kind.update_op)
     return Change(address, Action.BLOCKED, kind.name, id=entry.id, fields=fields, diff=diff,
-                  reason=reason)
+                  why=blocked)
+
+
+def _live_base(kind: Kind, recorded: dict[str, Any], resolved: Mapping[str, Any],
+               drifted: Drifted | None, live: Mapping[str, Any] | None,
+               ignored: Sequence[str]) -> dict[str, Any]:
+    """The recorded spec with the live value of each field that changed outside govsync
+    and that the manifest names (at a value it sets, not the API's default)."""
+    if drifted is None or live is None:
+        return recorded
+    before = recorded
+    for d in drifted.diff:
+        top = top_field(d.path)
+        if top not in resolved or kind.unnamed(top, resolved[top]) or any(
+                paths.under(paths.parse(d.path), paths.parse(i)) for i in ignored):
+            continue
+        path = paths.parse(d.path)
+        try:
+            before = paths.put(before, path, paths.get(live, path, paths.DELETE))
+        except KeyError:  # a list that grew or shrank: its whole value, as it is live
+            before = paths.put(before, (top,), live.get(top, paths.DELETE))
+    return before
+
+
+def _without(spec: dict[str, Any], ignored: Sequence[str]) -> dict[str, Any]:
+    """``spec`` without the ignored fields (ignoreChanges)."""
+    for dotted in ignored:
+        path = paths.parse(dotted)
+        if paths.has(spec, path):
+            try:
+                spec = paths.put(spec, path, paths.DELETE)
+            except KeyError:
+                continue
+    return spec
 
 
 def _secret_holes(manifest: Manifest) -> list[paths.Path]:
@@ -441,54 +604,6 @@ def _rotated_secrets(manifest: Manifest, before: dict[str, Any], after: dict[str
     return out
 
 
-# In the reason of a change blocked by a rotated secret (and only there).
-ROTATED = "changed, not the manifest"
-
-
-# In the reason of a create blocked because its object exists unrecorded (and only there).
-EXISTS = "exists on the server as"
-
-
-def exists_reason(object_id: str) -> str:
-    """Why a create is blocked: its object exists on the server, and state does not record
-    it (contract section 12: no duplicate from a lost or misplaced state)."""
-    return (f"{EXISTS} {object_id}: adopt it with an Import document or `govsync import` "
-            "(or check that --state and --workspace name the state that records it)")
-
-
-def blocked_advice(blocked: Sequence[Change]) -> str:
-    """What to do about blocked changes: revert manifest edits, rotate secrets, adopt
-    what exists, or all of these."""
-    existing = [c for c in blocked if EXISTS in c.reason]
-    if existing:
-        rest = [c for c in blocked if EXISTS not in c.reason]
-        adopt = (f"{len(existing)} exist(s) on the server unrecorded: adopt them with Import "
-                 "documents or `govsync import`, or point --state at the state that records "
-                 "them")
-        return adopt + ("; " + blocked_advice(rest) if rest else "")
-    rotated = sum(1 for c in blocked if ROTATED in c.reason)
-    if rotated == len(blocked):
-        return ("a secret's value changed, not the manifests: rotate it as the reason says "
-                "(or apply the rest with --target)")
-    if rotated:
-        return ("revert the manifest changes, and rotate the secrets whose value changed as "
-                "their reasons say")
-    return "revert them in the manifests"
-
-
-def rotation_reason(kind: Kind, rotated: list[tuple[paths.Path, str]], others: list[str]) -> str:
-    """Why a changed secret value blocks, and how to rotate it (contract section 6)."""
-    secrets = ", ".join(f"{variable} (spec.{paths.text(path)})" for path, variable in rotated)
-    also = f"; {blocked_reason(kind, others)}" if others else ""
-    return (
-        f"the value of {secrets} {ROTATED}: the API cannot update a "
-        f"{kind.name}'s secret. To rotate it, add a new {kind.name} under a new name with the "
-        "new value, move what uses it there, then remove the old one from the manifests "
-        "(`govsync apply --forget-orphans` drops it from state); meanwhile `--target` applies "
-        f"the rest of the repository{also}"
-    )
-
-
 def _missing_secret(manifest: Manifest, path: paths.Path, variable: str) -> Problem:
     dotted = ".".join(str(p) for p in path)
     return Problem(
@@ -511,107 +626,3 @@ def missing_secrets(manifests: ManifestSet, environ: Environ) -> list[Problem]:
             if isinstance(hole, SecretRef) and not environ.get(hole.variable):
                 problems.append(_missing_secret(manifest, path, hole.variable))
     return problems
-
-
-def blocked_reason(kind: Kind, fields: list[str], address: str = "") -> str:
-    names = ", ".join(fields)
-    if kind.update_op is None:
-        why = f"the API has no operation that updates a {kind.name}"
-    else:
-        why = f"{kind.update_op} can change only {kind.changeable}"
-    return (
-        f"cannot change {names}: {why}. Revert the change in the manifest, or replace the "
-        f"object: `--replace {address or kind.name + '/NAME'}` creates a new one and deletes "
-        "the old one"
-    )
-
-
-def field_diff(kind: Kind, before: dict[str, Any], after: dict[str, Any],
-               secrets: Sequence[paths.Path] = ()) -> tuple[FieldChange, ...]:
-    """Leaf-level changes (deepdiff below the top level), secrets and unknown ids shown
-    as such.
-
-    Secrets are the kind's secret fields and ``secrets``, the manifest's own (a
-    ``{fromEnv}`` inside an open variant); a fingerprint anywhere (a secret the
-    manifest no longer has) is shown as sensitive too."""
-
-    secret_paths = [*(paths.split(s) for s in kind.secrets), *secrets]
-    out: list[FieldChange] = []
-
-    def change(parts: paths.Path, t1: Any, t2: Any) -> None:
-        hidden = any(paths.under(parts, s) for s in secret_paths)
-        # A whole object that appears or goes may hold secrets below it.
-        inner = [s[len(parts):] for s in secret_paths if len(s) > len(parts) and paths.under(s, parts)]
-        old = _masked(_shown(t1, hidden), inner)
-        new = _masked(_shown(t2, hidden), inner)
-        out.append(FieldChange(paths.text(parts), old, new))
-
-    # A top-level field whose values are both leaves, or that is on one side only, is
-    # one change: no DeepDiff for it (its set-up costs a plan of 1,000 updates about a
-    # second).  DeepDiff compares the others, under the keys both sides have.
-    nested: list[str] = []
-    for key in sorted(before.keys() | after.keys(), key=str):
-        t1, t2 = before.get(key, _ABSENT), after.get(key, _ABSENT)
-        if _same(t1, t2):
-            continue
-        if t1 is not _ABSENT and t2 is not _ABSENT and (isinstance(t1, dict | list)
-                                                       or isinstance(t2, dict | list)):
-            nested.append(key)
-        else:
-            change((key,), t1, t2)
-    if nested:
-        from deepdiff import DeepDiff
-        from deepdiff.helper import NotPresent
-
-        tree = DeepDiff({k: before[k] for k in nested}, {k: after[k] for k in nested},
-                        verbose_level=2, view="tree")
-        for items in tree.values():
-            for item in items:
-                t1, t2 = (_ABSENT if isinstance(t, NotPresent) else t
-                          for t in (item.t1, item.t2))
-                change(tuple(item.path(output_format="list")), t1, t2)
-    out.sort(key=lambda d: d.path)
-    return tuple(out)
-
-
-_ABSENT = object()
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal and of the same types throughout (as DeepDiff sees it: 1 and 1.0 differ)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same(v, b[k]) for k, v in a.items())
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
-
-
-def _masked(value: Any, inner: list[paths.Path]) -> Any:
-    """``value`` with every secret at the ``inner`` paths shown as sensitive."""
-    for path in inner:
-        if paths.has(value, path):
-            value = paths.replace(value, path, SENSITIVE)
-    return value
-
-
-def _shown(value: Any, hidden: bool) -> Any:
-    if value is _ABSENT:
-        return None
-    if hidden:
-        return SENSITIVE
-    if value is KNOWN_AFTER_APPLY:
-        return KNOWN_AFTER_APPLY_TEXT
-    return _fingerprints_hidden(value)
-
-
-def _fingerprints_hidden(value: Any) -> Any:
-    """``value`` with every recorded secret's fingerprint shown as sensitive."""
-    if isinstance(value, str):
-        return SENSITIVE if value.startswith(FINGERPRINT_PREFIX) else value
-    if isinstance(value, dict):
-        return {k: _fingerprints_hidden(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_fingerprints_hidden(v) for v in value]
-    return value

@@ -53,6 +53,7 @@ from govsync.plan import (
     FieldChange,
     GovernanceChange,
     Plan,
+    Reason,
 )
 from govsync.values import PlannedSecret, Ref
 
@@ -174,6 +175,7 @@ def reviewed_change(c: Change) -> dict[str, Any]:
     """One change as the review digest sees it (also how two plans' changes compare)."""
     return {"address": c.address, "action": str(c.action), "kind": c.kind, "id": c.id,
             "operation": c.operation, "movedFrom": c.moved_from,
+            **({"kept": list(c.kept)} if c.kept else {}),
             "fields": list(c.fields) if c.action == Action.BLOCKED else None,
             "request": encode(c.request, fingerprints=False) if c.request is not None
             else None}
@@ -417,7 +419,8 @@ def _change(c: Any) -> Change:
                              f"not {operation}")
         if operation is None and action in (Action.CREATE, Action.UPDATE, Action.REPLACE):
             raise ValueError(f"{address}: a {action} needs its operation")
-    elif request is not None:
+    elif request is not None and action != Action.UNCERTAIN:
+        # (an uncertain create carries what a read that settles it would look for)
         raise TypeError(f"{address}: a {action} has no request")
     elif action == Action.DELETE and operation != BY_KIND[kind].delete_op:
         raise ValueError(f"{address}: a delete of a {kind} is sent with "
@@ -434,14 +437,24 @@ def _change(c: Any) -> Change:
     return Change(
         address=address, action=action, kind=kind, id=object_id,
         fields=tuple(_strs(c.get("fields", []), f"{address}: fields")),
-        reason=_str(c.get("reason", ""), f"{address}: reason"),
+        why=_why(c.get("why"), address),
         diff=tuple(FieldChange(_str(d["field"], "a diff's field"), d["before"], d["after"])
                    for d in diff),
         request=decode(request) if request is not None else None,
         operation=operation, after=tuple(_strs(c.get("after", []), f"{address}: after")),
         patched=_patches(c.get("patchedBy", {}), address),
         moved_from=moved_from if action in (Action.MOVE, Action.BLOCKED) else None,
+        kept=tuple(_strs(c.get("kept", []), f"{address}: kept")),
     )
+
+
+def _why(value: Any, address: str) -> Reason | None:
+    if value is None:
+        return None
+    try:
+        return Reason.from_dict(value)
+    except ValueError as exc:
+        raise ValueError(f"{address}: why: {exc}") from None
 
 
 def _patches(value: Any, address: str) -> dict[str, str] | None:

@@ -32,13 +32,13 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from govsync import redact
+from govsync import endpoints, redact
 from govsync.api.kinds import BY_KIND
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.envvars import DEFAULT_STATE, LOCAL_DB
 from govsync.envvars import OWN as OWN_VARIABLES
 from govsync.errors import ConfigError, ManifestError, Problem
-from govsync.files import display_path, refused
+from govsync.files import display_path, inside, refused
 from govsync.manifests.wording import closest, unknown_keys
 from govsync.manifests.yamlio import RawDocument, iter_documents, locate, read_text
 
@@ -353,7 +353,7 @@ def same_setting(key: str, a: str, b: str) -> bool:
     if key == "workspace":
         return a == b
     if "://" in a and "://" in b:
-        return redact.identity(a) == redact.identity(b)
+        return endpoints.same(a, b)
     if "://" not in a and "://" not in b and key == "state":
         return os.path.realpath(a) == os.path.realpath(b)
     return a.strip().rstrip("/") == b.strip().rstrip("/")
@@ -475,6 +475,23 @@ class Selection:
             listed = ", ".join(sorted(declared)) or "none"
             raise ConfigError(f"--var {name}: no vars of {self.project.file} declares it: "
                               f"{hint}declared are {listed}")
+
+    def outside(self, root: str, also: tuple[str | None, ...] = ()) -> str:
+        """Why this selection would read a file outside ``root`` (an agent's checkout),
+        naming the first such path; '' when it reads none.  What it reads: its manifest
+        paths, the project file, the allowed-signers file and ``also`` (the agent's
+        plans folder), each with its symbolic links followed."""
+        read: list[str | None] = list(self.paths(()))
+        if self.project is not None:
+            read.append(self.project.file)
+            if self.project.approvals is not None:
+                read.append(self.project.approvals.allowed_signers)
+        for path in (*read, *also):
+            if path and not inside(path, root):
+                return (f"{path} is outside the agent's checkout {root} (an absolute or "
+                        "../ path, or a symbolic link leading out): the agent reads only "
+                        "files of its repository; fix the path in the project file")
+        return ""
 
     def each_environment(self) -> list[Selection]:
         """``validate`` with no --env: one selection per environment (or just this one)."""

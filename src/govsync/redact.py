@@ -17,6 +17,8 @@ MASK = "***"
 _USERINFO = r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s:/@?#]*):[^\s@/?#]*@"
 # ?name=value&name=value    (every query value: tokens, keys, password=...)
 _QUERY_VALUE = r"([?&][^=&#\s]+=)[^&#\s]*"
+# A query parameter that holds a credential (``passwords``).
+_CREDENTIAL_NAME = r"(?i)pass|token|secret|key|auth|cred"
 
 
 def url(text: str) -> str:
@@ -35,9 +37,15 @@ def in_text(text: str) -> str:
     return re.sub(r"(?i)\b[a-z][a-z0-9+.\-]*://\S+", lambda m: url(m.group(0)), text)
 
 
-def identity(endpoint: str) -> str:
-    """What names an API endpoint, without what authenticates to it: the URL less its
-    trailing slash, user info and query.  Recorded in state and compared."""
-    value = endpoint.strip().rstrip("/")
-    value = re.sub(r"(?i)^([a-z][a-z0-9+.\-]*://)[^/@?#]*@", r"\1", value)
-    return value.split("?", 1)[0].split("#", 1)[0].rstrip("/")
+
+def passwords(text: str) -> list[str]:
+    """The credentials in ``text`` (a URL): its password, and the value of each query
+    parameter that names one (``password``, ``sslpassword``, ``token``, ``secret``,
+    ``key``...).  Not every value ``url`` masks: ``sslmode=require`` is no secret, and
+    these are looked for in everything a server answers."""
+    found = [m.group(0)[len(m.group(1)) + 1:-1] for m in re.finditer(_USERINFO, text)]
+    if "?" in text:
+        query = "?" + text.partition("?")[2].split("#", 1)[0]
+        found += [m.group(0)[len(m.group(1)):] for m in re.finditer(_QUERY_VALUE, query)
+                  if re.search(_CREDENTIAL_NAME, m.group(1))]
+    return [p for p in found if p]

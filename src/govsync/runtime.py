@@ -51,12 +51,13 @@ def open_state(settings: Settings) -> StateStore:
 
 
 def client(settings: Settings, **kw: Any) -> AsyncClient:
-    """An API client for the configured endpoint (ConfigError when none)."""
+    """An API client for the configured endpoint (ConfigError when none), whose
+    answers and messages never hold a secret this run knows (``Settings.secrets``)."""
     return connect(settings.endpoint, settings.api_key, insecure_http=settings.insecure_http,
                    local_db=settings.local_db, local_seed=settings.local_seed,
                    local_operations=settings.environ.get(envvars.LOCAL_OPERATIONS),
                    key_variable=settings.key_variable, environment=settings.selection.name,
-                   **kw)
+                   hidden=settings.secrets(), **kw)
 
 
 def connect(endpoint: str | None, api_key: str | None, *, insecure_http: bool = False,

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from govsync import envvars
+from govsync import envvars, redact
 from govsync.errors import ConfigError
 from govsync.project import Selection, SettingValue
 
@@ -44,6 +44,9 @@ class Settings:
     key_variable: str = envvars.API_KEY
     # Read every recorded object from the server before planning (--refresh=false: no).
     refresh: bool = True
+    # The values of the manifests' secrets ({fromEnv: VAR}), once the manifests are read
+    # (``with_manifest_secrets``): no answer of the API is shown or kept with one.
+    hidden: tuple[str, ...] = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
         if not WORKSPACE_NAME.match(self.workspace):
@@ -51,6 +54,23 @@ class Settings:
                 f"invalid workspace name {self.workspace!r}: use letters, digits, '.', '_' "
                 "and '-' (at most 64 characters)")
 
+
+    def secrets(self) -> tuple[str, ...]:
+        """Every secret value this run knows, which no answer of the API is shown,
+        written or recorded with (the client scrubs them: ``values.scrub``): the API
+        key, govsync's own credentials (the state URL's password, the plan-key
+        passphrase, the dashboard's token, the webhook's secret), the keys of every
+        environment of the project (the variables its ``apiKey`` and ``viewerKey``
+        name) and the manifests' secrets (``hidden``)."""
+        env = self.environ
+        found = [self.api_key or "", *self.hidden,
+                 *(env.get(n, "") for n in sorted(envvars.CREDENTIALS - {envvars.STATE})),
+                 *redact.passwords(self.state), *redact.passwords(env.get(envvars.STATE, ""))]
+        project = self.selection.project
+        if project is not None:
+            for each in (project.top, *project.environments.values()):
+                found += [env.get(v, "") for v in (each.api_key, each.viewer_key) if v]
+        return tuple(dict.fromkeys(s for s in found if s))
 
     @property
     def key_source(self) -> str:

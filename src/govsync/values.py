@@ -25,7 +25,7 @@ send later), apply (what to send now and what to record) and drift.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -35,6 +35,41 @@ from govsync.paths import Path
 # How a person sees a secret and an id that does not exist yet.  Written once.
 SENSITIVE: Final = "(sensitive)"
 KNOWN_AFTER_APPLY_TEXT: Final = "(known after apply)"
+# A value shorter than this is no secret an answer is scrubbed of: the API client would
+# tear every answer apart for it.
+SHORTEST_SECRET: Final = 4
+
+
+def scrub(value: Any, secrets: Sequence[str], keep: Collection[str] = ()) -> Any:
+    """``value`` (JSON data: an answer, an object as read) with each of ``secrets``
+    (longest first) replaced by ``SENSITIVE``, whole or inside a longer string ("key
+    abc123 accepted"), in values and in keys: the one mechanism that keeps what a
+    server echoes (the API key, a secret sent) out of what govsync shows, writes and
+    records, for write answers (apply) and every read (the API client).  The values
+    of the keys in ``keep`` (the fields objects are found by) stay as they are."""
+    if not secrets:
+        return value
+    if isinstance(value, dict):
+        return {scrub(k, secrets): v if k in keep else scrub(v, secrets, keep)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [scrub(v, secrets, keep) for v in value]
+    if isinstance(value, str):
+        for secret in secrets:
+            if secret in value:
+                value = value.replace(secret, SENSITIVE)
+    return value
+
+
+def holds(value: Any, secrets: Collection[str]) -> bool:
+    """Whether ``value`` (JSON data) holds one of ``secrets`` in a string or a key."""
+    if not secrets:
+        return False
+    if isinstance(value, dict):
+        return any(holds(k, secrets) or holds(v, secrets) for k, v in value.items())
+    if isinstance(value, list):
+        return any(holds(v, secrets) for v in value)
+    return isinstance(value, str) and any(s in value for s in secrets)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +124,17 @@ def holes(value: Any, at: Path = ()) -> list[Path]:
     if isinstance(value, list):
         return [p for i, v in enumerate(value) for p in holes(v, (*at, i))]
     return []
+
+
+def secret_variables(value: Any, where: Collection[Path] | None = None) -> list[str]:
+    """The variables of the secrets in ``value`` (a template, a plan's request): at the
+    paths ``where`` (its holes, where known), else wherever they are."""
+    found = []
+    for path in holes(value) if where is None else where:
+        hole = paths.get(value, path)
+        if isinstance(hole, SecretRef | PlannedSecret):
+            found.append(hole.variable)
+    return found
 
 
 def fill(value: Any, where: Collection[Path], leaf: Callable[[Any], Any]) -> Any:

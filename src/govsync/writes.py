@@ -13,70 +13,58 @@ create of a replace's new object was, a List of the kind's objects of that name 
 
 from __future__ import annotations
 
-import enum
-import functools
 from collections.abc import Collection, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from govsync import paths
 from govsync.api.catalog import Operation
 from govsync.api.kinds import Kind
-from govsync.errors import ApiError, NotFoundError
-from govsync.refresh.reading import Reader, Reading, object_id
+from govsync.api.resource import Objects, Unfindable, object_id
+from govsync.errors import ApiError
 from govsync.values import SENSITIVE
-
-if TYPE_CHECKING:
-    from govsync.api.client import AsyncClient
 
 
 def laid_over(kind: Kind, op: Operation, base: Mapping[str, Any] | None,
-              send: Mapping[str, Any], changed: Collection[str] = ()) -> dict[str, Any]:
+              send: Mapping[str, Any], changed: Collection[str] = (),
+              kept: Collection[str] = ()) -> dict[str, Any]:
     """The whole object a replace-all update is sent: ``base`` (the live object, None: not
     read) restricted to the kind's fields (what only the server sets is never sent), the
     manifest's fields laid over it.  A field the update cannot change keeps its live value
     (the request model may still require it: a satellite's type).  ``changed``: the
-    top-level fields the plan changes (always sent, even at their default)."""
-    keep = set(kind.fields)
+    top-level fields the plan changes (always sent, even at their default).  ``kept``:
+    fields (dotted) sent as read whatever the manifest says (ignoreChanges)."""
+    # What the update carries: a field it does not (a hook's status) is never sent.
+    keep = set(kind.update_fields) | (set(op.read_only) & set(kind.fields))
     read_only = set(op.read_only)
     obj = {k: v for k, v in (base or {}).items() if k in keep and v != SENSITIVE}
-    unnamed: dict[str, Any] | None = None
     for k, v in send.items():
+        if k not in keep:
+            continue
         if k in obj:
             if k in read_only:
                 continue  # left as read: a field the update cannot change
-            if k not in changed and (obj[k] != v or type(obj[k]) is not type(v)):
+            if (k not in changed and (obj[k] != v or type(obj[k]) is not type(v))
+                    and kind.unnamed(k, v)):
                 # Left as read where the manifest leaves it at its default, which it
-                # does not name (a description set in the console is not erased).  The
-                # defaults come from the request model (pydantic, a fifth of a second
-                # to import): asked for only here, where a field differs unchanged.
-                unnamed = defaults(kind) if unnamed is None else unnamed
-                if k in unnamed and unnamed[k] == v:
-                    continue
+                # does not name (a description set in the console is not erased).
+                continue
         obj[k] = v
+    for dotted in kept:
+        path = paths.parse(dotted)
+        if base is not None and paths.has(base, path):
+            obj = paths.put(obj, path, paths.get(base, path))
     return obj
-
-
-@functools.cache
-def defaults(kind: Kind) -> dict[str, Any]:
-    """The spec fields the API's request model fills in when a manifest leaves them out,
-    and their values (JSON)."""
-    out: dict[str, Any] = {}
-    for name, info in kind.request_model.model_fields.items():
-        if info.is_required():
-            continue
-        value = info.get_default(call_default_factory=True)
-        if value is not None:
-            out[name] = value.value if isinstance(value, enum.Enum) else value
-    return out
 
 
 def update_object(kind: Kind, op: Operation, object_id: str | None,
                   base: Mapping[str, Any] | None, send: Mapping[str, Any],
-                  changed: Collection[str] = ()) -> dict[str, Any]:
-    """The object of an update request, before its wrap."""
+                  changed: Collection[str] = (), kept: Collection[str] = ()
+                  ) -> dict[str, Any]:
+    """The object of an update request, before its wrap (``kept``: fields sent as read)."""
     if kind.replace_all:
-        fields = laid_over(kind, op, base, send, changed)
+        fields = laid_over(kind, op, base, send, changed, kept)
     else:
-        fields = {k: send[k] for k in sorted(kind.updatable) if k in send}
+        fields = {k: send[k] for k in sorted(kind.updatable) if k in send and k not in kept}
     return {"id": object_id, **fields} if kind.update_with_id else fields
 
 
@@ -88,24 +76,14 @@ def delete_body(kind: Kind, object_id: str, spec: Mapping[str, Any]) -> tuple[st
     return op.name, {op.by: value}
 
 
-async def read_live(client: AsyncClient, kind: Kind, object_id: str,
-                    spec: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The live object (None: the server does not have it, or answers the Get 404).
-    Raises ApiError when the read fails otherwise; ValueError when the kind has no Get."""
-    op = kind.get
-    if op is None:
-        raise ValueError(f"the API has no Get for a {kind.name}")
-    return await read_by(client, op, object_id if op.by == "id" else spec.get(op.by))
-
-
-async def read_by(client: AsyncClient, op: Operation, value: Any) -> dict[str, Any] | None:
-    """The object a Get finds by ``value`` (None: it answers 404, or not with an object)."""
-    try:
-        answer = await client.call(op, {op.by: value})
-    except NotFoundError:
-        return None
-    obj = answer.get(op.response_key) if op.response_key else answer
-    return obj if isinstance(obj, dict) else None
+def changed_since(kind: Kind, op: Operation, seen: Mapping[str, Any],
+                  fresh: Mapping[str, Any]) -> list[str]:
+    """The fields a replace-all update sends (every one it carries) whose live value
+    changed between the read the plan showed (``seen``) and the one just made
+    (``fresh``): an edit made meanwhile, which the update would write over, or write
+    into govsync's record, unseen."""
+    sent = (set(kind.update_fields) - set(op.read_only) - {"id", "createdAt", "updatedAt"})
+    return sorted(k for k in sent if seen.get(k) != fresh.get(k))
 
 
 def took_effect(kind: Kind, sent: Mapping[str, Any], live: Mapping[str, Any] | None) -> bool:
@@ -116,33 +94,22 @@ def took_effect(kind: Kind, sent: Mapping[str, Any], live: Mapping[str, Any] | N
     return all(live[k] == v for k, v in sent.items() if k in kind.updatable and k in live)
 
 
-async def created_beside(client: AsyncClient, kind: Kind, old_id: str,
+async def created_beside(objects: Objects, kind: Kind, old_id: str,
                          sent: Mapping[str, Any]) -> dict[str, Any] | None | bool:
     """After a replace's create went unanswered: the new object (a live object of the
     kind with the fields that identify it sent, ``Kind.identity``: its name, or a native
     user's resource and label ..., holding what was sent, other than ``old_id``), False
-    when a List shows there is none, None when no read can tell (a kind nothing
-    identifies, a List that cannot be scoped by them, a failed read, more than one
-    candidate)."""
-    fields, op = kind.identity, kind.list
-    identity = {f: sent.get(f) for f in fields}
-    if not fields or op is None or not all(isinstance(v, str) and v for v in identity.values()):
+    when a read shows there is none, None when no read can tell (a kind nothing
+    identifies, a failed read, more than one candidate)."""
+    identity = {f: v for f in kind.identity if isinstance(v := sent.get(f), str) and v}
+    if not identity or len(identity) != len(kind.identity):
         return None
-    body: dict[str, Any] = {}
-    if op.scope_required:
-        scope = next((s for s in op.scope if s.path in identity), None)
-        if scope is None:
-            return None
-        body = {scope.field: identity[scope.path]}
-    elif op.search and fields == ("name",):
-        body = {"filter": {"field": {"key": "name", "value": {
-            "type": "string", "value": identity["name"]}}}}
     try:
-        listed = await Reader(client, Reading()).all_pages(op, body)
-    except ApiError:
+        listed = await objects.find(kind, identity)
+    except (ApiError, Unfindable):
         return None
-    found = [o for o in listed if all(o.get(f) == v for f, v in identity.items())
-             and str(object_id(kind, o)) != old_id and took_effect(kind, sent, o)]
+    found = [o for o in listed if str(object_id(kind, o)) != old_id
+             and took_effect(kind, sent, o)]
     if len(found) > 1:
         return None
     return found[0] if found else False

@@ -73,7 +73,7 @@ def state(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str,
     if not POSTGRES:
         pytest.skip("GOVSYNC_TEST_POSTGRES is not set")
     yield POSTGRES, prod
-    drop_pg_workspaces(POSTGRES, [prod, f"{prod}2", f"{prod}-fast"])
+    drop_pg_workspaces(POSTGRES, [prod, f"{prod}2", f"{prod}-fast", f"{prod}-sneak"])
 
 
 @pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="ssh-keygen is not installed")
@@ -142,3 +142,72 @@ def test_a_committed_state_never_replaces_the_agents(tmp_path: Path, server: str
     assert names(server) == Counter()
     assert not (tmp_path / "run" / "checkout" / ".govsync" / "state.db").exists()
 
+
+
+SPELLED = """\
+apiVersion: govsync/v1
+kind: Project
+paths: [manifests/]
+environments:
+  prod:
+    workspace: {prod}
+    endpoint: {url}
+    agent: {{autoApply: false}}
+{sneak}approvals: {{required: 1, allowedSigners: allowed_signers, environments: [prod]}}
+"""
+SNEAK = """\
+  sneak:
+    paths: [sneak/]
+    workspace: {prod}-sneak
+    endpoint: {endpoint}
+    agent: {{autoApply: true}}
+"""
+
+
+@pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="ssh-keygen is not installed")
+def test_prods_endpoint_written_another_way_is_not_a_way_around_its_approvals(
+        tmp_path: Path, server: str, state: tuple[str, str]) -> None:
+    """Issue 41, finding 1, through the agent: two commits add an environment on prod's
+    server written ``http://localhost:P``, importing prod's hook by its id, then delete
+    it with a Removed document.  The agent shows it Blocked (an operator must accept
+    it, and its first apply then needs prod's approvals): the hook stays."""
+    key = tmp_path / "ana"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "ana", "-f",
+                    str(key)], check=True)
+    kind, b64 = (tmp_path / "ana.pub").read_text().split()[:2]
+    state_url, prod = state
+    repo = Repo(tmp_path / "repo", SPELLED.format(prod=prod, url=server, sneak=""))
+    repo.commit({"manifests/hooks.yaml": hooks(["h1"]),
+                 "allowed_signers": f"ana@example.com {kind} {b64}\n"})
+    plan = tmp_path / "p.json"
+    for step in (("plan", "--env", "prod", "--out", str(plan), "--state", state_url),
+                 ("approve", "--yes", str(plan), "--key", str(key)),
+                 ("apply", "--env", "prod", str(plan), "--state", state_url)):
+        done = govsync(*step, cwd=repo.root, url=server)
+        assert done.returncode == 0, done.stderr
+    hook = httpx.get(f"{server}/_govsync/objects", headers={"X-API-KEY": KEY},
+                     timeout=10).json()["Hook"][0]
+    port = server.rsplit(":", 1)[1]
+    project = SPELLED.format(prod=prod, url=server, sneak=SNEAK.format(
+        prod=prod, endpoint=f"http://localhost:{port}"))
+    first = repo.commit({"govsync.yaml": project, "sneak/h1.yaml": hooks(["h1"]) + (
+        "apiVersion: govsync/v1\nkind: Import\nmetadata: {name: take}\n"
+        f"spec: {{to: Hook/h1, id: {hook['id']}}}\n")}, "import prod's hook")
+    agent = Agent(repo, tmp_path / "run", endpoint=None, state=state_url)
+    try:
+        found = agent.wait(lambda e: e["sneak"]["revision"] == first
+                           and e["sneak"]["status"] in ("Blocked", "Synced", "Error"),
+                           what="the import's cycle")
+        assert found["sneak"]["status"] == "Blocked", found["sneak"]
+        assert "govsync agent accept" in found["sneak"]["reason"], found["sneak"]
+        assert f"workspace {prod!r}" in found["sneak"]["reason"], found["sneak"]
+        second = repo.commit({"sneak/h1.yaml": (
+            "apiVersion: govsync/v1\nkind: Removed\nmetadata: {name: drop}\n"
+            "spec: {from: Hook/h1, destroy: true}\n")}, "delete it")
+        found = agent.wait(lambda e: e["sneak"]["revision"] == second
+                           and e["sneak"]["status"] in ("Blocked", "Synced", "Error"),
+                           what="the delete's cycle")
+        assert found["sneak"]["status"] == "Blocked", found["sneak"]
+    finally:
+        agent.stop()
+    assert names(server) == {"h1": 1}  # prod's hook was neither deleted nor made again

@@ -11,6 +11,7 @@ import socket
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 from agentkit import Agent, Repo, hooks
 
@@ -79,4 +80,53 @@ def test_the_agent_raises_its_soft_limit_of_open_files(tmp_path: Path, server: s
         line = next(li for li in limits.splitlines() if li.startswith("Max open files"))
         assert line.split()[3:5] == ["4096", "4096"], line
     finally:
+        agent.stop()
+
+
+def idle(port: int, count: int) -> list[socket.socket]:
+    """``count`` connections that send nothing at all (fewer if the system refuses)."""
+    opened = []
+    for _ in range(count):
+        try:
+            opened.append(socket.create_connection(("127.0.0.1", port), timeout=2))
+        except OSError:
+            break
+    return opened
+
+
+def healthy_within(agent: Agent, seconds: float) -> bool:
+    """Whether /healthz answers 200 within ``seconds`` (asked again as it fails)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with contextlib.suppress(httpx.TransportError):
+            if agent.get("/healthz").status_code == 200:
+                return True
+        time.sleep(0.05)
+    return False
+
+
+def test_idle_connections_never_keep_the_probes_out(tmp_path: Path, server: str) -> None:
+    """Issue 41, finding 13: 1,100 connections that send nothing (or part of a request),
+    renewed as they are closed: /healthz answers at once all the while (the idlest connection makes way
+    for a new one at the cap), so a liveness probe never fails for them."""
+    repo = Repo(tmp_path / "repo", PROJECT)
+    repo.commit({"manifests/hooks.yaml": hooks(["l1"])})
+    agent = Agent(repo, tmp_path / "run", endpoint=server, interval="1h")
+    socks: list[socket.socket] = []
+    try:
+        agent.wait(lambda e: e["prod"]["status"] == "OutOfSync", what="a first cycle")
+        # The attacker renews them; the second time each sends the start of a request.
+        for opening in (idle, half_open, idle):
+            socks += opening(agent.port, 1100)
+            assert len(socks) >= 1000, len(socks)
+            # Well within the 10 s a connection has to send its request.
+            assert healthy_within(agent, 3.0), agent.log.read_text()[-3000:]
+            for sock in socks:
+                sock.close()
+            socks = []
+        assert agent.proc.poll() is None, agent.log.read_text()[-3000:]
+        assert agent.environments()["prod"]["status"] == "OutOfSync"
+    finally:
+        for sock in socks:
+            sock.close()
         agent.stop()

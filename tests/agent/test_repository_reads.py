@@ -125,3 +125,62 @@ def test_accept_says_when_there_is_nothing_to_accept(tmp_path: Path) -> None:
         assert "accepted" not in store.agent("staging")
     blank = CliRunner().invoke(main, [*args, "--reason", " "], catch_exceptions=False)
     assert blank.exit_code == 1 and "give the reason" in blank.output, blank.output
+
+
+def dashboard(repo: Repo, run: Path) -> list[str]:
+    """The agent's pages of environment staging, after one round (in process: the
+    agent's own objects, its HTTP side through httpx's ASGITransport)."""
+    import asyncio
+
+    import httpx
+
+    from govsync.agent import Agent, Options
+    from govsync.agentweb import create_app
+    from govsync.project import SettingValue
+
+    agent = Agent(Options(
+        repo=str(repo.root), checkout=str(run / "checkout"),
+        endpoint=SettingValue("local", "option", "--endpoint", ""),
+        state=SettingValue(str(run / "state.db"), "option", "--state", "")), {})
+    agent.run(once=True)
+    app = create_app(agent, token="t", webhook_secret=None)
+
+    async def pages() -> list[str]:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                     base_url="http://127.0.0.1:8420",
+                                     headers={"authorization": "Bearer t"}) as web:
+            found = []
+            for path in ("/", "/environments/staging", "/environments/staging/plan",
+                         "/environments/staging/graph"):
+                answer = await web.get(path)
+                assert answer.status_code == 200, (path, answer.text[:500])
+                found.append(answer.text)
+            return found
+
+    return asyncio.run(pages())
+
+
+@pytest.mark.parametrize("paths", ["[../../outside/]", "[{outside}]"])
+def test_the_dashboard_reads_nothing_outside_the_checkout(
+        tmp_path: Path, outside: Path, paths: str) -> None:
+    """Issue 41, finding 12: an environment whose paths lie outside the checkout is
+    neither planned by the agent nor shown by its dashboard: the pages say why, and
+    list nothing of those files."""
+    repo = Repo(tmp_path / "repo", ONE.format(paths=paths.format(outside=outside)))
+    for text in dashboard(repo, tmp_path / "run"):
+        assert "stolen" not in text
+    assert any("outside the agent&#x27;s checkout" in t or "outside the agent's checkout" in t
+               for t in dashboard(repo, tmp_path / "run2"))
+
+
+def test_the_dashboard_shows_no_allowed_signers_from_outside_the_checkout(
+        tmp_path: Path) -> None:
+    """Issue 41, finding 12: nor an allowed-signers file outside the checkout."""
+    (tmp_path / "signers").write_text(
+        "outsider@example.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsa"
+        "bgH5C9okWi0dh2l9GKJl\n")
+    repo = Repo(tmp_path / "repo", ONE.format(paths="[manifests/]")
+                + "approvals: {required: 1, allowedSigners: ../../signers}\n")
+    repo.commit({"manifests/hooks.yaml": hooks(["a"])})
+    for text in dashboard(repo, tmp_path / "run"):
+        assert "outsider@example.com" not in text

@@ -79,11 +79,17 @@ def test_uncertain_entry(govsync: Govsync, applied: Path, tmp_path: Path) -> Non
     backup = tmp_path / "edited.json"
     backup.write_text(json.dumps(export))
     assert govsync.invoke("state", "import-all", str(backup)).code == 0
+    # A List by name settles it (contract 12, amended): the hook exists, so drift says
+    # the next apply records it, and never that it is created again.
     report = drift_json(govsync, applied, 2)
-    assert drifted(report) == {"Hook/mask_pii": "uncertain"}
-    assert "govsync state resolve Hook/mask_pii" in report["changes"][0]["reason"]
-    markdown = govsync.invoke("drift", str(applied), "--format", "markdown")
-    assert markdown.code == 2 and "? Hook/mask_pii (uncertain)" in markdown.out
+    assert drifted(report) == {"Hook/mask_pii": "import"}
+    (change,) = report["changes"]
+    assert change["why"]["why"] == "settled-exists" and change["id"], change
+    assert "ListHooks finds it as" in change["reason"]
+    # Where the server is not read, nothing settles it: it is uncertain.
+    offline = govsync.invoke("drift", str(applied), "--format", "markdown", "--refresh=false")
+    assert offline.code == 2 and "? Hook/mask_pii (uncertain)" in offline.out
+    assert "govsync state resolve Hook/mask_pii" in offline.out
 
 
 def test_group_deleted_on_the_server(govsync: Govsync, server: Server, applied: Path) -> None:

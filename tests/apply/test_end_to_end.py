@@ -138,8 +138,14 @@ def test_apply_reports_what_it_leaves_alone(govsync: Govsync, server: Server,
             entry.update(status="uncertain", id=None, response=None)
     (tmp_path / "edited.json").write_text(json.dumps(export))
     assert govsync.invoke("state", "import-all", str(tmp_path / "edited.json")).code == 0
-    unsure = govsync.run("apply", str(manifests), "--auto-approve")
+    # Without reading the server nothing settles it: apply says so, and sends nothing.
+    unsure = govsync.run("apply", str(manifests), "--auto-approve", "--refresh=false")
     assert "No changes" not in unsure.out, unsure
     assert "? Hook/keep_0  (uncertain)" in unsure.out
     assert "govsync state resolve Hook/keep_0" in unsure.out
     assert len(server.objects()["Hook"]) == 3  # never sent again
+    # Reading it, a List by name finds it: recorded, never created again.
+    settled = govsync.run("apply", str(manifests), "--auto-approve")
+    assert settled.code == 0 and "< Hook/keep_0  (import)" in settled.out, settled
+    assert govsync.entries()["Hook/keep_0"]["status"] == "applied"
+    assert len(server.objects()["Hook"]) == 3

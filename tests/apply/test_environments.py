@@ -147,7 +147,7 @@ def test_two_environments_day_two(tmp_path: Path, servers: tuple[Server, Server]
     refused = ok(run("apply", "--env", "prod", "--auto-approve"), code=1)
     assert "blocked" in refused.err
     # Nothing in the manifests changed: the advice is to rotate, not to revert.
-    assert "rotate it as the reason says" in refused.err
+    assert "rotate each as its reason says" in refused.err
     assert "revert them in the manifests" not in refused.err
     assert by_kind(prod, "Hook")[0]["timeoutMs"] == 5000  # nothing was sent
 

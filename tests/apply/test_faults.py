@@ -73,8 +73,16 @@ def test_apply_settles_through_faults(serve: Callable[..., Server],
         assert unsure == {a for a, o in outcomes.items() if o[1] == "uncertain"}
         if unsure:
             assert run.code == 1 and f"{len(unsure)} uncertain" in run.out, run
+            # Settled by a read where one can find the kind (contract 12, amended).
             plan = gov.plan_json(str(manifests))
-            assert plan["summary"]["uncertain"] == len(unsure)
+            settled = {c["address"]: c["action"] for c in plan["changes"]
+                       if c["address"] in unsure}
+            assert set(settled) == unsure, settled
+            assert set(settled.values()) <= {"uncertain", "import", "create"}, settled
+            for address, action in settled.items():
+                kind, value = wanted.objects[address]
+                if action != "uncertain":
+                    assert (action == "import") == bool(on_server(objects, kind, value))
         settle(gov, server, wanted)
         if run.code == 0:
             assert not unsure

@@ -134,3 +134,40 @@ async def test_auth_repr_hides_the_key() -> None:
     async with AsyncClient("https://api.example.com", CANARY) as client:
         assert CANARY not in repr(client._http.auth)
         assert isinstance(client._http.auth, httpx.Auth)
+
+
+async def test_every_answer_is_scrubbed_of_the_secrets_the_client_knows() -> None:
+    """Issue 41, finding 9: what a server echoes in any answer (a read as a write), the
+    key or a secret the client was given, even inside a longer string or a key, is
+    ``(sensitive)``; the fields objects are found by stay as read, and a value too
+    short to be a secret is not looked for."""
+    secret = "log-secret-31337"
+    echoed = {"hook": {
+        "id": f"hook-{CANARY}", "name": f"n-{secret}", "description": f"read with {CANARY}",
+        "code": "x", "labels": {secret: "v", "short": "abc"},
+        "nested": [{"note": f"{secret}!", "spaceId": secret}]}}
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json=echoed)
+
+    async with AsyncClient("http://127.0.0.1:9", CANARY, hidden=[secret, "abc"],
+                           transport=httpx.MockTransport(answer)) as client:
+        for operation in ("GetHook", "CreateHook"):
+            got = (await client.call(operation, {"id": "h"} if operation == "GetHook"
+                                     else {"name": "h", "code": "x"}))["hook"]
+            assert got["description"] == "read with (sensitive)"
+            assert got["labels"] == {"(sensitive)": "v", "short": "abc"}
+            assert got["nested"] == [{"note": "(sensitive)!", "spaceId": secret}]
+            assert (got["id"], got["name"]) == (f"hook-{CANARY}", f"n-{secret}")
+    # A body that writes the secret's characters as escapes (\u006c...) hides nothing.
+    escaped = "".join(f"\\u{ord(c):04x}" for c in secret)
+    body = ('{"hook": {"id": "h", "description": "' + escaped + ' echoed"}}').encode()
+    async with AsyncClient("http://127.0.0.1:9", CANARY, hidden=[secret],
+                           transport=httpx.MockTransport(
+                               lambda r: httpx.Response(200, content=body))) as client:
+        got = (await client.call("GetHook", {"id": "h"}))["hook"]
+        assert got["description"] == "(sensitive) echoed", got
+    # The embedded server's stand-in key is no secret.
+    async with AsyncClient("http://localhost", "local", transport=httpx.MockTransport(
+            lambda r: httpx.Response(200, json={"hook": {"description": "local"}}))) as client:
+        assert (await client.call("GetHook", {"id": "h"}))["hook"]["description"] == "local"

@@ -49,9 +49,10 @@ def test_a_new_environment_on_a_governed_endpoint_needs_its_approvals(repo: Repo
     alice, bob = governed(repo)
     count = repo.count()
     add_environment(repo, "prod-fast", f"prod-fast-{repo.suffix}")
-    # With the refresh, prod's objects are found on the server: not created again.
+    # With the refresh, prod's objects are found on the server, recorded by prod's
+    # workspace: not created again.
     seen = repo.gov("apply", "--env", "prod-fast", "--auto-approve")
-    assert seen.code == 1 and "exist(s) on the server unrecorded" in seen.err, seen
+    assert seen.code == 1 and "belong(s) to another workspace of this state" in seen.err, seen
     # Without it (or on an endpoint without reads) the governance binding alone stands.
     planned = repo.gov("plan", "--env", "prod-fast", "--refresh=false")
     assert planned.code == 0, planned
@@ -68,7 +69,7 @@ def test_a_new_environment_on_a_governed_endpoint_needs_its_approvals(repo: Repo
     for key in (alice, bob):
         assert repo.gov("approve", "--yes", str(plan), "--key", str(key)).code == 0
     applied = repo.gov("apply", "--env", "prod-fast", str(plan))
-    assert applied.code == 1 and "exist(s) on the server unrecorded" in applied.err, applied
+    assert applied.code == 1 and "belong(s) to another workspace of this state" in applied.err, applied
     assert repo.count() == count
 
 
@@ -82,7 +83,7 @@ def test_renaming_the_workspace_and_dropping_approvals_creates_nothing_twice(
     project.write_text(text.replace(f"workspace: {repo.prod}", f"workspace: {renamed}")
                        [:text.index("approvals:")])
     seen = repo.gov("apply", "--env", "prod", "--auto-approve")
-    assert seen.code == 1 and "exist(s) on the server unrecorded" in seen.err, seen
+    assert seen.code == 1 and "belong(s) to another workspace of this state" in seen.err, seen
     # Without the refresh, the governance binding alone refuses.
     direct = repo.gov("apply", "--env", "prod", "--auto-approve", "--refresh=false")
     assert direct.code == 1, direct

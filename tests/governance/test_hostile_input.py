@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from govkit import KEY, Repo
 
-from govsync.apply import scrub
+from govsync.values import scrub
 
 # -- 8: FIFOs and a rule over its budget ------------------------------------------------
 

@@ -13,7 +13,6 @@ import pytest
 from plan_helpers import LOCAL, Gov, by_address, edit, summary
 
 from govsync.api.kinds import BY_KIND
-from govsync.plan import UNREAD_UPDATE
 from govsync.state import Entry, LockHolder
 from govsync.state.sqlite import SqliteStore
 
@@ -68,6 +67,11 @@ def test_apply_again_changes_nothing(gov: Gov, applied: Path) -> None:
 
 # -- update -----------------------------------------------------------------------
 
+# What an update planned without reading its object says (render/reasons.py, Why.UNREAD).
+UNREAD_UPDATE = ("not read from the server ({why}): {op} is sent the manifest's whole spec, "
+                 "so a field changed outside govsync that the manifest leaves at its default "
+                 "is set back")
+
 
 def test_hook_timeout_change_is_an_update(gov: Gov, applied: Path) -> None:
     edit(applied / "hooks.yaml", RISK_TIMEOUT, "timeoutMs: 2500")
@@ -81,6 +85,7 @@ def test_hook_timeout_change_is_an_update(gov: Gov, applied: Path) -> None:
         # Planned offline: the plan says what an update it could not read sends.
         "reason": UNREAD_UPDATE.format(why="no endpoint", op="UpdateHook"),
         "diff": [{"field": "timeoutMs", "before": 1500, "after": 2500}],
+        "why": {"why": "unread", "detail": "no endpoint"},
     }}
 
     text = gov.run("plan", applied, "--out", "p.json", *LOCAL).stdout
@@ -158,8 +163,8 @@ UPDATES = [
     pytest.param("connectors.yaml", "maxTokens: 2048", "maxTokens: 4096",
                  "ConnectorAIProvider/prod-eu-assistant", "config.providerB.maxTokens",
                  2048, 4096, "UpdateConnectorAiProviderV2", id="ConnectorAIProvider"),
-    pytest.param("hooks.yaml", "status: draft   # promoted to active after the PCI review",
-                 "status: active", "Hook/vault_credentials", "status", "draft", "active",
+    pytest.param("hooks.yaml", "timeoutMs: 1500   # policies fail closed after 1.5 s",
+                 "timeoutMs: 1800", "Hook/risk_score", "timeoutMs", 1500, 1800,
                  "UpdateHook", id="Hook"),
 ]
 
@@ -174,13 +179,14 @@ def test_changes_the_api_can_make_are_updates(
 
     plan = gov.plan(applied, "--detailed-exitcode", "--out", "p.json", code=2)
     assert plan["summary"] == summary(update=1, no_op=58)
+    unread = BY_KIND[address.split("/")[0]].replace_all
     assert only_changes(plan) == {address: {
         "address": address, "action": "update", "kind": address.split("/")[0], "id": entry_id,
         "fields": [field],
         # Offline: a whole-object update says it is sent without a read.
-        "reason": (UNREAD_UPDATE.format(why="no endpoint", op=op)
-                   if BY_KIND[address.split("/")[0]].replace_all else ""),
+        "reason": UNREAD_UPDATE.format(why="no endpoint", op=op) if unread else "",
         "diff": [{"field": field, "before": before, "after": after}],
+        **({"why": {"why": "unread", "detail": "no endpoint"}} if unread else {}),
     }}
     assert by_address(json.loads(Path("p.json").read_text()))[address]["operation"] == op
 
@@ -194,6 +200,11 @@ BLOCKED = [
                  "ConnectorListenerLink/prod-eu-postgres", "id",
                  "UpdateConnectorListenerLink can change only terminationProtection",
                  id="ConnectorListenerLink"),
+    # api-spec.md's UpdateHook carries no status: a change of it is not an update.
+    pytest.param("hooks.yaml", "status: draft   # promoted to active after the PCI review",
+                 "status: active", "Hook/vault_credentials", "status",
+                 "UpdateHook can change only allowlistedEnvironmentVariables, "
+                 "allowlistedNetworkHosts, code, description, name, timeoutMs", id="Hook"),
 ]
 
 
@@ -224,9 +235,10 @@ def test_satellite_type_change_is_blocked(gov: Gov, applied: Path) -> None:
 
     for flags in ((), ("--detailed-exitcode",)):
         result = gov.run("plan", applied, "--format", "json", *flags, code=1)
-        assert result.stderr == ("1 blocked change(s): the API cannot make them, so apply "
-                                 "will refuse this plan; revert them in the manifests and "
-                                 "plan again.\n")
+        assert result.stderr == ("1 blocked change(s), so apply will refuse this plan: 1 "
+                                 "change(s) no update can make: revert them in the "
+                                 "manifests, or replace the objects with `--replace ADDR`; "
+                                 "then plan again.\n")
         plan = json.loads(result.stdout)
         assert plan["summary"] == summary(blocked=1, no_op=58)
         assert only_changes(plan) == {"Satellite/discovery-analytics": {
@@ -240,24 +252,33 @@ def test_satellite_type_change_is_blocked(gov: Gov, applied: Path) -> None:
                        "spaceId, terminationProtection. Revert the change in the manifest, or "
                        "replace the object: `--replace Satellite/discovery-analytics` creates "
                        "a new one and deletes the old one"),
+            "why": {"why": "cannot-update", "operation": "UpdateSatelliteV2",
+                    "fields": ["satelliteType"]},
         }}
 
     # Saved: one message, which does not also invite applying it.
     saved = applied.parent / "blocked-plan.json"
     result = gov.run("plan", applied, "--out", saved, code=1)
     assert result.stderr == (f"Saved the plan to {saved}, but it cannot be applied: 1 blocked "
-                             "change(s): the API cannot make them, so apply will refuse this "
-                             "plan; revert them in the manifests and plan again.\n")
+                             "change(s), so apply will refuse this plan: 1 change(s) no update "
+                             "can make: revert them in the manifests, or replace the objects "
+                             "with `--replace ADDR`; then plan again.\n")
     assert "govsync apply" not in result.stderr
 
     markdown = gov.run("plan", applied, "--format", "markdown", code=1).stdout
-    assert ("> **1 blocked change(s)**: the API cannot make them; `govsync apply` will refuse "
-            "this plan until they are reverted.") in markdown.splitlines()
+    assert ("> **1 blocked change(s)**: `govsync apply` will refuse this plan: 1 change(s) "
+            "no update can make: revert them in the manifests, or replace the objects with "
+            "`--replace ADDR`.") in markdown.splitlines()
 
     result = gov.apply_local(applied, code=1)
     assert result.stderr.endswith(
-        "Error: the plan has 1 blocked change(s) the API cannot make: revert them in the "
-        "manifests; nothing was applied\n")
+        "Error: the plan has 1 blocked change(s):\n"
+        "  Satellite/discovery-analytics: cannot change satelliteType: UpdateSatelliteV2 can "
+        "change only name, spaceId, terminationProtection. Revert the change in the manifest, "
+        "or replace the object: `--replace Satellite/discovery-analytics` creates a new one "
+        "and deletes the old one\n"
+        "1 change(s) no update can make: revert them in the manifests, or replace the objects "
+        "with `--replace ADDR`; nothing was applied\n")
     assert gov.snapshot().serial == snapshot.serial
 
 
@@ -385,7 +406,8 @@ def test_removed_manifests_become_orphans(gov: Gov, applied: Path) -> None:
               "`govsync apply --forget-orphans` drops it from state")
     assert only_changes(plan) == {
         address: {"address": address, "action": "orphan", "kind": address.split("/")[0],
-                  "id": entries[address].id, "fields": [], "reason": reason, "diff": []}
+                  "id": entries[address].id, "fields": [], "reason": reason, "diff": [],
+                  "why": {"why": "orphan"}}
         for address in ("BlockedUser/mallory-quinn", "SessionTermination/inc-2024-0412-orders-dump")
     }
     # Orphans come last, after every address still in the manifests.
@@ -413,6 +435,7 @@ def test_unsettled_create_is_uncertain(gov: Gov, manifests: Path, status: str) -
         "fields": [], "diff": [],
         "reason": ("a create was sent but its outcome is unknown; run `govsync state resolve "
                    "Hook/risk_score --id ID` if it exists on the server, or `--absent` if not"),
+        "why": {"why": "unsettled"},
     }
 
 
@@ -426,13 +449,16 @@ def test_unsettled_create_without_manifest_is_uncertain(gov: Gov, manifests: Pat
         "fields": [], "diff": [],
         "reason": ("a create was sent but its outcome is unknown, and the manifest is gone; "
                    "run `govsync state resolve Hook/gone --id ID` or `--absent`"),
+        "why": {"why": "uncertain-gone"},
     }
 
 
 def test_apply_never_repeats_an_uncertain_create(gov: Gov, manifests: Path) -> None:
     gov.put(Entry("Hook/risk_score", "Hook", None, "uncertain", {"name": "risk_score"}))
 
-    result = gov.apply_local(manifests, code=1)
+    # Without reading the server, nothing can settle it: it waits, and so does what
+    # depends on it.
+    result = gov.apply_local(manifests, "--refresh=false", code=1)
     assert not [line for line in result.stderr.splitlines()
                 if line.startswith("Hook/risk_score:")]
     # Policy/risk-based-access lists the hook in metadata.dependsOn: it waits too.
@@ -441,6 +467,24 @@ def test_apply_never_repeats_an_uncertain_create(gov: Gov, manifests: Path) -> N
     entry = gov.snapshot().entries["Hook/risk_score"]
     assert (entry.status, entry.id) == ("uncertain", None)
     assert gov.plan(manifests)["summary"] == summary(create=1, uncertain=1, no_op=57)
+
+
+def test_an_uncertain_create_is_settled_by_a_read(gov: Gov, manifests: Path) -> None:
+    # Contract 12, amended: a List by name settles it.  Found absent, it is created
+    # once; found, it is recorded and never created again.
+    gov.put(Entry("Hook/risk_score", "Hook", None, "uncertain", {"name": "risk_score"}))
+    gov.apply_local(manifests)
+    entry = gov.snapshot().entries["Hook/risk_score"]
+    assert entry.status == "applied" and entry.id
+    gov.put(Entry("Hook/risk_score", "Hook", None, "pending", {"name": "risk_score"}))
+    plan = gov.run("plan", manifests, *LOCAL, "--format", "json").stdout
+    (change,) = [c for c in json.loads(plan)["changes"] if c["address"] == "Hook/risk_score"]
+    assert (change["action"], change["id"]) == ("import", entry.id), change
+    assert change["why"] == {"why": "settled-exists", "id": entry.id,
+                             "operation": "ListHooks"}
+    gov.apply_local(manifests)
+    again = gov.snapshot().entries["Hook/risk_score"]
+    assert (again.status, again.id) == ("applied", entry.id)
 
 
 # -- state scope --------------------------------------------------------------------

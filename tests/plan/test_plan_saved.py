@@ -177,8 +177,13 @@ def test_saved_plan_with_a_blocked_change_is_refused(gov: Gov, applied: Path) ->
     serial = gov.snapshot().serial
 
     result = gov.run("apply", "p.json", *LOCAL, "--auto-approve", code=1)
-    assert result.stderr == ("Error: the plan has 1 blocked change(s) the API cannot make: "
-                             "revert them in the manifests; nothing was applied\n")
+    # Which change, and why, before the refusal (its reason is the saved plan's).
+    assert result.stderr.startswith("Error: the plan has 1 blocked change(s):\n"
+                                    "  Satellite/discovery-analytics: cannot change "
+                                    "satelliteType: UpdateSatelliteV2 can change only ")
+    assert result.stderr.endswith("1 change(s) no update can make: revert them in the "
+                                  "manifests, or replace the objects with `--replace ADDR`; "
+                                  "nothing was applied\n")
     assert gov.snapshot().serial == serial
 
 

@@ -110,9 +110,38 @@ class Gov:
         finally:
             store.close()
 
+    def store_update(self, kind: str, object_id: str, **fields: Any) -> None:
+        """A change no API operation makes (a hook's status after create), written into
+        the embedded server's storage directly."""
+        store = Store(str(self.folder / LOCAL_DB))
+        try:
+            obj = store.get(kind, object_id)
+            assert obj is not None, (kind, object_id)
+            store.put(kind, object_id, {**obj, **fields})
+        finally:
+            store.close()
+
     def entries(self) -> dict[str, dict[str, Any]]:
         run = self.ok("state", "export")
         return {e["address"]: e for e in run.json()["entries"]}
+
+
+def lost(gov: Gov, suffix: str = "-lost") -> Gov:
+    """The same folder and server with its state lost: a new SQLite state file (the same
+    workspace), or, on PostgreSQL, a new workspace of the same state (whose objects are
+    then the first workspace's: govsync refuses them as another workspace's)."""
+    if gov.state.startswith("postgresql"):
+        return dataclasses.replace(gov, workspace=gov.workspace + suffix)
+    return dataclasses.replace(gov, state=str(Path(gov.state).with_name(f"state{suffix}.db")))
+
+
+# What a create of an object that exists on the server and is not this workspace's says:
+# unrecorded, or recorded by another workspace of the same state.
+NOT_OURS = ("exists on the server as ", "is recorded by workspace")
+
+
+def not_ours(reason: str) -> bool:
+    return reason.startswith(NOT_OURS[0]) or NOT_OURS[1] in reason
 
 
 def make_gov(folder: Path, state: str) -> Gov:

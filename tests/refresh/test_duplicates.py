@@ -4,10 +4,9 @@ apply, a saved plan's apply and a reviewed apply, and nothing is sent."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
 
-from refreshkit import Gov, copy_examples
+from refreshkit import NOT_OURS, Gov, copy_examples, lost, not_ours
 
 
 def counts(gov: Gov) -> Counter[str]:
@@ -20,29 +19,28 @@ def test_a_new_state_against_a_populated_server_creates_nothing(gov: Gov) -> Non
     manifests = str(copy_examples(gov.folder))
     gov.ok("apply", manifests, "--auto-approve")
     before = counts(gov)
-    lost = dataclasses.replace(gov, workspace=gov.workspace + "-lost")
-    plan = lost.run("plan", manifests, "--format", "json")
+    again = lost(gov)
+    plan = again.run("plan", manifests, "--format", "json")
     assert plan.code == 1, plan
     body = plan.json()
     blocked = {c["address"]: c for c in body["changes"] if c["action"] == "blocked"}
     hook = blocked["Hook/risk_score"]
-    assert hook["reason"].startswith("exists on the server as hook-")
-    assert "Import document or `govsync import`" in hook["reason"]
+    assert not_ours(hook["reason"]) and hook["id"].startswith("hook-"), hook
     # Every named kind, and a connector's AI provider (found by its connector), is found.
     assert "Space/analytics" in blocked and "Policy/mask-pii-in-results" in blocked
-    run = lost.run("apply", manifests, "--auto-approve")
+    run = again.run("apply", manifests, "--auto-approve")
     assert run.code == 1, run
-    assert "exist(s) on the server unrecorded" in run.out + run.err
+    assert any(words in run.out + run.err for words in NOT_OURS), run
     assert counts(gov) == before
 
 
 def test_a_saved_plan_is_checked_again_at_apply_time(gov: Gov) -> None:
     manifests = str(copy_examples(gov.folder))
-    other = dataclasses.replace(gov, workspace=gov.workspace + "-other")
+    other = lost(gov, "-other")
     other.ok("plan", manifests, "--out", "plan.json")
     gov.ok("apply", manifests, "--auto-approve")  # meanwhile, another state made them
     before = counts(gov)
     run = other.run("apply", "plan.json", "--auto-approve")
     assert run.code == 1, run
-    assert "exists on the server as" in run.out + run.err or "unrecorded" in run.out + run.err
+    assert any(words in run.out + run.err for words in NOT_OURS), run
     assert counts(gov) == before

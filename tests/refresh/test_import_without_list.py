@@ -3,11 +3,11 @@ provider, by a Get per connector) and names, each with why, the kinds nothing fi
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import yaml
 from refreshkit import Gov, copy_examples
+from refreshkit import lost as lost_state
 
 from govsync.adopt import findable, unfindable_reason
 from govsync.api.kinds import BY_KIND, KINDS
@@ -19,7 +19,7 @@ def test_kinds_without_a_list_are_read_where_a_get_can_find_them(sqlite_gov: Gov
     gov.ok("apply", manifests, "--auto-approve")
     provider_id = next(e["id"] for e in gov.entries().values()
                        if e["kind"] == "ConnectorAIProvider")
-    lost = dataclasses.replace(gov, workspace=gov.workspace + "-lost")
+    lost = lost_state(gov)  # SQLite: a new state file
     done = lost.ok("import", "--out", "imported")
     # Not listed, found by its connector: a manifest and an Import document.
     text = (Path(gov.folder) / "imported" / "connector-ai-provider.yaml").read_text()

@@ -4,13 +4,13 @@ and an identity, ...); the plan names the kinds it could not check."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
-from refreshkit import Gov, copy_examples
+from refreshkit import Gov, copy_examples, not_ours
+from refreshkit import lost as lost_state
 
 from govsync.api.kinds import BY_KIND, KINDS
-from govsync.refresh.adopt import searchable
+from govsync.api.resource import findable as searchable
 
 # Kinds whose create could make a second object (a retry-safe "create" sets the one
 # object of its key) and that nothing finds before they are recorded.
@@ -36,7 +36,7 @@ def test_the_table_says_how_each_kind_is_found() -> None:
 def test_a_lost_state_blocks_every_create_the_server_can_find(gov: Gov) -> None:
     manifests = str(copy_examples(gov.folder))
     gov.ok("apply", manifests, "--auto-approve")
-    lost = dataclasses.replace(gov, workspace=gov.workspace + "-lost")
+    lost = lost_state(gov)
     plan = lost.run("plan", manifests, "--format", "json")
     assert plan.code == 1, plan
     changes = plan.json()["changes"]
@@ -47,7 +47,7 @@ def test_a_lost_state_blocks_every_create_the_server_can_find(gov: Gov) -> None:
         kind = BY_KIND[change["kind"]]
         if searchable(kind) and not kind.create.retry_safe:
             assert change["action"] == "blocked", change
-            assert change["reason"].startswith("exists on the server as "), change
+            assert not_ours(change["reason"]), change
         elif change["kind"] in UNCHECKED:
             assert change["action"] == "create", change
     detail = refresh_check(plan.json())

@@ -15,7 +15,7 @@ import pytest
 
 from govsync import approvals, planfile
 from govsync.errors import PlanError
-from govsync.plan import Action, Change, Check, CheckStatus, Plan
+from govsync.plan import Action, Change, Check, CheckStatus, Plan, Reason, Why
 from govsync.values import PlannedSecret, Ref
 
 KEY = b"k" * 32
@@ -57,7 +57,7 @@ SAME: dict[str, Callable[[Plan], None]] = {
     "checks": lambda p: p.checks.append(Check("lock", CheckStatus.PASSED)),
     "targets' order": lambda p: setattr(p, "targets", ["Space/*", "Hook/*"]),
     "a no-op change": lambda p: p.changes.append(Change("Space/t", Action.NOOP, "Space")),
-    "a change's reason": lambda p: setattr(hook(p), "reason", "new"),
+    "a change's reason": lambda p: setattr(hook(p), "why", Reason(Why.MISSING, id="x")),
     "governance from": lambda p: setattr(p, "governance", {**GOVERNANCE, "from": {"x": 1}}),
     "secrets not read": lambda p: setattr(p, "secrets_read", False),
 }

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from govsync import commands, governance, planfile, runtime
+from govsync import commands, endpoints, governance, planfile, runtime
 from govsync.agent import partial
 from govsync.agent.applied import Applied
 from govsync.agentconfig import AgentSettings, Event
@@ -40,11 +40,10 @@ from govsync.errors import (
     Problem,
     StateLockedError,
 )
-from govsync.files import inside
 from govsync.manifests import load as load_manifests
 from govsync.manifests.loader import Reader, read_files
 from govsync.manifests.model import Context, ManifestSet
-from govsync.plan import Action, Plan
+from govsync.plan import Action, Plan, Why
 from govsync.planfile import SavedPlan
 from govsync.redact import url as safe_url
 from govsync.settings import Settings
@@ -213,10 +212,13 @@ def _run(cycle: Cycle, target: Target, paused: Mapping[str, Any] | None, frozen:
     manifests = load_manifests(selection.paths(()), read=read,
                                context=Context(selection.variables(), selection.name))
     plan = _plan(cycle, manifests, settings)
-    # Drifted: what the manifests ask (and what is missing) is applied; what changed
-    # outside govsync is only reported.
-    appliable = (cycle.status in (Status.OUT_OF_SYNC, Status.UNCERTAIN, Status.DRIFTED)
-                 and (plan.work() or plan.governance is not None))
+    # OutOfSync: the git change is applied, and what changed outside govsync is put back
+    # with it (contract 12, amended).  Drifted (only outside changes): what is missing is
+    # made again; what changed is put back only with selfHeal.
+    appliable = (cycle.status in (Status.OUT_OF_SYNC, Status.UNCERTAIN)
+                 or (cycle.status == Status.DRIFTED and (selection.self_heal or any(
+                     c.why is not None and c.why.why == Why.MISSING for c in plan.changes)))
+                 ) and bool(plan.work() or plan.governance is not None)
     held = bool(target.agent.partial_apply and cycle.status == Status.BLOCKED
                 and plan.blocked())  # the rest applied, what is blocked held back
     appliable = appliable or held
@@ -248,22 +250,9 @@ def _confined(target: Target) -> None:
     ``files.exposed_state``.)"""
     if target.root is None:
         return
-    selection = target.settings.selection
-    project = selection.project
-    read = list(selection.paths(()))
-    if project is not None:
-        read.append(project.file)
-        if project.approvals is not None and project.approvals.allowed_signers:
-            read.append(project.approvals.allowed_signers)
-    if target.agent.plans is not None:
-        read.append(target.agent.plans)
-    for path in read:
-        if not inside(path, target.root):
-            raise ConfigError(
-                f"environment {target.name}: {path} is outside the agent's checkout "
-                f"{target.root} (an absolute or ../ path, or a symbolic link leading out): "
-                "the agent reads only files of its repository; fix the path in the "
-                "project file")
+    refused = target.settings.selection.outside(target.root, (target.agent.plans,))
+    if refused:
+        raise ConfigError(f"environment {target.name}: {refused}")
 
 
 def _governors(target: Target) -> tuple[list[governance.Governor], bool]:
@@ -282,7 +271,8 @@ def _governors(target: Target) -> tuple[list[governance.Governor], bool]:
         found = governance.governors(recorded, target.workspace, endpoint)
         accepted = store.agent(target.workspace).get(ACCEPTED) if found else None
     return found, not found or (isinstance(accepted, dict)
-                                and accepted.get("endpoint") == endpoint)
+                                and isinstance(accepted.get("endpoint"), str)
+                                and endpoints.same(accepted["endpoint"], endpoint))
 
 
 def _unaccepted(target: Target, found: list[governance.Governor]) -> str:

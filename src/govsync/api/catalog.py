@@ -174,8 +174,11 @@ SPEC: tuple[Operation, ...] = (
     _op("PolicyDataLoaderService", "CreatePolicyDataLoader", "PolicyDataLoader",
         "policyDataLoader", "PolicyDataLoader"),
     _op("HookService", "CreateHook", "Hook", "hook", "Hook"),
+    # api-spec.md's UpdateHook carries no status (its answer does): one sent is ignored,
+    # as a read-modify-write client sends the hook as read.
     _op("HookService", "UpdateHook", "Hook", "hook", "Hook", verb=Verb.UPDATE, retry_safe=True,
-        style=UpdateStyle.REPLACE_ALL, must_exist=(("hook.id", "Hook"),)),
+        style=UpdateStyle.REPLACE_ALL, read_only=("status",),
+        must_exist=(("hook.id", "Hook"),)),
     _op("PermissionsService", "CreatePermission", "Permission", "permission", "Permission",
         connect=True),
     _op("IntegrationsLogService", "CreateIntegrationLog", "Integration", "integration",

@@ -1588,6 +1588,55 @@ WRAPS: dict[str, str] = {
 }
 
 
+# The fields an update request carries, by kind (of the object it wraps, for a
+# replace-all update): a field outside them no update can change.
+UPDATE_FIELDS: dict[str, tuple[str, ...]] = {
+    'Space': ('name', 'description', 'terminationProtection', 'id', 'createdAt', 'updatedAt'),
+    'Connector': ('name', 'terminationProtection', 'spaceId', 'id', 'createdAt', 'updatedAt', 'space'),
+    'Satellite': ('name', 'terminationProtection', 'spaceId', 'satelliteType', 'id', 'createdAt', 'updatedAt', 'space'),
+    'Sidecar': ('id', 'name', 'hostname', 'terminationProtection'),
+    'ConnectorListenerLink': ('id', 'terminationProtection'),
+    'SidecarResourceLink': ('id', 'terminationProtection'),
+    'ResourceAlias': ('id', 'alias'),
+    'NativeUser': ('id', 'label', 'terminationProtection', 'credentials'),
+    'DataDiscoveryConfiguration': ('resourceId', 'nativeUserId', 'database', 'schedule', 'deletionPolicy', 'path', 'id', 'createdAt', 'updatedAt'),
+    'Policy': ('name', 'description', 'code', 'terminationProtection', 'groupName', 'userEmail', 'notification', 'status', 'id', 'createdAt', 'updatedAt', 'ast', 'owners', 'version'),
+    'PolicyDataLoader': ('name', 'description', 'key', 'workerCode', 'workerSchedule', 'terminationProtection', 'workerRuntime', 'status', 'id', 'createdAt', 'updatedAt'),
+    'Hook': ('id', 'name', 'description', 'code', 'timeoutMs', 'createdAt', 'updatedAt', 'allowlistedEnvironmentVariables', 'allowlistedNetworkHosts', 'status'),
+    'Permission': ('name', 'description', 'code', 'terminationProtection', 'id', 'createdAt', 'updatedAt'),
+    'ConnectorAIProvider': ('connectorId', 'config', 'id', 'createdAt', 'updatedAt'),
+    'SigningKey': ('id', 'terminationProtection'),
+    'DataLabel': ('name', 'classifierType', 'classifierData', 'id', 'createdAt', 'updatedAt'),
+    'LogQuery': ('name', 'query', 'id', 'createdAt', 'updatedAt'),
+    'Form': ('name', 'description', 'fields', 'id', 'createdAt', 'updatedAt'),
+    'ScenarioMonitor': ('name', 'scenario', 'status', 'id', 'createdAt', 'updatedAt'),
+}
+
+
+# The value each spec field takes where a manifest leaves it out (JSON), by kind:
+# a field at it is one the manifest does not name.
+DEFAULTS: dict[str, dict[str, Any]] = {
+    'Space': {'description': '', 'terminationProtection': False},
+    'Connector': {'terminationProtection': False},
+    'Satellite': {'terminationProtection': False},
+    'Sidecar': {'terminationProtection': False},
+    'NativeUser': {'label': '', 'terminationProtection': False},
+    'DataDiscoveryConfiguration': {'database': ''},
+    'Policy': {'description': '', 'terminationProtection': False},
+    'PolicySuspension': {'inputCondition': '', 'oneoff': False, 'reason': ''},
+    'PolicyReport': {'policyCode': '', 'evaluationWindow': '', 'logQuery': ''},
+    'PolicyDataLoader': {'description': '', 'terminationProtection': False},
+    'Hook': {'description': '', 'allowlistedEnvironmentVariables': [], 'allowlistedNetworkHosts': []},
+    'Permission': {'description': '', 'code': '', 'terminationProtection': False},
+    'LogIntegration': {'terminationProtection': False},
+    'BIIntegration': {'sync': False},
+    'AIProviderIntegration': {'keyName': '', 'providerOrganizationId': ''},
+    'SigningKey': {'terminationProtection': False},
+    'Form': {'description': '', 'fields': []},
+    'ScenarioMonitor': {'scenario': ''},
+}
+
+
 # Spec paths of the variants whose fields the API leaves open, by kind: a
 # {fromEnv: VAR} anywhere inside one is a secret.
 OPEN_VARIANTS: dict[str, tuple[str, ...]] = {

@@ -23,7 +23,11 @@ backoff, ``Retry-After`` honoured up to ``MAX_RETRY_AFTER`` seconds):
 - any other status: the ApiStatusError subclass of errors.py, not retried.
 
 The API key goes into each request through an ``httpx.Auth`` whose repr hides
-it; it and the request's secret values are scrubbed from every message.
+it; it, the request's secret values and the secrets the client was given
+(``hidden``: what govsync knows, ``runtime.client``) are scrubbed from every
+message and from every answer (``values.scrub``): a server, or a proxy, that
+echoes one of them in what it returns has it shown, written and recorded as
+``(sensitive)``, reads and writes alike.
 """
 
 from __future__ import annotations
@@ -46,13 +50,14 @@ import httpx
 
 from govsync import __version__, errors, paths, redact
 from govsync.api.catalog import BY_NAME, Operation
+from govsync.api.kinds import identifying_fields
 from govsync.api.lanes import StreamLane
 from govsync.api.status import SPEC_CODES as _CODES
 from govsync.api.status import DetailType
 from govsync.api.transport import check_base_url, key_auth
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.envvars import ENDPOINT as ENDPOINT_ENV
-from govsync.values import SENSITIVE
+from govsync.values import SENSITIVE, SHORTEST_SECRET, scrub
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -73,6 +78,9 @@ Answer = httpx.Response | Exception | None
 Steps = Generator[Effect, Answer, T]
 
 MAX_RETRY_AFTER = 60.0
+# The largest answer read (a List page of 500 objects is far below it): what a server
+# sends beyond it is not read into memory (contract 7: any answer, a one-line error).
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
 LOCAL_BASE_URL = "http://localhost"
 LOCAL_API_KEY = "local"
 
@@ -169,9 +177,15 @@ class _Core:
     def __init__(self, *, base_url: str, api_key: str | None, build: Callable[..., httpx.Request],
                  timeout: float, max_retries: int, backoff: float, max_backoff: float,
                  on_retry: Callable[[RetryEvent], None] | None, rng: random.Random | None,
-                 key_variable: str = API_KEY_ENV, environment: str | None = None) -> None:
+                 key_variable: str = API_KEY_ENV, environment: str | None = None,
+                 hidden: Sequence[str] = ()) -> None:
         self.shown_url = base_url
         self._key = api_key
+        self._hidden = frozenset(s for s in (*hidden, api_key or "") if s)
+        # What an answer is scrubbed of: no value shorter than SHORTEST_SECRET (no
+        # secret: it would tear every answer apart), nor the embedded server's dummy key.
+        self._unsaid = frozenset(s for s in self._hidden
+                                 if len(s) >= SHORTEST_SECRET and s != LOCAL_API_KEY)
         self._key_variable = key_variable
         self._environment = environment
         self._build = build
@@ -187,7 +201,8 @@ class _Core:
              ) -> Steps[dict[str, Any]]:
         op = _operation(operation)
         payload = _payload(body)
-        scrub = self._scrubber([*_secret_values(op, payload), *secrets])
+        hidden, unsaid = self._secrets([*_secret_values(op, payload), *secrets])
+        scrub = _scrubber(hidden)
         extra = {"Connect-Protocol-Version": "1",
                  "Connect-Timeout-Ms": str(int(self._timeout * 1000))} if op.connect else {}
         request = self._build("POST", op.path, json=payload, headers={**extra, **(headers or {})})
@@ -204,7 +219,7 @@ class _Core:
                 log.info("%s: %d in %.3fs (attempt %d of %d)",
                          op.name, outcome.status_code, seconds, attempt, attempts)
                 if outcome.status_code == 200:
-                    return self._parse(op, outcome)
+                    return _scrubbed(self._parse(op, outcome), outcome.content, unsaid)
                 error, retry = self._status_error(op, outcome, scrub, attempt)
                 status: int | None = outcome.status_code
                 reason = str(status)
@@ -243,14 +258,14 @@ class _Core:
             seen.add(cursor)
             body = {**body, "cursor": cursor}
 
-    def _scrubber(self, secrets: list[str]) -> Callable[[str], str]:
-        hidden = sorted({s for s in [*secrets, self._key or ""] if s}, key=len, reverse=True)
-
-        def scrub(text: str) -> str:
-            for secret in hidden:
-                text = text.replace(secret, SENSITIVE)
-            return text
-        return scrub
+    def _secrets(self, secrets: list[str]) -> tuple[list[str], list[str]]:
+        """A call's secrets: its own, the key and the client's, longest first; those
+        kept out of its messages, and those kept out of its answer."""
+        mine = [s for s in secrets if s]
+        said = sorted(self._hidden.union(mine), key=len, reverse=True)
+        unsaid = sorted(self._unsaid.union(s for s in mine if len(s) >= SHORTEST_SECRET),
+                        key=len, reverse=True)
+        return said, unsaid
 
     @staticmethod
     def _parse(op: Operation, response: httpx.Response) -> dict[str, Any]:
@@ -286,6 +301,13 @@ class _Core:
 
     def _transport_error(self, op: Operation, exc: Exception, scrub: Callable[[str], str],
                          attempt: int) -> tuple[errors.ApiError, bool]:
+        if isinstance(exc, AnswerTooLarge):
+            what = (f"{exc} (at most {MAX_ANSWER_BYTES // (1024 * 1024)} MiB is read); "
+                    "stopped reading it")
+            if op.verb.reads:
+                return errors.ApiError(f"{op.name}: {what}", operation=op.name), False
+            return errors.AmbiguousError(f"{what}: the outcome is unknown",
+                                         operation=op.name), False
         what = scrub(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
         if isinstance(exc, _NOT_SENT_RETRY + _NOT_SENT_FINAL):
             tries = f" after {attempt} attempts" if attempt > 1 else ""
@@ -294,6 +316,36 @@ class _Core:
         return errors.AmbiguousError(
             f"the request was sent but no answer came (attempt {attempt}: {what}); "
             "the outcome is unknown", operation=op.name), op.retry_safe
+
+
+def _scrubber(hidden: list[str]) -> Callable[[str], str]:
+    """A message without any of ``hidden`` (longest first)."""
+    def scrub(text: str) -> str:
+        for secret in hidden:
+            text = text.replace(secret, SENSITIVE)
+        return text
+    return scrub
+
+
+def _scrubbed(data: dict[str, Any], body: bytes, hidden: list[str]) -> dict[str, Any]:
+    """An answer (``data``, parsed from ``body``) without any of ``hidden`` (longest
+    first), walked only where one is found: in the body itself where every character
+    of a secret is written as itself (no ``\\u`` or ``\\/`` escape in the body, no
+    character JSON escapes in the secret), else in the answer written as JSON again."""
+    if not hidden:
+        return data
+    if (b"\\u" not in body and b"\\/" not in body
+            and all(s.isprintable() and '"' not in s and "\\" not in s for s in hidden)):
+        if not any(s.encode() in body for s in hidden):
+            return data
+    else:
+        import json  # loaded by httpx already
+
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        if not any(json.dumps(s, ensure_ascii=False)[1:-1] in text for s in hidden):
+            return data
+    found: dict[str, Any] = scrub(data, hidden, identifying_fields())
+    return found
 
 
 def _error_fields(response: httpx.Response, scrub: Callable[[str], str]) -> tuple[str, str, Any]:
@@ -394,9 +446,10 @@ class AsyncClient:
                  rng: random.Random | None = None,
                  sleep: Callable[[float], Awaitable[object] | object] | None = None,
                  lanes: int = 1, reads: bool = False, key_variable: str = API_KEY_ENV,
-                 environment: str | None = None) -> None:
+                 environment: str | None = None, hidden: Sequence[str] = ()) -> None:
         """``key_variable``: where ``api_key`` was read from, and ``environment``: the
         project's environment it is for, both named by an authentication error.
+        ``hidden``: secrets kept out of every answer and message, beside the key.
         ``reads``: a client for many reads at once (a refresh): its lanes are
         ``lanes.StreamLane``, a third of httpcore's CPU a call."""
         self._shown_url = check_base_url(base_url, insecure_http)
@@ -449,7 +502,8 @@ class AsyncClient:
         self._core = _Core(base_url=self._shown_url, api_key=api_key, timeout=timeout,
                            build=_poster(self._http), max_retries=max_retries,
                            backoff=backoff, max_backoff=max_backoff, on_retry=on_retry, rng=rng,
-                           key_variable=key_variable, environment=environment)
+                           key_variable=key_variable, environment=environment,
+                           hidden=hidden)
 
     @property
     def base_url(self) -> str:
@@ -478,7 +532,7 @@ class AsyncClient:
                 if isinstance(effect, httpx.Request):
                     try:
                         outcome = await self._send(effect)
-                    except (httpx.HTTPError, OSError) as exc:
+                    except (httpx.HTTPError, OSError, AnswerTooLarge) as exc:
                         outcome = exc
                 else:
                     await self._pause(effect)
@@ -488,7 +542,12 @@ class AsyncClient:
 
     async def _send(self, request: httpx.Request) -> httpx.Response:
         if self._lanes is None:
-            return await self._http.send(request)
+            response = await self._http.send(request, stream=True)
+            try:
+                await _read_capped(response)
+            finally:
+                await response.aclose()
+            return response
         if self._auth is not None:
             flow = self._auth.auth_flow(request)
             request = next(flow)
@@ -501,7 +560,7 @@ class AsyncClient:
         try:
             response = await lane.handle_async_request(request)
             try:
-                await response.aread()
+                await _read_capped(response)
             finally:
                 await response.aclose()
             response.request = request
@@ -567,6 +626,25 @@ class AsyncClient:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
+
+
+class AnswerTooLarge(Exception):
+    """An answer longer than ``MAX_ANSWER_BYTES``: not read further."""
+
+
+async def _read_capped(response: httpx.Response) -> None:
+    """Read ``response``'s body into it, at most ``MAX_ANSWER_BYTES`` of it."""
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_ANSWER_BYTES:
+        raise AnswerTooLarge(f"the answer is {int(declared):,} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > MAX_ANSWER_BYTES:
+            raise AnswerTooLarge(f"the answer is over {MAX_ANSWER_BYTES:,} bytes")
+        chunks.append(chunk)
+    response._content = b"".join(chunks)
 
 
 # --- from --endpoint to what to connect with ---------------------------------

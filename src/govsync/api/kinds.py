@@ -13,6 +13,7 @@ this table; none of them branches on a kind's name.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, NamedTuple
@@ -107,13 +108,19 @@ class Kind:
         return self.update is not None and self.update.style == UpdateStyle.REPLACE_ALL
 
     @cached_property
+    def update_fields(self) -> frozenset[str]:
+        """The spec fields an update request carries (of the object it wraps, for a
+        replace-all update); none where nothing updates the kind."""
+        return frozenset(checks.UPDATE_FIELDS.get(self.name, ())) & frozenset(self.fields)
+
+    @cached_property
     def updatable(self) -> frozenset[str]:
-        """The top-level spec fields the update can change: every field but the update's
-        read-only ones and the field that names the object."""
+        """The top-level spec fields the update can change: those its request carries but
+        the update's read-only ones and the field that names the object."""
         op = self.update
         if op is None:
             return frozenset()
-        return frozenset(self.fields) - set(op.read_only) - {op.by} - {"id"}
+        return self.update_fields - set(op.read_only) - {op.by} - {"id"}
 
     # The operations of api-lifecycle.md, from the catalog's rows of this kind
     # (an endpoint may lack them: whether it offers them is learned per run).
@@ -208,6 +215,13 @@ class Kind:
         # A kind is a row of the table: pickled as its name, unpickled as the row.
         return (_kind_named, (self.name,))
 
+    def unnamed(self, field: str, value: object) -> bool:
+        """Whether a spec's top-level ``field`` at ``value`` is one its manifest does not
+        name: the value the API takes where a manifest leaves the field out."""
+        defaults = checks.DEFAULTS.get(self.name, {})
+        return field in defaults and defaults[field] == value \
+            and type(defaults[field]) is type(value)
+
     def can_update(self, field: str) -> bool:
         """Whether the update operation can change top-level spec ``field``."""
         return field in self.updatable
@@ -270,6 +284,21 @@ KINDS: tuple[Kind, ...] = (
 BY_KIND: dict[str, Kind] = {k.name: k for k in KINDS}
 # The kind whose objects policies read as input.hooks.<name>.
 HOOK_KIND = next(k.name for k in KINDS if k.code is Role.HOOK)
+
+
+@functools.cache
+def identifying_fields() -> frozenset[str]:
+    """The fields govsync finds objects by: ids (every kind's, and every reference's),
+    names and the kinds' identifying fields, and a List's page cursor.  An answer keeps
+    their values as read, a known secret inside one included (``values.scrub``'s
+    ``keep``): replaced, a secret's value that happens to be part of a name (a short
+    or common one a commit names) would lose govsync its objects."""
+    found = {"id", "name", "cursor", "nextCursor"}
+    for kind in KINDS:
+        found.add(kind.create.id_field)
+        found.update(kind.identity)
+    found.update(r.id_field for r in REFERENCES)
+    return frozenset(found)
 
 
 def _kind_named(name: str) -> Kind:

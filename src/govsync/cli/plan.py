@@ -25,7 +25,8 @@ from govsync.cli.root import (
 )
 from govsync.errors import ConfigError
 from govsync.manifests.model import ManifestSet
-from govsync.plan import Plan, blocked_advice
+from govsync.plan import Plan
+from govsync.render import blocked_advice
 from govsync.settings import Settings
 
 
@@ -76,8 +77,8 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
                                            workspace=workspace) if out_file else "")
     o = out()
     blocked = len(result.blocked())
-    why = (f"{blocked} blocked change(s): the API cannot make them, so apply will refuse "
-           f"this plan; {blocked_advice(result.blocked())} and plan again.")
+    why = (f"{blocked} blocked change(s), so apply will refuse this plan: "
+           f"{blocked_advice(result.blocked())}; then plan again.")
     if out_file:
         env = f" --env {settings.selection.name}" if settings.selection.name else ""
         if blocked:

@@ -19,7 +19,7 @@ import dataclasses
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from govsync import audit, runtime
+from govsync import audit, endpoints, runtime
 from govsync.api.catalog import readable_kinds
 from govsync.commands.endpoint import endpoint_change, identity
 from govsync.commands.preflight import Preflight, applied_already, locked, preflight, scoped
@@ -124,8 +124,9 @@ async def _send(source: Source, ready: Preflight, store: StateStore, snapshot: S
         endpoint = identity(settings)
         # The endpoint is recorded with the first answer it gives: an apply that
         # reached nothing (a wrong --allow-endpoint-change) records nothing.
-        record_endpoint = (endpoint if work and endpoint and snapshot.endpoint != endpoint
-                           else None)
+        # A recorded endpoint written another way is not recorded again.
+        record_endpoint = (endpoint if work and endpoint
+                           and not endpoints.same(snapshot.endpoint, endpoint) else None)
         applier = Applier(store, snapshot, client, environ=settings.environ, throttle=throttle,
                           reporter=options.reporter, api_key=settings.api_key,
                           endpoint=record_endpoint, stopping=options.stopping,

@@ -12,7 +12,7 @@ from govsync.commands.reading import (
     refreshing,
     refused_partial,
 )
-from govsync.commands.workspace import check_secrets_set, read_snapshot
+from govsync.commands.workspace import check_secrets_set, read_snapshot, with_secrets
 from govsync.drift import DriftReport, live_checks, unobservable
 from govsync.errors import ApiError, TransportError, UnauthorizedError
 from govsync.manifests.model import ManifestSet
@@ -32,12 +32,14 @@ def drift(manifests: ManifestSet, settings: Settings, *,
 
     if read_secrets:
         check_secrets_set(manifests, settings)
+    settings = with_secrets(settings, manifests)
     snapshot = (early.snapshot if early is not None
                 else read_snapshot(settings, responses=refreshing(settings)))
-    found, observed = refreshed(settings, snapshot, lambda missing: make_plan(
+    found, observed = refreshed(settings, snapshot, lambda observation: make_plan(
         manifests, snapshot, environ=settings.environ, targets=settings.targets,
-        read_secrets=read_secrets, missing=missing, prune=settings.selection.prune,
-        replace=settings.replace), early=early)
+        read_secrets=read_secrets, prune=settings.selection.prune,
+        replace=settings.replace, ignore=settings.selection.ignore_changes,
+        observation=observation), early=early)
     refused_partial(observed, "drift cannot say what it could not read")
     values = live.wanted(manifests)
     existing: dict[str, set[str]] | None = None
@@ -62,4 +64,4 @@ def drift(manifests: ManifestSet, settings: Settings, *,
             raise ApiError(f"cannot run the live checks: {live.failed(values, exc)}") from exc
     checks = live_checks(values, existing, skipped)
     return DriftReport(found, checks, unobservable(
-        manifests, observed.reading.read_kinds() if observed else ()))
+        manifests, observed.reading.read_kinds() if observed else None))

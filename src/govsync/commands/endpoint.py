@@ -3,7 +3,7 @@ the state was applied against another one or the API rejects the key."""
 
 from __future__ import annotations
 
-from govsync import redact
+from govsync import endpoints
 from govsync.errors import ConfigError, UnauthorizedError
 from govsync.redact import url as safe_url
 from govsync.settings import Settings
@@ -11,9 +11,10 @@ from govsync.state import Snapshot
 
 
 def normal_endpoint(endpoint: str) -> str:
-    """The endpoint as the state records and compares it: no credentials in it."""
+    """The endpoint as the state records and compares it: one spelling, no credentials
+    in it (``endpoints.identity``)."""
 
-    return redact.identity(endpoint)
+    return endpoints.identity(endpoint)
 
 
 def identity(settings: Settings) -> str | None:
@@ -22,10 +23,13 @@ def identity(settings: Settings) -> str | None:
 
 
 def endpoint_change(snapshot: Snapshot, settings: Settings) -> str:
-    """Why ``settings``' endpoint is not the one the state was applied against ('' if it is)."""
+    """Why ``settings``' endpoint is not the one the state was applied against ('' if it
+    is).  Both are compared as ``endpoints.identity`` spells them, so a recorded
+    endpoint written another way (``http://127.0.0.1:P/.``) is the same one; a name and
+    its address are not (another name may be another virtual host)."""
     if not snapshot.endpoint or not settings.endpoint:
         return ""
-    if normal_endpoint(settings.endpoint) == snapshot.endpoint:
+    if endpoints.same(settings.endpoint, snapshot.endpoint):
         return ""
 
     return (f"workspace {snapshot.workspace!r} was applied against {safe_url(snapshot.endpoint)}"

@@ -17,7 +17,6 @@ from govsync.commands.endpoint import endpoint_change, identity
 from govsync.commands.reading import (
     Early,
     check_live,
-    healing,
     moved_error,
     refreshed,
     refreshing,
@@ -27,6 +26,7 @@ from govsync.commands.workspace import (
     Workspace,
     check_secrets_set,
     read_snapshot,
+    with_secrets,
 )
 from govsync.errors import (
     ApiError,
@@ -39,7 +39,7 @@ from govsync.errors import (
 from govsync.governance import Governance
 from govsync.live import wanted
 from govsync.manifests.model import ManifestSet
-from govsync.plan import Action, Check, CheckStatus, Plan, make_plan
+from govsync.plan import Check, CheckStatus, Observation, Plan, make_plan
 from govsync.redact import url as safe_url
 from govsync.settings import Settings
 from govsync.state import LockHolder, Snapshot
@@ -101,6 +101,7 @@ def _plan(manifests: ManifestSet, settings: Settings, workspace: Workspace, *, s
           early: Early | None = None, allow_endpoint_change: bool = False) -> Planned:
     if read_secrets:
         check_secrets_set(manifests, settings)
+    settings = with_secrets(settings, manifests)
 
     selection = settings.selection
     proposed = governance.of_project(selection.project, selection.environment)
@@ -116,15 +117,23 @@ def _plan(manifests: ManifestSet, settings: Settings, workspace: Workspace, *, s
         snapshot = read_snapshot(settings)
     record = governance.recorded(snapshot.governance, settings.workspace)
     governance.check_environment(record, selection.name, settings.workspace, selection.project)
-    heal = healing(settings)
     # While a refresh begun early is read in a second process, the live references
     # are checked here (with --target they depend on the plan, so after it).
     ahead = (_LiveAhead(manifests, settings) if early is not None and not settings.targets
              else None)
-    result, _observed = refreshed(settings, snapshot, lambda missing: make_plan(
-        manifests, snapshot, environ=settings.environ, targets=settings.targets,
-        read_secrets=read_secrets, missing=missing, prune=settings.selection.prune,
-        replace=settings.replace, heal=heal), heal, early)
+    seen: list[Observation] = [Observation()]
+
+    def make(observation: Observation) -> Plan:
+        seen[0] = observation
+        return make_plan(manifests, snapshot, environ=settings.environ,
+                         targets=settings.targets, read_secrets=read_secrets,
+                         prune=selection.prune, replace=settings.replace,
+                         ignore=selection.ignore_changes, observation=observation)
+
+    result, _observed = refreshed(
+        settings, snapshot, make, early, running=running is not None,
+        owners=(lambda ids: store.recorded_elsewhere(settings.workspace, ids))
+        if store is not None else None)
     result.secrets_read = read_secrets
     governed_by(result, record, proposed, selection.name)
     check_rules(result, manifests, governance.rules_to_check(record, proposed),
@@ -153,7 +162,7 @@ def _plan(manifests: ManifestSet, settings: Settings, workspace: Workspace, *, s
             if settings.targets else None,
             moved="" if allow_endpoint_change else changed)
     if saving and read_secrets and not snapshot.lineage and _may_save(workspace):
-        result = _in_new_workspace(result, manifests, workspace)
+        result = _in_new_workspace(result, manifests, workspace, seen[0])
     return Planned(result, running)
 
 
@@ -218,28 +227,24 @@ def _may_save(workspace: Workspace) -> bool:
     return True
 
 
-def _in_new_workspace(planned: Plan, manifests: ManifestSet, workspace: Workspace) -> Plan:
+def _in_new_workspace(planned: Plan, manifests: ManifestSet, workspace: Workspace,
+                      seen: Observation) -> Plan:
     """``plan --out`` of a workspace never written: the workspace (and the state file)
     made now that the plan has passed every check, so a plan that fails leaves no
-    state behind; then planned again, since the fingerprints of the secrets a
-    saved plan carries are made with the workspace's key."""
+    state behind; then planned again from what the server showed, since the
+    fingerprints of the secrets a saved plan carries are made with the workspace's
+    key."""
 
     settings = workspace.settings
     snapshot = workspace.store().snapshot(settings.workspace, responses=False)
     if snapshot.serial or snapshot.entries:
         raise StateError("the state changed while the plan was made: run `govsync plan` again")
     again = make_plan(manifests, snapshot, environ=settings.environ, targets=settings.targets,
-                      prune=settings.selection.prune, replace=settings.replace)
+                      prune=settings.selection.prune, replace=settings.replace,
+                      ignore=settings.selection.ignore_changes, observation=seen)
     again.checks, again.environment, again.governance = (
         planned.checks, planned.environment, planned.governance)
     again.drift, again.refreshed = planned.drift, planned.refreshed
-    # The creates the refresh found existing stay blocked.
-    found = {c.address: c for c in planned.changes if c.action == Action.BLOCKED}
-    for change in again.changes:
-        if change.action == Action.CREATE and change.address in found:
-            change.action, change.id, change.reason = (
-                Action.BLOCKED, found[change.address].id, found[change.address].reason)
-            change.request, change.operation = None, None
     return again
 
 

@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from govsync import approvals, audit, governance, planfile
+from govsync import approvals, audit, governance, planfile, render
 from govsync.approvals import Approver
 from govsync.commands.endpoint import identity
 from govsync.commands.planning import check_rules, governed_by
-from govsync.commands.reading import check_creates, healing, refreshed_async, refused_partial
+from govsync.commands.reading import check_creates, refreshed_async, refused_partial
 from govsync.commands.sources import Manifests, Reviewed, Saved, Source
-from govsync.commands.workspace import project_file
+from govsync.commands.workspace import project_file, with_secrets
 from govsync.errors import (
     ApprovalError,
     BlockedPlanError,
@@ -34,7 +35,7 @@ from govsync.errors import (
     StalePlanError,
 )
 from govsync.governance import Governance
-from govsync.plan import Action, Plan, blocked_advice, make_plan
+from govsync.plan import Action, Plan, make_plan
 from govsync.planfile import SavedPlan, review_digest, reviewed_change
 from govsync.redact import url as safe_url
 from govsync.rules import check_sent
@@ -100,10 +101,13 @@ class Preflight:
 def scoped(source: Source, settings: Settings) -> Settings:
     """The settings the apply runs with: ConfigError, GovernanceError or PlanError when
     the source is not for this run (a saved plan with --target, a plan of another
-    environment or workspace); a reviewed plan's targets are used."""
+    environment or workspace); a reviewed plan's targets are used.  They know the
+    values of the secrets it sends (``with_secrets``): no answer is shown or kept with
+    one."""
 
     match source:
         case Saved(saved):
+            settings = with_secrets(settings, plan=saved.plan)
             if settings.targets:
                 raise ConfigError(
                     "--target does not apply to a saved plan: it applies exactly the changes "
@@ -111,12 +115,15 @@ def scoped(source: Source, settings: Settings) -> Settings:
                                   if saved.plan.targets else "")
                     + "; make a targeted plan with `govsync plan --target ... --out`")
             _same_scope(saved, settings)
-        case Reviewed(_, reviewed):
+        case Reviewed(manifests, reviewed):
+            settings = with_secrets(settings, manifests)
             _same_scope(reviewed, settings)
             if settings.targets and sorted(settings.targets) != sorted(reviewed.plan.targets):
                 raise ConfigError("--target differs from the reviewed plan's targets: leave it "
                                   "out (the reviewed plan's targets are used)")
             return dataclasses.replace(settings, targets=tuple(reviewed.plan.targets))
+        case Manifests(manifests):
+            return with_secrets(settings, manifests)
     return settings
 
 
@@ -143,17 +150,20 @@ async def preflight(source: Source, store: StateStore, snapshot: Snapshot, setti
     selection = settings.selection
     proposed = governance.of_project(selection.project, selection.environment)
     observed: refresh.Observed | None = None
+
+    def owners(ids: Collection[str]) -> Mapping[str, tuple[str, str]]:
+        return store.recorded_elsewhere(settings.workspace, ids)
+
     match source:
         case Saved(saved):
             plan = saved.plan
-            await check_creates(plan, settings, snapshot)
+            await check_creates(plan, settings, snapshot, owners)
         case Manifests(manifests) | Reviewed(manifests, _):
-            heal = healing(settings)
             plan, observed = await refreshed_async(
-                settings, snapshot, lambda missing: make_plan(
+                settings, snapshot, lambda observation: make_plan(
                     manifests, snapshot, environ=settings.environ, targets=settings.targets,
-                    missing=missing, prune=selection.prune, replace=settings.replace,
-                    heal=heal), heal)
+                    prune=selection.prune, replace=settings.replace,
+                    ignore=selection.ignore_changes, observation=observation), owners=owners)
             refused_partial(observed, "nothing was applied")
             governed_by(plan, record, proposed, selection.name)
             check_rules(plan, manifests, governance.rules_to_check(record, proposed),
@@ -163,9 +173,11 @@ async def preflight(source: Source, store: StateStore, snapshot: Snapshot, setti
                 plan.id = source.reviewed.plan.id
                 _same_as_reviewed(plan, source.reviewed)
     if plan.blocked():
-        raise BlockedPlanError(
-            f"the plan has {len(plan.blocked())} blocked change(s) the API cannot "
-            f"make: {blocked_advice(plan.blocked())}; nothing was applied")
+        blocked = plan.blocked()
+        raise BlockedPlanError("\n".join([
+            f"the plan has {len(blocked)} blocked change(s):",
+            *render.blocked_lines(blocked),
+            f"{render.blocked_advice(blocked)}; nothing was applied"]))
     target = (Governance.from_dict(plan.governance["to"], settings.workspace)
               if plan.governance else record or proposed)
     # The approvals the workspace recorded; for a workspace never applied, those

@@ -3,13 +3,16 @@ objects (contract section 12) and the live references (a Policy's groupName)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
-from govsync import envvars, governance, live, runtime
+from govsync import envvars, governance, live, render, runtime
+from govsync.api.kinds import BY_KIND
 from govsync.commands.endpoint import endpoint_change, key_rejected
 from govsync.errors import (
     ApiError,
+    BlockedPlanError,
     GovsyncError,
     ManifestError,
     Problem,
@@ -18,16 +21,28 @@ from govsync.errors import (
 )
 from govsync.live import LiveValue
 from govsync.manifests.model import ManifestSet
-from govsync.plan import Action, Check, CheckStatus, Drifted, DriftKind, Plan, say_unread
+from govsync.plan import (
+    REFRESH_CHECK,
+    Action,
+    Check,
+    CheckStatus,
+    Observation,
+    Plan,
+    Recorded,
+    creating,
+    say_unread,
+    unrecorded,
+)
 from govsync.settings import Settings
 from govsync.state import Entry, Snapshot, StateStore, exists
+from govsync.values import SHORTEST_SECRET, holds
 
 if TYPE_CHECKING:
     from govsync import refresh
     from govsync.api.client import AsyncClient
 
-# A plan made from the manifests and the entries a refresh found missing on the server.
-MakePlan = Callable[[frozenset[str]], Plan]
+# A plan made from the manifests and what the server showed (nothing: an offline plan).
+MakePlan = Callable[[Observation], Plan]
 
 
 class Early(Protocol):
@@ -46,42 +61,57 @@ def refreshing(settings: Settings) -> bool:
     return settings.refresh and bool(settings.endpoint)
 
 
-def healing(settings: Settings) -> dict[str, Drifted] | None:
-    """Where ``selfHeal: true``: the dict a refresh fills with what changed outside
-    govsync, for the plan to undo it (None: drift is reported, never reverted)."""
-    return {} if settings.selection.self_heal else None
-
-
 def unread(plan: Plan, settings: Settings) -> Plan:
-    """A plan made without a refresh says what its updates send."""
+    """A plan made without a refresh says so, and what its updates send."""
     say_unread(plan, "--refresh=false" if settings.endpoint else "no endpoint")
+    if settings.endpoint:
+        plan.checks.append(Check(REFRESH_CHECK, CheckStatus.SKIPPED, (
+            "the server was not read (--refresh=false): compared with the recorded state "
+            "only; outside changes, missing objects and duplicates are not looked for")))
     return plan
 
 
 def refreshed(settings: Settings, snapshot: Snapshot, make: MakePlan,
-              heal: dict[str, Drifted] | None = None, early: Early | None = None,
-              ) -> tuple[Plan, refresh.Observed | None]:
+              early: Early | None = None, *, owners: refresh.Owners | None = None,
+              running: bool = False) -> tuple[Plan, refresh.Observed | None]:
     """The plan ``make`` makes, after a refresh where this run reads the server
     (``early``: one begun already, from ``snapshot``)."""
     if not refreshing(settings):
-        return unread(make(frozenset()), settings), None
+        return unread(offline(make, owners), settings), None
     observed = early.observed() if early is not None else None
+    if observed is not None and _holds_secret(observed, settings):
+        observed = None  # read before the manifests' secrets were known: read again
     if observed is not None:
         from govsync import refresh
 
-        if heal is not None:
-            heal.update((d.address, d) for d in observed.drift if d.kind == DriftKind.CHANGED)
-        plan = make(observed.missing)
-        if not any(c.action in (Action.CREATE, Action.IMPORT) for c in plan.changes):
+        plan = make(observed.observation(running=running))
+        if not any(c.action in (Action.CREATE, Action.IMPORT, Action.REPLACE, Action.DELETE,
+                                Action.UNCERTAIN) for c in plan.changes):
             # Nothing to look up on the server: no client, no event loop.
             refresh.annotate(plan, observed)
             return plan, observed
+    return runtime.run(refreshed_async(settings, snapshot, make, observed, owners=owners,
+                                       running=running))
 
-        def made(missing: frozenset[str]) -> Plan:
-            return plan
 
-        make, heal = made, None
-    return runtime.run(refreshed_async(settings, snapshot, make, heal, observed))
+def _holds_secret(observed: refresh.Observed, settings: Settings) -> bool:
+    """Whether a refresh read before the manifests were (without their secrets, which
+    the client scrubs from every answer) holds one of them."""
+    hidden = [s for s in settings.hidden if len(s) >= SHORTEST_SECRET]
+    if not hidden:
+        return False
+    reading = observed.reading
+    return holds(reading.live, hidden) or holds(reading.listed, hidden)
+
+
+def offline(make: MakePlan, owners: refresh.Owners | None) -> Plan:
+    """The plan made without reading the server; what it adopts, deletes or replaces is
+    still held to whose it is (the state knows: an id another workspace records)."""
+    plan = make(Observation())
+    ids = {c.id for c in plan.changes if c.id and c.action in (
+        Action.IMPORT, Action.DELETE, Action.REPLACE)}
+    found = owners(ids) if owners is not None and ids else {}
+    return make(Observation(owners=found)) if found else plan
 
 
 def early_snapshot(settings: Settings, store: StateStore | None) -> Snapshot | None:
@@ -118,27 +148,26 @@ async def observe(settings: Settings, snapshot: Snapshot) -> refresh.Observed:
 
 
 async def refreshed_async(settings: Settings, snapshot: Snapshot, make: MakePlan,
-                          heal: dict[str, Drifted] | None = None,
-                          observed: refresh.Observed | None = None,
+                          observed: refresh.Observed | None = None, *,
+                          owners: refresh.Owners | None = None, running: bool = False,
                           ) -> tuple[Plan, refresh.Observed | None]:
-    """Read every recorded object (``observed``: read already, from ``snapshot``), then
-    plan (missing objects as creates, creates of objects that exist unrecorded
-    blocked).  Not where the state belongs to another endpoint, whose ids would all
-    look missing here."""
+    """Read every recorded object (``observed``: read already, from ``snapshot``), look up
+    what the plan would create, then plan from all of it.  Not where the state belongs
+    to another endpoint, whose ids would all look missing here."""
     if not refreshing(settings):
-        return unread(make(frozenset()), settings), None
+        return unread(offline(make, owners), settings), None
     from govsync import refresh  # with asyncio: offline commands never load it
 
     if snapshot.entries and endpoint_change(snapshot, settings):
-        plan = make(frozenset())
+        plan = offline(make, owners)
         refresh.skipped(plan, "the state was applied against another endpoint")
         return plan, None
     try:
         async with runtime.client(settings, lanes=refresh.LANES, reads=True) as client:
             return await refresh.refreshed(client, snapshot.entries, make,
                                            settings.selection.ignore_changes,
-                                           heal if heal is not None else None,
-                                           lambda: recorded_now(settings), observed)
+                                           lambda: recorded_now(settings), observed,
+                                           owners=owners, running=running)
     except UnauthorizedError as exc:
         raise key_rejected(exc) from exc
 
@@ -152,21 +181,39 @@ def recorded_now(settings: Settings) -> Mapping[str, Entry]:
         return store.snapshot(settings.workspace, responses=False, create=False).entries
 
 
-async def check_creates(plan: Plan, settings: Settings, snapshot: Snapshot) -> None:
+async def check_creates(plan: Plan, settings: Settings, snapshot: Snapshot,
+                        owners: refresh.Owners | None = None) -> None:
     """A saved plan's creates, at apply time: none of an object that now exists on the
     server unrecorded (BlockedPlanError follows; nothing is sent)."""
-    if not refreshing(settings) or not any(c.action == Action.CREATE for c in plan.changes):
-        return
     from govsync import refresh
 
+    looked = creating(plan)
+    if not refreshing(settings) or not looked:
+        return
     try:
         async with runtime.client(settings) as client:
-            reading = await refresh.block_existing(client, plan, snapshot.entries)
+            reader = refresh.Reader(client, refresh.Reading())
+            found = await refresh.look_up(reader, looked)
     except UnauthorizedError as exc:
         raise key_rejected(exc) from exc
-    if not reading.complete:
+    if not reader.reading.complete:
         raise ApiError(f"cannot check that the plan's creates do not exist on the server yet: "
-                       f"{reading.summary()}; nothing was applied")
+                       f"{reader.reading.summary()}; nothing was applied")
+    seen = Observation(read=True, found=found,
+                       owners=owners({i for ids in found.values() for i in ids})
+                       if owners is not None else {})
+    recorded = Recorded(snapshot.entries)
+    entries = snapshot.entries
+    refused = []
+    for change in looked:
+        mine = entries[change.address].id if change.address in entries else None
+        why = unrecorded(BY_KIND[change.kind], change.address, seen, recorded, mine)
+        if why is not None:
+            shown = dataclasses.replace(change, action=Action.BLOCKED, id=why.id, why=why)
+            refused.append(f"{change.address}: {render.reason_words(shown)}")
+    if refused:
+        raise BlockedPlanError(f"the plan cannot be applied as it was made: {'; '.join(refused)}"
+                               "; nothing was applied: plan again")
 
 
 def refused_partial(observed: refresh.Observed | None, doing: str) -> None:

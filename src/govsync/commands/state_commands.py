@@ -9,6 +9,7 @@ from typing import Any
 
 from govsync import audit, runtime
 from govsync.api.kinds import BY_KIND
+from govsync.api.resource import readable
 from govsync.commands.endpoint import key_rejected
 from govsync.errors import ConfigError, StateError, StateLockedError, UnauthorizedError
 from govsync.manifests.model import ManifestSet
@@ -147,6 +148,11 @@ def state_import(settings: Settings, address: str, object_id: str,
             raise StateError(f"{address} is already in state (id {snapshot.entries[address].id}); "
                              "`govsync state forget` it first to import another id")
         _one_address(snapshot.entries, manifest.kind.name, object_id, address)
+        owner = store.recorded_elsewhere(settings.workspace, [object_id]).get(object_id)
+        if owner is not None:
+            raise StateError(f"{object_id} is recorded by workspace {owner[0]!r} as {owner[1]}: "
+                             "an object belongs to one workspace of a state; nothing was "
+                             "recorded")
         ids = {a: e.id for a, e in snapshot.entries.items() if e.status == APPLIED and e.id}
         try:
             _request, spec = Resolver(ids, snapshot.fingerprint, settings.environ).plan(
@@ -171,7 +177,7 @@ def _verify_id(settings: Settings, address: str, object_id: str,
     from govsync import refresh
 
     kind = BY_KIND[address.split("/", 1)[0]]
-    if not refresh.reading.readable(kind):
+    if not readable(kind):
         return refresh.unread_reason(kind)
     if not settings.endpoint:
         return "no endpoint is configured to read it from"

@@ -4,15 +4,18 @@ made by a command that only reads."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
+from collections.abc import Collection
 from types import TracebackType
 
 from govsync import redact, runtime
 from govsync.errors import ManifestError
 from govsync.manifests.model import ManifestSet
-from govsync.plan import missing_secrets
+from govsync.plan import Plan, missing_secrets
 from govsync.settings import Settings
 from govsync.state import Snapshot, StateStore, empty_snapshot, exists
+from govsync.values import secret_variables
 
 
 class Workspace:
@@ -56,6 +59,24 @@ def check_secrets_set(manifests: ManifestSet, settings: Settings) -> None:
         raise ManifestError(problems)
 
 
+def with_secrets(settings: Settings, manifests: ManifestSet | None = None,
+                 plan: Plan | None = None) -> Settings:
+    """``settings`` knowing the values of the secrets ``manifests`` (or a saved ``plan``'s
+    requests) read, those set: no answer of the API is shown, written or recorded
+    with one (``Settings.secrets``, which the client is made with)."""
+    variables: list[str] = []
+    if manifests is not None:
+        for manifest in manifests.objects.values():
+            if manifest.holes:
+                variables += secret_variables(manifest.template, manifest.holes)
+    if plan is not None:
+        for change in plan.changes:
+            variables += secret_variables(change.request)
+    found = [settings.environ.get(v, "") for v in dict.fromkeys(variables)]
+    hidden = tuple(dict.fromkeys((*settings.hidden, *(v for v in found if v))))
+    return dataclasses.replace(settings, hidden=hidden) if hidden != settings.hidden else settings
+
+
 def read_snapshot(settings: Settings, *, responses: bool = False) -> Snapshot:
     """The workspace's state for a command that only reads: a state, or a workspace,
     that does not exist yet reads as empty and is not created."""
@@ -64,6 +85,16 @@ def read_snapshot(settings: Settings, *, responses: bool = False) -> Snapshot:
         return empty_snapshot(settings.workspace)
     with runtime.open_state(settings) as store:
         return store.snapshot(settings.workspace, responses=responses, create=False)
+
+
+def recorded_elsewhere(settings: Settings, ids: Collection[str]) -> dict[str, tuple[str, str]]:
+    """Which of ``ids`` another workspace of this state records (id -> (workspace,
+    address)); none where there is no state yet."""
+
+    if not ids or not exists(settings.state):
+        return {}
+    with runtime.open_state(settings) as store:
+        return store.recorded_elsewhere(settings.workspace, ids)
 
 
 def recorded_state(state: str) -> str:

@@ -10,6 +10,7 @@ from enum import StrEnum
 from typing import Any, NamedTuple, TypedDict
 
 from govsync import __version__
+from govsync.planning.reasons import Reason, Why
 
 
 class Action(StrEnum):
@@ -67,7 +68,9 @@ class Change:
     # Tuples, shared when empty: a no-op change of 100,000 allocates nothing more.
     fields: tuple[str, ...] = ()
     diff: tuple[FieldChange, ...] = ()
-    reason: str = ""
+    # Why (typed: the renderers word it, render/reasons.py); None: a plain create,
+    # update or no-op.
+    why: Reason | None = None
     # What apply sends, before wrapping: references to objects this plan
     # creates stay ``Ref``; secrets are ``PlannedSecret`` (values.py).
     request: dict[str, Any] | None = None
@@ -80,24 +83,32 @@ class Change:
     moved_from: str | None = None
     # The fields changed outside govsync since it last applied (refresh).
     outside: tuple[FieldChange, ...] = ()
+    # Fields an update sends as the server holds them, whatever the manifest says
+    # (ignoreChanges): never diffed, never changed.
+    kept: tuple[str, ...] = ()
 
-    def public(self) -> dict[str, Any]:
-        """What users see of a change (``--format json``): no request."""
+    def public(self, reason: str = "") -> dict[str, Any]:
+        """What users see of a change (``--format json``): no request.  ``reason``: its
+        reason in words (the renderer's, ``render.reason_words``)."""
         body: dict[str, Any] = {
             "address": self.address,
             "action": self.action,
             "kind": self.kind,
             "id": self.id,
             "fields": self.fields,
-            "reason": self.reason,
+            "reason": reason,
             "diff": [d.as_dict() for d in self.diff],
         }
+        if self.why is not None:
+            body["why"] = self.why.as_dict()
         if self.patched:
             body["patchedBy"] = self.patched
         if self.moved_from:
             body["movedFrom"] = self.moved_from
         if self.outside:
             body["outside"] = [d.as_dict() for d in self.outside]
+        if self.kept:
+            body["kept"] = list(self.kept)
         return body
 
     def patch_of(self, path: str) -> str | None:
@@ -210,6 +221,10 @@ class Plan:
 
     def blocked(self) -> list[Change]:
         return [c for c in self.changes if c.action == Action.BLOCKED]
+
+    def blocked_by(self, *reasons: Why) -> list[Change]:
+        """The blocked changes whose reason is one of ``reasons``."""
+        return [c for c in self.blocked() if c.why is not None and c.why.why in reasons]
 
     def work(self, *, forget_orphans: bool = False) -> list[Change]:
         """The changes apply acts on: requests to send, and orphans to forget if asked."""

@@ -4,14 +4,16 @@ while an object that stays refers to them; ``Moved`` and ``Import`` documents.""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any, NamedTuple
 
 from govsync.api.kinds import BY_KIND
 from govsync.errors import Problem
 from govsync.manifests.directives import Directive
 from govsync.manifests.model import ManifestSet
 from govsync.planning.model import Action, Change
+from govsync.planning.observation import Observation
+from govsync.planning.reasons import Reason, Why
 from govsync.state import APPLIED, Entry
 
 # What a Moved or Removed document is told when the address it takes an object from is
@@ -108,55 +110,79 @@ def protected(spec: Mapping[str, Any] | None) -> bool:
     return bool(spec) and spec.get("terminationProtection") is True  # type: ignore[union-attr]
 
 
-def ending(entry: Entry, directive: Directive | None) -> Change:
-    """The delete (or forget) of a recorded object: ``directive`` a Removed document, None
-    for ``prune``.  Blocked where the object is protected or the API cannot delete it."""
-    kind = BY_KIND[entry.kind]
-    by = directive.label if directive is not None else "prune: true"
-    if directive is not None and directive.spec["destroy"] is False:
-        return Change(entry.address, Action.FORGET, entry.kind, id=entry.id, reason=(
-            f"{by}: dropped from state; the object stays on the server"))
-    if kind.delete is None:
-        return Change(entry.address, Action.BLOCKED, entry.kind, id=entry.id, reason=(
-            f"{by}: the API has no operation that deletes a {kind.name}: forget it instead "
-            "(a Removed document with destroy: false, or `govsync apply --forget-orphans`)"))
-    if protected(entry.read_spec()):
-        return Change(entry.address, Action.BLOCKED, entry.kind, id=entry.id,
-                      reason=protected_reason(by, "in state"))
-    return Change(entry.address, Action.DELETE, entry.kind, id=entry.id,
-                  operation=kind.delete.name, reason=f"{by}: {kind.delete.name}")
+class Referrers(NamedTuple):
+    """Who refers to an object about to end: the ends and changes it waits for, and the
+    objects that stay and still refer to it ("address (field)" each)."""
+
+    waits: tuple[str, ...] = ()
+    staying: tuple[str, ...] = ()
 
 
-def protected_reason(by: str, where: str) -> str:
-    return (f"{by}: terminationProtection is true ({where}), and govsync never deletes a "
-            "protected object: first set `terminationProtection: false` in its manifest "
-            "and apply that, then remove it (two reviewed steps)")
-
-
-def order_deletes(changes: list[Change], entries: Mapping[str, Entry]) -> None:
-    """Dependants first: a delete waits for the deletes of the objects that refer to it;
-    one still referred to by an object that stays is blocked, naming it."""
-    deleting = {c.id: c for c in changes if c.action == Action.DELETE and c.id}
-    if not deleting:
-        return
+def referrers(entries: Mapping[str, Entry], ends: Collection[str],
+              changes: Iterable[Change]) -> dict[str, Referrers]:
+    """By the id of each recorded object in ``ends`` (the addresses a plan ends): what refers
+    to it.  A referrer that ends too is waited for (dependants first), and so is one this
+    plan points elsewhere (an update or a replace whose request names another id)."""
+    ending_ids: dict[str, str] = {e.id: a for a in ends if (e := entries[a]).id}
+    if not ending_ids:
+        return {}
+    sending = {c.address: c.request for c in changes
+               if c.action in (Action.UPDATE, Action.REPLACE, Action.MOVE)
+               and c.request is not None}
+    waits: dict[str, list[str]] = {}
     staying: dict[str, list[str]] = {}
-    gone = {c.address for c in changes if c.action in (Action.DELETE, Action.FORGET)}
     for address, entry in entries.items():
         spec = entry.read_spec() or {}
         for ref in BY_KIND[entry.kind].references if entry.kind in BY_KIND else ():
-            target = deleting.get(spec.get(ref.id_field))  # type: ignore[arg-type]
-            if target is None or target.kind != ref.target or target.address == address:
+            target_id = spec.get(ref.id_field)
+            target = ending_ids.get(target_id) if isinstance(target_id, str) else None
+            if target is None or not isinstance(target_id, str) or entries[target].kind != ref.target or target == address:
                 continue
-            if address in gone:
-                target.after = (*target.after, address)
+            if address in ends or (address in sending
+                                   and sending[address].get(ref.id_field) != target_id):
+                waits.setdefault(target_id, []).append(address)
             else:
-                staying.setdefault(target.address, []).append(f"{address} ({ref.id_field})")
-    for change in changes:
-        if change.address in staying:
-            change.action = Action.BLOCKED
-            change.operation = None
-            change.reason = (f"still referred to by {', '.join(sorted(staying[change.address]))}"
-                             ": the server refuses to delete it; remove or change those first")
+                staying.setdefault(target_id, []).append(f"{address} ({ref.id_field})")
+    return {i: Referrers(tuple(waits.get(i, ())), tuple(sorted(staying.get(i, ()))))
+            for i in waits.keys() | staying.keys()}
+
+
+def ending(entry: Entry, directive: Directive | None, seen: Observation,
+           referred: Referrers | None = None, *, deposed: bool = False) -> Change:
+    """The delete (or forget) of a recorded object: ``directive`` a Removed document, None
+    for ``prune`` (or, ``deposed``, the old object of a replace that did not finish).
+    Blocked where the object is protected (in state or live), another workspace of the
+    state records it, objects that stay still refer to it (``referred``), the API or
+    the endpoint cannot delete it; a forget where the server no longer has it."""
+    kind = BY_KIND[entry.kind]
+    address = entry.address
+    by = directive.label if directive is not None else "" if deposed else "prune: true"
+    if directive is not None and directive.spec["destroy"] is False:
+        return Change(address, Action.FORGET, entry.kind, id=entry.id,
+                      why=Reason(Why.FORGET, by=by))
+    if address in seen.live and seen.live[address] is None:
+        return Change(address, Action.FORGET, entry.kind, id=entry.id,
+                      why=Reason(Why.GONE, by=by, id=entry.id))
+    blocked: Reason | None = None
+    live = seen.live.get(address)
+    referred = referred or Referrers()
+    if kind.delete is None:
+        blocked = Reason(Why.NO_DELETE, by=by)
+    elif protected(entry.read_spec()) or protected(live):
+        blocked = Reason(Why.PROTECTED, by=by or "the unfinished replace",
+                         detail="in state" if protected(entry.read_spec()) else "live")
+    elif entry.id is not None and entry.id in seen.owners:
+        blocked = Reason(Why.OWNED, id=entry.id, names=seen.owners[entry.id])
+    elif seen.lacks_writes:
+        blocked = Reason(Why.ENDPOINT_LACKS, by=by, operation=kind.delete_op)
+    elif referred.staying:
+        blocked = Reason(Why.REFERRED, names=referred.staying)
+    if blocked is not None:
+        return Change(address, Action.BLOCKED, entry.kind, id=entry.id, why=blocked)
+    assert kind.delete is not None
+    return Change(address, Action.DELETE, entry.kind, id=entry.id,
+                  operation=kind.delete.name, after=referred.waits,
+                  why=Reason(Why.DEPOSED, id=entry.id) if deposed else Reason(Why.DELETE, by=by))
 
 
 def recorded_at(entries: Mapping[str, Entry], kind: str, object_id: str) -> str | None:

@@ -25,7 +25,8 @@ fingerprint) never count as drift.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import dataclasses
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -37,22 +38,32 @@ from govsync.plan import (
     CheckStatus,
     Drifted,
     DriftKind,
+    Observation,
     Plan,
-    protected,
-    protected_reason,
+    creating,
     say_unread,
 )
-from govsync.refresh.adopt import block_existing, unread_reason, verify_id, verify_imports
 from govsync.refresh.compare import by_address, compare, compare_read, outside_changes
-from govsync.refresh.reading import CONCURRENCY, LANES, Reading, read
+from govsync.refresh.lookup import (
+    found_with,
+    look_up,
+    read_imports,
+    read_with,
+    unread_reason,
+    verify_id,
+)
+from govsync.refresh.reading import CONCURRENCY, LANES, Reader, Reading, read
 from govsync.state import Entry
 
 if TYPE_CHECKING:
     from govsync.api.client import AsyncClient
 
-__all__ = ["LANES", "Observed", "Reading", "annotate", "block_existing", "compare", "observe",
-           "outside_changes", "read", "refreshed", "skipped", "unread_reason", "verify_id",
-           "verify_imports"]
+__all__ = ["LANES", "Observed", "Owners", "Reader", "Reading", "annotate", "compare", "look_up", "observe",
+           "outside_changes", "read", "refreshed", "skipped", "unread_reason", "verify_id"]
+
+# Who else records an object: (live ids) -> {id: (workspace, address)} of the other
+# workspaces of the state (StateStore.recorded_elsewhere).
+Owners = Callable[[Collection[str]], Mapping[str, tuple[str, str]]]
 
 
 # -- the plan's view ------------------------------------------------------------------
@@ -69,6 +80,16 @@ class Observed:
     def missing(self) -> frozenset[str]:
         return frozenset(d.address for d in self.drift if d.kind == DriftKind.MISSING)
 
+    def observation(self, *, running: bool = False) -> Observation:
+        """What the planner is given: the live objects, what changed outside govsync, and
+        whether the endpoint lacks the operations of api-lifecycle.md."""
+        reading = self.reading
+        return Observation(
+            read=True, live=reading.live,
+            changed={d.address: d for d in self.drift if d.kind == DriftKind.CHANGED},
+            lacks_writes=reading.offers_reads is False or reading.endpoint_lacks_reads,
+            running=running)
+
 
 async def observe(client: AsyncClient, entries: Mapping[str, Entry],
                   ignore: Mapping[str, Sequence[str]] | None = None,
@@ -83,26 +104,51 @@ async def observe(client: AsyncClient, entries: Mapping[str, Entry],
 
 
 async def refreshed(client: AsyncClient, entries: Mapping[str, Entry],
-                    make: Callable[[frozenset[str]], Plan],
+                    make: Callable[[Observation], Plan],
                     ignore: Mapping[str, Sequence[str]] | None = None,
-                    heal: dict[str, Drifted] | None = None,
                     recheck: Callable[[], Mapping[str, Entry]] | None = None,
-                    observed: Observed | None = None,
-                    ) -> tuple[Plan, Observed]:
-    """Refresh (``observed``: read already), then the plan ``make`` makes with the
-    missing objects as creates, its creates of objects that exist unrecorded blocked,
-    and the refresh's findings on it.  ``heal`` (self-heal): filled with what changed
-    outside govsync before ``make`` runs, for it to plan the updates that undo it."""
+                    observed: Observed | None = None, owners: Owners | None = None,
+                    running: bool = False) -> tuple[Plan, Observed]:
+    """Refresh (``observed``: read already), then look up on the server what the plan
+    would create and read what it imports, then the plan ``make`` makes from all that
+    (decided once), with the refresh's findings on it.
+
+    ``recheck``: the workspace's entries read again (the state was read before the
+    server, without the lock: an apply running meanwhile records its intent before it
+    sends, so what the lookup finds that it made is recorded by then).  ``owners``:
+    who else of the state records an id.  ``running``: an apply holds the lock."""
     if observed is None:
         observed = await observe(client, entries, ignore)
-    if heal is not None:
-        heal.update((d.address, d) for d in observed.drift if d.kind == DriftKind.CHANGED)
-    plan = make(observed.missing)
-    await block_existing(client, plan, entries, observed.reading, recheck)
-    await verify_imports(client, plan, observed.reading)
+    seen = observed.observation(running=running)
+    plan = make(seen)
+    looked = creating(plan)
+    imports = [c for c in plan.changes if c.action == Action.IMPORT and c.id]
+    ending = [c for c in plan.changes if c.action in (Action.DELETE, Action.REPLACE) and c.id]
+    if looked or imports or ending:
+        reader = Reader(client, observed.reading)
+        found = await look_up(reader, looked)
+        read_back = await read_imports(reader, imports)
+        ids = {i for ids in found.values() for i in ids} | {
+            c.id for c in (*imports, *ending) if c.id}
+        before = _ids(entries)
+        if recheck is not None and any((a.split("/", 1)[0], i) not in before
+                                       for a, got in found.items() for i in got):
+            now = _ids(recheck()) - before
+            found = {a: tuple(i for i in got if (a.split("/", 1)[0], i) not in now)
+                     for a, got in found.items()}
+        seen = dataclasses.replace(
+            seen, found=found, imports=read_back,
+            owners=owners(ids) if owners is not None and ids else {},
+            read_with={**{c.address: found_with(BY_KIND[c.kind]) for c in looked},
+                       **{c.address: read_with(BY_KIND[c.kind]) for c in imports}})
+        plan = make(seen)
     annotate(plan, observed)
     return plan, observed
 
+
+def _ids(entries: Mapping[str, Entry]) -> set[tuple[str, str]]:
+    """(kind, id) of every object ``entries`` record."""
+    return {(e.kind, e.id) for e in entries.values() if e.id}
 
 
 def annotate(plan: Plan, observed: Observed) -> None:
@@ -116,40 +162,13 @@ def annotate(plan: Plan, observed: Observed) -> None:
         if change.address in changed:
             change.outside = changed[change.address]
     reading = observed.reading
-    _check_endings(plan, reading)
     say_unread(plan, "the endpoint does not offer its read", reading.live.keys())
     status = (CheckStatus.FAILED if reading.failed
               else CheckStatus.WARNING if reading.endpoint_lacks_reads else CheckStatus.PASSED)
     plan.checks.append(Check(REFRESH_CHECK, status, reading.summary()))
 
 
-def _check_endings(plan: Plan, reading: Reading) -> None:
-    """Deletes the server would refuse or the endpoint cannot make, blocked in the plan:
-    an object protected live (terminationProtection true), an endpoint without the
-    deletes of api-lifecycle.md (``serve --operations spec``)."""
-    lacks = reading.offers_reads is False or reading.endpoint_lacks_reads
-    for change in plan.changes:
-        update = BY_KIND[change.kind].update
-        if (change.action == Action.UPDATE and lacks and update is not None
-                and not update.spec):
-            change.action, change.operation = Action.BLOCKED, None
-            change.reason = (f"this endpoint does not offer {update.name} (it serves the "
-                             "spec's operations only): revert the change in the manifest")
-        if change.action != Action.DELETE:
-            continue
-        live = reading.live.get(change.address)
-        if protected(live):
-            change.action, change.operation = Action.BLOCKED, None
-            change.reason = protected_reason(change.reason.split(":", 1)[0], "live")
-        elif lacks:
-            change.action, change.operation = Action.BLOCKED, None
-            change.reason = (f"{change.reason.split(':', 1)[0]}: this endpoint does not offer "
-                             "the deletes of api-lifecycle.md; forget it instead (destroy: "
-                             "false, or `govsync apply --forget-orphans`)")
-
-
 def skipped(plan: Plan, why: str) -> None:
     """The plan's line for a refresh not made."""
     plan.checks.append(Check(REFRESH_CHECK, CheckStatus.SKIPPED,
                              f"the server was not read: {why}"))
-

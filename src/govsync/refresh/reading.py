@@ -12,14 +12,13 @@ from typing import TYPE_CHECKING, Any
 from govsync import paths
 from govsync.api.catalog import Operation
 from govsync.api.kinds import BY_KIND, KINDS, Kind
+from govsync.api.resource import PAGE, Objects, key_of, listed, object_id, readable
 from govsync.errors import ApiError, ApiStatusError, NotFoundError, UnauthorizedError
 from govsync.state import APPLIED, Entry
 
 if TYPE_CHECKING:
     from govsync.api.client import AsyncClient
 
-# The largest page a List gives (api-lifecycle.md: limit 1-500).
-PAGE = 500
 # Connections a refresh's client keeps (AsyncClient lanes: one pool shared by many
 # callers costs more CPU than the calls).  A lane carries one call at a time, so
 # this is also how many reads are in flight: the kinds without a List (a policy
@@ -31,8 +30,6 @@ PAGE = 500
 LANES = 128
 # Reads in flight at once, over every kind (more than LANES would only queue).
 CONCURRENCY = LANES
-# Fields every object carries that only the server sets.
-SERVER_FIELDS = ("id", "createdAt", "updatedAt")
 
 
 @dataclass
@@ -102,11 +99,6 @@ NO_READ_IN_API = "the API has no read for these kinds"
 NO_READ_AT_ENDPOINT = "the endpoint does not offer these reads"
 
 
-def readable(kind: Kind) -> bool:
-    """Whether the API (api-lifecycle.md) has a read for ``kind``."""
-    return kind.get is not None or kind.list is not None
-
-
 def recorded(entries: Mapping[str, Entry], addresses: Iterable[str] | None = None
              ) -> dict[str, list[Entry]]:
     """The applied entries (with an id) to read, by kind."""
@@ -126,104 +118,45 @@ def recorded(entries: Mapping[str, Entry], addresses: Iterable[str] | None = Non
 _WITHOUT_READS: set[str] = set()
 
 
-class Reader:
-    """Reads objects with one client: pages of Lists, Gets, and what the endpoint offers."""
+class Reader(Objects):
+    """The refresh's object layer (``api.resource.Objects``): its calls counted, and what
+    the endpoint offers kept, in ``reading``."""
 
     def __init__(self, client: AsyncClient, reading: Reading,
                  concurrency: int = CONCURRENCY) -> None:
-        self.client = client
         self.reading = reading
-        self._slots = asyncio.Semaphore(concurrency)
-        self._probe: asyncio.Task[bool] | None = None
+        super().__init__(client, concurrency=concurrency, offers_reads=reading.offers_reads)
+
+    @property
+    def offers_reads(self) -> bool | None:
+        return self.reading.offers_reads
+
+    @offers_reads.setter
+    def offers_reads(self, value: bool | None) -> None:
+        self.reading.offers_reads = value
+        if value is False:
+            _WITHOUT_READS.add(self.client.base_url)
+        elif value:
+            _WITHOUT_READS.discard(self.client.base_url)
 
     async def call(self, op: Operation, body: Mapping[str, Any]) -> dict[str, Any]:
-        async with self._slots:
-            self.reading.calls += 1
-            return await self.client.call(op, body)
-
-    async def offers_reads(self) -> bool:
-        """Whether the endpoint has the reads of api-lifecycle.md: one List of one object,
-        learned once (an unknown operation is 404 not_found)."""
-        if self.reading.offers_reads is not None:
-            return self.reading.offers_reads
-        return await self.probe()
-
-    def probe(self) -> asyncio.Future[bool]:
-        """The one List that says whether the endpoint has the reads, sent now if it
-        has not been."""
-        if self._probe is None:
-            self._probe = asyncio.ensure_future(self._learn())
-        return self._probe
+        self.reading.calls += 1
+        return await super().call(op, body)
 
     def may_read_ahead(self) -> bool:
         """Whether Gets may go out before the probe has answered: not where this process
         found the endpoint without the reads."""
         return self.client.base_url not in _WITHOUT_READS
 
-    async def _learn(self) -> bool:
-        op = next(k.list for k in KINDS if k.list is not None and not k.list.scope_required)
-        try:
-            await self.call(op, {"limit": 1})
-        except NotFoundError:
-            self.reading.offers_reads = False
-            _WITHOUT_READS.add(self.client.base_url)
-        else:
-            self.reading.offers_reads = True
-            _WITHOUT_READS.discard(self.client.base_url)
-        return self.reading.offers_reads
-
-    async def page(self, op: Operation, body: Mapping[str, Any]
-                   ) -> tuple[list[dict[str, Any]], str, int | None]:
-        """One page of a List: its objects, the next cursor ('' at the end), the count."""
-        answer = await self.call(op, body)
-        items = answer.get(op.response_key or "")
-        meta = answer.get("listMetadata")
-        if not isinstance(items, list) or not all(isinstance(i, dict) for i in items) or (
-                meta is not None and not isinstance(meta, dict)):
-            raise ApiError(f"{op.name} answered without a list of objects under "
-                           f"{op.response_key!r}", operation=op.name)
-        meta = meta or {}
-        cursor = meta.get("nextCursor") or ""
-        count = meta.get("count")
-        return (items, cursor if isinstance(cursor, str) else "",
-                count if isinstance(count, int) and not isinstance(count, bool) else None)
-
-    async def all_pages(self, op: Operation, body: Mapping[str, Any],
-                        first: tuple[list[dict[str, Any]], str, int | None] | None = None
-                        ) -> list[dict[str, Any]]:
-        items, cursor, _ = first or await self.page(op, {**body, "limit": PAGE})
-        out = list(items)
-        seen: set[str] = set()
-        while cursor:
-            if cursor in seen:
-                raise ApiError(f"{op.name} repeated a page cursor; paging stopped",
-                               operation=op.name)
-            seen.add(cursor)
-            items, cursor, _ = await self.page(op, {**body, "limit": PAGE, "cursor": cursor})
-            out.extend(items)
-        return out
-
-    async def get(self, kind: Kind, entry: Entry) -> dict[str, Any] | None:
-        """The live object of ``entry`` (None: the server does not have it)."""
+    async def read(self, kind: Kind, entry: Entry) -> dict[str, Any] | None:
+        """The live object of a recorded ``entry`` by the kind's Get (None: it answers 404)."""
         op = kind.get
         assert op is not None
-        value = entry.id if op.by == "id" else (entry.read_spec() or {}).get(op.by)
-        if not isinstance(value, str) or not value:
+        key = key_of(kind, entry.id, entry.read_spec() or {})
+        if not isinstance(key, str) or not key:
             raise ApiError(f"{entry.address}: no {op.by} recorded to read it with",
                            operation=op.name)
-        try:
-            answer = await self.call(op, {op.by: value})
-        except NotFoundError:
-            return None
-        obj = answer.get(op.response_key) if op.response_key else answer
-        if not isinstance(obj, dict):
-            raise ApiError(f"{op.name} answered without an object under {op.response_key!r}",
-                           operation=op.name)
-        return obj
-
-
-def object_id(kind: Kind, obj: Mapping[str, Any]) -> Any:
-    return obj.get(kind.create.id_field, obj.get("id"))
+        return await self.get(kind, key)
 
 
 async def read(client: AsyncClient, entries: Mapping[str, Entry],
@@ -244,7 +177,7 @@ async def read(client: AsyncClient, entries: Mapping[str, Entry],
 
     # The connections the Gets will take, opened while the Lists are answered.
     gets = sum(len(e) for name, e in by_kind.items()
-               if readable(BY_KIND[name]) and not _listed(BY_KIND[name]))
+               if readable(BY_KIND[name]) and not listed(BY_KIND[name]))
     try:
         async with asyncio.TaskGroup() as group:
             for name, kind_entries in sorted(by_kind.items()):
@@ -263,22 +196,17 @@ def first_rejection(group: BaseExceptionGroup[UnauthorizedError]) -> Unauthorize
     return first_rejection(first) if isinstance(first, BaseExceptionGroup) else first
 
 
-def _listed(kind: Kind) -> bool:
-    """Whether the kind is read in pages of a List that needs no scope."""
-    return kind.list is not None and not kind.list.scope_required
-
-
 async def _read_kind(reader: Reader, kind: Kind, entries: list[Entry]) -> None:
     reading = reader.reading
     if not readable(kind):
         reading.unreadable[kind.name] = NO_READ_IN_API
         return
     try:
-        if _listed(kind):
+        if listed(kind):
             await _by_list(reader, kind, entries)
         elif kind.list is None:
             await _by_gets_probed(reader, kind, entries)
-        elif await reader.offers_reads():
+        elif await reader.reads_offered():
             await _by_scoped_list(reader, kind, entries)
         else:
             reading.unreadable[kind.name] = NO_READ_AT_ENDPOINT
@@ -313,32 +241,54 @@ async def _by_list(reader: Reader, kind: Kind, entries: list[Entry]) -> None:
     except NotFoundError:
         reading.unreadable[kind.name] = NO_READ_AT_ENDPOINT
         return
-    if reading.offers_reads is None:
-        reading.offers_reads = True
-    items, cursor, count = first
-    found = {object_id(kind, o): o for o in items}
+    reader.learned(True)
+    found = {object_id(kind, o): o for o in first.items}
     unfound = [e for e in entries if e.id not in found]
-    pages_left = math.ceil(max((count or 0) - len(items), 0) / PAGE) if cursor else 0
+    pages_left = (math.ceil(max((first.total or 0) - len(first.items), 0) / PAGE)
+                  if first.cursor else 0)
     gets = math.ceil(len(unfound) / CONCURRENCY)
-    if cursor and kind.get is not None and count is not None and gets < pages_left:
+    if first.cursor and kind.get is not None and first.total is not None and gets < pages_left:
         # Fewer round trips to read the rest one by one than page by page.
         for entry in entries:
             if entry.id in found:
                 reading.live[entry.address] = found[entry.id]
         await _by_gets(reader, kind, unfound)
         return
-    every = await reader.all_pages(op, {}, first) if cursor else items
+    every = await reader.all(op, {}, first) if first.cursor else first.items
     reading.listed[kind.name] = every
+    await _seen(reader, kind, entries, every, {})
+
+
+async def _seen(reader: Reader, kind: Kind, entries: list[Entry],
+                every: list[dict[str, Any]], body: Mapping[str, Any]) -> None:
+    """The entries found among ``every`` (a List read whole, with ``body``) are live; those
+    it left out are read again, independently, before they are called missing (a List
+    may lag, or leave one out once: contract 12 trusts no single answer before a
+    create): by their Get, else by a fresh List whole."""
+    reading = reader.reading
     found = {object_id(kind, o): o for o in every}
-    gone = [e for e in entries if e.id not in found]
+    gone = []
     for entry in entries:
         if entry.id in found:
             reading.live[entry.address] = found[entry.id]
-    if gone and kind.get is not None:
-        await _by_gets(reader, kind, gone)  # a List may lag: the Get says for sure
-    else:
-        for entry in gone:
-            reading.live[entry.address] = None
+        else:
+            gone.append(entry)
+    if not gone:
+        return
+    if kind.get is not None:
+        await _by_gets(reader, kind, gone, second=True)
+        return
+    assert kind.list is not None
+    try:
+        again = await reader.all(kind.list, body)
+    except ApiError as exc:
+        _failed(reading, gone, exc)
+        return
+    if not body:
+        reading.listed[kind.name] = again  # the later read: what a lookup then uses
+    found = {object_id(kind, o): o for o in again}
+    for entry in gone:
+        reading.live[entry.address] = found.get(entry.id)
 
 
 async def _by_scoped_list(reader: Reader, kind: Kind, entries: list[Entry]) -> None:
@@ -356,23 +306,13 @@ async def _by_scoped_list(reader: Reader, kind: Kind, entries: list[Entry]) -> N
             groups.setdefault(key, []).append(entry)
 
     async def one(scope: tuple[str, str], members: list[Entry]) -> None:
+        body = {scope[0]: scope[1]}
         try:
-            every = await reader.all_pages(op, {scope[0]: scope[1]})
+            every = await reader.all(op, body)
         except ApiError as exc:
             _failed(reader.reading, members, exc)
             return
-        found = {object_id(kind, o): o for o in every}
-        gone = []
-        for entry in members:
-            if entry.id in found:
-                reader.reading.live[entry.address] = found[entry.id]
-            else:
-                gone.append(entry)
-        if gone and kind.get is not None:
-            await _by_gets(reader, kind, gone)
-        else:
-            for entry in gone:
-                reader.reading.live[entry.address] = None
+        await _seen(reader, kind, members, every, body)
 
     async with asyncio.TaskGroup() as group:
         for scope, members in groups.items():
@@ -405,16 +345,19 @@ async def _by_gets_probed(reader: Reader, kind: Kind, entries: Sequence[Entry]) 
     reading = reader.reading
     if reading.offers_reads is None and reader.may_read_ahead():
         probe = reader.probe()
-        await _by_gets(reader, kind, entries)
+        await _by_gets(reader, kind, entries, second=True)
         try:
             offered = await probe
         except BaseException:
             _forget(reading, entries)  # the probe's failure is each object's
             raise
         if offered:
+            # A Get that found nothing is read once more (trust no single answer).
+            await _by_gets(reader, kind, [e for e in entries if e.address in reading.live
+                                          and reading.live[e.address] is None], second=True)
             return
         _forget(reading, entries)
-    elif await reader.offers_reads():
+    elif await reader.reads_offered():
         await _by_gets(reader, kind, entries)
         return
     reading.unreadable[kind.name] = NO_READ_AT_ENDPOINT
@@ -426,12 +369,20 @@ def _forget(reading: Reading, entries: Iterable[Entry]) -> None:
         reading.failed.pop(entry.address, None)
 
 
-async def _by_gets(reader: Reader, kind: Kind, entries: Sequence[Entry]) -> None:
+async def _by_gets(reader: Reader, kind: Kind, entries: Sequence[Entry], *,
+                   second: bool = False) -> None:
+    """One Get each.  A Get that finds nothing is sent once more before the object is
+    called missing (trust no single answer before a create), unless this read is
+    itself the second (``second``: a List left the object out)."""
+    reading = reader.reading
+
     async def one(entry: Entry) -> None:
         try:
-            reader.reading.live[entry.address] = await reader.get(kind, entry)
+            reading.live[entry.address] = await reader.read(kind, entry)
+            if reading.live[entry.address] is None and not second:
+                reading.live[entry.address] = await reader.read(kind, entry)
         except ApiError as exc:
-            _failed(reader.reading, [entry], exc)
+            _failed(reading, [entry], exc)
 
     async with asyncio.TaskGroup() as group:
         for entry in entries:

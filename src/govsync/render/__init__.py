@@ -4,6 +4,7 @@
     text.py       plan_text, drift_text (a terminal's)
     markdown.py   plan_markdown, drift_markdown (pull-request comments)
     planjson.py   plan_json and its chunks, drift_json (contract section 3)
+    reasons.py    a change's typed reason in words, and the advice for blocked changes
     documents.py, progress.py, schemas.py, graph.py, linediff.py, html.py, svg.py
                   the other documents, apply's reporters, the JSON Schemas, the graph,
                   line diffs, the plan page and its SVG
@@ -43,6 +44,9 @@ LAZY = {
     "plan_json": "govsync.render.planjson",
     "plan_json_chunks": "govsync.render.planjson",
     "plan_public": "govsync.render.planjson",
+    "blocked_advice": "govsync.render.reasons",
+    "blocked_lines": "govsync.render.reasons",
+    "reason_words": "govsync.render.reasons",
     "drift_text": "govsync.render.text",
     "plan_text": "govsync.render.text",
 }
@@ -74,6 +78,7 @@ if TYPE_CHECKING:
         plan_json_chunks,
         plan_public,
     )
+    from govsync.render.reasons import blocked_advice, blocked_lines, reason_words
     from govsync.render.text import drift_text, plan_text
 
 
@@ -82,8 +87,8 @@ __getattr__, __dir__ = lazy.face(__name__, LAZY)
 
 __all__ = [
     "MARKDOWN_LIMIT", "OCCASIONAL", "ORDER", "OUTSIDE_NOTE", "OUTSIDE_TITLE", "SYMBOLS",
-    "TABLE_ORDER", "Style", "ansi", "created_lines", "drift_headline", "drift_json",
+    "TABLE_ORDER", "Style", "ansi", "blocked_advice", "blocked_lines", "created_lines", "drift_headline", "drift_json",
     "drift_markdown", "drift_public", "drift_text", "field_change_lines", "field_lines",
     "fmt_value", "governance_lines", "lines_of", "outside_lines", "plan_json", "plan_json_chunks", "plan_markdown",
-    "plan_public", "plan_text", "summary_line",
+    "plan_public", "plan_text", "reason_words", "summary_line",
 ]

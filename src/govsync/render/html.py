@@ -33,6 +33,7 @@ from govsync.render import (
     summary_line,
 )
 from govsync.render.graph import Graph
+from govsync.render.reasons import reason_words
 from govsync.render.svg import graph_svg
 from govsync.values import shown
 
@@ -213,7 +214,7 @@ def fields_table(change: Change) -> str:
 
 def change_block(change: Change, *, graph_link: str = "") -> str:
     """One change: its action, address, why, and its fields."""
-    reason = f'<p class="reason">{esc(change.reason)}</p>' if change.reason else ""
+    reason = f'<p class="reason">{esc(reason_words(change))}</p>' if change.why else ""
     moved = (f'<p class="muted">moved from {esc(change.moved_from)}</p>'
              if change.moved_from else "")
     link = (f' <a class="small" href="{graph_link}">in the graph</a>' if graph_link else "")

@@ -23,6 +23,7 @@ from govsync.render.lines import (
     governance_lines,
     outside_lines,
 )
+from govsync.render.reasons import blocked_advice, reason_words
 from govsync.values import shown
 
 MARKDOWN_LIMIT = 60_000
@@ -49,8 +50,8 @@ def plan_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT, title: str = "govs
                  ""]
     if plan.blocked():
         head += [
-            f"> **{len(plan.blocked())} blocked change(s)**: the API cannot make them; "
-            "`govsync apply` will refuse this plan until they are reverted.",
+            f"> **{len(plan.blocked())} blocked change(s)**: `govsync apply` will refuse this "
+            f"plan: {blocked_advice(plan.blocked())}.",
             "",
         ]
     changed = governance_lines(plan)
@@ -89,8 +90,8 @@ def plan_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT, title: str = "govs
                     body += created_lines(key, shown(c.request[key]), markdown=True)
             for d in c.diff:
                 body += field_change_lines(d, markdown=True)
-            if c.reason:
-                body.append(_md(f"      {c.reason}"))
+            if c.why:
+                body.append(_md(f"      {reason_words(c)}"))
         body += ["```", "", "</details>", ""]
         sections.append(("\n".join(body), len(changes)))
     text = "\n".join(head) + "\n"

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from govsync.formats import FORMAT_VERSION
 from govsync.plan import Action, CheckStatus, Plan
 from govsync.render.lines import drift_headline, governance_lines
+from govsync.render.reasons import reason_words
 
 if TYPE_CHECKING:
     from govsync.drift import DriftReport
@@ -37,12 +38,12 @@ def plan_json_chunks(plan: Plan) -> Iterator[str]:
     changes = plan.changes
     for start in range(0, len(changes), _CHUNK):
         yield ("," if start else "") + ",".join(
-            dumps(c.public()) for c in changes[start:start + _CHUNK])
+            dumps(c.public(reason_words(c))) for c in changes[start:start + _CHUNK])
     yield "]," + dumps(_plan_tail(plan))[1:] + "\n"
 
 
 def plan_public(plan: Plan) -> dict[str, Any]:
-    return {**_plan_head(plan), "changes": [c.public() for c in plan.changes],
+    return {**_plan_head(plan), "changes": [c.public(reason_words(c)) for c in plan.changes],
             **_plan_tail(plan)}
 
 

@@ -22,7 +22,7 @@ from typing import Any
 from govsync.api.kinds import KINDS
 from govsync.apply import ChangeStatus
 from govsync.formats import FORMAT_VERSION
-from govsync.plan import Action, CheckStatus, DriftKind
+from govsync.plan import Action, CheckStatus, DriftKind, Why
 from govsync.state import EntryStatus
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -98,7 +98,22 @@ def _change() -> Schema:
         "id": {**_STR_OR_NULL, "description": "The object's id on the server; null "
                "before it is created."},
         "fields": {**_STRS, "description": "Changed field paths."},
-        "reason": {**_STR, "description": "Why (blocked, orphan, uncertain...); may be empty."},
+        "reason": {**_STR, "description": "Why (blocked, orphan, uncertain...), in words; "
+                   "may be empty."},
+        "why": {**_object({
+            "why": {"enum": _values(Why)},
+            "by": {**_STR, "description": "The document or setting that asks (a Removed "
+                   "document, `prune: true`, `--replace`)."},
+            "id": {**_STR, "description": "The object the reason is about (found live, "
+                   "recorded, deposed)."},
+            "operation": {**_STR, "description": "The operation involved (the update that "
+                          "cannot make the change, the read that found the object ...)."},
+            "fields": {**_STRS, "description": "The fields the reason is about."},
+            "names": {**_STRS, "description": "The referrers, secrets, or workspace and "
+                      "address the reason names."},
+            "detail": {**_STR, "description": "What else the words need."},
+        }, required=["why"]), "description": "Why, typed: the code `reason` words (absent "
+            "for a plain create, update or no-op); scripts read this, not the words."},
         "diff": {"type": "array", "items": _object({
             "field": _STR,
             "before": {"description": "Any JSON value; secrets are \"(sensitive)\"."},

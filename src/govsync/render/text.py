@@ -19,6 +19,7 @@ from govsync.render.lines import (
     outside_lines,
     summary_line,
 )
+from govsync.render.reasons import reason_words
 from govsync.values import shown
 
 if TYPE_CHECKING:
@@ -52,8 +53,8 @@ def plan_text(plan: Plan, *, color: bool = False, verbose: bool = False) -> str:
                                        suffix=source(key))
         for d in c.diff:
             lines += field_change_lines(d, style=style, suffix=source(d.path))
-        if c.reason:
-            lines.append(style(f"      {c.reason}", fg))
+        if c.why:
+            lines.append(style(f"      {reason_words(c)}", fg))
     changed = governance_lines(plan)
     if changed:
         lines.append(style(f"# governance of workspace {plan.workspace!r}", "blue", bold=True)
@@ -85,8 +86,8 @@ def drift_text(report: DriftReport, *, color: bool = False) -> str:
         lines.append(ansi(head, fg) if color else head)
         for d in c.diff:
             lines += field_change_lines(d, style=style)
-        if c.reason:
-            lines.append(f"      {c.reason}")
+        if c.why:
+            lines.append(f"      {reason_words(c)}")
     for check in report.live:
         lines.append(f"Live check {check.name}: {check.status} ({check.detail})")
         for p in check.problems:

@@ -42,6 +42,23 @@ class EntryStatus(StrEnum):
 APPLIED, PENDING, UNCERTAIN = EntryStatus.APPLIED, EntryStatus.PENDING, EntryStatus.UNCERTAIN
 FINGERPRINT_PREFIX = "hmac-sha256:"
 
+# A replace records the object it replaces under a second address before it creates the
+# new one ("deposed", as Terraform calls it): Kind/name/deposed/ID.  A name holds no
+# "/", so no manifest has such an address; the next plan deletes what a replace that
+# did not finish left there.
+_DEPOSED = "/deposed/"
+
+
+def deposed_address(address: str, object_id: str) -> str:
+    """Where a replace records the object it replaces while the new one is made."""
+    return f"{address}{_DEPOSED}{object_id}"
+
+
+def deposed_of(address: str) -> str | None:
+    """The address a deposed entry's object was replaced at (None: not a deposed entry)."""
+    head, found, _ = address.partition(_DEPOSED)
+    return head if found else None
+
 
 def now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -21,7 +21,7 @@ import json
 import secrets
 import uuid
 from abc import abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -520,6 +520,20 @@ class SqlStore(StateStore):
                     for name, endpoint, record in rows}
         except Malformed as exc:
             raise self._damaged(f"a workspace's governance: {exc}") from None
+
+    def recorded_elsewhere(self, workspace: str, ids: Collection[str]
+                           ) -> dict[str, tuple[str, str]]:
+        wanted = sorted({i for i in ids if i})
+        out: dict[str, tuple[str, str]] = {}
+        with self._reading("cannot read which workspaces record these objects") as tx:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start:start + 500]
+                marks = ", ".join("?" for _ in chunk)
+                for name, address, object_id in tx.all(
+                        "SELECT workspace, address, object_id FROM {T}objects WHERE "
+                        f"workspace <> ? AND object_id IN ({marks})", (workspace, *chunk)):
+                    out.setdefault(str(object_id), (str(name), str(address)))
+        return out
 
     def agent(self, workspace: str) -> dict[str, Any]:
         if not self._readable("agent"):

@@ -19,7 +19,7 @@ one request it was about to send when it was paused.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from govsync.state.model import Entry, LockHolder, Snapshot, empty_snapshot
@@ -115,6 +115,13 @@ class Storage(ABC):
     def governed(self) -> dict[str, tuple[str | None, dict[str, Any]]]:
         """Every workspace that records its governance: the endpoint recorded with it
         (None: none yet) and the governance record (a JSON object), by name."""
+
+    @abstractmethod
+    def recorded_elsewhere(self, workspace: str, ids: Collection[str]
+                           ) -> dict[str, tuple[str, str]]:
+        """Which of ``ids`` another workspace of this state records: id -> (workspace,
+        address).  An object belongs to one workspace (contract 7): no other imports,
+        changes or deletes it."""
 
     @abstractmethod
     def agent(self, workspace: str) -> dict[str, Any]:

@@ -35,17 +35,22 @@ class GroupWriter:
     def __init__(self, store: Storage, workspace: str) -> None:
         self._store = store
         self._workspace = workspace
-        self._queue: queue.SimpleQueue[tuple[Entry, Future[int]] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[list[Entry], Future[int]] | None] = (
+            queue.SimpleQueue())
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="govsync-state", daemon=True)
         self._thread.start()
 
     def put(self, entry: Entry) -> Future[int]:
         """Queue one entry; the future holds the serial its commit made, or the error."""
+        return self.put_many([entry])
+
+    def put_many(self, entries: list[Entry]) -> Future[int]:
+        """Queue entries written together, in one transaction (never split by a retry)."""
         if self._closed or not self._thread.is_alive():
             raise StateError(f"the state writer of workspace {self._workspace!r} is closed")
         done: Future[int] = Future()
-        self._queue.put((entry, done))
+        self._queue.put((entries, done))
         return done
 
     def close(self) -> None:
@@ -66,10 +71,10 @@ class GroupWriter:
                 for item in group:
                     if item is None:
                         continue
-                    entry, done = item
+                    entries, done = item
                     waited = done.set_running_or_notify_cancel()
-                    if waited or entry.status != PENDING:
-                        writes.append((entry, done if waited else None))
+                    if waited or all(e.status != PENDING for e in entries):
+                        writes.append((entries, done if waited else None))
                 if writes:
                     self._commit(writes)
         finally:
@@ -82,9 +87,10 @@ class GroupWriter:
                         item[1].set_exception(StateError(
                             f"the state writer of workspace {self._workspace!r} stopped"))
 
-    def _commit(self, writes: list[tuple[Entry, Future[int] | None]]) -> None:
+    def _commit(self, writes: list[tuple[list[Entry], Future[int] | None]]) -> None:
         try:
-            serial = self._store.put_many(self._workspace, [entry for entry, _ in writes])
+            serial = self._store.put_many(self._workspace,
+                                          [entry for entries, _ in writes for entry in entries])
         except Exception as exc:  # a StateError, or a defect: each caller sees its own
             if len(writes) > 1 and not isinstance(exc, LockLostError):
                 for write in writes:

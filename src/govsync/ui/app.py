@@ -122,13 +122,14 @@ def _int(text: str | None) -> int:
 
 def create_app(sources: Mapping[str, Settings], *, token: str | None = None,
                statuses: StatusProvider | None = None, max_age: float = 15.0,
-               secure: bool = False) -> ASGIApp:
+               secure: bool = False, root: str | None = None) -> ASGIApp:
     """The dashboard over ``sources`` (environment name -> the settings that read it:
     ``reading.environments``).  ``token``: required of every request when given
     (without one, only requests to this machine's names are answered).
     ``statuses``: the agent's word on each environment (None: the dashboard's plan).
-    ``secure``: the token's cookie is Secure whatever the request says."""
-    board = Dashboard(sources, statuses=statuses, max_age=max_age)
+    ``secure``: the token's cookie is Secure whatever the request says.  ``root``: the
+    agent's checkout, outside which the dashboard reads nothing."""
+    board = Dashboard(sources, statuses=statuses, max_age=max_age, root=root)
     assets = {name: (STATIC / name).read_bytes() for name in (*STYLES, *SCRIPTS)}
 
     def prefix(request: Request) -> str:

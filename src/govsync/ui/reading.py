@@ -19,7 +19,7 @@ from typing import Any
 
 from govsync import approvals, audit, commands, governance, runtime
 from govsync.approvals import AllowedSigner
-from govsync.errors import GovsyncError, ManifestError, Problem
+from govsync.errors import ConfigError, GovsyncError, ManifestError, Problem
 from govsync.manifests import load as load_manifests
 from govsync.manifests.model import Context, ManifestSet
 from govsync.plan import Action, Plan
@@ -95,14 +95,20 @@ def environments(settings: Settings) -> dict[str, Settings]:
 
 
 def read_environment(name: str, settings: Settings, *, agent: AgentReport | None = None,
-                     history_limit: int = HISTORY_LIMIT) -> EnvironmentView:
-    """Plan one environment (without secrets or the API) and read its history."""
+                     history_limit: int = HISTORY_LIMIT, root: str | None = None
+                     ) -> EnvironmentView:
+    """Plan one environment (without secrets or the API) and read its history.
+    ``root``: the agent's checkout, outside which nothing is read (an environment
+    whose paths or allowed signers lie outside it is shown with why, unplanned)."""
     start = time.perf_counter()
     selection = settings.selection
     view = EnvironmentView(name, settings.workspace, safe_url(settings.state), selection.name,
                            agent=agent)
     errors: list[Problem] = []
     try:
+        refused = selection.outside(root) if root is not None else ""
+        if refused:
+            raise ConfigError(f"environment {name}: {refused}")
         manifests = load_manifests(selection.paths(()), context=Context(
             selection.variables(), selection.name))
         git = audit.git_state(audit.manifests_folder(
@@ -220,8 +226,9 @@ class Dashboard:
     plan older than the agent's."""
 
     def __init__(self, sources: Mapping[str, Settings], *, statuses: StatusProvider | None = None,
-                 max_age: float = 15.0) -> None:
+                 max_age: float = 15.0, root: str | None = None) -> None:
         self.sources = dict(sources)
+        self.root = root  # the agent's checkout: nothing outside it is read
         self.statuses = statuses
         self.max_age = max_age
         self._views: dict[str, EnvironmentView] = {}
@@ -266,7 +273,7 @@ class Dashboard:
 
     def _make(self, name: str, settings: Settings) -> EnvironmentView:
         agent = self.statuses(name) if self.statuses is not None else None
-        made = read_environment(name, settings, agent=agent)
+        made = read_environment(name, settings, agent=agent, root=self.root)
         with self._lock:
             self._views[name] = made
             self._made[name] = time.monotonic()
