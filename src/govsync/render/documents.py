@@ -28,10 +28,12 @@ def dumps(document: Mapping[str, Any]) -> str:
     return json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
-def validate_public(problems: Iterable[Problem]) -> dict[str, Any]:
-    """``validate --format json``: valid when there is no error."""
+def validate_public(problems: Iterable[Problem],
+                    warnings: Iterable[Problem] = ()) -> dict[str, Any]:
+    """``validate --format json``: valid when there is no error; warnings beside."""
     errors = [_placed(p) for p in problems]
-    return {"formatVersion": FORMAT_VERSION, "valid": not errors, "errors": errors}
+    return {"formatVersion": FORMAT_VERSION, "valid": not errors, "errors": errors,
+            "warnings": [_placed(w) for w in warnings]}
 
 
 def _placed(problem: Problem) -> dict[str, Any]:
