@@ -18,11 +18,13 @@ from govsync.api.modelbase import (
     ConnectorName,
     Empty,
     Identifier,
+    Int64,
     Model,
     NonEmpty,
     SidecarName,
     Technology,
     Timestamp,
+    UInt64,
 )
 
 # --- spaces, connectors, satellites, sidecars ------------------------------
@@ -201,7 +203,7 @@ class CreatePolicyRequest(Model):
 class CreatePolicySuspensionRequest(Model):
     policyId: NonEmpty
     identityId: NonEmpty
-    expirationMinutes: int = Field(ge=1)
+    expirationMinutes: UInt64 = Field(ge=1)
     inputCondition: str = ""
     oneoff: bool = False
     reason: str = ""
@@ -411,7 +413,7 @@ class MetricAggregation(Model):
 class LogQueryBody(Model):
     query: str = ""
     filters: list[LogQueryFilter] = []
-    relativeTime: int | None = None
+    relativeTime: Int64 | None = None
     histogramGroupByFields: list[str] = []
     metricAggregation: MetricAggregation | None = None
 
