@@ -251,6 +251,36 @@ def test_replace_all_update_ignores_read_only_fields(client: InProcess) -> None:
         "space"]["description"] == ""
 
 
+def test_a_policy_is_updated_as_read(client: InProcess) -> None:
+    """Issue 43, finding 10: UpdatePolicyV2 takes the policy as a read returns it (its
+    ``owners``, no ``groupName`` or ``userEmail``), as every read-modify-write client but
+    govsync's sends it; ``owners`` as sent name each owner by its id."""
+    created_ = ok(client, "CreatePolicy", VALID["CreatePolicy"](None))["policy"]
+    as_read = ok(client, "GetPolicy", {"id": created_["id"]})["policy"]
+    got = ok(client, "UpdatePolicyV2", {"policy": {**as_read, "code": "deny"}})["policy"]
+    assert (got["code"], got["version"], got["owners"]) == ("deny", 2, as_read["owners"])
+
+    groups = {g["id"]: g for g in ok(client, "ListGroups", {})["groups"]}
+    owners = [{"group": groups["grp-analysts"]}, {"user": {"id": "usr-ann", "fullName": "?"}}]
+    got = ok(client, "UpdatePolicyV2", {"policy": {**got, "owners": owners}})["policy"]
+    assert got["owners"][0] == {"group": groups["grp-analysts"]}
+    assert got["owners"][1]["user"]["id"] == "usr-ann"
+    assert got["owners"][1]["user"]["fullName"] == "Ann Lee"  # the user as stored
+    assert ok(client, "GetPolicy", {"id": got["id"]})["policy"] == got
+
+    gone = call(client, "UpdatePolicyV2", {"policy": {**got, "owners": [
+        {"group": {"id": "grp-gone"}}]}})
+    assert gone.status_code == 404 and "owners.0.group.id" in gone.json()["message"]
+    for policy, field in (({**got, "owners": [{"group": {"id": "grp-admins"},
+                                               "user": {"id": "usr-ann"}}]},
+                           "policy.owners.0.group|user"),
+                          ({**got, "groupName": "admins", "userEmail": "ann@example.com"},
+                           "policy.groupName|userEmail")):
+        refused = call(client, "UpdatePolicyV2", {"policy": policy})
+        assert refused.status_code == 400, refused.text
+        assert [v["field"] for v in refused.json()["details"]["fieldViolations"]] == [field]
+
+
 def test_sparse_update_leaves_absent_fields(client: InProcess) -> None:
     user = ok(client, "CreateNativeUserV3", VALID["CreateNativeUserV3"](None))["nativeUser"]
     got = ok(client, "UpdateNativeUserV3", {"id": user["id"], "label": "new"})["nativeUser"]

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
+from pydantic_core import PydanticCustomError
 
 from govsync.api.models import (
     Connector,
@@ -154,6 +155,44 @@ def _replace_all(name: str, key: str, create: type[Model],
     return create_model(f"{name}Request", __base__=Model, **wrapped)
 
 
+class OwnerRef(Model):
+    """The group or the user of a policy's owner as read: named by its ``id``; the rest of
+    what the read returned is read-only (accepted, ignored)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: NonEmpty
+
+
+class PolicyOwnerInput(Model):
+    """One owner of a policy as read: exactly one of its group and its user."""
+
+    group: OwnerRef | None = None
+    user: OwnerRef | None = None
+
+    VARIANTS = ("group", "user")
+
+
+class PolicyAsRead(CreatePolicyRequest):
+    """UpdatePolicyV2's policy: the object as a read returns it, sent back whole.  Its
+    owner is ``owners`` as read (what the service's own clients send), or one of
+    ``groupName`` and ``userEmail`` in their place (what govsync's manifests write);
+    ``owners`` left out or empty keep the stored ones."""
+
+    owners: list[PolicyOwnerInput] | None = None
+
+    VARIANTS = ()
+
+    @model_validator(mode="after")
+    def _one_owner_named(self) -> PolicyAsRead:
+        named = [k for k in ("groupName", "userEmail") if getattr(self, k) is not None]
+        if len(named) > 1:
+            raise PydanticCustomError("at_most_one", "at most one of {fields} may be set "
+                                      "(got {got})",
+                                      {"fields": "groupName, userEmail", "got": ", ".join(named)})
+        return self
+
+
 class PolicyReport(Output):
     reportId: str
     policyId: str
@@ -213,7 +252,7 @@ UpdateSatelliteV2Request = _replace_all("UpdateSatelliteV2", "satellite", Create
 UpdateDataDiscoveryConfigurationV2Request = _replace_all(
     "UpdateDataDiscoveryConfigurationV2", "dataDiscoveryConfiguration",
     CreateDataDiscoveryConfigurationRequest)
-UpdatePolicyV2Request = _replace_all("UpdatePolicyV2", "policy", CreatePolicyRequest, Policy)
+UpdatePolicyV2Request = _replace_all("UpdatePolicyV2", "policy", PolicyAsRead, Policy)
 UpdatePolicyDataLoaderV2Request = _replace_all("UpdatePolicyDataLoaderV2", "policyDataLoader",
                                                CreatePolicyDataLoaderRequest)
 UpdatePermissionV2Request = _replace_all("UpdatePermissionV2", "permission",

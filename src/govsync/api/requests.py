@@ -4,7 +4,7 @@ their face; the conventions are ``modelbase.Model``'s)."""
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     ConfigDict,
@@ -197,7 +197,7 @@ class CreatePolicyRequest(Model):
     notification: Literal["none", "consumer", "owners", "all"] | None = None
     status: Literal["draft", "dry-run", "active"] | None = None
 
-    VARIANTS = ("groupName", "userEmail")  # the owner
+    VARIANTS: ClassVar[tuple[str, ...]] = ("groupName", "userEmail")  # the owner
 
 
 class CreatePolicySuspensionRequest(Model):

@@ -40,7 +40,7 @@ from govsync.api.kinds import BY_KIND
 from govsync.policycode import validity
 from govsync.server.errors import ApiFailure, invalid
 from govsync.server.listing import list_page
-from govsync.server.shapes import WRITE_ONLY_KEY, Shape, shape_of
+from govsync.server.shapes import WRITE_ONLY_KEY, ById, Shape, shape_of
 from govsync.server.store import JsonObject, Store, new_id, timestamp
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -250,7 +250,8 @@ class Engine:
         """An update ignores the fields only the server sets and those it cannot change."""
         assert op.kind is not None
         creatable = BY_KIND[op.kind].request_model.model_fields
-        for name in set(given.model_fields) - set(creatable) - {op.id_field}:
+        sent_back = {entries.field for entries in shape.by_id}
+        for name in set(given.model_fields) - set(creatable) - {op.id_field} - sent_back:
             fields.pop(name, None)
         for name in op.read_only:
             if name in existing:
@@ -293,6 +294,7 @@ class Engine:
         obj: JsonObject = {op.id_field: id_}
         obj.update((k, v) for k, v in fields.items() if k != op.id_field)
 
+        sent = {entries.field: obj.pop(entries.field, None) for entries in shape.by_id}
         for lookup in shape.lookups:
             value = obj.pop(lookup.field, None)
             if value is None:
@@ -301,6 +303,10 @@ class Engine:
             if target is None:
                 raise ApiFailure(404, f"{lookup.field} names no existing {lookup.kind}")
             obj.setdefault(lookup.into, []).append({lookup.entry: target})
+        for entries in shape.by_id:
+            if entries.field not in obj and sent[entries.field]:
+                obj[entries.field] = [self._by_id(entries, i, entry)
+                                      for i, entry in enumerate(sent[entries.field])]
         secrets = () if shape.returns_secrets else op.secret_paths
         for path in (*shape.drop, *secrets):
             parent, last = _parent(obj, path)
@@ -332,6 +338,15 @@ class Engine:
         if "updatedAt" in shape.timestamps:
             obj["updatedAt"] = now
         return obj
+
+    def _by_id(self, entries: ById, index: int, entry: JsonObject) -> JsonObject:
+        """One entry of a list sent back as read, with the object it names as stored now."""
+        ((key, named),) = entry.items()
+        kind = entries.kinds[key]
+        target = self.store.get(kind, named["id"])
+        if target is None:
+            raise ApiFailure(404, f"{entries.field}.{index}.{key}.id names no existing {kind}")
+        return {key: target}
 
     def _appended(self, shape: Shape, old: JsonObject | None, new: JsonObject | None,
                   now: str) -> list[tuple[str, JsonObject]]:

@@ -2,8 +2,8 @@
 
 The engine (``operations.py``) turns any create or update request into the
 object the API returns by the same steps; this table holds the only
-differences between kinds: fields that are input-only (dropped), renamed, filled in by the server, computed, resolved from another object,
-embedded, or appended to another object.  A kind without a row is stored as
+differences between kinds: fields that are input-only (dropped), renamed, filled in by the server, computed, resolved from another object
+(by a field of it, or by its id as a read returned it), embedded, or appended to another object.  A kind without a row is stored as
 its request plus ``id``, ``createdAt`` and ``updatedAt``.
 
 Secret inputs are the operation's ``secret_paths`` (``api/catalog.py``):
@@ -48,6 +48,18 @@ class Lookup:
 
 
 @dataclass(frozen=True)
+class ById:
+    """A list whose entries each name one object by id under one of ``kinds``' keys, as a
+    read returns it (``owners: [{group: {id, ...}}]``), sent back by an update: stored with
+    the object each entry names as it is now; 404 when one is gone.  A lookup of the same
+    list, where the request has one, takes its place; sent empty or not at all, an update
+    keeps the stored list."""
+
+    field: str  # e.g. owners
+    kinds: Mapping[str, str]  # entry key -> the kind it names, e.g. group -> Group
+
+
+@dataclass(frozen=True)
 class Embed:
     """An ``<x>Id`` input returned beside the object it names (``space``)."""
 
@@ -86,6 +98,7 @@ class Shape:
     # Field -> function of (object, now in ns) computed on create.
     derived: Mapping[str, Derive] = field(default_factory=dict)
     lookups: tuple[Lookup, ...] = ()
+    by_id: tuple[ById, ...] = ()
     embeds: tuple[Embed, ...] = ()
     appends: tuple[Append, ...] = ()
     # Field that addresses the object besides its id: an update upserts by it.
@@ -131,6 +144,7 @@ SHAPES: Mapping[str, Shape] = MappingProxyType({
     "Policy": Shape(
         lookups=(Lookup("groupName", "Group", "name", "owners", "group"),
                  Lookup("userEmail", "User", "human.email", "owners", "user")),
+        by_id=(ById("owners", {"group": "Group", "user": "User"}),),
         defaults={"owners": [], "version": 1},
         counter="version",
         compiled=("code", "ast"),
