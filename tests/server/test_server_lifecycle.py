@@ -114,7 +114,8 @@ def test_every_kind_is_read_updated_and_deleted(name: str, client: InProcess,
     current = obj
     if kind.get:
         current = read(client, kind, obj)
-        assert current[kind.create.id_field] == obj["id"]
+        # A read answers the id as its create did, or as ``id`` (a report made {reportId}).
+        assert current.get(kind.create.id_field, current.get("id")) == obj["id"]
     if kind.list:
         match = [item for item in listed(client, kind, current) if item.get("id") == obj["id"]]
         assert len(match) == 1
@@ -279,6 +280,26 @@ def test_a_policy_is_updated_as_read(client: InProcess) -> None:
         refused = call(client, "UpdatePolicyV2", {"policy": policy})
         assert refused.status_code == 400, refused.text
         assert [v["field"] for v in refused.json()["details"]["fieldViolations"]] == [field]
+
+
+def test_a_discovery_configuration_is_read_by_its_id_or_its_resource(
+        client: InProcess, world: World) -> None:
+    """Issue 43, finding 11: GetDataDiscoveryConfiguration takes the SDK's
+    ``dataDiscoveryConfigurationId`` or ``resourceId`` (``id`` as the first)."""
+    made = ok(client, "CreateDataDiscoveryConfiguration",
+              VALID["CreateDataDiscoveryConfiguration"](world))["dataDiscoveryConfiguration"]
+    for body in ({"dataDiscoveryConfigurationId": made["id"]}, {"resourceId": "res-1"},
+                 {"id": made["id"]}):
+        assert ok(client, "GetDataDiscoveryConfiguration", body) == {
+            "dataDiscoveryConfiguration": made}, body
+    for body, status in (({"resourceId": "res-none"}, 404),
+                         ({"dataDiscoveryConfigurationId": "ddc-none"}, 404),
+                         ({"resourceId": "res-1", "dataDiscoveryConfigurationId": made["id"]}, 400),
+                         ({}, 400)):
+        answer = call(client, "GetDataDiscoveryConfiguration", body)
+        assert answer.status_code == status, (body, answer.text)
+    assert "resourceId names no existing" in call(
+        client, "GetDataDiscoveryConfiguration", {"resourceId": "res-none"}).json()["message"]
 
 
 def test_sparse_update_leaves_absent_fields(client: InProcess) -> None:

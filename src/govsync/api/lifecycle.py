@@ -58,6 +58,17 @@ class ConnectorIdRequest(Model):
     connectorId: NonEmpty
 
 
+class GetDataDiscoveryConfigurationRequest(Model):
+    """The configuration by its id (the SDK's ``dataDiscoveryConfigurationId``, or ``id``),
+    or by its resource's (the resource's first configuration)."""
+
+    dataDiscoveryConfigurationId: NonEmpty | None = None
+    resourceId: NonEmpty | None = None
+    id: NonEmpty | None = None
+
+    VARIANTS = ("dataDiscoveryConfigurationId", "resourceId", "id")
+
+
 class DeleteBlockedUserRequest(Model):
     id: NonEmpty
     reason: str = ""
@@ -194,20 +205,27 @@ class PolicyAsRead(CreatePolicyRequest):
 
 
 class PolicyReport(Output):
-    reportId: str
-    policyId: str
+    """A report as GetPolicyReport answers it (the SDK's PolicyReport; policy-code.md):
+    ``evaluationStart`` is where its window of logged requests begins; ``status``
+    ``completed`` or ``failed`` once done (any other value: still running)."""
+
+    id: str
     policyCode: str = ""
-    evaluationWindow: str = ""
+    policyId: str = ""
     logQuery: str = ""
+    evaluationStart: str
     createdAt: str
+    createdBy: str
+    status: str
 
 
 class LogQuery(Output):
+    """A saved query as GetLogQuery answers it (the SDK's LogQueryMetadata)."""
+
     id: str
     name: str
+    createdBy: str
     query: dict[str, Any]
-    createdAt: str
-    updatedAt: str
 
 
 class ScenarioMonitor(Output):
@@ -258,7 +276,8 @@ UpdatePolicyDataLoaderV2Request = _replace_all("UpdatePolicyDataLoaderV2", "poli
 UpdatePermissionV2Request = _replace_all("UpdatePermissionV2", "permission",
                                          CreatePermissionRequest)
 UpdateDataLabelV2Request = _replace_all("UpdateDataLabelV2", "dataLabel", CreateDataLabelRequest)
-UpdateLogQueryV2Request = _replace_all("UpdateLogQueryV2", "metadata", CreateLogQueryRequest)
+UpdateLogQueryV2Request = _replace_all("UpdateLogQueryV2", "metadata", CreateLogQueryRequest,
+                                       LogQuery)
 UpdateFormV2Request = _replace_all("UpdateFormV2", "form", CreateFormRequest)
 UpdateScenarioMonitorV2Request = _replace_all("UpdateScenarioMonitorV2", "scenarioMonitor",
                                               CreateScenarioMonitorRequest)
