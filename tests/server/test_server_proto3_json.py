@@ -1,5 +1,7 @@
 """What a client generated from the service's schema sends that the spec does not show
-(issue 43): 64-bit integers written as strings (proto3's JSON form), and gzip bodies.
+(issue 43): 64-bit integers written as strings (proto3's JSON form), and gzip bodies
+(``Content-Encoding: gzip``, which Connect clients may send; bounded by what they hold
+once decompressed).
 
 Contract section 12: a 64-bit integer field accepts a JSON string as well as a
 number in a request; answers carry numbers.
@@ -7,10 +9,17 @@ number in a request; answers carry numbers.
 
 from __future__ import annotations
 
+import gzip
+import json
+import tracemalloc
+import zlib
 from datetime import datetime, timedelta
 from typing import Any
 
+import pytest
 from serverkit import VALID, H, InProcess, World, path
+
+from govsync.api.catalog import MAX_REQUEST_BYTES as MAX_BODY
 
 
 def call(client: InProcess, op: str, body: dict[str, Any], status: int = 200) -> Any:
@@ -49,3 +58,71 @@ def test_the_largest_unsigned_64_bit_string_ends_after_9999_a_clean_400(
     body = {**VALID["CreatePolicySuspension"](world), "expirationMinutes": str(2**64 - 1)}
     error = call(client, "CreatePolicySuspension", body, 400)
     assert error["details"]["fieldViolations"][0]["field"] == "expirationMinutes"
+
+
+# --- gzip bodies ------------------------------------------------------------------
+
+
+def post_gzip(client: InProcess, op: str, data: bytes, encoding: str = "gzip") -> Any:
+    return client.post(path(op), content=data, headers={
+        **H, "Content-Type": "application/json", "Content-Encoding": encoding})
+
+
+def test_a_gzip_body_is_read(client: InProcess) -> None:
+    body = json.dumps({"name": "zipped", "description": "é" * 1000}).encode()
+    answer = post_gzip(client, "CreateSpace", gzip.compress(body))
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["space"]["description"] == "é" * 1000
+    # Bounded by what it holds once decompressed: just under 1 MiB is read.
+    near = json.dumps({"name": "near", "description": "x" * (MAX_BODY - 100)}).encode()
+    assert len(near) <= MAX_BODY
+    assert post_gzip(client, "CreateSpace", gzip.compress(near)).status_code == 200
+
+
+def test_a_gzip_bomb_is_refused_without_being_inflated(client: InProcess) -> None:
+    """256 MiB of zeros in 256 KiB: 400 once the first MiB is out, never held whole."""
+    deflate = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    block = b"0" * (1024 * 1024)
+    bomb = b"".join([deflate.compress(b'{"name": "')]
+                    + [deflate.compress(block) for _ in range(256)] + [deflate.flush()])
+    assert len(bomb) < MAX_BODY // 2
+    tracemalloc.start()
+    try:
+        answer = post_gzip(client, "CreateSpace", bomb)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["message"] == "the request body exceeds 1 MiB once decompressed"
+    assert peak < 16 * MAX_BODY, peak
+
+
+@pytest.mark.parametrize(("data", "encoding", "message"), [
+    (b"not gzip", "gzip", "the request body is not valid gzip"),
+    (gzip.compress(b'{"name": "a"}')[:-6], "gzip", "the request body is not valid gzip"),
+    (gzip.compress(b'{"name": "a"}') + b"junk", "gzip", "the request body is not valid gzip"),
+    (b'{"name": "a"}', "br", "Content-Encoding must be gzip or identity"),
+    (gzip.compress(gzip.compress(b'{"name": "a"}')), "gzip, gzip",
+     "Content-Encoding must be gzip or identity"),
+], ids=["not-gzip", "truncated", "trailing-junk", "br", "twice"])
+def test_what_is_not_gzip_or_identity_is_a_400(client: InProcess, data: bytes, encoding: str,
+                                               message: str) -> None:
+    answer = post_gzip(client, "CreateSpace", data, encoding)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["code"] == "invalid_request"
+    assert answer.json()["message"].startswith(message)
+
+
+def test_encodings_keep_the_spec_conventions(client: InProcess) -> None:
+    """An unknown operation is still the spec's JSON 404; CreatePermission answers in the
+    Connect error shape; identity is the body as it is."""
+    unknown = post_gzip(client, "CreateSpace", b"x", "br")
+    assert unknown.status_code == 400
+    gone = client.post("/core.v1.SpaceService/CreateNothing", content=gzip.compress(b"{}"),
+                       headers={**H, "Content-Type": "application/json",
+                                "Content-Encoding": "gzip"})
+    assert (gone.status_code, gone.json()["code"]) == (404, "not_found")
+    refused = post_gzip(client, "CreatePermission", b"{}", "br")
+    assert refused.status_code == 400 and set(refused.json()) == {"message", "details"}
+    plain = post_gzip(client, "CreateSpace", b'{"name": "plain"}', "identity")
+    assert plain.status_code == 200, plain.text
