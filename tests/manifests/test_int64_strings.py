@@ -23,7 +23,7 @@ apiVersion: govsync/v1
 kind: Policy
 metadata: {name: hours}
 spec:
-  code: "package formal.v2\\n"
+  code: "package formal.v2\\n\\nsession := {\\"action\\": \\"allow\\"}\\n"
   userEmail: ann@example.com
 ---
 apiVersion: govsync/v1
