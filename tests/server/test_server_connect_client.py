@@ -162,3 +162,13 @@ def test_the_schema_is_the_sdks() -> None:
     minutes = suspension.input_type.fields_by_name["expiration_minutes"]
     assert minutes.type == minutes.TYPE_UINT64
     assert method("SidecarService", "CreateSidecar") is None
+
+
+def test_govsync_reads_a_discovery_configuration_by_the_services_field() -> None:
+    """govsync's own Get sends the field the service's message has (its id as
+    dataDiscoveryConfigurationId), not ``id``, which the service does not take."""
+    from govsync.api.kinds import BY_KIND
+
+    get = BY_KIND["DataDiscoveryConfiguration"].get
+    assert get is not None and get.sends == "dataDiscoveryConfigurationId"
+    assert BY_KIND["Hook"].get is not None and BY_KIND["Hook"].get.sends == "id"

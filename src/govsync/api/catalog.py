@@ -104,6 +104,14 @@ class Operation(NamedTuple):
     secret_paths: tuple[str, ...] = ()
 
     @property
+    def sends(self) -> str:
+        """The request field a client names the object by: the service's own name for the
+        object's id where it has one (``dataDiscoveryConfigurationId``), else ``by``."""
+        if self.by == "id":
+            return next((field for field, matched in self.also_by if matched == "id"), "id")
+        return self.by
+
+    @property
     def path(self) -> str:
         return f"{PATH_PREFIX}{self.service}/{self.name}"
 
