@@ -43,6 +43,8 @@ from govsync.planning.model import (
     REFRESH_CHECK,
     WORK,
     Action,
+    CaseRun,
+    CaseStatus,
     Change,
     Check,
     CheckStatus,
@@ -52,6 +54,8 @@ from govsync.planning.model import (
     FieldChange,
     GovernanceChange,
     Plan,
+    PolicyTests,
+    Service,
 )
 from govsync.planning.observation import Observation
 from govsync.planning.reasons import Reason, Why
@@ -76,9 +80,9 @@ from govsync.values import (
 )
 
 __all__ = [
-    "ENDING", "REFRESH_CHECK", "WORK", "Action", "Change", "Check", "CheckStatus",
-    "DriftKind", "Drifted", "Environ", "FieldChange", "GovernanceChange", "Observation",
-    "Plan", "Reason", "Recorded", "Why", "creating", "ending", "field_diff", "make_plan",
+    "ENDING", "REFRESH_CHECK", "WORK", "Action", "CaseRun", "CaseStatus", "Change", "Check",
+    "CheckStatus", "DriftKind", "Drifted", "Environ", "FieldChange", "GovernanceChange",
+    "Observation", "Plan", "PolicyTests", "Reason", "Recorded", "Service", "Why", "creating", "ending", "field_diff", "make_plan",
     "missing_secrets", "protected", "recorded_at", "recorded_shown",
     "say_unread", "top_field", "unrecorded",
 ]
