@@ -219,6 +219,8 @@ class Change:
 
 # The name of the plan's check that says what a refresh read (refresh.annotate).
 REFRESH_CHECK = "refresh"
+# The name of the plan's check that says what the service said of policies' code.
+CODE_CHECK = "policy code"
 
 
 class DriftKind(StrEnum):

@@ -77,7 +77,7 @@ def junit_xml(report: Report, seconds: float = 0.0) -> bytes:
         ET.SubElement(suite, "system-out")
         ET.SubElement(suite, "system-err")
     ET.indent(root)
-    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+    return bytes(ET.tostring(root, encoding="utf-8", xml_declaration=True)) + b"\n"
 
 
 def _details(o: Outcome) -> str:
