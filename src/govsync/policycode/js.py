@@ -208,6 +208,11 @@ def run(code: str, input: Any, env: Mapping[str, str], timeout_ms: int) -> HookR
         runner.close()
 
 
+def warm() -> None:
+    """V8 started in this process (its first isolate is the slowest to make)."""
+    _close(_racer())
+
+
 class Runner:
     """Hooks run again and again (a batch of test cases): one isolate a module, the
     module loaded anew for each run (fresh module state: its body is a function's),
