@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from testkit import Served, in_process
 
 KEY = "k" * 32

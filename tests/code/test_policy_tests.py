@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 from junitparser import Error, Failure, JUnitXml
-from testkit import in_process
 
 from govsync.manifests.model import Context  # noqa: F401  (the package loads)
+from testkit import in_process
 
 POLICY = """\
 apiVersion: govsync/v1
