@@ -391,12 +391,12 @@ class Decider:
 
         if self.error is not None:
             return Evaluation(error=self.error)
+        if not self._builds and not self._compiles():
+            return Evaluation(error=self.error)
         if stage not in self._entries:  # a rule the module does not define: undefined
             return Evaluation()
         key = "{}" if self._data_in_input else json.dumps(data, sort_keys=True)
         rego = self._rego
-        if not self._builds and not self._compiles():
-            return Evaluation(error=self.error)
         extra = {DATA_KEY: dict(data)} if self._data_in_input else {}
         try:
             handle, bundle = self._builds.get(key) or self._build(key)
