@@ -6,6 +6,7 @@ on the plan saying what was asked and what was not."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -31,8 +32,6 @@ class Verdicts:
 
     def observed(self, seen: Observation) -> Observation:
         """``seen`` with the service's answers (what the planner decides from)."""
-        import dataclasses
-
         return dataclasses.replace(
             seen, invalid_code={a: v.error or "the code does not compile"
                                 for a, v in self.answers.items() if not v.valid},
