@@ -197,7 +197,8 @@ def _lifecycle(kind: Kind) -> str:
 
 
 def _directives_reference(defs: dict[str, Any]) -> list[str]:
-    """Patch, Moved, Import (no address in plans or state) and the project file."""
+    """Patch, Moved, Import, Removed, PolicyTest (no address in plans or state) and the
+    project file."""
 
     text = {
         "Patch": "Changes another document's spec with an RFC 7386 JSON Merge Patch "
@@ -220,6 +221,12 @@ def _directives_reference(defs: dict[str, Any]) -> list[str]:
                    "state, left on the server). A protected object (`terminationProtection: "
                    "true`, in state or live) is blocked until a change turning it off has been "
                    "applied; one still referred to is blocked naming what refers to it.",
+        "PolicyTest": "Cases that a Policy's code must decide as written (contract section "
+                      "13): each a stage, an input, hooks' results (a hook the code reads and "
+                      "the case does not give is run, sandboxed), data, `now`, and the "
+                      "expected decision. `govsync test` runs them; a plan that creates a "
+                      "policy or changes its code shows their results and every decision "
+                      "that changes. Never sent to the API.",
     }
     out: list[str] = []
     for name, about in text.items():
