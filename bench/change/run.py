@@ -40,7 +40,7 @@ KINDS = ("Hook", "DataLabel", "Form", "Space")
 def document(kind: str, i: int, version: int) -> str:
     tag = f"v{version}"
     if kind == "Hook":
-        spec = (f"  description: hook {i} {tag}\n  code: \"def handler(e):\\n    return 1\"\n"
+        spec = (f"  description: hook {i} {tag}\n  code: \"export default function hook() {{ return 1; }}\"\n"
                 "  timeoutMs: 1500\n")
     elif kind == "DataLabel":
         spec = f"  classifierType: regex\n  classifierData: \"[0-9]{{{4 + version}}}-{i}\"\n"

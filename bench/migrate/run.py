@@ -49,7 +49,8 @@ def instance(attributes: dict[str, Any], version: int = 0, key: Any = None,
 def generate(n: int) -> dict[str, Any]:
     """A state of ``n`` instances, in resources of up to 50 instances each."""
     resources: list[dict[str, Any]] = []
-    code = "package p\n\nimport future.keywords.if\n\ndefault allow := false\n"
+    code = ("package formal.v2\n\nimport future.keywords.if\n\n"
+            "default session := {\"action\": \"allow\"}\n")
     for i in range(n):
         t = i % TYPES
         group = i // TYPES

@@ -19,7 +19,7 @@ GROUP = "data-platform"  # exists in examples/server-seed.yaml
 TEMPLATES = [
     ("Hook", "h{i}", """spec:
   description: risk hook {i}
-  code: "def handler(event):\\n    return {{'allow': True}}"
+  code: "export default function hook(input, env) {{ return {{allow: true}}; }}"
   timeoutMs: 1500
   allowlistedEnvironmentVariables: [RISK_TOKEN]
   allowlistedNetworkHosts: [risk.internal]
@@ -27,7 +27,7 @@ TEMPLATES = [
     ("Policy", "p{i}", """  dependsOn: [Hook/h{i}]
 spec:
   description: policy {i}
-  code: "package p{i}\\nallow := true"
+  code: "package formal.v2\\n\\nimport rego.v1\\n\\nsession := {{\\"action\\": \\"block\\"}} if not input.hooks.h{i}.allow"
   groupName: {group}
   status: active
 """),
@@ -62,7 +62,7 @@ spec:
 """),
     ("Permission", "perm-{i}", """spec:
   description: permission {i}
-  code: "allow {i}"
+  code: "package formal.app\\n\\nimport rego.v1\\n\\nallow if input.user.username == \\"u{i}\\""
 """),
     ("LogQuery", "q{i}", """spec:
   query:

@@ -92,7 +92,7 @@ async def bench(base: str, n: int, concurrency: int, shared: bool,
         hooks = await run_writes(
             workers, "/core.v1.HookService/CreateHook",
             lambda i: {"name": f"hook_{i}", "description": "benchmark hook",
-                       "code": "def run(ctx):\n    return ctx\n", "timeoutMs": 5000,
+                       "code": "export default function hook(input) { return input; }\n", "timeoutMs": 5000,
                        "allowlistedEnvironmentVariables": ["HOME", "PATH"],
                        "allowlistedNetworkHosts": ["api.example.com"]},
             n, server_pid)

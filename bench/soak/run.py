@@ -81,7 +81,7 @@ def hooks(directory: str, n: int, prefix: str, timeout: int = 100,
                          f"spec: {{from: Hook/{name}, destroy: true}}\n")
                 continue
             fh.write(f"---\napiVersion: govsync/v1\nkind: Hook\nmetadata: {{name: {name}}}\n"
-                     f"spec: {{code: \"def handler(e):\\n    return 1\\n\", "
+                     f"spec: {{code: \"export default function hook() {{ return 1; }}\\n\", "
                      f"timeoutMs: {timeout}}}\n")
     return names
 

@@ -472,11 +472,12 @@ def test_the_action_runs_the_environments_paths_and_commands_of_several_words(
 
     def run(**given: str) -> subprocess.CompletedProcess[str]:
         values = {**inputs, **given}
-        env = {"COMMAND": values["command"], "PATHS": values["paths"], "ARGS": values["args"],
-               "ALLOWED": values["allowed-exit-codes"], "GOVSYNC_ENV": values["env"],
-               "GOVSYNC_WORKSPACE": values["workspace"],
-               "GITHUB_OUTPUT": str(ci.files / "action.output"),
-               "GOVSYNC_STATE": ci.reader, "GOVSYNC_API_KEY": VIEWER}
+        # The step's own env, its ${{ inputs.NAME }} filled in (a new input is not missed).
+        env = {name: re.sub(r"\$\{\{\s*inputs\.([\w-]+)\s*\}\}",
+                            lambda m: values.get(m.group(1), ""), str(value))
+               for name, value in (step.get("env") or {}).items()}
+        env.update({"GITHUB_OUTPUT": str(ci.files / "action.output"),
+                    "GOVSYNC_STATE": ci.reader, "GOVSYNC_API_KEY": VIEWER})
         return ci.bash(step["run"], env)
 
     planned = ok(run(env="prod", args="--without-secrets"))

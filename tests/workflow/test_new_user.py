@@ -179,7 +179,10 @@ def test_drift_first_line_names_a_skipped_live_check() -> None:
     first = text.stdout.splitlines()[0]
     assert first.startswith("Drift: 1 change(s) between the manifests and the recorded state "
                             "(1 address compared), 0 live problem(s); live checks: groups ")
-    assert "not readable live, so compared with the recorded state only: 1 kind (Hook)." in first
+    # Not read (no endpoint): said as such, never that a hook cannot be read (issue 43).
+    assert ("the server's objects were not read (no endpoint, or --refresh=false), so every "
+            "kind is compared with the recorded state only.") in first
+    assert "not readable live" not in first
 
 
 # -- 3. the README walkthrough and init's next steps, as written -------------------

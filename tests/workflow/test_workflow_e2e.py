@@ -57,8 +57,9 @@ spec:
   status: active
   timeoutMs: 2000
   code: |
-    def handler(event):
-        return {"mask": ["email"]}
+    export default function hook(input, env) {
+      return { mask: ["email"] };
+    }
 ---
 apiVersion: govsync/v1
 kind: Policy
@@ -71,11 +72,13 @@ spec:
   notification: owners
   status: active
   code: |
-    package example.pii
+    package formal.v2
 
     import rego.v1
 
-    post_request := {"action": "mask"} if hooks.pii_mask({}).mask
+    post_request := {"action": "mask", "type": "nullify", "columns": input.hooks.pii_mask.mask} if {
+      input.hooks.pii_mask.mask
+    }
 """
 
 # The last pull request: enough hooks that its apply holds the lock for a
@@ -87,7 +90,7 @@ LATENCY_MS = 400
 def batch_manifests(n: int) -> str:
     docs = [{"apiVersion": "govsync/v1", "kind": "Hook", "metadata": {"name": f"batch_{i}"},
              "spec": {"description": f"Batch hook {i}.", "timeoutMs": 1000 + i,
-                      "code": f"def handler(event):\n    return {{'n': {i}}}\n"}}
+                      "code": f"export default function hook() {{ return {{n: {i}}}; }}\n"}}
             for i in range(n)]
     return yaml.safe_dump_all(docs, sort_keys=False)
 

@@ -223,7 +223,10 @@ def drift_headline(report: DriftReport) -> str:
                 + f"{sum(len(c.problems) for c in report.live)} live problem(s)")
     live = "; ".join(f"{c.name} {c.status} ({c.detail})" for c in report.live) or "nothing"
     line += f"; live checks: {live}"
-    if report.unobservable:
+    if not report.plan.refreshed:
+        line += ("; the server's objects were not read (no endpoint, or --refresh=false), so "
+                 "every kind is compared with the recorded state only")
+    elif report.unobservable:
         kinds = report.unobservable
         shown = ", ".join(kinds[:5]) + (f" and {len(kinds) - 5} more" if len(kinds) > 5 else "")
         line += (f"; not readable live, so compared with the recorded state only: {len(kinds)} "
