@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from govsync.api.catalog import readable_kinds
 from govsync.api.kinds import KINDS, Kind, LiveRef
 from govsync.live import LiveValue, missing
-from govsync.manifests.model import ManifestSet
+from govsync.manifests.manifest import ManifestSet
 from govsync.plan import Action, Change, CheckStatus, Drifted, Plan
 
 

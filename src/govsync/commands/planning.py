@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from govsync import governance, runtime
 from govsync.commands.endpoint import endpoint_change, identity
-from govsync.commands.reading import (
+from govsync.commands.observing import (
     Early,
     check_live,
     moved_error,
@@ -38,7 +38,7 @@ from govsync.errors import (
 )
 from govsync.governance import Governance
 from govsync.live import wanted
-from govsync.manifests.model import ManifestSet
+from govsync.manifests.manifest import ManifestSet
 from govsync.plan import Check, CheckStatus, Observation, Plan, make_plan
 from govsync.redact import url as safe_url
 from govsync.settings import Settings

@@ -6,7 +6,7 @@ from collections.abc import Collection, Iterable
 from typing import NamedTuple
 
 from govsync.errors import Problem
-from govsync.manifests.model import Manifest
+from govsync.manifests.manifest import Manifest
 from govsync.manifests.wording import did_you_mean
 
 

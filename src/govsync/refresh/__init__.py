@@ -52,7 +52,7 @@ from govsync.refresh.lookup import (
     unread_reason,
     verify_id,
 )
-from govsync.refresh.reading import CONCURRENCY, LANES, Reader, Reading, read
+from govsync.refresh.reader import CONCURRENCY, LANES, Reader, Reading, read
 from govsync.state import Entry
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from govsync.api.kinds import BY_KIND, Kind
 from govsync.api.resource import Unfindable, findable, object_id, readable
 from govsync.errors import ApiError, NotFoundError, StateError, UnauthorizedError
 from govsync.plan import Action, Change
-from govsync.refresh.reading import (
+from govsync.refresh.reader import (
     NO_READ_AT_ENDPOINT,
     Reader,
     Reading,

@@ -4,7 +4,7 @@ The face of the package: what the rest of govsync uses.  One concern per
 module inside:
 
 =============  ===============================================================
-``model``      entries, their statuses, snapshots of a workspace, lock holders
+``records``    entries, their statuses, snapshots of a workspace, lock holders
 ``store``      ``StateStore``: every operation of the state, written once over
                a backend (snapshots, writes, records, the lock, leadership,
                fencing)
@@ -34,7 +34,7 @@ from govsync import redact
 from govsync.errors import StateError
 from govsync.files import SCHEME, sqlite_path
 from govsync.state.backend import Backend
-from govsync.state.model import (
+from govsync.state.records import (
     APPLIED,
     PENDING,
     UNCERTAIN,

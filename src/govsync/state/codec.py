@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-from govsync.state.model import (
+from govsync.state.records import (
     Entry,
     EntryStatus,
     LockHolder,

@@ -42,7 +42,7 @@ from govsync.state.codec import (
     loads,
     snapshot_from_rows,
 )
-from govsync.state.model import (
+from govsync.state.records import (
     AGENT_CYCLE,
     AGENT_LEADER,
     Entry,

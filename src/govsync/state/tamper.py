@@ -15,7 +15,7 @@ stopped, as nothing inside a database can stop its owner.
 
 from __future__ import annotations
 
-from govsync.state.model import CHANGED_OUTSIDE, GOVERNANCE_CHANGED
+from govsync.state.records import CHANGED_OUTSIDE, GOVERNANCE_CHANGED
 
 GOVERNANCE_TRIGGER = "govsync_governance_audit"
 

@@ -10,7 +10,7 @@ import threading
 from concurrent.futures import Future
 
 from govsync.errors import LockLostError, StateError
-from govsync.state.model import PENDING, Entry
+from govsync.state.records import PENDING, Entry
 from govsync.state.store import StateStore
 
 
