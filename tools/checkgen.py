@@ -294,6 +294,7 @@ def generate() -> str:
               if (paths := open_variants(kind.request_model))}
     updates = {kind.name: tuple(_update_object(kind.update.request)) for kind in KINDS
                if kind.update is not None}
+    defaults = {kind.name: found for kind in KINDS if (found := _defaults(kind.request_model))}
     parts = [
         HEADER.format(int_min=INT_MIN, int_max=INT_MAX),
         "\n".join(writer.constants) + "\n",
@@ -308,6 +309,9 @@ def generate() -> str:
         "# The fields an update request carries, by kind (of the object it wraps, for a\n"
         "# replace-all update): a field outside them no update can change.\n"
         f"UPDATE_FIELDS: dict[str, tuple[str, ...]] = {_dict(updates)}\n",
+        "# The value each spec field takes where a manifest leaves it out (JSON), by kind:\n"
+        "# a field at it is one the manifest does not name.\n"
+        f"DEFAULTS: dict[str, dict[str, Any]] = {_dict(defaults)}\n",
         "# Spec paths of the variants whose fields the API leaves open, by kind: a\n"
         "# {fromEnv: VAR} anywhere inside one is a secret.\n"
         f"OPEN_VARIANTS: dict[str, tuple[str, ...]] = {_dict(opened)}\n",
@@ -316,6 +320,20 @@ def generate() -> str:
         + "".join(f"    {kind!r}: {model},\n" for kind, model in kind_models.items()) + "}\n",
     ]
     return "\n\n".join(p.rstrip("\n") + "\n" for p in parts)
+
+
+def _defaults(model: type[BaseModel]) -> dict[str, Any]:
+    """The fields a request model fills in when left out, and their values (JSON)."""
+    import enum
+
+    out: dict[str, Any] = {}
+    for name, info in model.model_fields.items():
+        if info.is_required():
+            continue
+        value = info.get_default(call_default_factory=True)
+        if value is not None:
+            out[name] = value.value if isinstance(value, enum.Enum) else value
+    return out
 
 
 def _update_object(request: type[BaseModel]) -> list[str]:

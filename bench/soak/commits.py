@@ -93,8 +93,8 @@ class Commits:
         recorded it, and a workspace new on a governed endpoint needs prod's
         approvals (what these attacks check)."""
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "src"))
+        from govsync.endpoints import identity
         from govsync.governance import Governance
-        from govsync.redact import identity
         from govsync.state import open_store
 
         with open_store(self.state) as store:

@@ -31,13 +31,14 @@ import copy
 import fnmatch
 import hashlib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from govsync import paths
-from govsync.api.kinds import BY_KIND, KINDS, REFERENCES, Kind, Reference
-from govsync.api.resource import Objects
+from govsync.api.kinds import BY_KIND, KINDS, REFERENCES, Kind
+from govsync.api.resource import Objects, through
+from govsync.api.resource import listed as is_listed
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.errors import ApiError, ConfigError, NotFoundError, UnauthorizedError
 from govsync.manifests.documents import API_VERSION
@@ -93,21 +94,10 @@ class Imported:
         return [leaf.variable for f in self.found for _, leaf in f.secrets]
 
 
-def by_get(kind: Kind) -> Reference | None:
-    """For a kind without a List whose Get reads it by a reference to a kind that has one
-    (a connector's AI provider, by its connector): that reference.  Its objects are found
-    by one Get for each object of the kind referenced."""
-    if kind.list is not None or kind.get is None or kind.get.by == "id":
-        return None
-    return next((r for r in REFERENCES if r.id_field == kind.get.by
-                 and (target := BY_KIND[r.target].list) is not None
-                 and not target.scope_required), None)
-
-
 def findable(kind: Kind) -> bool:
     """Whether ``govsync import`` can find the objects of ``kind``: a List, or a Get by
     a reference to objects a List finds."""
-    return kind.list is not None or by_get(kind) is not None
+    return kind.list is not None or through(kind) is not None
 
 
 def unfindable_reason(kind: Kind) -> str:
@@ -156,8 +146,8 @@ async def read_server(client: AsyncClient, kinds: list[Kind], snapshot: Snapshot
     listed (a required scope no known object gives)."""
     reader = Objects(client, concurrency=READS_IN_FLIGHT)
     objects: dict[str, list[dict[str, Any]]] = {}
-    unscoped = [k for k in kinds if k.list is not None and not k.list.scope_required]
-    scoped = [k for k in kinds if k.list is not None and k.list.scope_required]
+    unscoped = [k for k in kinds if is_listed(k)]
+    scoped = [k for k in kinds if k.list is not None and not is_listed(k)]
     pages = await asyncio.gather(*(reader.all(k.list) for k in unscoped if k.list))
     objects.update(zip((k.name for k in unscoped), pages, strict=True))
     unlisted = []
@@ -173,16 +163,16 @@ async def read_server(client: AsyncClient, kinds: list[Kind], snapshot: Snapshot
         found = await asyncio.gather(*(reader.all(kind.list, b) for b in bodies))
         unique = {o["id"]: o for page in found for o in page if isinstance(o.get("id"), str)}
         objects[kind.name] = list(unique.values())
-    await asyncio.gather(*(_read_by_get(reader, k, objects, snapshot)
-                           for k in kinds if by_get(k) is not None))
+    await asyncio.gather(*(_read_through(reader, k, objects, snapshot)
+                           for k in kinds if through(k) is not None))
     return objects, unlisted
 
 
-async def _read_by_get(reader: Objects, kind: Kind,
+async def _read_through(reader: Objects, kind: Kind,
                        objects: dict[str, list[dict[str, Any]]], snapshot: Snapshot) -> None:
     """A kind read by a Get per object of the kind it references (a connector's AI
     provider, per connector listed or recorded); a 404 is an object without one."""
-    ref = by_get(kind)
+    ref = through(kind)
     assert ref is not None and kind.get is not None
     target = BY_KIND[ref.target]
     assert target.list is not None
@@ -214,10 +204,13 @@ def _known(field_name: str, objects: Mapping[str, list[dict[str, Any]]],
 
 
 def adoptable(objects: Mapping[str, list[dict[str, Any]]], snapshot: Snapshot,
-              name_glob: str | None) -> tuple[list[Found], list[str], int]:
+              name_glob: str | None, elsewhere: Mapping[str, tuple[str, str]] | None = None,
+              ) -> tuple[list[Found], list[str], int]:
     """The objects no state entry records, as manifests; those left out, and why; how
-    many the state records."""
+    many the state records.  ``elsewhere``: ids another workspace of the state records
+    (id -> (workspace, address)): theirs, never imported here."""
     recorded = {(e.kind, e.id) for e in snapshot.entries.values() if e.id}
+    elsewhere = elsewhere or {}
     found, skipped, known = [], [], 0
     for kind_name, listed in objects.items():
         kind = BY_KIND[kind_name]
@@ -227,6 +220,11 @@ def adoptable(objects: Mapping[str, list[dict[str, Any]]], snapshot: Snapshot,
                 continue
             if (kind.name, id_) in recorded:
                 known += 1
+                continue
+            if id_ in elsewhere:
+                workspace, address = elsewhere[id_]
+                skipped.append(f"{kind.name} {id_}: recorded by workspace {workspace!r} as "
+                               f"{address} (an object belongs to one workspace)")
                 continue
             name = obj.get("name") if kind.named else id_
             if not isinstance(name, str) or not name:
@@ -389,13 +387,19 @@ async def _read(client: AsyncClient, kinds: list[Kind], snapshot: Snapshot
 
 
 def import_objects(client: AsyncClient, snapshot: Snapshot, out: str, *,
-                   kinds: Iterable[str] = (), name_glob: str | None = None) -> Imported:
+                   kinds: Iterable[str] = (), name_glob: str | None = None,
+                   elsewhere: Callable[[Collection[str]], Mapping[str, tuple[str, str]]]
+                   | None = None) -> Imported:
     """Read the server, write the folder ``out``; MigrateError when the folder is refused,
-    ApiError when the server cannot be read (then nothing is written)."""
+    ApiError when the server cannot be read (then nothing is written).  ``elsewhere``:
+    which ids other workspaces of the state record (never imported here)."""
     chosen = importable(kinds)
     objects, unlisted = asyncio.run(_read(client, chosen, snapshot))
     unlisted += unfound(kinds)
-    found, skipped, recorded = adoptable(objects, snapshot, name_glob)
+    ids = {o["id"] for listed in objects.values() for o in listed
+           if isinstance(o.get("id"), str)}
+    found, skipped, recorded = adoptable(objects, snapshot, name_glob,
+                                         elsewhere(ids) if elsewhere is not None else None)
     output = render(found)
     if not output.documents:
         return Imported(found, Written(), skipped, unlisted, recorded)

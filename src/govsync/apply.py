@@ -146,7 +146,7 @@ def request_body(kind: Kind, change: Change, send: dict[str, Any],
         obj = send
     else:
         changed = {top_field(f) for f in change.fields}
-        obj = writes.update_object(kind, op, change.id, base, send, changed)
+        obj = writes.update_object(kind, op, change.id, base, send, changed, change.kept)
     wrap = op.wrap
     return op.name, ({wrap: obj} if wrap else obj)
 

@@ -1,9 +1,10 @@
 """Work that must stay within a budget of time and memory, whatever its input.
 
-A project's rules are code that a pull request may change, evaluated by a C++
-runtime that has no budget of its own: ``["a"].map(x, x + x)`` chained a few
-dozen times wants gigabytes.  So the evaluation runs in another process with an
-address-space limit and a deadline.
+A project's rules, and policy and hook code (policycode/), are code that a pull
+request may change, evaluated by C++ runtimes that have no budget of their own:
+``["a"].map(x, x + x)`` chained a few dozen times wants gigabytes of CEL, a Rego
+term nested 100,000 deep overflows rego-cpp's stack.  So the evaluation runs in
+another process with a memory budget and a deadline.
 
 That process is a fresh interpreter (``python -m govsync.bounded``), started
 once and reused: never a fork of this one, which may be running threads (the
@@ -16,6 +17,13 @@ arguments, pickled; the worker sets its limits, sends back the name of each step
 it starts and then the pickled result.  A worker that dies or runs out of time
 is reported with the last step it started, so the caller can name the rule that
 went over, and a new worker is started for the next piece of work.
+
+The memory budget is held two ways: the worker's address-space limit (what the
+work maps beyond the worker's size as it starts it), and the caller's watch of
+the worker's resident size, every 20 ms.  The second is what holds engines that
+reserve their address space in advance and fill it later (V8 reserves a terabyte
+an isolate, rego-cpp's allocator 256 GiB): they are started outside the limit
+(``reserved``), and then only the watch sees what they use.
 
 Where there is no interpreter to start (``sys.executable`` empty: an embedded Python)
 the work runs in this process, unbounded; where starting one fails, nothing is
@@ -45,6 +53,8 @@ if TYPE_CHECKING:  # subprocess is imported when a worker starts: validate never
 T = TypeVar("T")
 
 _STEP, _DONE, _FAILED = b"S", b"D", b"F"
+# How often the caller looks at the worker's resident memory while it works.
+_WATCH_SECONDS = 0.02
 _OUT_OF_MEMORY = 3  # the worker's exit code when the work ran out of its memory
 
 
@@ -57,19 +67,22 @@ class BudgetExceeded(Exception):
         self.why = why
 
 
-def run_bounded(work: Callable[..., T], *args: Any, seconds: float, memory: int) -> T:
+def run_bounded(work: Callable[..., T], *args: Any, seconds: float, memory: int,
+                worker: str = "") -> T:
     """``work(step, *args)`` in the worker process, limited to ``seconds`` of wall time
     and ``memory`` bytes more address space than the worker has when it starts the
     work; its result (which must pickle).  ``work`` is a module's top-level function
     and ``args`` pickle.  BudgetExceeded when it goes over.  An exception that
-    ``work`` raises is raised here again (as the worker pickled it)."""
-    return _WORKER.run(work, args, seconds=seconds, memory=memory)
+    ``work`` raises is raised here again (as the worker pickled it).  ``worker``
+    names the process (one each name): native engines that cannot share a process
+    (rego-cpp's allocator breaks the CEL runtime loaded after it) get their own."""
+    return _worker(worker).run(work, args, seconds=seconds, memory=memory)
 
 
-def prestart(preload: Sequence[str] = ()) -> None:
+def prestart(preload: Sequence[str] = (), worker: str = "") -> None:
     """Start the worker now, if it is not running, importing the modules ``preload``
     names while the caller goes on (the next ``run_bounded`` finds it ready)."""
-    _WORKER.start(preload)
+    _worker(worker).start(preload)
 
 
 class _Worker:
@@ -78,7 +91,7 @@ class _Worker:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._process: Popen[bytes] | None = None
-        self._size = 0  # the worker's address space after its first piece of work
+        self._size = 0  # the worker's resident size after its first piece of work
         self._preload: tuple[str, ...] = ()
 
     def start(self, preload: Sequence[str] = ()) -> None:
@@ -146,6 +159,10 @@ class _Worker:
         into, out = process.stdin.fileno(), process.stdout.fileno()
         os.set_blocking(into, False)
         deadline = time.monotonic() + seconds
+        # Resident memory is watched from here too: an engine that reserves its address
+        # space in advance (V8 reserves a terabyte as it starts) and fills it later is
+        # not seen by the worker's address-space limit.
+        resident = _resident(process.pid) + memory
         buffer = bytearray()
         last = ""
         while True:
@@ -153,7 +170,12 @@ class _Worker:
             if left <= 0:
                 self._stop(process)
                 raise BudgetExceeded(last, f"more than {seconds:g} s")
-            readable, writable, _ = select.select([out], [into] if send else [], [], left)
+            if _resident(process.pid) > resident:
+                self._stop(process)
+                last, _, _ = _records(buffer)
+                raise BudgetExceeded(last, f"more than {memory // (1024 * 1024)} MiB of memory")
+            readable, writable, _ = select.select([out], [into] if send else [], [],
+                                                  min(left, _WATCH_SECONDS))
             if writable:
                 try:
                     send = send[os.write(into, send):]
@@ -178,11 +200,14 @@ class _Worker:
                 raise pickle.loads(payload)
 
     def _check(self, process: Popen[bytes], memory: int) -> None:
-        """Replace a worker that ended, or that grew well past its size at start."""
+        """Replace a worker that ended, or whose resident size grew well past its size
+        after its first piece of work (kept fragments of a large result).  Resident, not
+        address space: an engine's reservations (V8's, an isolate at a time) are no use
+        of memory, and would have a worker replaced after every few hooks."""
         if process.poll() is not None:
             self._stop(process)
             return
-        size = _address_space(process.pid)
+        size = _resident(process.pid)
         if not self._size:
             self._size = size
         elif size > self._size + memory // 2:  # kept fragments of a large result
@@ -231,8 +256,18 @@ def _import_path() -> list[str]:
     return [p for p in sys.path if p and os.path.isabs(p) and os.path.realpath(p) != here]
 
 
-_WORKER = _Worker()
-atexit.register(_WORKER.close)
+_WORKERS: dict[str, _Worker] = {}
+
+
+def _worker(name: str) -> _Worker:
+    found = _WORKERS.get(name)
+    return found if found is not None else _WORKERS.setdefault(name, _Worker())
+
+
+@atexit.register
+def _close_all() -> None:
+    for worker in list(_WORKERS.values()):
+        worker.close()
 
 
 def _died(last: str, status: int, memory: int) -> Any:
@@ -261,6 +296,16 @@ def _records(data: bytes | bytearray) -> tuple[str, bytes, bytes]:
         else:
             tag, payload = kind, body
     return last, tag, payload
+
+
+def _resident(pid: int) -> int:
+    """A process's resident size in bytes (0 where it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as fh:
+            pages = int(fh.read().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def _address_space(pid: int | str = "self") -> int:
@@ -333,6 +378,28 @@ def _one(inner: bytes, fd: int) -> int:  # pragma: no cover - runs in the worker
         _limit(0)
     _send(fd, tag, payload)
     return 0
+
+
+def reserved(make: Callable[[], T]) -> T:  # pragma: no cover - runs in the worker
+    """In the worker, during a piece of work: ``make()`` without the address-space limit,
+    which is then laid again, raised by what ``make`` reserved.  For an engine that
+    reserves address space it does not use as it starts (V8 reserves its sandbox, a
+    terabyte, for every isolate, and crashes when it cannot): what it then uses is
+    bounded by its own limits and by the caller's watch of the worker's resident size."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY:
+        return make()
+    before = _address_space()
+    resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+    try:
+        return make()
+    finally:
+        grown = max(0, _address_space() - before)
+        wanted = soft + grown
+        resource.setrlimit(resource.RLIMIT_AS, (
+            wanted if hard == resource.RLIM_INFINITY else min(wanted, hard), hard))
 
 
 def _limit(size: int) -> None:  # pragma: no cover - runs in the worker

@@ -17,7 +17,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from govsync.api.catalog import readable_kinds
-from govsync.api.kinds import KINDS, Kind, LiveRef
+from govsync.api.kinds import BY_KIND, KINDS, Kind, LiveRef
+from govsync.api.resource import readable
 from govsync.live import LiveValue, missing
 from govsync.manifests.manifest import ManifestSet
 from govsync.plan import Action, Change, CheckStatus, Drifted, Plan
@@ -52,9 +53,12 @@ class DriftReport:
                 and all(c.status != CheckStatus.FAILED for c in self.live))
 
 
-def unobservable(manifests: ManifestSet, read: Collection[str] = ()) -> list[str]:
-    """The manifests' kinds that were not read live (``read``: the kinds a refresh read)."""
+def unobservable(manifests: ManifestSet, read: Collection[str] | None = None) -> list[str]:
+    """The manifests' kinds that cannot be read live (``read``: the kinds a refresh read;
+    None: no refresh, so the kinds no read of the API finds)."""
     kinds = {m.kind.name for m in manifests.objects.values()}
+    if read is None:
+        return sorted(k for k in kinds - readable_kinds() if not readable(BY_KIND[k]))
     return sorted(kinds - readable_kinds() - set(read))
 
 

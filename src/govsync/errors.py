@@ -83,7 +83,13 @@ class _ProblemsError(GovsyncError):
 
 
 class ManifestError(_ProblemsError):
-    """The manifests are invalid; ``problems`` lists every error found."""
+    """The manifests are invalid; ``problems`` lists every error found (``warnings``:
+    what was found beside them that is not an error)."""
+
+    def __init__(self, problems: list[Problem], *, warnings: list[Problem] | None = None
+                 ) -> None:
+        super().__init__(problems)
+        self.warnings = sorted(warnings or [])
 
 
 class GraphError(_ProblemsError):

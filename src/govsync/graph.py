@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 def dependencies(manifest: Manifest) -> Iterable[str]:
     for _, address in manifest.refs:
         yield address
+    yield from manifest.uses
     yield from manifest.depends_on
 
 
@@ -86,6 +87,8 @@ def _edge(manifest: Manifest, address: str) -> tuple[str, tuple[int, int]]:
     for i, target in enumerate(manifest.depends_on):
         if target == address:
             return "metadata.dependsOn", manifest.where(f"metadata.dependsOn.{i}")[1:]
+    if address in manifest.uses:
+        return "spec.code", manifest.where("spec.code")[1:]
     return "a dependency", (manifest.line, manifest.col)  # pragma: no cover
 
 

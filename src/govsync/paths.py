@@ -20,6 +20,20 @@ def split(text: str) -> Path:
     return tuple(int(p) if p.isdigit() else p for p in text.split(".")) if text else ()
 
 
+def parse(text: str) -> Path:
+    """``"a[0].b"`` (the text form) -> ``("a", 0, "b")``."""
+    out: list[str | int] = []
+    for part in text.split(".") if text else ():
+        name, _, rest = part.partition("[")
+        if name:
+            out.append(name)
+        while rest:
+            index, _, rest = rest.partition("]")
+            out.append(int(index))
+            rest = rest[1:] if rest.startswith("[") else rest
+    return tuple(out)
+
+
 def text(path: Path) -> str:
     """``("a", 0, "b")`` -> ``"a[0].b"``, as messages and diffs show it."""
     out = ""
@@ -56,6 +70,34 @@ def replace(data: Any, path: Path, value: Any) -> Any:
         copy = dict(data)
     copy[head] = replace(copy[head], rest, value)
     return copy
+
+
+def put(data: Any, path: Path, value: Any) -> Any:
+    """A copy of ``data`` with ``value`` at ``path``, the mappings on the way made where
+    missing; ``DELETE`` as the value removes the key.  KeyError where a list index or a
+    non-mapping is in the way."""
+    if not path:
+        return value
+    head, rest = path[0], path[1:]
+    if isinstance(head, int):
+        if not isinstance(data, list) or not -len(data) <= head < len(data):
+            raise KeyError(head)
+        copy: Any = list(data)
+    elif isinstance(data, Mapping):
+        copy = dict(data)
+    elif data is None:
+        copy = {}
+    else:
+        raise KeyError(head)
+    if not rest and value is DELETE:
+        if isinstance(copy, dict):
+            copy.pop(head, None)
+        return copy
+    copy[head] = put(copy.get(head) if isinstance(copy, dict) else copy[head], rest, value)
+    return copy
+
+
+DELETE: Any = object()
 
 
 def under(path: Path, prefix: Path) -> bool:

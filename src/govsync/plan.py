@@ -126,7 +126,7 @@ def make_plan(
     read_secrets: bool = True,
     prune: bool = False,
     replace: Sequence[str] = (),
-    heal: bool = False,
+    ignore: Mapping[str, Sequence[str]] | None = None,
     observation: Observation | None = None,
 ) -> Plan:
     """Diff ``manifests`` against ``snapshot`` and what ``observation`` saw on the server
@@ -142,9 +142,11 @@ def make_plan(
     ``prune: true``); without it, only a ``Removed`` document deletes.  ``replace``:
     addresses to replace (``--replace``): each is created anew, what refers to it is
     updated (or, where its update cannot change the reference, replaced too), and
-    the old object is deleted last.  ``heal`` (``selfHeal: true``): what the
-    observation found changed outside govsync is planned as the updates that put it
-    back, where the kind's update covers every such field."""
+    the old object is deleted last.  What the observation found changed outside
+    govsync in a field the manifest names is put back by the update (contract 12,
+    amended), its diff starting from the live value.  ``ignore`` (the project's
+    ``ignoreChanges``, by kind): fields never diffed and never changed (an update
+    carries their live value)."""
     seen = observation if observation is not None else Observation()
     env = os.environ if environ is None else environ
     entries = snapshot.entries
@@ -184,7 +186,7 @@ def make_plan(
                                   recorded)
         else:
             change = _decide(manifest, entry, request, resolved, address, seen, recorded,
-                             heal)
+                             (ignore or {}).get(manifest.kind.name, ()))
             if replaced and _chained(change, manifest, replaced):
                 replaced.add(address)  # its reference cannot be updated: replaced too
                 change = _replacement(manifest, entries[address], request, replace, seen,
@@ -260,7 +262,7 @@ def unrecorded(kind: Kind, address: str, seen: Observation, recorded: Recorded,
 
 def _decide(manifest: Manifest, entry: Entry | None, request: dict[str, Any],
             resolved: dict[str, Any], address: str, seen: Observation, recorded: Recorded,
-            heal: bool) -> Change:
+            ignored: Sequence[str]) -> Change:
     """The action of an address the manifests define (not moved, imported or replaced)."""
     kind = manifest.kind
     if entry is None:
@@ -270,10 +272,8 @@ def _decide(manifest: Manifest, entry: Entry | None, request: dict[str, Any],
     if address in seen.live and seen.live[address] is None:
         return _create(manifest, request, address, seen, recorded,
                        Reason(Why.MISSING, id=entry.id), mine=entry.id)
-    change = _compare(manifest, entry, request, resolved, address)
-    drifted = seen.changed.get(address)
-    if heal and change.action == Action.NOOP and drifted is not None:
-        change = _healing(manifest, change, request, drifted)
+    change = _compare(manifest, entry, request, resolved, address,
+                      seen.changed.get(address), seen.live.get(address), ignored)
     if change.action == Action.UPDATE and seen.lacks_writes and kind.update is not None \
             and not kind.update.spec:
         change = Change(address, Action.BLOCKED, kind.name, id=entry.id, fields=change.fields,
@@ -358,28 +358,6 @@ def say_unread(plan: Plan, why: str, read: Collection[str] = ()) -> None:
             change.why = Reason(Why.UNREAD, detail=why)
 
 
-def _healing(manifest: Manifest, change: Change, request: dict[str, Any], drifted: Drifted
-             ) -> Change:
-    """Self-heal: the update that puts back what changed outside govsync (the live value
-    -> the manifest's), where the kind's update covers every such field."""
-    kind = manifest.kind
-    top = {top_field(d.path) for d in drifted.diff}
-    if not top:
-        return change
-    fixed = sorted(f for f in top if not kind.can_update(f))
-    if fixed:  # shown as it is: no update carries them (what is shown is what is sent)
-        return Change(change.address, Action.BLOCKED, kind.name, id=change.id,
-                      fields=tuple(d.path for d in drifted.diff),
-                      diff=tuple(FieldChange(d.path, d.after, d.before) for d in drifted.diff),
-                      why=Reason(Why.CANNOT_UPDATE, fields=tuple(fixed),
-                                 operation=kind.update_op))
-    return Change(change.address, Action.UPDATE, kind.name, id=change.id,
-                  fields=tuple(d.path for d in drifted.diff),
-                  diff=tuple(FieldChange(d.path, d.after, d.before) for d in drifted.diff),
-                  request=request, operation=kind.update_op, after=manifest.dependencies,
-                  why=Reason(Why.HEAL))
-
-
 def _replacing(manifests: ManifestSet, entries: Mapping[str, Entry], replace: Sequence[str]
                ) -> set[str]:
     """The addresses ``--replace`` names: each must be in the manifests and applied."""
@@ -388,9 +366,14 @@ def _replacing(manifests: ManifestSet, entries: Mapping[str, Entry], replace: Se
         if address not in manifests.objects or entry is None or entry.status != APPLIED:
             raise ConfigError(f"--replace {address}: name an object the manifests define and "
                               "state records as applied (Kind/name)")
-        if manifests.objects[address].kind.delete is None:
+        kind = manifests.objects[address].kind
+        if kind.delete is None:
             raise ConfigError(f"--replace {address}: the API cannot delete a "
                               f"{entry.kind}, so it cannot be replaced")
+        if kind.create.retry_safe:
+            raise ConfigError(f"--replace {address}: a {entry.kind} is set in place by "
+                              f"{kind.create_op} (there is one per {', '.join(kind.identity)}"
+                              "): change it in its manifest instead")
     return set(replace)
 
 
@@ -500,8 +483,9 @@ def _verified(kind: Kind, address: str, object_id: str, by: str, request: dict[s
     if live is None:
         return Change(address, Action.BLOCKED, kind.name, id=object_id,
                       why=Reason(Why.IMPORT_ABSENT, by=by, operation=read))
-    got, wanted = pairs(kind, shown(request), None, live)
-    diff = field_diff(kind, got, wanted) if got != wanted else ()
+    manifest, server = pairs(kind, shown(request), None, live)
+    # From what the server holds to what the manifest says (what the update then sends).
+    diff = field_diff(kind, server, manifest) if manifest != server else ()
     fields = tuple(d.path for d in diff)
     top = tuple(sorted({top_field(d.path) for d in diff}, key=str))
     if diff and not all(kind.can_update(str(t)) for t in top):
@@ -519,29 +503,78 @@ def _verified(kind: Kind, address: str, object_id: str, by: str, request: dict[s
 
 
 def _compare(manifest: Manifest, entry: Entry, request: dict[str, Any],
-             resolved: dict[str, Any], address: str) -> Change:
-    """An applied object's spec against the manifest's: a no-op, an update, or blocked."""
+             resolved: dict[str, Any], address: str, drifted: Drifted | None = None,
+             live: Mapping[str, Any] | None = None, ignored: Sequence[str] = ()) -> Change:
+    """An applied object's spec against the manifest's: a no-op, an update, or blocked.
+
+    What changed outside govsync in a field the manifest names is compared from its
+    live value (contract 12, amended: any apply puts it back); a field the manifest
+    does not name keeps what the console set (an update lays the manifest over the
+    object as read).  ``ignored`` fields (ignoreChanges) are never compared."""
     kind = manifest.kind
-    before = entry.read_spec() or {}  # parsed for this comparison only
+    recorded = entry.read_spec() or {}
+    before = _live_base(kind, recorded, resolved, drifted, live, ignored)
+    kept: tuple[str, ...] = ()
+    if ignored:
+        kept = tuple(p for p in ignored if paths.has(resolved, paths.parse(p))
+                     or paths.has(before, paths.parse(p)))
+        before, resolved = _without(before, ignored), _without(resolved, ignored)
+        recorded = _without(recorded, ignored)
     if before == resolved:
         return Change(address, Action.NOOP, kind.name, id=entry.id)
     diff = field_diff(kind, before, resolved, _secret_holes(manifest))
     top = sorted({k for k in before.keys() | resolved.keys() if before.get(k) != resolved.get(k)})
     cannot = [f for f in top if not kind.can_update(f)]
     fields = tuple(d.path for d in diff)
+    # Only what changed outside govsync, the manifests as applied: put back.
+    why = Reason(Why.OUTSIDE) if recorded == resolved else None
     if not cannot:
         return Change(address, Action.UPDATE, kind.name, id=entry.id, fields=fields, diff=diff,
-                      request=request, operation=kind.update_op, after=manifest.dependencies)
+                      request=request, operation=kind.update_op, after=manifest.dependencies,
+                      why=why, kept=kept if kind.replace_all else ())
     rotated = _rotated_secrets(manifest, before, resolved)
     if rotated:
         tops = {str(p[0]) for p, _ in rotated}
-        why = Reason(Why.SECRET_ROTATED,
-                     names=tuple(f"{v} spec.{paths.text(p)}" for p, v in rotated),
-                     fields=tuple(f for f in cannot if f not in tops))
+        blocked = Reason(Why.SECRET_ROTATED,
+                         names=tuple(f"{v} spec.{paths.text(p)}" for p, v in rotated),
+                         fields=tuple(f for f in cannot if f not in tops))
     else:
-        why = Reason(Why.CANNOT_UPDATE, fields=tuple(cannot), operation=kind.update_op)
+        blocked = Reason(Why.CANNOT_UPDATE, fields=tuple(cannot), operation=kind.update_op)
     return Change(address, Action.BLOCKED, kind.name, id=entry.id, fields=fields, diff=diff,
-                  why=why)
+                  why=blocked)
+
+
+def _live_base(kind: Kind, recorded: dict[str, Any], resolved: Mapping[str, Any],
+               drifted: Drifted | None, live: Mapping[str, Any] | None,
+               ignored: Sequence[str]) -> dict[str, Any]:
+    """The recorded spec with the live value of each field that changed outside govsync
+    and that the manifest names (at a value it sets, not the API's default)."""
+    if drifted is None or live is None:
+        return recorded
+    before = recorded
+    for d in drifted.diff:
+        top = top_field(d.path)
+        if top not in resolved or kind.unnamed(top, resolved[top]) or any(
+                paths.under(paths.parse(d.path), paths.parse(i)) for i in ignored):
+            continue
+        path = paths.parse(d.path)
+        try:
+            before = paths.put(before, path, paths.get(live, path, paths.DELETE))
+        except KeyError:  # a list that grew or shrank: its whole value, as it is live
+            before = paths.put(before, (top,), live.get(top, paths.DELETE))
+    return before
+
+
+def _without(spec: dict[str, Any], ignored: Sequence[str]) -> dict[str, Any]:
+    """``spec`` without the ignored fields (ignoreChanges)."""
+    for dotted in ignored:
+        path = paths.parse(dotted)
+        if paths.has(spec, path):
+            try:
+                spec = paths.put(spec, path, paths.DELETE)
+            except KeyError:
+                continue
+    return spec
 
 
 def _secret_holes(manifest: Manifest) -> list[paths.Path]:

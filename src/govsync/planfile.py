@@ -175,6 +175,7 @@ def reviewed_change(c: Change) -> dict[str, Any]:
     """One change as the review digest sees it (also how two plans' changes compare)."""
     return {"address": c.address, "action": str(c.action), "kind": c.kind, "id": c.id,
             "operation": c.operation, "movedFrom": c.moved_from,
+            **({"kept": list(c.kept)} if c.kept else {}),
             "fields": list(c.fields) if c.action == Action.BLOCKED else None,
             "request": encode(c.request, fingerprints=False) if c.request is not None
             else None}
@@ -443,6 +444,7 @@ def _change(c: Any) -> Change:
         operation=operation, after=tuple(_strs(c.get("after", []), f"{address}: after")),
         patched=_patches(c.get("patchedBy", {}), address),
         moved_from=moved_from if action in (Action.MOVE, Action.BLOCKED) else None,
+        kept=tuple(_strs(c.get("kept", []), f"{address}: kept")),
     )
 
 

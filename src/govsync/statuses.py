@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from govsync.plan import REFRESH_CHECK, Action, CheckStatus, DriftKind, Plan
+from govsync.plan import REFRESH_CHECK, Action, Change, CheckStatus, DriftKind, Plan, Why
 
 
 class Status(StrEnum):
@@ -69,6 +69,12 @@ class AgentReport:
 StatusProvider = Callable[[str], AgentReport | None]
 
 
+def drift_only(change: Change) -> bool:
+    """Whether a change only puts back what changed outside govsync (or makes again what
+    is missing on the server): no git change asks for it."""
+    return change.why is not None and change.why.why in (Why.OUTSIDE, Why.MISSING)
+
+
 def status_of(plan: Plan | None, rule_errors: int, lock: str, error: str) -> tuple[Status, str]:
     """An environment's one status, and why: from its plan, its rule errors, who holds
     its lock ('' nobody) and the error that kept it from being planned ('' none).
@@ -90,7 +96,9 @@ def status_of(plan: Plan | None, rule_errors: int, lock: str, error: str) -> tup
     summary = plan.summary()
     if summary[Action.UNCERTAIN]:
         return Status.UNCERTAIN, f"{summary[Action.UNCERTAIN]} uncertain entr(ies) to resolve"
-    if plan.drift:
+    pending = [c for c in plan.changes if c.action != Action.NOOP and not drift_only(c)]
+    if plan.drift and not pending and plan.governance is None:
+        # Contract 12, amended: OutOfSync while a git change is pending, else Drifted.
         missing = sum(1 for d in plan.drift if d.kind == DriftKind.MISSING)
         return Status.DRIFTED, (f"{len(plan.drift) - missing} object(s) changed outside "
                                 f"govsync, {missing} missing on the server")

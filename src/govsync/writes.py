@@ -13,70 +13,58 @@ create of a replace's new object was, a List of the kind's objects of that name 
 
 from __future__ import annotations
 
-import enum
-import functools
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from govsync import paths
 from govsync.api.catalog import Operation
 from govsync.api.kinds import Kind
-from govsync.api.resource import Objects, Unfindable, object_id
+from govsync.api.resource import Objects, Unfindable, key_of, object_id
 from govsync.errors import ApiError
 from govsync.values import SENSITIVE
 
 
 def laid_over(kind: Kind, op: Operation, base: Mapping[str, Any] | None,
-              send: Mapping[str, Any], changed: Collection[str] = ()) -> dict[str, Any]:
+              send: Mapping[str, Any], changed: Collection[str] = (),
+              kept: Collection[str] = ()) -> dict[str, Any]:
     """The whole object a replace-all update is sent: ``base`` (the live object, None: not
     read) restricted to the kind's fields (what only the server sets is never sent), the
     manifest's fields laid over it.  A field the update cannot change keeps its live value
     (the request model may still require it: a satellite's type).  ``changed``: the
-    top-level fields the plan changes (always sent, even at their default)."""
+    top-level fields the plan changes (always sent, even at their default).  ``kept``:
+    fields (dotted) sent as read whatever the manifest says (ignoreChanges)."""
     # What the update carries: a field it does not (a hook's status) is never sent.
     keep = set(kind.update_fields) | (set(op.read_only) & set(kind.fields))
     read_only = set(op.read_only)
     obj = {k: v for k, v in (base or {}).items() if k in keep and v != SENSITIVE}
-    unnamed: dict[str, Any] | None = None
     for k, v in send.items():
         if k not in keep:
             continue
         if k in obj:
             if k in read_only:
                 continue  # left as read: a field the update cannot change
-            if k not in changed and (obj[k] != v or type(obj[k]) is not type(v)):
+            if (k not in changed and (obj[k] != v or type(obj[k]) is not type(v))
+                    and kind.unnamed(k, v)):
                 # Left as read where the manifest leaves it at its default, which it
-                # does not name (a description set in the console is not erased).  The
-                # defaults come from the request model (pydantic, a fifth of a second
-                # to import): asked for only here, where a field differs unchanged.
-                unnamed = defaults(kind) if unnamed is None else unnamed
-                if k in unnamed and unnamed[k] == v:
-                    continue
+                # does not name (a description set in the console is not erased).
+                continue
         obj[k] = v
+    for dotted in kept:
+        path = paths.parse(dotted)
+        if base is not None and paths.has(base, path):
+            obj = paths.put(obj, path, paths.get(base, path))
     return obj
-
-
-@functools.cache
-def defaults(kind: Kind) -> dict[str, Any]:
-    """The spec fields the API's request model fills in when a manifest leaves them out,
-    and their values (JSON)."""
-    out: dict[str, Any] = {}
-    for name, info in kind.request_model.model_fields.items():
-        if info.is_required():
-            continue
-        value = info.get_default(call_default_factory=True)
-        if value is not None:
-            out[name] = value.value if isinstance(value, enum.Enum) else value
-    return out
 
 
 def update_object(kind: Kind, op: Operation, object_id: str | None,
                   base: Mapping[str, Any] | None, send: Mapping[str, Any],
-                  changed: Collection[str] = ()) -> dict[str, Any]:
-    """The object of an update request, before its wrap."""
+                  changed: Collection[str] = (), kept: Collection[str] = ()
+                  ) -> dict[str, Any]:
+    """The object of an update request, before its wrap (``kept``: fields sent as read)."""
     if kind.replace_all:
-        fields = laid_over(kind, op, base, send, changed)
+        fields = laid_over(kind, op, base, send, changed, kept)
     else:
-        fields = {k: send[k] for k in sorted(kind.updatable) if k in send}
+        fields = {k: send[k] for k in sorted(kind.updatable) if k in send and k not in kept}
     return {"id": object_id, **fields} if kind.update_with_id else fields
 
 
@@ -84,8 +72,7 @@ def delete_body(kind: Kind, object_id: str, spec: Mapping[str, Any]) -> tuple[st
     """(operation, body) of the delete of one object."""
     op = kind.delete
     assert op is not None
-    value = object_id if op.by == "id" else spec.get(op.by, object_id)
-    return op.name, {op.by: value}
+    return op.name, {op.by: key_of(kind, object_id, spec) or object_id}
 
 
 def changed_since(kind: Kind, op: Operation, seen: Mapping[str, Any],

@@ -64,7 +64,7 @@ def repository(root: Path, staging: Server, prod: Server, state: str, prefix: st
         kind: Hook
         metadata: {{name: risk_score}}
         spec:
-          code: "def handler(event):\\n    return 1\\n"
+          code: "export default function hook() {{ return 1; }}"
           timeoutMs: {{var: timeout}}
           description: {{var: team}}
         ---
@@ -186,14 +186,14 @@ def test_two_environments_day_two(tmp_path: Path, servers: tuple[Server, Server]
 
     # an import: adopt a hook made by hand on prod; UpdateHook makes it match the manifest
     made = httpx.post(f"{prod.url}/core.v1.HookService/CreateHook", headers={"X-API-KEY": KEY},
-                      json={"name": "fraud_score", "code": "def handler(event):\n    return 0\n",
+                      json={"name": "fraud_score", "code": "export default function hook() { return 0; }",
                             "timeoutMs": 100}, timeout=30).json()
     hook_id = made["hook"]["id"] if "hook" in made else made["id"]
     write(root / "envs" / "prod" / "fraud.yaml", f"""
         apiVersion: govsync/v1
         kind: Hook
         metadata: {{name: fraud_score}}
-        spec: {{code: "def handler(event):\\n    return 2\\n", timeoutMs: 700}}
+        spec: {{code: "export default function hook() {{ return 2; }}", timeoutMs: 700}}
         ---
         apiVersion: govsync/v1
         kind: Import

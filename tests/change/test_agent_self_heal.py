@@ -47,3 +47,19 @@ def test_the_agent_puts_back_an_outside_change_only_with_self_heal(gov: Gov) -> 
     assert "exfil.example.net" not in hosts(gov)
     again = run(target, revision="r1", paused=None, frozen=None)
     assert again.status == Status.SYNCED, again.reason
+
+
+def test_an_apply_for_a_git_change_puts_back_outside_changes_too(gov: Gov) -> None:
+    """As Argo CD's automated sync: without selfHeal the agent is OutOfSync for a git
+    change, and its apply puts back what changed outside govsync with it."""
+    manifests = copy_examples(gov.folder)
+    target = target_of(gov, heal=False)
+    gov.ok("apply", "--auto-approve")
+    console_adds_a_host(gov)
+    hooks = manifests / "hooks.yaml"
+    hooks.write_text(hooks.read_text().replace("timeoutMs: 5000", "timeoutMs: 4000", 1))
+    applied = run(target, revision="r2", paused=None, frozen=None)
+    assert applied.applied, applied.reason
+    assert "exfil.example.net" not in hosts(gov)
+    again = run(target, revision="r2", paused=None, frozen=None)
+    assert again.status == Status.SYNCED, again.reason

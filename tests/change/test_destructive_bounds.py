@@ -11,9 +11,9 @@ from typing import Any
 
 import httpx
 from click.testing import CliRunner
-from faultkit import KEY, FaultServer, drop_before, endless, huge, omit_once
 from refreshkit import Gov, copy_examples, write
 
+from faultkit import KEY, FaultServer, drop_before, endless, huge, omit_once
 from govsync.api.catalog import BY_NAME
 from govsync.cli import cli
 
@@ -303,6 +303,11 @@ def test_another_workspaces_object_is_neither_adopted_nor_deleted(gov: Gov) -> N
     assert change["why"]["names"] == [gov.workspace, "Connector/ml-gateway-us"]
     refused = other.run("state", "import", "Connector/ml-gateway-us", connector, str(folder))
     assert refused.code == 1 and f"recorded by workspace {gov.workspace!r}" in refused.err
+    # `govsync import` leaves every object another workspace records out, saying whose.
+    listed = other.run("import", "--kind", "Connector", "--out", str(gov.folder / "x"))
+    assert listed.code == 0, listed
+    assert (f"Left out: Connector {connector}: recorded by workspace {gov.workspace!r}"
+            in listed.err), listed
     # A record made before this rule (or behind govsync's back): its delete is still
     # not this workspace's to make.
     with open_store(gov.state) as store:
@@ -319,3 +324,14 @@ def test_another_workspaces_object_is_neither_adopted_nor_deleted(gov: Gov) -> N
     assert run.code == 1 and "belong(s) to another workspace" in run.err, run
     assert [c["id"] for c in named(gov, "Connector", "ml-gateway-us")] == [connector]
     assert "No changes" in gov.ok("plan", manifests).out
+
+
+def test_an_object_set_in_place_is_not_replaced(sqlite_gov: Gov) -> None:
+    """A connector's AI provider is set in place by its connector (one per connector):
+    its "replace" would make the same object and then delete it."""
+    gov = sqlite_gov
+    manifests = str(copy_examples(gov.folder))
+    gov.ok("apply", manifests, "--auto-approve")
+    run = gov.run("plan", manifests, "--replace", "ConnectorAIProvider/prod-eu-assistant")
+    assert run.code == 1 and "is set in place by UpdateConnectorAiProviderV2" in run.err, run
+    assert len(gov.objects("ConnectorAIProvider")) == 1

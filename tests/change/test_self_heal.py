@@ -1,6 +1,7 @@
-"""Self-heal (contract section 12): an environment with ``selfHeal: true`` plans and
-applies the updates that put back what changed outside govsync, under the same rules and
-approvals as any change; without it, drift is reported, never reverted."""
+"""Outside changes (contract section 12, amended): any apply puts back what the manifests
+set, as Terraform's plan and Argo CD's sync do, under the same rules and approvals as any
+change; ``selfHeal`` decides only whether the agent does it by itself (its tests are
+test_agent_self_heal.py)."""
 
 from __future__ import annotations
 
@@ -21,27 +22,20 @@ def project(gov: Gov, manifests: Path, heal: bool) -> None:
         """)
 
 
-def test_without_self_heal_drift_is_reported_never_reverted(gov: Gov) -> None:
+def test_any_apply_puts_back_what_changed_outside(gov: Gov) -> None:
     manifests = copy_examples(gov.folder)
-    project(gov, manifests, heal=False)
+    project(gov, manifests, heal=False)  # selfHeal is the agent's, not apply's
     gov.ok("apply", "--env", "prod", "--auto-approve")
     console_adds_a_host(gov)
-    plan = gov.ok("plan", "--env", "prod", "--format", "json").json()
-    assert all(c["action"] == "no-op" for c in plan["changes"])
-    gov.ok("apply", "--env", "prod", "--auto-approve")
-    assert "exfil.example.net" in hosts(gov)
-
-
-def test_self_heal_puts_back_what_changed_outside(gov: Gov) -> None:
-    manifests = copy_examples(gov.folder)
-    project(gov, manifests, heal=True)
-    gov.ok("apply", "--env", "prod", "--auto-approve")
-    console_adds_a_host(gov)
+    # Only outside changes: the plan shows the update that puts them back, exit 2.
+    exit_code = gov.run("plan", "--env", "prod", "--detailed-exitcode").code
+    assert exit_code == 2
     plan = gov.ok("plan", "--env", "prod", "--format", "json").json()
     (change,) = [c for c in plan["changes"] if c["action"] != "no-op"]
     assert (change["address"], change["action"]) == ("Hook/risk_score", "update")
-    assert change["reason"] == "selfHeal: puts back what changed outside govsync"
-    assert "exfil.example.net" in str(change["diff"])
+    assert change["why"] == {"why": "outside"}
+    assert change["reason"].startswith("puts back what changed outside govsync")
+    assert change["outside"] and "exfil.example.net" in str(change["diff"])
     gov.ok("apply", "--env", "prod", "--auto-approve")
     assert "exfil.example.net" not in hosts(gov)
     assert "No changes" in gov.ok("plan", "--env", "prod").out

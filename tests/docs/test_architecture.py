@@ -49,6 +49,9 @@ HEAVY = frozenset({
     # csv (1 ms): for `audit export --format csv`; json (2 ms): where JSON is written
     # or read, or a document near the size limit is measured (validate needs none).
     "csv", "json",
+    # The engines of policy and hook code (policycode/: Rego, V8), imported only in the
+    # bounded worker; tempfile: where rego-cpp saves a compiled module to read it back.
+    "regopy", "py_mini_racer", "tempfile",
 })
 
 

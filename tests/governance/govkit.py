@@ -30,7 +30,7 @@ kind: Hook
 metadata:
   name: {name}
 spec:
-  code: "def handler(e):\\n    return 1\\n"
+  code: "export default function hook() {{ return 1; }}"
   timeoutMs: {{var: timeout}}
   status: active
 """

@@ -87,11 +87,18 @@ def test_prods_server_written_another_way_is_prods_governed_endpoint(
     hook = repo.hooks()["risk"]
     env = sneak(repo, spelling.format(port=repo.server.port))
     planned = repo.gov("plan", "--env", "sneak", env=env)
-    assert planned.code == 0, planned
+    # Two walls: the endpoint is prod's governed one, and the hook is prod's workspace's.
+    assert planned.code == 1, planned
     assert f"is governed by workspace {repo.prod!r}" in planned.out, planned
+    assert f"is recorded by workspace {repo.prod!r}" in planned.out, planned
     imported = repo.gov("apply", "--env", "sneak", "--auto-approve", env=env)
     assert imported.code == 1, imported
-    assert f"workspace {repo.prod!r}" in imported.err and "nothing was sent" in imported.err
+    assert f"is recorded by workspace {repo.prod!r}" in imported.err, imported
+    # Nothing else kept it back: prod's approvals do too (the endpoint is prod's).
+    (repo.root / "sneak" / "risk.yaml").write_text(TWIN.format(id="x").split("---")[0])
+    created = repo.gov("apply", "--env", "sneak", "--auto-approve", "--refresh=false", env=env)
+    assert created.code == 1, created
+    assert f"workspace {repo.prod!r}" in created.err and "nothing was sent" in created.err
     # The second commit: the hook removed with a Removed document.
     (repo.root / "sneak" / "risk.yaml").write_text(REMOVED)
     deleted = repo.gov("apply", "--env", "sneak", "--auto-approve", env=env)

@@ -20,7 +20,7 @@ rules:
     message: "hooks must time out within 5 s"
 """
 HOOK = ("apiVersion: govsync/v1\nkind: Hook\nmetadata: {name: risk}\n"
-        "spec:\n  code: 'def handler(e): return 1'\n  timeoutMs: 9000\n")
+        "spec:\n  code: 'export default function hook() { return 1; }'\n  timeoutMs: 9000\n")
 # What a pull request could add beside the manifests: a package named like govsync's
 # own, so that a `python -m govsync.bounded` started in the checkout imports it.
 HOSTILE = """\

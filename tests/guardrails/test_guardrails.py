@@ -31,7 +31,7 @@ kind: Hook
 metadata:
   name: risk
 spec:
-  code: "def handler(e):\\n    return 1\\n"
+  code: "export default function hook() { return 1; }"
   timeoutMs: {var: timeout}
   status: active
 """

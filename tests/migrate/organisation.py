@@ -128,7 +128,8 @@ def build(api: Api) -> Organisation:
             "updated_at": hook["updatedAt"]}, key=key))
     state.add("formal_hook", "rules", *made)
 
-    code = "package formal.v2\n\nimport future.keywords.if\n\ndefault allow := true\n"
+    code = ("package formal.v2\n\nimport future.keywords.if\n\n"
+            "default session := {\"action\": \"allow\"}\n")
     legacy = api.call("CreatePolicy", {"name": "legacy-v0", "description": "old", "code": code,
                                        "groupName": "security", "notification": "all",
                                        "status": "active"})

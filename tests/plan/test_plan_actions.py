@@ -114,8 +114,8 @@ def test_hook_timeout_change_is_an_update(gov: Gov, applied: Path) -> None:
 
 
 def test_hook_code_change_is_an_update(gov: Gov, applied: Path) -> None:
-    old = '        return {"approved": resp.status == 200}'
-    new = '        return {"approved": resp.status in (200, 204)}'
+    old = 'return {approved: ticket.state === "approved", ticket: found[1]'
+    new = 'return {approved: ticket.state === "done", ticket: found[1]'
     before = gov.snapshot().entries["Hook/ticket_check"].spec["code"]
     edit(applied / "hooks.yaml", old, new)
 

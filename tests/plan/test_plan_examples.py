@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import yaml
@@ -121,7 +122,7 @@ def test_plan_refuses_an_owner_group_the_server_lacks(gov: Gov, manifests: Path)
     result = gov.run("plan", manifests, *LOCAL, code=1)
     assert result.stdout == ""
     assert result.stderr == (
-        "manifests/policies.yaml:81:14: Policy/warehouse-business-hours: spec.groupName names group "
+        "manifests/policies.yaml:108:14: Policy/warehouse-business-hours: spec.groupName names group "
         "'analytics-team', which does not exist on the server (ListGroups); create the group "
         "or fix the name\n"
         "1 error; nothing was sent and the state is untouched.\n")
@@ -140,6 +141,9 @@ def example_dependencies() -> dict[str, set[str]]:
                 refs = {f"{REF_TARGETS[k]}/{v}" for k, v in (doc.get("spec") or {}).items()
                         if k in REF_TARGETS}
                 refs |= set(doc["metadata"].get("dependsOn", []))
+                if doc["kind"] == "Policy":  # a policy depends on each hook its code reads
+                    refs |= {f"Hook/{name}" for name in re.findall(
+                        r"input\.hooks\.([A-Za-z_][A-Za-z0-9_]*)", doc["spec"]["code"])}
                 deps[f"{doc['kind']}/{doc['metadata']['name']}"] = refs
     return deps
 

@@ -7,18 +7,19 @@ from pathlib import Path
 
 from plan_helpers import LOCAL, Gov, edit
 
-# examples/manifests/hooks.yaml, Hook/risk_score: lines 4 to 8 of its code, around
+# examples/manifests/hooks.yaml, Hook/risk_score: lines 2 to 8 of its code, around
 # the one character changed (v1 -> v2).
 DIFF = [
     "        @@ -2,7 +2,7 @@",
-    "         ",
-    "         def handler(event):",
-    "             req = urllib.request.Request(",
+    "         // for the session's user.",
+    "         export default async function hook(input, env) {",
+    "             const res = await fetch(",
     '        -        "https://risk.northwind.internal/v1/score",',
     '        +        "https://risk.northwind.internal/v2/score",',
-    '                 data=json.dumps({"user": event["user"]["email"]}).encode(),',
-    '                 headers={"Authorization": "Bearer " + os.environ["RISK_API_TOKEN"]},',
-    "             )",
+    "                 {",
+    '                     method: "POST",',
+    '                     headers: {"Authorization": `Bearer ${env.RISK_API_TOKEN}`, '
+    '"X-Region": env.RISK_API_REGION},',
 ]
 
 
@@ -53,12 +54,15 @@ def test_a_created_hook_shows_its_code_as_lines(gov: Gov, manifests: Path) -> No
     text = gov.run("plan", manifests).stdout.splitlines()
     at = text.index("+ Hook/mask_pii  (create)")
     code = text.index("      code:", at)
-    assert text[code + 1:code + 4] == ["        +import re", "        +",
-                                       '        +EMAIL = re.compile(r"[\\w.+-]+@[\\w-]+\\.[\\w.]+")']
-    assert not any('"import re\\n' in line for line in text)
+    assert text[code + 1:code + 4] == [
+        "        +// input.hooks.mask_pii: {columns}, the paths of the row's columns whose values",
+        "        +// look like e-mail addresses or IBANs (Policy/mask-pii-in-results masks them).",
+        "        +const EMAIL = /[\\w.+-]+@[\\w-]+\\.[\\w.]+/;"]
+    assert not any('"// input.hooks.mask_pii' in line for line in text)
     # Single-line values are as they always were.
     assert "      timeoutMs: 800" in text
-    assert '      description: "Masks e-mail addresses and IBANs in result sets."' in text
+    assert ('      description: "Finds the columns of a result row that hold e-mail addresses '
+            'or IBANs."') in text
 
 
 def test_show_lists_the_requests_code_as_lines(gov: Gov, applied: Path) -> None:

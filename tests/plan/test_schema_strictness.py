@@ -21,12 +21,13 @@ def doc(kind: str, name: str, spec: dict[str, Any], **metadata: Any) -> dict[str
             "spec": spec}
 
 
-POLICY = {"code": "package x"}
+POLICY = {"code": 'package formal.v2\nsession := {"action": "allow"}\n'}
+HOOK_CODE = "export default function hook() { return 1; }"
 
 VALID = [
     doc("Connector", "prod-eu", {}),
     doc("Sidecar", "pg-01", {"technology": "ssh", "hostname": "h"}),
-    doc("Hook", "risk_score", {"code": "x"}),
+    doc("Hook", "risk_score", {"code": HOOK_CODE}),
     doc("Space", "Analytics & BI", {}),
     doc("Policy", "owned-by-group", {**POLICY, "groupName": "admins"}),
     doc("Policy", "owned-by-user", {**POLICY, "userEmail": "ann@example.com", "groupName": None}),
@@ -40,7 +41,7 @@ VALID_DOCUMENTS = [
                                    "merge": {"timeoutMs": 5000, "description": None}}),
     doc("Moved", "renamed", {"from": "Hook/old", "to": "Hook/new"}),
     doc("Import", "adopted", {"to": "Space/analytics", "id": "space-0a1b"}),
-    doc("Hook", "variable", {"code": "x", "timeoutMs": {"var": "hookTimeout"},
+    doc("Hook", "variable", {"code": HOOK_CODE, "timeoutMs": {"var": "hookTimeout"},
                              "allowlistedNetworkHosts": [{"var": "host"}]}),
 ]
 
@@ -48,7 +49,7 @@ INVALID = {
     "connector-name-uppercase": doc("Connector", "Prod-EU", {}),
     "connector-name-too-short": doc("Connector", "eu", {}),
     "sidecar-name-too-long": doc("Sidecar", "s" * 64, {"technology": "ssh", "hostname": "h"}),
-    "hook-name-not-identifier": doc("Hook", "risk-score", {"code": "x"}),
+    "hook-name-not-identifier": doc("Hook", "risk-score", {"code": HOOK_CODE}),
     "name-blank": doc("Space", "   ", {}),
     "name-control-character": doc("Space", "a\tb", {}),
     "name-with-slash": doc("Space", "eu/a", {}),
@@ -88,7 +89,7 @@ def test_invalid_for_both(gov: Gov, workdir: Path, document: dict[str, Any]) -> 
 # Issue 35: documents beside the ones they name (a Patch's target, an Import's address),
 # so that `validate` judges the document itself; the schema sees the last one.
 SPACE = doc("Space", "analytics", {"description": "d"})
-HOOK = doc("Hook", "risk_score", {"code": "x", "description": "d"})
+HOOK = doc("Hook", "risk_score", {"code": HOOK_CODE, "description": "d"})
 SIEM = doc("LogIntegration", "siem", {"logStoreB": {
     "site": "s", "accountId": "a", "apiKey": {"fromEnv": "SIEM_KEY"}}})
 IN_FILES = {

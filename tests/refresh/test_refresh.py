@@ -48,19 +48,33 @@ def test_outside_change_of_every_readable_kind(gov: Gov, kind: str) -> None:
     manifests = applied(gov)
     entry = recorded_of(gov, kind)
     field = console_edit(gov, kind, entry["id"])
-    report = drift_json(gov, manifests, 2)
+    report = gov.run("drift", manifests, "--format", "json").json()
     (found,) = report["drift"]
     assert found["address"] == entry["address"] and found["kind"] == "changed"
     assert field in found["fields"] or any(field.startswith(f + ".") for f in found["fields"])
-    # The manifests ask for nothing: the change is a no-op carrying what changed outside.
-    assert report["changes"] == []
-    plan = gov.ok("plan", manifests, "--format", "json").json()
+    run = gov.run("plan", manifests, "--format", "json")
+    plan = run.json()
     (outside,) = [c for c in plan["changes"] if c.get("outside")]
-    assert outside["address"] == entry["address"] and outside["action"] == "no-op"
-    assert plan["summary"]["no-op"] == len(plan["changes"])
-    text = gov.ok("plan", manifests).out
+    assert outside["address"] == entry["address"]
+    text = gov.run("plan", manifests).out
     assert text.index("Objects changed outside govsync") < text.index("Plan:")
     assert f"~ {entry['address']}  (changed outside govsync)" in text
+    top = field.split(".")[0]
+    # Contract 12, amended: a field the manifest names is put back by any apply, its
+    # diff from the live value; one no update carries is blocked (--replace); one the
+    # manifest does not name (at the API's default) keeps what the console set.
+    if outside["action"] == "update":
+        assert outside["why"] == {"why": "outside"}, outside
+        assert top in {f.split(".")[0].split("[")[0] for f in outside["fields"]}
+        gov.ok("apply", manifests, "--auto-approve")
+        assert drift_json(gov, manifests, 0)["drift"] == []
+    elif outside["action"] == "blocked":
+        assert run.code == 1 and outside["why"]["why"] == "cannot-update", outside
+        assert top in outside["why"]["fields"]
+        assert f"--replace {entry['address']}" in outside["reason"]
+    else:
+        assert outside["action"] == "no-op", outside
+        assert run.code == 0 and plan["summary"]["no-op"] == len(plan["changes"])
 
 
 def test_console_edit_through_the_api_shows_in_plan_and_drift(gov: Gov) -> None:
@@ -74,9 +88,20 @@ def test_console_edit_through_the_api_shows_in_plan_and_drift(gov: Gov) -> None:
     run = gov.ok("drift", manifests, code=2)
     assert "~ Hook/risk_score  (changed outside govsync)" in run.out
     assert "exfil.example.net" in run.out
+    # The manifest names the hook's hosts: the plan puts them back, from the live value.
+    plan = gov.ok("plan", manifests, "--detailed-exitcode", "--format", "json", code=2).json()
+    (change,) = [c for c in plan["changes"] if c["action"] != "no-op"]
+    assert change["address"] == "Hook/risk_score" and change["why"] == {"why": "outside"}
+    (diff,) = change["diff"]
+    assert diff["field"] == "allowlistedNetworkHosts[1]" and diff["before"] == \
+        "exfil.example.net" and diff["after"] is None
     markdown = gov.ok("plan", manifests, "--format", "markdown").out
     assert "#### Objects changed outside govsync" in markdown
-    assert markdown.index("Objects changed outside govsync") < markdown.index("No changes")
+    assert markdown.index("Objects changed outside govsync") < markdown.index("Hook/risk_score")
+    gov.ok("apply", manifests, "--auto-approve")
+    hook = next(o for o in gov.objects("Hook") if o["name"] == "risk_score")
+    assert "exfil.example.net" not in hook["allowlistedNetworkHosts"]
+    gov.ok("drift", manifests, code=0)
 
 
 def test_missing_object_is_planned_as_a_create(gov: Gov) -> None:

@@ -197,6 +197,8 @@ VALID: dict[str, Body] = {
     "CreateNativeUserV3": lambda w: {"credentials": {"cloudIamA": {"username": "u"}},
                                      "resourceId": "res-1", "label": "l"},
     "ListGroups": lambda w: {"limit": 10},
+    "GetPolicyCodeValidity": lambda w: {
+        "code": 'package formal.v2\n\nsession := {"action": "allow"}\n'},
     "CreateBlockedUser": lambda w: {"id": "usr-ann"},
     "CreatePolicy": lambda w: {"name": "p", "code": "allow", "groupName": "admins",
                                "notification": "owners", "status": "active"},

@@ -82,14 +82,15 @@ def test_an_environment_shows_its_changes_field_by_field_and_what_to_do(
     [diff] = re.findall(r'<pre class="linediff">(<span class="hunk">.*?)</pre>', staging,
                         re.S)
     assert diff.splitlines() == [
-        '<span class="hunk">@@ -2,7 +2,7 @@</span>', " ", " def handler(event):",
-        "     req = urllib.request.Request(",
+        '<span class="hunk">@@ -2,7 +2,7 @@</span>', " // for the session&#x27;s user.",
+        " export default async function hook(input, env) {",
+        "     const res = await fetch(",
         "<del>-        &quot;https://risk.northwind.internal/v1/score&quot;,",
         "</del><ins>+        &quot;https://risk.northwind.internal/v2/score&quot;,",
-        "</ins>         data=json.dumps({&quot;user&quot;: event[&quot;user&quot;][&quot;email"
-        "&quot;]}).encode(),",
-        "         headers={&quot;Authorization&quot;: &quot;Bearer &quot; + os.environ["
-        "&quot;RISK_API_TOKEN&quot;]},", "     )"]
+        "</ins>         {",
+        "             method: &quot;POST&quot;,",
+        "             headers: {&quot;Authorization&quot;: `Bearer ${env.RISK_API_TOKEN}`, "
+        "&quot;X-Region&quot;: env.RISK_API_REGION},"]
     assert "hooks should time out within 5 s" in staging  # the warning rule's result
 
     prod = get(dashboard, "/environments/prod").text

@@ -57,7 +57,7 @@ TABLE: dict[str, dict[str, tuple[str, ...]]] = {
                          U: ("UpdatePolicyDataLoaderV2", "replace-all"),
                          D: ("DeletePolicyDataLoader", "id")},
     "Hook": {G: ("GetHook", "hook"), L: ("ListHooks", "hooks", "search"),
-             U: ("UpdateHook", "replace-all"), D: ("DeleteHook", "id")},
+             U: ("UpdateHook", "replace-all", "status"), D: ("DeleteHook", "id")},
     "Permission": {G: ("GetPermission", "permission"),
                    L: ("ListPermissions", "permissions", "search"),
                    U: ("UpdatePermissionV2", "replace-all"), D: ("DeletePermission", "id")},

@@ -12,7 +12,7 @@ from govsync.cli import cli
 from testkit import without_settings
 
 HOOK = ("apiVersion: govsync/v1\nkind: Hook\nmetadata: {name: h}\n"
-        "spec: {description: d, code: c}\n")
+        "spec: {description: d, code: 'export default function hook() { return 1; }'}\n")
 
 
 def validate(root: Path, agent: str) -> tuple[int, str]:

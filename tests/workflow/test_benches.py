@@ -105,6 +105,15 @@ def test_bench_plan_and_startup(tmp_path: Path) -> None:
     assert "validate / floor" in text and "`import yaml, click` s" in text
 
 
+def test_bench_code_prints_validate_with_and_without_code_and_the_engines_share(
+        tmp_path: Path) -> None:
+    out = bench(str(ROOT / "bench/code/run.py"), "--policies", "20", "--repeat", "1",
+                cwd=tmp_path)
+    assert "validate, 20 policies with their code checks: wall" in out
+    assert "validate, 20 spaces (no code)" in out and "validate, the examples" in out
+    assert "policycode.check of the 21 sources" in out and "ms of CPU a source" in out
+
+
 def test_bench_paired_prints_each_pair_and_the_median_and_stops_on_a_failure(
         tmp_path: Path) -> None:
     py = sys.executable

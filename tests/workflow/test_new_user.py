@@ -44,7 +44,7 @@ def write(path: str, text: str) -> Path:
 def hook(name: str, *, depends: str = "", extra: str = "") -> str:
     meta = f"\n  dependsOn: [{depends}]" if depends else ""
     return (f"apiVersion: govsync/v1\nkind: Hook\nmetadata:\n  name: {name}{meta}\n"
-            f"spec:\n  code: \"def handler(event):\\n    return {{}}\"\n{extra}")
+            f"spec:\n  code: \"export default function hook() {{ return {{}}; }}\"\n{extra}")
 
 
 # -- 2. validate reports every error at once --------------------------------------

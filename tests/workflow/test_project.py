@@ -17,7 +17,7 @@ apiVersion: govsync/v1
 kind: Hook
 metadata: {name: risk_score}
 spec:
-  code: "def handler(event):\\n    return 1\\n"
+  code: "export default function hook() { return 1; }"
   timeoutMs: {var: timeout}
 """
 PROJECT = """

@@ -43,7 +43,7 @@ from govsync.errors import (
 from govsync.manifests import load as load_manifests
 from govsync.manifests.loader import Reader, read_files
 from govsync.manifests.manifest import Context, ManifestSet
-from govsync.plan import Action, Plan
+from govsync.plan import Action, Plan, Why
 from govsync.planfile import SavedPlan
 from govsync.redact import url as safe_url
 from govsync.settings import Settings
@@ -212,10 +212,13 @@ def _run(cycle: Cycle, target: Target, paused: Mapping[str, Any] | None, frozen:
     manifests = load_manifests(selection.paths(()), read=read,
                                context=Context(selection.variables(), selection.name))
     plan = _plan(cycle, manifests, settings)
-    # Drifted: what the manifests ask (and what is missing) is applied; what changed
-    # outside govsync is only reported.
-    appliable = (cycle.status in (Status.OUT_OF_SYNC, Status.UNCERTAIN, Status.DRIFTED)
-                 and (plan.work() or plan.governance is not None))
+    # OutOfSync: the git change is applied, and what changed outside govsync is put back
+    # with it (contract 12, amended).  Drifted (only outside changes): what is missing is
+    # made again; what changed is put back only with selfHeal.
+    appliable = (cycle.status in (Status.OUT_OF_SYNC, Status.UNCERTAIN)
+                 or (cycle.status == Status.DRIFTED and (selection.self_heal or any(
+                     c.why is not None and c.why.why == Why.MISSING for c in plan.changes)))
+                 ) and bool(plan.work() or plan.governance is not None)
     held = bool(target.agent.partial_apply and cycle.status == Status.BLOCKED
                 and plan.blocked())  # the rest applied, what is blocked held back
     appliable = appliable or held

@@ -1613,6 +1613,30 @@ UPDATE_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
+# The value each spec field takes where a manifest leaves it out (JSON), by kind:
+# a field at it is one the manifest does not name.
+DEFAULTS: dict[str, dict[str, Any]] = {
+    'Space': {'description': '', 'terminationProtection': False},
+    'Connector': {'terminationProtection': False},
+    'Satellite': {'terminationProtection': False},
+    'Sidecar': {'terminationProtection': False},
+    'NativeUser': {'label': '', 'terminationProtection': False},
+    'DataDiscoveryConfiguration': {'database': ''},
+    'Policy': {'description': '', 'terminationProtection': False},
+    'PolicySuspension': {'inputCondition': '', 'oneoff': False, 'reason': ''},
+    'PolicyReport': {'policyCode': '', 'evaluationWindow': '', 'logQuery': ''},
+    'PolicyDataLoader': {'description': '', 'terminationProtection': False},
+    'Hook': {'description': '', 'allowlistedEnvironmentVariables': [], 'allowlistedNetworkHosts': []},
+    'Permission': {'description': '', 'code': '', 'terminationProtection': False},
+    'LogIntegration': {'terminationProtection': False},
+    'BIIntegration': {'sync': False},
+    'AIProviderIntegration': {'keyName': '', 'providerOrganizationId': ''},
+    'SigningKey': {'terminationProtection': False},
+    'Form': {'description': '', 'fields': []},
+    'ScenarioMonitor': {'scenario': ''},
+}
+
+
 # Spec paths of the variants whose fields the API leaves open, by kind: a
 # {fromEnv: VAR} anywhere inside one is a secret.
 OPEN_VARIANTS: dict[str, tuple[str, ...]] = {

@@ -2,7 +2,8 @@
 
 ``SPEC`` holds the 30 operations api-spec.md shows (creates, four updates,
 ListGroups); ``LIFECYCLE`` the reads, updates and deletes api-lifecycle.md
-lists per kind (contract section 12).  The client, the reference server and
+lists per kind (contract section 12); ``CODE`` the operations on code policy-code.md
+lists beside the spec's (GetPolicyCodeValidity).  The client, the reference server and
 the OpenAPI document are generated from these rows; nothing else lists
 operations.
 """
@@ -33,11 +34,13 @@ class Verb(StrEnum):
     GET = "get"
     LIST = "list"
     DELETE = "delete"
+    # A question about what is sent, answered without a side effect (GetPolicyCodeValidity).
+    CHECK = "check"
 
     @property
     def reads(self) -> bool:
         """Free of side effects (a viewer key may call it; always safe to retry)."""
-        return self in (Verb.GET, Verb.LIST)
+        return self in (Verb.GET, Verb.LIST, Verb.CHECK)
 
 
 class UpdateStyle(StrEnum):
@@ -407,7 +410,15 @@ LIFECYCLE: tuple[Operation, ...] = (
     _delete("UserService", "DeleteBlockedUser", "BlockedUser", request="DeleteBlockedUserRequest"),
 )
 
-OPERATIONS: tuple[Operation, ...] = SPEC + LIFECYCLE
+# --- policy-code.md: the operations beside the spec's ------------------------------
+
+CODE: tuple[Operation, ...] = (
+    # Whether a policy's code compiles (the Terraform provider asks at plan time).
+    Operation("PoliciesService", "GetPolicyCodeValidity", "PolicyCodeValidity", None,
+              kind="Policy", verb=Verb.CHECK, retry_safe=True),
+)
+
+OPERATIONS: tuple[Operation, ...] = SPEC + LIFECYCLE + CODE
 
 BY_NAME: dict[str, Operation] = {op.name: op for op in OPERATIONS}
 BY_PATH: dict[str, Operation] = {op.path: op for op in OPERATIONS}

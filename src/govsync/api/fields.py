@@ -12,8 +12,17 @@ field of every kind.
 
 from __future__ import annotations
 
+from govsync.policycode.stages import PACKAGES, STAGES, Role
+
 _PROTECTED = ("Whether the API refuses to delete the object while it is true "
               "(terminationProtection).")
+_POLICY_CODE = (
+    f"The policy's code: a Rego module in package {PACKAGES[Role.POLICY]} (Rego v0 with the "
+    "future.keywords imports, or v1), which the service evaluates at up to three stages, "
+    "each a rule whose value is a decision object: "
+    + "; ".join(f"{row.stage} ({row.when}: action {', '.join(row.actions)})" for row in STAGES)
+    + ". A hook's result is input.hooks.<hook name>, a policy data loader's data "
+    "data.<key>. validate compiles it.")
 
 FIELDS: dict[str, str] = {
     # -- on many kinds
@@ -194,9 +203,13 @@ MODEL_FIELDS: dict[str, str] = {
     "LogQueryFilter.name": "The field the filter applies to.",
     "FormOptionsSource.command": "The app's command that lists the choices: its name.",
     "PolicySpec.status": "The policy's status: draft, dry-run, or active.",
-    "PolicySpec.code": "The policy's code (at least one character).",
-    "PermissionSpec.code": "The permission's code.",
-    "HookSpec.code": "The hook's code (at least one character).",
+    "PolicySpec.code": _POLICY_CODE,
+    "PermissionSpec.code": "The permission's code: a Rego module in package "
+                           f"{PACKAGES[Role.PERMISSION]} (validate compiles it).",
+    "HookSpec.code": "The hook's code: a JavaScript module whose default export is a "
+                     "function, `export default function hook(input, env) { ... }`; "
+                     "policies read what it returns as input.hooks.<hook name>. env holds "
+                     "the allowlisted environment variables. validate parses it.",
     "HookSpec.status": "The hook's status: draft, or active.",
     "PolicyDataLoaderSpec.status": "The loader's status: draft, or active.",
     "PolicyDataLoaderSpec.key": "The key under which the loaded data is available to "

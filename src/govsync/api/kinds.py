@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from govsync.api import _generated_checks as checks
 from govsync.api.catalog import BY_NAME, Operation, Scope, UpdateStyle, Verb, of_kind
+from govsync.policycode.stages import Role
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -81,6 +82,11 @@ class Kind:
     # it (the duplicate lookup before a create), where they are not its ``name`` or
     # the field its Get reads it by; () where nothing but its id identifies it.
     lookup: tuple[str, ...] | None = None
+    # What the spec's ``code`` holds (policycode.Role: a policy's Rego, a permission's,
+    # a hook's JavaScript module), checked by validate; None: no code.
+    code: Role | None = None
+    # The spec field whose value is the ``data.<key>`` policies read what it loads under.
+    loads: str | None = None
 
     @cached_property
     def create(self) -> Operation:
@@ -209,6 +215,13 @@ class Kind:
         # A kind is a row of the table: pickled as its name, unpickled as the row.
         return (_kind_named, (self.name,))
 
+    def unnamed(self, field: str, value: object) -> bool:
+        """Whether a spec's top-level ``field`` at ``value`` is one its manifest does not
+        name: the value the API takes where a manifest leaves the field out."""
+        defaults = checks.DEFAULTS.get(self.name, {})
+        return field in defaults and defaults[field] == value \
+            and type(defaults[field]) is type(value)
+
     def can_update(self, field: str) -> bool:
         """Whether the update operation can change top-level spec ``field``."""
         return field in self.updatable
@@ -237,17 +250,19 @@ KINDS: tuple[Kind, ...] = (
     Kind("DataDiscoveryConfiguration", "CreateDataDiscoveryConfiguration",
          lookup=("resourceId", "nativeUserId", "database", "path"),
          summary="A data discovery schedule for a resource and native user."),
-    Kind("Policy", "CreatePolicy", live_refs=(LiveRef("groupName", "Group", "ListGroups", "groups", "policy owner group"),), summary="A policy owned by a group or a user."),
+    Kind("Policy", "CreatePolicy", live_refs=(LiveRef("groupName", "Group", "ListGroups", "groups", "policy owner group"),), code=Role.POLICY, summary="A policy owned by a group or a user."),
     # Not looked up: one identity may hold several suspensions of a policy (their input
     # conditions and expiries differ), so no field of the table tells one from another.
     Kind("PolicySuspension", "CreatePolicySuspension", lookup=(),
          summary="A suspension of a policy for an identity."),
     Kind("PolicyReport", "CreatePolicyReport", lookup=(),
          summary="A report over a policy's evaluations."),
-    Kind("PolicyDataLoader", "CreatePolicyDataLoader", summary="A scheduled worker that loads policy data."),
-    Kind("Hook", "CreateHook",
+    Kind("PolicyDataLoader", "CreatePolicyDataLoader", loads="key",
+         summary="A scheduled worker that loads policy data."),
+    Kind("Hook", "CreateHook", code=Role.HOOK,
          summary="Code run by policies; replaced whole by UpdateHook."),
-    Kind("Permission", "CreatePermission", summary="A permission defined by code."),
+    Kind("Permission", "CreatePermission", code=Role.PERMISSION,
+         summary="A permission defined by code."),
     Kind("LogIntegration", "CreateIntegrationLog", summary="A log destination (one of logStoreA..D)."),
     Kind("BIIntegration", "CreateBIIntegration", summary="A BI integration (one of biA..C)."),
     Kind("MDMIntegration", "CreateIntegrationMDM", summary="An MDM integration (one of mdmA..C)."),
@@ -267,6 +282,8 @@ KINDS: tuple[Kind, ...] = (
 )
 
 BY_KIND: dict[str, Kind] = {k.name: k for k in KINDS}
+# The kind whose objects policies read as input.hooks.<name>.
+HOOK_KIND = next(k.name for k in KINDS if k.code is Role.HOOK)
 
 
 @functools.cache

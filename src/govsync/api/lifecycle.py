@@ -8,7 +8,8 @@ and filter where the catalog says so, and a scoping id where it has one.  A
 replace-all update (``…V2``) wraps the whole object: its create request's
 fields, its ``id``, and the fields only the server sets (accepted, ignored),
 so that an object as read can be sent back with the client's fields laid over
-it.  The catalog (``catalog.py``) names these models per operation.
+it.  The catalog (``catalog.py``) names these models per operation.  So does it for
+the operations ``policy-code.md`` lists beside the spec's (GetPolicyCodeValidity).
 """
 
 from __future__ import annotations
@@ -186,6 +187,22 @@ class BlockedUserStatus(Output):
 
 class EmptyResult(Output):
     """``{}``: the answer of a delete that returns nothing."""
+
+
+# --- policy-code.md: the operations beside the spec's ---------------------------------
+
+
+class GetPolicyCodeValidityRequest(Model):
+    code: str
+
+
+class PolicyCodeValidity(Output):
+    """Whether a policy's code compiles; ``ast`` the compiled module (the text a stored
+    policy's ``ast`` holds), ``error`` why it does not compile, with its line."""
+
+    valid: bool
+    ast: str = ""
+    error: str = ""
 
 
 UpdateSpaceV2Request = _replace_all("UpdateSpaceV2", "space", CreateSpaceRequest)

@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from govsync.api.catalog import Operation
-from govsync.api.kinds import KINDS, Kind
+from govsync.api.kinds import BY_KIND, KINDS, REFERENCES, Kind, Reference
 from govsync.errors import ApiError, NotFoundError
 
 if TYPE_CHECKING:
@@ -91,6 +91,29 @@ def findable(kind: Kind) -> bool:
                                   or any(s.path in fields for s in kind.list.scope)):
         return True
     return kind.get is not None and kind.get.by in fields
+
+
+def through(kind: Kind) -> Reference | None:
+    """For a kind without a List whose Get reads it by a reference to a kind whose List
+    needs no scope (a connector's AI provider, by its connector): that reference.  Its
+    objects are found by one Get for each object of the kind referenced."""
+    if kind.list is not None or kind.get is None or kind.get.by == "id":
+        return None
+    return next((r for r in REFERENCES if r.id_field == kind.get.by
+                 and listed(BY_KIND[r.target])), None)
+
+
+def found_with(kind: Kind) -> str:
+    """The read that finds an object of ``kind`` by its identifying fields (for words):
+    its List, else the Get by one of them."""
+    return kind.list_op or kind.get_op or "a read"
+
+
+def read_with(kind: Kind) -> str:
+    """The read that verifies an object of ``kind`` by its id (for words)."""
+    if kind.get is not None and kind.get.by == "id":
+        return kind.get.name
+    return kind.list_op or kind.get_op or "a read"
 
 
 def object_id(kind: Kind, obj: Mapping[str, Any]) -> Any:

@@ -19,9 +19,13 @@ from govsync.project import Selection, section
 @project_options
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True,
-              help="json: {formatVersion, valid, errors: [{file, line, column, message}]}.")
+              help="json: {formatVersion, valid, errors: [{file, line, column, message}], "
+                   "warnings: [the same]}.")
 def validate(paths: tuple[str, ...], selection: Selection, fmt: str) -> None:
-    """Check manifests offline: syntax, fields, references, cycles.
+    """Check manifests offline: syntax, fields, references, cycles, code.
+
+    Policies' and permissions' code is compiled as Rego, hooks' parsed as
+    JavaScript modules (in a bounded worker process).
 
     Every error is printed as FILE:LINE:COL: message, all of them at once.
     Exit 0 when valid, 1 when not. In a project with environments and no
@@ -36,13 +40,16 @@ def validate(paths: tuple[str, ...], selection: Selection, fmt: str) -> None:
 
     selections = selection.each_environment()
     found: dict[Problem, list[str]] = {}
+    warned: dict[Problem, list[str]] = {}
     for each in selections:
         try:
-            manifests = load(paths, each, short=True)
-            warnings = _rules(manifests, each)
+            manifests = load(paths, each, short=True, code=True)
+            warnings = manifests.warnings + _rules(manifests, each)
         except ManifestError as exc:
             for problem in exc.problems:
                 found.setdefault(problem, []).append(each.name or "")
+            for problem in exc.warnings:
+                warned.setdefault(problem, []).append(each.name or "")
             continue
         except GovsyncError as exc:
             if fmt != "json":
@@ -56,19 +63,25 @@ def validate(paths: tuple[str, ...], selection: Selection, fmt: str) -> None:
             click.echo(f"{n} object{'s' if n != 1 else ''} in {files} file"
                        f"{'s' if files != 1 else ''}{where}: valid.")
         for warning in warnings:
-            click.echo(str(warning), err=True)
-    if found and len(selections) > 1:  # say which environment each error belongs to
-        found = {Problem(p.file, p.line, p.col, f"({_environments(envs)}) {p.message}"): envs
-                 for p, envs in found.items()}
+            warned.setdefault(warning, []).append(each.name or "")
+    if len(selections) > 1:  # say which environment each error and warning belongs to
+        found, warned = _named(found), _named(warned)
     if fmt == "json":
         from govsync.render.documents import dumps, validate_public
 
-        click.echo(dumps(validate_public(found)), nl=False)
+        click.echo(dumps(validate_public(found, sorted(warned))), nl=False)
         if found:
             sys.exit(1)
         return
+    for warning in sorted(warned):
+        click.echo(str(warning), err=True)
     if found:
         raise ManifestError(list(found))
+
+
+def _named(problems: dict[Problem, list[str]]) -> dict[Problem, list[str]]:
+    return {Problem(p.file, p.line, p.col, f"({_environments(envs)}) {p.message}"): envs
+            for p, envs in problems.items()}
 
 
 def _environments(names: list[str]) -> str:

@@ -262,7 +262,7 @@ def refresh_option(func: F) -> F:
 
 
 def load(paths: tuple[str, ...] | list[str], selection: Selection | None = None, *,
-         short: bool = False) -> ManifestSet:
+         short: bool = False, code: bool = False) -> ManifestSet:
     """Load manifests as a short-lived process should.
 
     The cyclic garbage collector is paused while loading and the loaded
@@ -273,9 +273,8 @@ def load(paths: tuple[str, ...] | list[str], selection: Selection | None = None,
     state's snapshot and the plan are as acyclic, and at 100,000 objects the
     collector would spend 0.25 s rescanning them.  Large sets are read in two
     processes (fork).  These are process-wide acts, so they are the entry
-    point's choice, not the library's.
+    point's choice, not the library's.  ``code``: validate's checks of code too.
     """
-
 
     selection = selection or Selection()
     context = Context(selection.variables(), selection.name)
@@ -286,7 +285,8 @@ def load(paths: tuple[str, ...] | list[str], selection: Selection | None = None,
     enabled = gc.isenabled()
     gc.disable()
     try:
-        manifests = load_manifests(selection.paths(paths), read=forked_reader, context=context)
+        manifests = load_manifests(selection.paths(paths), read=forked_reader, context=context,
+                                   code=code)
     finally:
         if enabled and not short:
             gc.enable()

@@ -59,6 +59,7 @@ LAZY = {
     "state_unlock": "govsync.commands.state_commands",
     "Workspace": "govsync.commands.workspace",
     "read_snapshot": "govsync.commands.workspace",
+    "recorded_elsewhere": "govsync.commands.workspace",
     "Settings": "govsync.settings",
 }
 
@@ -84,7 +85,7 @@ if TYPE_CHECKING:
         state_resolve,
         state_unlock,
     )
-    from govsync.commands.workspace import Workspace, read_snapshot
+    from govsync.commands.workspace import Workspace, read_snapshot, recorded_elsewhere
     from govsync.settings import Settings
 
 
@@ -113,6 +114,7 @@ __all__ = [
     "plan",
     "planned",
     "read_snapshot",
+    "recorded_elsewhere",
     "required",
     "state_entry",
     "state_export",

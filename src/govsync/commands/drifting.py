@@ -38,7 +38,8 @@ def drift(manifests: ManifestSet, settings: Settings, *,
     found, observed = refreshed(settings, snapshot, lambda observation: make_plan(
         manifests, snapshot, environ=settings.environ, targets=settings.targets,
         read_secrets=read_secrets, prune=settings.selection.prune,
-        replace=settings.replace, observation=observation), early=early)
+        replace=settings.replace, ignore=settings.selection.ignore_changes,
+        observation=observation), early=early)
     refused_partial(observed, "drift cannot say what it could not read")
     values = live.wanted(manifests)
     existing: dict[str, set[str]] | None = None
@@ -63,4 +64,4 @@ def drift(manifests: ManifestSet, settings: Settings, *,
             raise ApiError(f"cannot run the live checks: {live.failed(values, exc)}") from exc
     checks = live_checks(values, existing, skipped)
     return DriftReport(found, checks, unobservable(
-        manifests, observed.reading.read_kinds() if observed else ()))
+        manifests, observed.reading.read_kinds() if observed else None))

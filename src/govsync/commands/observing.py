@@ -22,6 +22,7 @@ from govsync.errors import (
 from govsync.live import LiveValue
 from govsync.manifests.manifest import ManifestSet
 from govsync.plan import (
+    REFRESH_CHECK,
     Action,
     Check,
     CheckStatus,
@@ -61,8 +62,12 @@ def refreshing(settings: Settings) -> bool:
 
 
 def unread(plan: Plan, settings: Settings) -> Plan:
-    """A plan made without a refresh says what its updates send."""
+    """A plan made without a refresh says so, and what its updates send."""
     say_unread(plan, "--refresh=false" if settings.endpoint else "no endpoint")
+    if settings.endpoint:
+        plan.checks.append(Check(REFRESH_CHECK, CheckStatus.SKIPPED, (
+            "the server was not read (--refresh=false): compared with the recorded state "
+            "only; outside changes, missing objects and duplicates are not looked for")))
     return plan
 
 
@@ -72,7 +77,7 @@ def refreshed(settings: Settings, snapshot: Snapshot, make: MakePlan,
     """The plan ``make`` makes, after a refresh where this run reads the server
     (``early``: one begun already, from ``snapshot``)."""
     if not refreshing(settings):
-        return unread(make(Observation()), settings), None
+        return unread(offline(make, owners), settings), None
     observed = early.observed() if early is not None else None
     if observed is not None and _holds_secret(observed, settings):
         observed = None  # read before the manifests' secrets were known: read again
@@ -97,6 +102,16 @@ def _holds_secret(observed: refresh.Observed, settings: Settings) -> bool:
         return False
     reading = observed.reading
     return holds(reading.live, hidden) or holds(reading.listed, hidden)
+
+
+def offline(make: MakePlan, owners: refresh.Owners | None) -> Plan:
+    """The plan made without reading the server; what it adopts, deletes or replaces is
+    still held to whose it is (the state knows: an id another workspace records)."""
+    plan = make(Observation())
+    ids = {c.id for c in plan.changes if c.id and c.action in (
+        Action.IMPORT, Action.DELETE, Action.REPLACE)}
+    found = owners(ids) if owners is not None and ids else {}
+    return make(Observation(owners=found)) if found else plan
 
 
 def early_snapshot(settings: Settings, store: StateStore | None) -> Snapshot | None:
@@ -140,11 +155,11 @@ async def refreshed_async(settings: Settings, snapshot: Snapshot, make: MakePlan
     what the plan would create, then plan from all of it.  Not where the state belongs
     to another endpoint, whose ids would all look missing here."""
     if not refreshing(settings):
-        return unread(make(Observation()), settings), None
+        return unread(offline(make, owners), settings), None
     from govsync import refresh  # with asyncio: offline commands never load it
 
     if snapshot.entries and endpoint_change(snapshot, settings):
-        plan = make(Observation())
+        plan = offline(make, owners)
         refresh.skipped(plan, "the state was applied against another endpoint")
         return plan, None
     try:

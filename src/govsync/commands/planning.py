@@ -128,7 +128,7 @@ def _plan(manifests: ManifestSet, settings: Settings, workspace: Workspace, *, s
         return make_plan(manifests, snapshot, environ=settings.environ,
                          targets=settings.targets, read_secrets=read_secrets,
                          prune=selection.prune, replace=settings.replace,
-                         heal=selection.self_heal, observation=observation)
+                         ignore=selection.ignore_changes, observation=observation)
 
     result, _observed = refreshed(
         settings, snapshot, make, early, running=running is not None,
@@ -241,7 +241,7 @@ def _in_new_workspace(planned: Plan, manifests: ManifestSet, workspace: Workspac
         raise StateError("the state changed while the plan was made: run `govsync plan` again")
     again = make_plan(manifests, snapshot, environ=settings.environ, targets=settings.targets,
                       prune=settings.selection.prune, replace=settings.replace,
-                      heal=settings.selection.self_heal, observation=seen)
+                      ignore=settings.selection.ignore_changes, observation=seen)
     again.checks, again.environment, again.governance = (
         planned.checks, planned.environment, planned.governance)
     again.drift, again.refreshed = planned.drift, planned.refreshed

@@ -163,7 +163,7 @@ async def preflight(source: Source, store: StateStore, snapshot: Snapshot, setti
                 settings, snapshot, lambda observation: make_plan(
                     manifests, snapshot, environ=settings.environ, targets=settings.targets,
                     prune=selection.prune, replace=settings.replace,
-                    heal=selection.self_heal, observation=observation), owners=owners)
+                    ignore=selection.ignore_changes, observation=observation), owners=owners)
             refused_partial(observed, "nothing was applied")
             governed_by(plan, record, proposed, selection.name)
             check_rules(plan, manifests, governance.rules_to_check(record, proposed),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+from collections.abc import Collection
 from types import TracebackType
 
 from govsync import redact, runtime
@@ -84,6 +85,16 @@ def read_snapshot(settings: Settings, *, responses: bool = False) -> Snapshot:
         return empty_snapshot(settings.workspace)
     with runtime.open_state(settings) as store:
         return store.snapshot(settings.workspace, responses=responses, create=False)
+
+
+def recorded_elsewhere(settings: Settings, ids: Collection[str]) -> dict[str, tuple[str, str]]:
+    """Which of ``ids`` another workspace of this state records (id -> (workspace,
+    address)); none where there is no state yet."""
+
+    if not ids or not exists(settings.state):
+        return {}
+    with runtime.open_state(settings) as store:
+        return store.recorded_elsewhere(settings.workspace, ids)
 
 
 def recorded_state(state: str) -> str:

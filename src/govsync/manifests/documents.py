@@ -19,7 +19,7 @@ from yaml.nodes import Node
 from govsync import envvars, paths
 from govsync.api._generated_checks import CHECKS, Unsure
 from govsync.api.catalog import MAX_REQUEST_BYTES
-from govsync.api.kinds import BY_KIND, Kind
+from govsync.api.kinds import BY_KIND, HOOK_KIND, Kind
 from govsync.errors import Problem
 from govsync.manifests import wording
 from govsync.manifests.links import Link
@@ -27,6 +27,7 @@ from govsync.manifests.manifest import Context, Manifest
 from govsync.manifests.names import invisible
 from govsync.manifests.yamlio import METADATA_KEYS, TOP_KEYS, RawDocument, locate
 from govsync.paths import Path
+from govsync.policycode import Role, hook_uses
 from govsync.values import Ref, SecretRef
 
 API_VERSION = "govsync/v1"
@@ -104,7 +105,8 @@ def check_document(doc: RawDocument, problems: list[Problem], *, source: str = "
                          for i, address in enumerate(depends))
         return None
     manifest = Manifest(kind, name, doc.file, doc.line, doc.col, built[0], built[1],
-                        tuple(refs), tuple(depends), source=source or doc.file, index=doc.index)
+                        tuple(refs), tuple(depends), _uses(kind, built[0]),
+                        source=source or doc.file, index=doc.index)
     if doc.chars > _SIZE_CHECK_CHARS:
         size = request_size(manifest.template)
         if size > MAX_REQUEST_BYTES:
@@ -117,6 +119,14 @@ def check_document(doc: RawDocument, problems: list[Problem], *, source: str = "
 
 # Documents whose scalars hold fewer characters cannot come near the limit.
 _SIZE_CHECK_CHARS = 256 * 1024
+
+
+def _uses(kind: Kind, template: dict[str, Any]) -> tuple[str, ...]:
+    """The hooks a policy's code reads (``input.hooks.<name>``): it depends on them."""
+    code = template.get("code")
+    if kind.code is not Role.POLICY or not isinstance(code, str):
+        return ()
+    return tuple(sorted({f"{HOOK_KIND}/{use.name}" for use in hook_uses(code)}))
 
 
 def request_size(template: dict[str, Any]) -> int:

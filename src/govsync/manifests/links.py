@@ -1,4 +1,5 @@
-"""Links between manifests: every reference and ``dependsOn`` names a manifest."""
+"""Links between manifests: every reference, ``dependsOn`` and hook a policy's code reads
+(``input.hooks.<name>``) names a manifest."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Collection, Iterable
 from typing import NamedTuple
 
 from govsync.errors import Problem
+from govsync.manifests.code import hook_problems
 from govsync.manifests.manifest import Manifest
 from govsync.manifests.wording import did_you_mean
 
@@ -50,6 +52,11 @@ def check_links(
                     f"spec.{ref_field} refers to {address}, which no manifest defines"
                     f"{did_you_mean(address, objects)}",
                 ))
+        for address in m.uses:
+            if missing(address):
+                problems.extend(hook_problems(
+                    m, address, f"names {address}, which no manifest defines"
+                                f"{did_you_mean(address, objects)}"))
         for i, address in enumerate(m.depends_on):
             if missing(address):
                 problems.append(Problem(

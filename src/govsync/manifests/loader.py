@@ -14,9 +14,11 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from govsync import policycode
 from govsync.errors import ManifestError, Problem
 from govsync.files import manifest_files
 from govsync.graph import order_or_cycles
+from govsync.manifests.code import check_code
 from govsync.manifests.directives import DIRECTIVE_KINDS, Directive, check_directive, merge_patch
 from govsync.manifests.documents import Override, check_document, identity
 from govsync.manifests.links import Link, check_links
@@ -162,9 +164,13 @@ class ReadCache:
 
 
 def load(paths: Sequence[str], *, read: Reader = read_files,
-         context: Context | None = None) -> ManifestSet:
+         context: Context | None = None, code: bool = False) -> ManifestSet:
     """Load and check every manifest under ``paths``; raise ManifestError
-    listing every problem (syntax, schema, references, duplicates, cycles)."""
+    listing every problem (syntax, schema, references, duplicates, cycles).
+
+    ``code`` (validate): every Policy's, Permission's and Hook's code checked too
+    (compiled, parsed, in the bounded worker), its errors among the others and its
+    warnings in the set's (or the error's) ``warnings``."""
     context = context or Context()
     files, problems = manifest_files(paths)
     if not files and not problems:
@@ -177,6 +183,10 @@ def load(paths: Sequence[str], *, read: Reader = read_files,
         digest.update(result.digest)
         problems.extend(result.problems)
     documents = [d for r in results for d in r.documents]
+    coded = [d.manifest.kind.code for d in documents
+             if code and d.manifest is not None and d.manifest.kind.code]
+    if coded:  # the engines' workers start while the references and the graph are checked
+        policycode.warm({r for r in coded if r is not None}, len(coded))
     directives = [d for r in results for d in r.directives]
     patches = _in_path_order([d for d in directives if d.kind == "Patch"], paths)
     if patches:
@@ -219,10 +229,15 @@ def load(paths: Sequence[str], *, read: Reader = read_files,
 
     order, cycles = order_or_cycles(objects)
     problems.extend(cycles)
+    warnings: list[Problem] = []
+    if code:
+        errors, warnings = check_code(objects)
+        problems.extend(errors)
     if problems:
-        raise ManifestError(problems)
+        raise ManifestError(problems, warnings=warnings)
     others = [d for d in directives if d.kind != "Patch"]
-    return ManifestSet(objects, [d for _, d in files], digest.hexdigest(), order, others)
+    return ManifestSet(objects, [d for _, d in files], digest.hexdigest(), order, others,
+                       warnings)
 
 
 def _in_path_order(directives: list[Directive], paths: Sequence[str]) -> list[Directive]:

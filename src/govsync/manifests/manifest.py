@@ -11,6 +11,7 @@ from typing import Any
 
 from govsync import paths
 from govsync.api.kinds import Kind
+from govsync.errors import Problem
 from govsync.manifests.directives import Directive
 from govsync.manifests.yamlio import RawDocument, iter_documents, locate, read_text
 from govsync.paths import Path
@@ -49,6 +50,8 @@ class Manifest:
     # manifests each empty list or dict would cost 6 MB.)
     refs: tuple[tuple[str, str], ...] = ()
     depends_on: tuple[str, ...] = ()
+    # Addresses its code names (a policy's input.hooks.<name>: Hook/<name>): edges too.
+    uses: tuple[str, ...] = ()
     # Where the document is on disk, to find a node's line and column when an
     # error needs it (positions are not kept: 10,000 documents' worth would
     # cost a sixth of planning them).
@@ -64,8 +67,9 @@ class Manifest:
 
     @property
     def dependencies(self) -> tuple[str, ...]:
-        """Addresses this object waits for: its references and dependsOn, sorted."""
-        return tuple(sorted({a for _, a in self.refs} | set(self.depends_on)))
+        """Addresses this object waits for: its references, the hooks its code uses and
+        dependsOn, sorted."""
+        return tuple(sorted({a for _, a in self.refs} | set(self.uses) | set(self.depends_on)))
 
     def where(self, what: str = "") -> tuple[str, int, int]:
         """(file, line, col) of a dotted path such as ``spec.logStoreB.apiKey``."""
@@ -117,6 +121,9 @@ class ManifestSet:
     order: list[str] = field(default_factory=list)
     # Moved, Import and Removed documents (patches are applied by then).
     directives: list[Directive] = field(default_factory=list)
+    # What was found that is not an error (validate's code checks: data.<key> that no
+    # loader loads...), each at its place.
+    warnings: list[Problem] = field(default_factory=list)
 
     @property
     def removals(self) -> list[Directive]:

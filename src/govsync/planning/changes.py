@@ -83,6 +83,9 @@ class Change:
     moved_from: str | None = None
     # The fields changed outside govsync since it last applied (refresh).
     outside: tuple[FieldChange, ...] = ()
+    # Fields an update sends as the server holds them, whatever the manifest says
+    # (ignoreChanges): never diffed, never changed.
+    kept: tuple[str, ...] = ()
 
     def public(self, reason: str = "") -> dict[str, Any]:
         """What users see of a change (``--format json``): no request.  ``reason``: its
@@ -104,6 +107,8 @@ class Change:
             body["movedFrom"] = self.moved_from
         if self.outside:
             body["outside"] = [d.as_dict() for d in self.outside]
+        if self.kept:
+            body["kept"] = list(self.kept)
         return body
 
     def patch_of(self, path: str) -> str | None:

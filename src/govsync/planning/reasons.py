@@ -59,7 +59,7 @@ class Why(StrEnum):
     SETTLED_ABSENT = "settled-absent"  # an unknown create a read found absent (operation)
     SETTLED_EXISTS = "settled-exists"  # an unknown create a read found (id; operation)
     REPLACE = "replace"                # --replace, or a reference that no update moves
-    HEAL = "heal"                      # puts back what changed outside govsync
+    OUTSIDE = "outside"                # only puts back what changed outside govsync
     MOVED = "moved"                    # re-addressed (detail: the old address)
     IMPORTED = "imported"              # an Import document (by; detail: how it is taken)
     VERIFIED = "import-verified"       # an import its read verified (by; operation; fields)

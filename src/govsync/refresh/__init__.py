@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from govsync.api.kinds import BY_KIND
+from govsync.api.resource import found_with, read_with
 from govsync.plan import (
     REFRESH_CHECK,
     Action,
@@ -44,14 +45,7 @@ from govsync.plan import (
     say_unread,
 )
 from govsync.refresh.compare import by_address, compare, compare_read, outside_changes
-from govsync.refresh.lookup import (
-    found_with,
-    look_up,
-    read_imports,
-    read_with,
-    unread_reason,
-    verify_id,
-)
+from govsync.refresh.lookup import look_up, read_imports, unread_reason, verify_id
 from govsync.refresh.reader import CONCURRENCY, LANES, Reader, Reading, read
 from govsync.state import Entry
 

@@ -11,7 +11,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from govsync.api.kinds import BY_KIND, Kind
-from govsync.api.resource import Unfindable, findable, object_id, readable
+from govsync.api.resource import (
+    Unfindable,
+    findable,
+    object_id,
+    read_with,
+    readable,
+)
+from govsync.api.resource import listed as is_listed
 from govsync.errors import ApiError, NotFoundError, StateError, UnauthorizedError
 from govsync.plan import Action, Change
 from govsync.refresh.reader import (
@@ -119,8 +126,8 @@ async def _look_up(reader: Reader, kind: Kind, creates: list[tuple[Change, Ident
         return
     try:
         listed = reading.listed.get(kind.name)
-        if listed is None and kind.list is not None and not kind.list.scope_required \
-                and len(creates) > LOOKUPS:
+        if listed is None and is_listed(kind) and len(creates) > LOOKUPS:
+            assert kind.list is not None
             listed = reading.listed[kind.name] = await reader.all(kind.list)
         for change, identity in creates:
             wanted = dict(identity)
@@ -137,19 +144,6 @@ async def _look_up(reader: Reader, kind: Kind, creates: list[tuple[Change, Ident
         for change, _ in creates:
             found.pop(change.address, None)
             reading.failed.setdefault(change.address, why)
-
-
-def found_with(kind: Kind) -> str:
-    """The read that finds an object of ``kind`` by its identifying fields (for the plan's
-    words): its List, else the Get by one of them."""
-    return kind.list_op or kind.get_op or "a read"
-
-
-def read_with(kind: Kind) -> str:
-    """The read that verifies an object of ``kind`` by its id (for the plan's words)."""
-    if kind.get is not None and kind.get.by == "id":
-        return kind.get.name
-    return kind.list_op or kind.get_op or "a read"
 
 
 # -- imports ---------------------------------------------------------------------------------

@@ -276,7 +276,7 @@ async def _seen(reader: Reader, kind: Kind, entries: list[Entry],
     if not gone:
         return
     if kind.get is not None:
-        await _by_gets(reader, kind, gone)
+        await _by_gets(reader, kind, gone, second=True)
         return
     assert kind.list is not None
     try:
@@ -345,13 +345,16 @@ async def _by_gets_probed(reader: Reader, kind: Kind, entries: Sequence[Entry]) 
     reading = reader.reading
     if reading.offers_reads is None and reader.may_read_ahead():
         probe = reader.probe()
-        await _by_gets(reader, kind, entries)
+        await _by_gets(reader, kind, entries, second=True)
         try:
             offered = await probe
         except BaseException:
             _forget(reading, entries)  # the probe's failure is each object's
             raise
         if offered:
+            # A Get that found nothing is read once more (trust no single answer).
+            await _by_gets(reader, kind, [e for e in entries if e.address in reading.live
+                                          and reading.live[e.address] is None], second=True)
             return
         _forget(reading, entries)
     elif await reader.reads_offered():
@@ -366,12 +369,20 @@ def _forget(reading: Reading, entries: Iterable[Entry]) -> None:
         reading.failed.pop(entry.address, None)
 
 
-async def _by_gets(reader: Reader, kind: Kind, entries: Sequence[Entry]) -> None:
+async def _by_gets(reader: Reader, kind: Kind, entries: Sequence[Entry], *,
+                   second: bool = False) -> None:
+    """One Get each.  A Get that finds nothing is sent once more before the object is
+    called missing (trust no single answer before a create), unless this read is
+    itself the second (``second``: a List left the object out)."""
+    reading = reader.reading
+
     async def one(entry: Entry) -> None:
         try:
-            reader.reading.live[entry.address] = await reader.read(kind, entry)
+            reading.live[entry.address] = await reader.read(kind, entry)
+            if reading.live[entry.address] is None and not second:
+                reading.live[entry.address] = await reader.read(kind, entry)
         except ApiError as exc:
-            _failed(reader.reading, [entry], exc)
+            _failed(reading, [entry], exc)
 
     async with asyncio.TaskGroup() as group:
         for entry in entries:

@@ -10,6 +10,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from govsync import paths
+from govsync.api.catalog import BY_NAME
 from govsync.api.kinds import BY_KIND
 from govsync.errors import ManifestError, Problem
 from govsync.formats import FORMAT_VERSION
@@ -26,10 +28,12 @@ def dumps(document: Mapping[str, Any]) -> str:
     return json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
-def validate_public(problems: Iterable[Problem]) -> dict[str, Any]:
-    """``validate --format json``: valid when there is no error."""
+def validate_public(problems: Iterable[Problem],
+                    warnings: Iterable[Problem] = ()) -> dict[str, Any]:
+    """``validate --format json``: valid when there is no error; warnings beside."""
     errors = [_placed(p) for p in problems]
-    return {"formatVersion": FORMAT_VERSION, "valid": not errors, "errors": errors}
+    return {"formatVersion": FORMAT_VERSION, "valid": not errors, "errors": errors,
+            "warnings": [_placed(w) for w in warnings]}
 
 
 def _placed(problem: Problem) -> dict[str, Any]:
@@ -105,6 +109,11 @@ def requests_text(plan: Plan) -> str:
             lines.append(f"  {change.address}: recorded in state; nothing is sent")
             continue
         operation, body = request_body(BY_KIND[change.kind], change, _sent(change.request))
+        wrap = BY_NAME[operation].wrap
+        for kept in change.kept:  # ignoreChanges: sent as the server holds it
+            at = (*((wrap,) if wrap else ()), *paths.parse(kept))
+            body = paths.put(body, at, _Shown("(kept: the value the server holds; "
+                                              "ignoreChanges)"))
         lines.append(f"  {operation} {change.address}")
         for path, value in _leaves(body, ""):
             lines += ([f"      {path}: {value}"] if isinstance(value, _Shown)

@@ -162,7 +162,9 @@ _WORDS: dict[Why, Callable[[Change, Reason, Kind], str]] = {
         "records it" + (f" and {k.update_op} sets {', '.join(r.fields)} as the manifest says"
                         if r.fields else ", nothing is sent")),
     Why.REPLACE: _replace,
-    Why.HEAL: lambda c, r, k: "selfHeal: puts back what changed outside govsync",
+    Why.OUTSIDE: lambda c, r, k: (
+        "puts back what changed outside govsync: the manifests are as applied, the server "
+        "is not" + (f" ({', '.join(c.kept)} kept as live: ignoreChanges)" if c.kept else "")),
     Why.MOVED: lambda c, r, k: (
         f"re-addressed from {r.detail} in state; nothing is sent" if not c.operation
         else f"re-addressed from {r.detail} in state, then updated ({c.operation})"),

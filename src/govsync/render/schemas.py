@@ -223,7 +223,11 @@ def _placed() -> Schema:
 def validate_schema() -> Schema:
     return _document(
         "govsync validate", "`govsync validate --format json`: exit 0 valid, 1 invalid.",
-        {"valid": {"type": "boolean"}, "errors": {"type": "array", "items": _placed()}})
+        {"valid": {"type": "boolean"}, "errors": {"type": "array", "items": _placed()},
+         "warnings": {"type": "array", "items": _placed(),
+                      "description": "What is not an error but is worth a look (a "
+                      "policy's data.<key> that no loader loads, a rule of severity "
+                      "warning...), each with its place."}})
 
 
 def apply_change_line() -> Schema:

@@ -10,7 +10,8 @@ passes these checks in order, the first failure answering:
 2. 404 not_found: no operation at that path, or a method other than POST
    (with ``operations=Operations.SPEC``: also every operation api-spec.md
    does not show).
-3. 403 forbidden: a viewer key on anything but a read (a Get or a List).
+3. 403 forbidden: a viewer key on anything but a read (a Get, a List, or a check without
+   side effect: GetPolicyCodeValidity).
 4. 400 invalid_request: CreatePermission's Connect headers; Content-Type
    not ``application/json``; a body over 1 MiB, not UTF-8 JSON, or not an
    object; then the request model (strict, no unknown fields).
@@ -48,12 +49,13 @@ from typing import Any
 
 from pydantic import ValidationError
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Mount
 from starlette.types import Receive, Scope, Send
 
-from govsync.api.catalog import BY_PATH, PATH_PREFIX, Operation
+from govsync.api.catalog import BY_PATH, PATH_PREFIX, Operation, Verb
 from govsync.api.kinds import KINDS, SEEDED_KINDS
 from govsync.api.models import CONNECT_PROTOCOL_VERSION, CONNECT_TIMEOUT_PATTERN
 from govsync.server.errors import ApiFailure, error_response, invalid, json_response, violations
@@ -195,7 +197,10 @@ class ReferenceServer:
             fault = "error" if self.rng.random() < 0.5 else "drop"
         if fault == "error":
             raise ApiFailure(500, "internal error (injected fault: nothing was stored)")
-        result = self.engine.perform(op, model)
+        if op.verb == Verb.CHECK:  # code run in the engines' worker: not on the event loop
+            result = await run_in_threadpool(self.engine.perform, op, model)
+        else:
+            result = self.engine.perform(op, model)
         if fault == "drop":
             raise _Dropped()
         return json_response(result)

@@ -37,6 +37,7 @@ from pydantic import BaseModel
 from govsync import paths
 from govsync.api.catalog import OPERATIONS, Operation, UpdateStyle, Verb, of_kind
 from govsync.api.kinds import BY_KIND
+from govsync.policycode import validity
 from govsync.server.errors import ApiFailure, invalid
 from govsync.server.listing import list_page
 from govsync.server.shapes import WRITE_ONLY_KEY, Shape, shape_of
@@ -139,6 +140,8 @@ class Engine:
     def perform(self, op: Operation, request: BaseModel) -> JsonObject:
         """Carries out a validated request and returns the response body."""
         assert op.kind is not None
+        if op.verb == Verb.CHECK:  # GetPolicyCodeValidity: the engine validate uses
+            return validity(request.code).public()  # type: ignore[attr-defined]
         if op.verb == Verb.GET:
             return self._get(op, request)
         if op.verb == Verb.LIST:
@@ -320,6 +323,10 @@ class Engine:
             parent[last] = copy.deepcopy(default if kept is None else kept)
         for name, derive in shape.derived.items():
             obj[name] = derive(obj, ns)
+        if shape.compiled is not None:  # a policy's ast: its code compiled, or ""
+            field, into = shape.compiled
+            text = obj.get(field)
+            obj[into] = validity(text).ast if isinstance(text, str) and text else ""
         if "createdAt" in shape.timestamps:
             obj["createdAt"] = existing.get("createdAt", now) if existing else now
         if "updatedAt" in shape.timestamps:

@@ -101,6 +101,10 @@ class Shape:
     open_secrets: tuple[str, ...] = ()
     # Fields holding exactly one variant key that an update cannot change.
     fixed_variant: tuple[str, ...] = ()
+    # (code field, field of its compiled module): set on every create and update by the
+    # engine validate and GetPolicyCodeValidity use (a policy's ast; "" when it does not
+    # compile).
+    compiled: tuple[str, str] | None = None
 
 
 def _expire_at(obj: JsonObject, now: int) -> str:
@@ -127,8 +131,9 @@ SHAPES: Mapping[str, Shape] = MappingProxyType({
     "Policy": Shape(
         lookups=(Lookup("groupName", "Group", "name", "owners", "group"),
                  Lookup("userEmail", "User", "human.email", "owners", "user")),
-        defaults={"owners": [], "version": 1, "ast": ""},
+        defaults={"owners": [], "version": 1},
         counter="version",
+        compiled=("code", "ast"),
     ),
     "PolicySuspension": Shape(
         defaults={"orgId": ORG_ID, "identityType": "user", "createdBy": PRINCIPAL_ID},
