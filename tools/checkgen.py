@@ -32,6 +32,7 @@ from pydantic_core import PydanticUndefined
 
 from govsync.api.catalog import INT_MAX, INT_MIN, OPERATIONS
 from govsync.api.kinds import KINDS
+from govsync.api.modelbase import DECIMAL_TEXT, Int64Text
 
 # A development tool, not part of the package: run from the repository.
 TARGET = Path(__file__).resolve().parents[1] / "src" / "govsync" / "api" / "_generated_checks.py"
@@ -190,14 +191,21 @@ class _Writer:
             return ["if type(v) is not bool:", "    raise Unsure"]
         if annotation is int:
             lo, hi = INT_MIN, INT_MAX
+            text: list[str] = []
             for item in metadata:
                 if isinstance(item, at.Ge):
                     lo = max(lo, int(item.ge))  # type: ignore[call-overload]
                 elif isinstance(item, at.Le):
                     hi = min(hi, int(item.le))  # type: ignore[call-overload]
+                elif isinstance(item, Int64Text):
+                    # A 64-bit integer: its decimal digits as a string are the number
+                    # (modelbase.decimal_text, which reads them with this pattern).
+                    lo, hi = max(lo, item.lo), min(hi, item.hi)
+                    digits = self.const(f"re.compile({DECIMAL_TEXT.pattern!r})")
+                    text = [f"if type(v) is str and {digits}.fullmatch(v):", "    v = int(v)"]
                 else:
                     return None
-            return [f"if type(v) is not int or not {lo} <= v <= {hi}:", "    raise Unsure"]
+            return [*text, f"if type(v) is not int or not {lo} <= v <= {hi}:", "    raise Unsure"]
         if get_origin(annotation) is Literal and not metadata:
             values = get_args(annotation)
             if not all(type(x) is str for x in values):

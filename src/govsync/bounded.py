@@ -52,7 +52,7 @@ if TYPE_CHECKING:  # subprocess is imported when a worker starts: validate never
 
 T = TypeVar("T")
 
-_STEP, _DONE, _FAILED = b"S", b"D", b"F"
+_STEP, _TIMED, _DONE, _FAILED = b"S", b"T", b"D", b"F"
 # How often the caller looks at the worker's resident memory while it works.
 _WATCH_SECONDS = 0.02
 _OUT_OF_MEMORY = 3  # the worker's exit code when the work ran out of its memory
@@ -71,7 +71,10 @@ def run_bounded(work: Callable[..., T], *args: Any, seconds: float, memory: int,
                 worker: str = "") -> T:
     """``work(step, *args)`` in the worker process, limited to ``seconds`` of wall time
     and ``memory`` bytes more address space than the worker has when it starts the
-    work; its result (which must pickle).  ``work`` is a module's top-level function
+    work; its result (which must pickle).  ``step(name, seconds=None)`` names the step
+    the work starts, and may give it a deadline of its own (a hook's timeout in a batch
+    of cases): the worker is stopped when the step outlasts it, as when the whole work
+    outlasts ``seconds``.  ``work`` is a module's top-level function
     and ``args`` pickle.  BudgetExceeded when it goes over.  An exception that
     ``work`` raises is raised here again (as the worker pickled it).  ``worker``
     names the process (one each name): native engines that cannot share a process
@@ -132,7 +135,7 @@ class _Worker:
         with self._lock:
             process = self._start()
             if process is None:
-                return work(lambda name: None, *args)
+                return work(lambda name, seconds=None: None, *args)
             import pickle
 
             request = pickle.dumps((_import_path(), pickle.dumps((work, args, memory))))
@@ -163,17 +166,22 @@ class _Worker:
         # space in advance (V8 reserves a terabyte as it starts) and fills it later is
         # not seen by the worker's address-space limit.
         resident = _resident(process.pid) + memory
-        buffer = bytearray()
-        last = ""
+        records = _Records()
         while True:
-            left = deadline - time.monotonic()
+            now = time.monotonic()
+            left = deadline - now
             if left <= 0:
                 self._stop(process)
-                raise BudgetExceeded(last, f"more than {seconds:g} s")
+                raise BudgetExceeded(records.last, f"more than {seconds:g} s")
+            if records.deadline is not None:
+                if now >= records.deadline:
+                    self._stop(process)
+                    raise BudgetExceeded(records.last, f"more than {records.seconds:g} s")
+                left = min(left, records.deadline - now)
             if _resident(process.pid) > resident:
                 self._stop(process)
-                last, _, _ = _records(buffer)
-                raise BudgetExceeded(last, f"more than {memory // (1024 * 1024)} MiB of memory")
+                raise BudgetExceeded(records.last,
+                                     f"more than {memory // (1024 * 1024)} MiB of memory")
             readable, writable, _ = select.select([out], [into] if send else [], [],
                                                   min(left, _WATCH_SECONDS))
             if writable:
@@ -186,18 +194,16 @@ class _Worker:
             chunk = os.read(out, 1 << 20)
             if not chunk:  # the worker ended: it went over, or something killed it
                 status = self._stop(process)
-                last, _, _ = _records(buffer)
-                return _died(last, status, memory)
-            buffer += chunk
-            if len(buffer) > memory:  # an answer larger than the work's own budget
+                return _died(records.last, status, memory)
+            if records.size + len(chunk) > memory:  # an answer larger than the work's budget
                 self._stop(process)
-                raise BudgetExceeded(last, f"an answer of more than "
-                                           f"{memory // (1024 * 1024)} MiB")
-            last, tag, payload = _records(buffer)
-            if tag == _DONE:
-                return pickle.loads(payload)
-            if tag == _FAILED:
-                raise pickle.loads(payload)
+                raise BudgetExceeded(records.last, f"an answer of more than "
+                                                   f"{memory // (1024 * 1024)} MiB")
+            records.feed(chunk)
+            if records.tag == _DONE:
+                return pickle.loads(records.payload)
+            if records.tag == _FAILED:
+                raise pickle.loads(records.payload)
 
     def _check(self, process: Popen[bytes], memory: int) -> None:
         """Replace a worker that ended, or whose resident size grew well past its size
@@ -281,21 +287,41 @@ def _died(last: str, status: int, memory: int) -> Any:
     raise BudgetExceeded(last, why)
 
 
-def _records(data: bytes | bytearray) -> tuple[str, bytes, bytes]:
-    """(the last step started, the final record's tag, its payload)."""
-    last, tag, payload = "", b"", b""
-    at = 0
-    while at + 9 <= len(data):
-        size = int.from_bytes(data[at + 1:at + 9], "big")
-        if at + 9 + size > len(data):
-            break
-        kind, body = bytes(data[at:at + 1]), bytes(data[at + 9:at + 9 + size])
-        at += 9 + size
-        if kind == _STEP:
-            last = body.decode(errors="replace")
-        else:
-            tag, payload = kind, body
-    return last, tag, payload
+class _Records:
+    """What the worker has sent of a piece of work, read as it comes: the last step begun
+    (and its own deadline, if it has one), then the final record's tag and payload."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+        self._at = 0
+        self.size = 0
+        self.last = ""
+        self.seconds = 0.0
+        self.deadline: float | None = None
+        self.tag, self.payload = b"", b""
+
+    def feed(self, chunk: bytes) -> None:
+        self._buffer += chunk
+        self.size += len(chunk)
+        data = self._buffer
+        while self._at + 9 <= len(data):
+            at = self._at
+            size = int.from_bytes(data[at + 1:at + 9], "big")
+            if at + 9 + size > len(data):
+                break
+            kind, body = bytes(data[at:at + 1]), bytes(data[at + 9:at + 9 + size])
+            self._at = at + 9 + size
+            if kind == _STEP:
+                self.last, self.deadline = body.decode(errors="replace"), None
+            elif kind == _TIMED:
+                seconds, _, name = body.decode(errors="replace").partition("\n")
+                self.last, self.seconds = name, float(seconds)
+                self.deadline = time.monotonic() + self.seconds
+            else:
+                self.tag, self.payload = kind, body
+        if self._at > 1 << 16:  # what is read is dropped
+            del self._buffer[:self._at]
+            self._at = 0
 
 
 def _resident(pid: int) -> int:
@@ -348,8 +374,11 @@ def _one(inner: bytes, fd: int) -> int:  # pragma: no cover - runs in the worker
     """One request: 0, or the code to leave with (3: out of memory)."""
     import pickle
 
-    def step(name: str) -> None:
-        _send(fd, _STEP, name.encode())
+    def step(name: str, seconds: float | None = None) -> None:
+        if seconds is None:
+            _send(fd, _STEP, name.encode())
+        else:
+            _send(fd, _TIMED, f"{seconds!r}\n{name}".encode())
 
     try:
         work, args, memory = pickle.loads(inner)

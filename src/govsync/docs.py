@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from govsync.api.kinds import KINDS, Kind
+from govsync.api.modelbase import DECIMAL_TEXT_SCHEMA, INT64_MAX, INT64_MIN, UINT64_MAX
 from govsync.files import write_generated
 from govsync.project import ENV_KEYS, TOP_KEYS
 
@@ -196,7 +197,8 @@ def _lifecycle(kind: Kind) -> str:
 
 
 def _directives_reference(defs: dict[str, Any]) -> list[str]:
-    """Patch, Moved, Import (no address in plans or state) and the project file."""
+    """Patch, Moved, Import, Removed, PolicyTest (no address in plans or state) and the
+    project file."""
 
     text = {
         "Patch": "Changes another document's spec with an RFC 7386 JSON Merge Patch "
@@ -219,6 +221,12 @@ def _directives_reference(defs: dict[str, Any]) -> list[str]:
                    "state, left on the server). A protected object (`terminationProtection: "
                    "true`, in state or live) is blocked until a change turning it off has been "
                    "applied; one still referred to is blocked naming what refers to it.",
+        "PolicyTest": "Cases that a Policy's code must decide as written (contract section "
+                      "13): each a stage, an input, hooks' results (a hook the code reads and "
+                      "the case does not give is run, sandboxed), data, `now`, and the "
+                      "expected decision. `govsync test` runs them; a plan that creates a "
+                      "policy or changes its code shows their results and every decision "
+                      "that changes. Never sent to the API.",
     }
     out: list[str] = []
     for name, about in text.items():
@@ -296,9 +304,20 @@ def _fields_table(model: dict[str, Any], defs: dict[str, Any], nested: list[str]
     return rows + [""]
 
 
+# Set on a 64-bit integer's schema here (never written): its string form is allowed.
+_DIGITS = "64-bit"
+
+
 def _non_null(prop: dict[str, Any]) -> dict[str, Any]:
-    """The schema of a field without its ``null`` alternative (null means: not given)."""
+    """The schema of a field without its ``null`` alternative (null means: not given); a
+    64-bit integer's two forms (a number, its digits as a string) as one."""
     options = [o for o in prop.get("anyOf", []) if o.get("type") != "null"]
+    if len(options) == 2 and options[0].get("type") == "integer" \
+            and options[1].get("description") == DECIMAL_TEXT_SCHEMA:
+        bounds = {k: v for k, v in options[0].items()
+                  if k not in ("minimum", "maximum") or v not in (INT64_MIN, INT64_MAX, 0,
+                                                                  UINT64_MAX)}
+        options = [{**bounds, _DIGITS: True}]
     if len(options) == 1:
         merged = {k: v for k, v in prop.items() if k != "anyOf"}
         merged.update(options[0])
@@ -330,6 +349,8 @@ def _type(prop: dict[str, Any], defs: dict[str, Any], nested: list[str]) -> str:
         return "object"
     if isinstance(kind, list):
         return " or ".join(kind)
+    if prop.get(_DIGITS):
+        return "integer (64-bit; or its decimal digits as a string)"
     return str(kind) if kind else "any"
 
 

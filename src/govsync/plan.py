@@ -37,10 +37,13 @@ from govsync.graph import order
 from govsync.manifests.directives import Directive
 from govsync.manifests.manifest import Manifest, ManifestSet
 from govsync.planning.changes import (
+    CODE_CHECK,
     ENDING,
     REFRESH_CHECK,
     WORK,
     Action,
+    CaseRun,
+    CaseStatus,
     Change,
     Check,
     CheckStatus,
@@ -50,7 +53,10 @@ from govsync.planning.changes import (
     FieldChange,
     GovernanceChange,
     Plan,
+    PolicyTests,
+    Service,
 )
+from govsync.planning.code import codes_to_check
 from govsync.planning.compare import pairs
 from govsync.planning.diff import field_diff, recorded_shown, top_field
 from govsync.planning.observation import Observation
@@ -76,9 +82,9 @@ from govsync.values import (
 )
 
 __all__ = [
-    "ENDING", "REFRESH_CHECK", "WORK", "Action", "Change", "Check", "CheckStatus",
-    "DriftKind", "Drifted", "Environ", "FieldChange", "GovernanceChange", "Observation",
-    "Plan", "Reason", "Recorded", "Why", "creating", "ending", "field_diff", "make_plan",
+    "CODE_CHECK", "ENDING", "REFRESH_CHECK", "WORK", "Action", "CaseRun", "CaseStatus", "Change", "Check",
+    "CheckStatus", "DriftKind", "Drifted", "Environ", "FieldChange", "GovernanceChange",
+    "Observation", "Plan", "PolicyTests", "Reason", "Recorded", "Service", "Why", "codes_to_check", "creating", "ending", "field_diff", "make_plan",
     "missing_secrets", "protected", "recorded_at", "recorded_shown",
     "say_unread", "top_field", "unrecorded",
 ]
@@ -191,6 +197,10 @@ def make_plan(
                 replaced.add(address)  # its reference cannot be updated: replaced too
                 change = _replacement(manifest, entries[address], request, replace, seen,
                                       recorded)
+        if address in seen.invalid_code and change.action in _SENDS_CODE:
+            change = Change(address, Action.BLOCKED, change.kind, id=change.id,
+                            fields=change.fields, diff=change.diff,
+                            why=Reason(Why.CODE_INVALID, detail=seen.invalid_code[address]))
         if manifest.patched:
             change.patched = dict(manifest.patched)
         changes.append(change)
@@ -220,6 +230,11 @@ def make_plan(
     if targets:
         _target(plan, manifests, targets)
     return plan
+
+
+# The actions that send a policy's code (the service's check of it blocks them).
+_SENDS_CODE = frozenset({Action.CREATE, Action.UPDATE, Action.REPLACE, Action.IMPORT,
+                         Action.MOVE})
 
 
 def creating(plan: Plan) -> list[Change]:

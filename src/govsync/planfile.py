@@ -53,6 +53,7 @@ from govsync.plan import (
     FieldChange,
     GovernanceChange,
     Plan,
+    PolicyTests,
     Reason,
 )
 from govsync.values import PlannedSecret, Ref
@@ -126,7 +127,8 @@ def _body(plan: Plan) -> dict[str, Any]:
         "checks": [c.as_dict() for c in plan.checks],
         "changes": [
             {**c.public(), "operation": c.operation, "after": c.after,
-             "request": encode(c.request)}
+             "request": encode(c.request),
+             **({"testRuns": c.tests.saved()} if c.tests is not None else {})}
             for c in plan.changes
         ],
         "summary": plan.summary(),
@@ -445,6 +447,7 @@ def _change(c: Any) -> Change:
         patched=_patches(c.get("patchedBy", {}), address),
         moved_from=moved_from if action in (Action.MOVE, Action.BLOCKED) else None,
         kept=tuple(_strs(c.get("kept", []), f"{address}: kept")),
+        tests=PolicyTests.from_saved(c["testRuns"]) if "testRuns" in c else None,
     )
 
 

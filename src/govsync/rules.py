@@ -15,7 +15,9 @@ An expression sees three variables:
   references resolved to the ids in state or ``"(known after apply)"``,
   variables and patches applied, secrets as ``"(sensitive)"``;
 * ``change``: ``{action, fields}`` of the object's change (plan only: a rule
-  that mentions ``change`` is left to plan by ``validate``);
+  that mentions ``change`` is left to plan by ``validate``), and for a created or
+  code-changed policy ``tests`` (``{passed, failed, errors, changed}``: its
+  PolicyTests' results, policytests.annotate);
 * ``env``: the environment's name, or ``""`` without one.
 
 CEL is the language of Kubernetes' ValidatingAdmissionPolicy; the runtime is
@@ -190,8 +192,13 @@ def object_spec(manifest: Manifest, ids: Mapping[str, str]) -> Any:
 
 
 def as_change(change: Change) -> dict[str, Any]:
-    """A change as a rule's ``change`` variable sees it."""
-    return {"action": str(change.action), "fields": list(change.fields)}
+    """A change as a rule's ``change`` variable sees it: a created or code-changed
+    policy's with its tests (``change.tests``: passed, failed, errors, changed)."""
+    body: dict[str, Any] = {"action": str(change.action), "fields": list(change.fields)}
+    if change.tests is not None:
+        found = change.tests.as_dict()
+        body["tests"] = {key: found[key] for key in ("passed", "failed", "errors", "changed")}
+    return body
 
 
 def manifest_subjects(manifests: ManifestSet, ids: Mapping[str, str],

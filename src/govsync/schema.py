@@ -27,8 +27,10 @@ from govsync.api.models import (
 )
 from govsync.api.status import SPEC_CODES
 from govsync.files import write_generated
+from govsync.manifests import policytest
 from govsync.manifests.directives import DIRECTIVE_KINDS
 from govsync.manifests.documents import API_VERSION, ENV_NAME
+from govsync.policycode.stages import Stage
 from govsync.project import VAR_NAME
 
 MANIFEST_SCHEMA = "manifest.schema.json"
@@ -220,6 +222,7 @@ def _directive_specs(merges: dict[str, dict[str, Any]]) -> dict[str, dict[str, A
                    "properties": {"to": address,
                                   "id": {"type": "string", "pattern": r"\S",
                                          "description": "The object's id on the server."}}},
+        "PolicyTest": _policy_test_spec(),
         "Removed": {"type": "object", "additionalProperties": False,
                     "required": ["from", "destroy"],
                     "description": "Delete a recorded object whose manifest is gone "
@@ -229,6 +232,53 @@ def _directive_specs(merges: dict[str, dict[str, Any]]) -> dict[str, dict[str, A
                         "description": "true: delete the object on the server (reviewed like "
                                        "any change); false: drop it from state only, and "
                                        "leave it on the server."}}},
+    }
+
+
+def _policy_test_spec() -> dict[str, Any]:
+    """A PolicyTest's spec (manifests/policytest.py; contract section 13)."""
+    mapping = {"type": "object"}
+    return {
+        "type": "object", "additionalProperties": False, "required": ["policyRef", "cases"],
+        "description": "Cases that a Policy's code must decide as written: run by "
+                       "`govsync test`, and shown on the plans that change the policy. "
+                       "Never sent to the API.",
+        "properties": {
+            "policyRef": {"type": "string", "pattern": r"^[^/]*\S[^/]*$",
+                          "description": "The metadata.name of a Policy of the manifests."},
+            "cases": {
+                "type": "array", "minItems": 1, "maxItems": policytest.MAX_CASES,
+                "description": "The cases; each name unique within the test.",
+                "items": {
+                    "type": "object", "additionalProperties": False,
+                    "required": list(policytest.REQUIRED_CASE_KEYS),
+                    "properties": {
+                        "name": {"type": "string", "pattern": r"\S",
+                                 "description": "The case's name, unique within its test."},
+                        "stage": {"enum": [s.value for s in Stage],
+                                  "description": "The stage rule evaluated."},
+                        "input": {**mapping, "not": {"required": ["hooks"]},
+                                  "description": "The decision's input (user, resource, "
+                                                 "query, row ...); hooks' results go in "
+                                                 "`hooks`."},
+                        "hooks": {**mapping, "description": "Hook name -> the result it "
+                                  "gives (input.hooks.<name>); a hook the code reads and this "
+                                  "does not name is run (its JavaScript, sandboxed)."},
+                        "data": {**mapping, "description": "Data key -> what its loader "
+                                 "would load (data.<key>)."},
+                        "env": {"type": "object", "additionalProperties": {"type": "string"},
+                                "description": "The env the hooks that are run see (else "
+                                               "empty)."},
+                        "now": {"type": "string", "format": "date-time",
+                                "description": "What time.now_ns() reads, RFC 3339 with its "
+                                               "offset (default: the clock)."},
+                        "expect": {**mapping, "description": "Every field given must equal "
+                                   "the decision's; {} only matches no decision (the stage "
+                                   "rule undefined)."},
+                    },
+                },
+            },
+        },
     }
 
 

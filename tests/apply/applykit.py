@@ -85,8 +85,9 @@ def identity(kind: str, obj: Mapping[str, Any]) -> Any:
 
 
 def object_id(kind: str, obj: Mapping[str, Any]) -> str:
-    """The id of a stored object, as its create operation answers it."""
-    return str(obj[BY_KIND[kind].create.id_field])
+    """The id of a stored object, as its create operation answers it, or as ``id`` (a
+    report made {reportId} reads {id, ...})."""
+    return str(obj.get(BY_KIND[kind].create.id_field, obj.get("id")))
 
 
 def closed_url() -> str:

@@ -513,7 +513,7 @@ def test_an_unsaved_apply_records_the_hash_of_the_plan_it_applied(
                         local_seed=str(ROOT / "examples" / "server-seed.yaml"), environ={})
     plan, result = commands.apply(commands.Manifests(load([str(tmp_path / "m.yaml")])), settings)
     assert not result.stopped and len(result.outcomes) == 3
-    assert [c.name for c in plan.checks] == ["refresh", "groups"]
+    assert [c.name for c in plan.checks] == ["refresh", "policy code", "groups"]
     with open_store(settings.state) as store:
         (record,) = store.history("default")
     assert record["planHash"] == "sha256:" + planfile.plan_digest(plan)

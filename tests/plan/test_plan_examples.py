@@ -91,6 +91,12 @@ def test_plan_examples_against_the_local_endpoint_checks_groups(gov: Gov) -> Non
                    "server; 6 create(s) not checked for a duplicate (nothing finds them on the "
                    "server before they are recorded): PolicyReport, PolicySuspension, "
                    "ResourceAlias, SessionTermination"},
+        # The service compiles every created policy's code (contract section 13).
+        {"name": "policy code", "status": "passed",
+         "detail": "GetPolicyCodeValidity: the service compiles the code of "
+                   "Policy/ledger-change-needs-ticket, Policy/llm-prompt-guard, "
+                   "Policy/mask-pii-in-results, Policy/risk-based-access, "
+                   "Policy/warehouse-business-hours"},
         {"name": "groups", "status": "passed", "detail": "4 policy owner group(s) exist"}]
 
 

@@ -114,7 +114,8 @@ def test_every_kind_is_read_updated_and_deleted(name: str, client: InProcess,
     current = obj
     if kind.get:
         current = read(client, kind, obj)
-        assert current[kind.create.id_field] == obj["id"]
+        # A read answers the id as its create did, or as ``id`` (a report made {reportId}).
+        assert current.get(kind.create.id_field, current.get("id")) == obj["id"]
     if kind.list:
         match = [item for item in listed(client, kind, current) if item.get("id") == obj["id"]]
         assert len(match) == 1
@@ -249,6 +250,56 @@ def test_replace_all_update_ignores_read_only_fields(client: InProcess) -> None:
     space = ok(client, "CreateSpace", {"name": "s", "description": "kept?"})["space"]
     assert ok(client, "UpdateSpaceV2", {"space": {"id": space["id"], "name": "s"}})[
         "space"]["description"] == ""
+
+
+def test_a_policy_is_updated_as_read(client: InProcess) -> None:
+    """Issue 43, finding 10: UpdatePolicyV2 takes the policy as a read returns it (its
+    ``owners``, no ``groupName`` or ``userEmail``), as every read-modify-write client but
+    govsync's sends it; ``owners`` as sent name each owner by its id."""
+    created_ = ok(client, "CreatePolicy", VALID["CreatePolicy"](None))["policy"]
+    as_read = ok(client, "GetPolicy", {"id": created_["id"]})["policy"]
+    got = ok(client, "UpdatePolicyV2", {"policy": {**as_read, "code": "deny"}})["policy"]
+    assert (got["code"], got["version"], got["owners"]) == ("deny", 2, as_read["owners"])
+
+    groups = {g["id"]: g for g in ok(client, "ListGroups", {})["groups"]}
+    owners = [{"group": groups["grp-analysts"]}, {"user": {"id": "usr-ann", "fullName": "?"}}]
+    got = ok(client, "UpdatePolicyV2", {"policy": {**got, "owners": owners}})["policy"]
+    assert got["owners"][0] == {"group": groups["grp-analysts"]}
+    assert got["owners"][1]["user"]["id"] == "usr-ann"
+    assert got["owners"][1]["user"]["fullName"] == "Ann Lee"  # the user as stored
+    assert ok(client, "GetPolicy", {"id": got["id"]})["policy"] == got
+
+    gone = call(client, "UpdatePolicyV2", {"policy": {**got, "owners": [
+        {"group": {"id": "grp-gone"}}]}})
+    assert gone.status_code == 404 and "owners.0.group.id" in gone.json()["message"]
+    for policy, field in (({**got, "owners": [{"group": {"id": "grp-admins"},
+                                               "user": {"id": "usr-ann"}}]},
+                           "policy.owners.0.group|user"),
+                          ({**got, "groupName": "admins", "userEmail": "ann@example.com"},
+                           "policy.groupName|userEmail")):
+        refused = call(client, "UpdatePolicyV2", {"policy": policy})
+        assert refused.status_code == 400, refused.text
+        assert [v["field"] for v in refused.json()["details"]["fieldViolations"]] == [field]
+
+
+def test_a_discovery_configuration_is_read_by_its_id_or_its_resource(
+        client: InProcess, world: World) -> None:
+    """Issue 43, finding 11: GetDataDiscoveryConfiguration takes the SDK's
+    ``dataDiscoveryConfigurationId`` or ``resourceId`` (``id`` as the first)."""
+    made = ok(client, "CreateDataDiscoveryConfiguration",
+              VALID["CreateDataDiscoveryConfiguration"](world))["dataDiscoveryConfiguration"]
+    for body in ({"dataDiscoveryConfigurationId": made["id"]}, {"resourceId": "res-1"},
+                 {"id": made["id"]}):
+        assert ok(client, "GetDataDiscoveryConfiguration", body) == {
+            "dataDiscoveryConfiguration": made}, body
+    for body, status in (({"resourceId": "res-none"}, 404),
+                         ({"dataDiscoveryConfigurationId": "ddc-none"}, 404),
+                         ({"resourceId": "res-1", "dataDiscoveryConfigurationId": made["id"]}, 400),
+                         ({}, 400)):
+        answer = call(client, "GetDataDiscoveryConfiguration", body)
+        assert answer.status_code == status, (body, answer.text)
+    assert "resourceId names no existing" in call(
+        client, "GetDataDiscoveryConfiguration", {"resourceId": "res-none"}).json()["message"]
 
 
 def test_sparse_update_leaves_absent_fields(client: InProcess) -> None:

@@ -54,6 +54,12 @@ def examples() -> Iterator[LanguageServer]:
 
 
 @pytest.fixture(scope="module")
+def repository() -> Iterator[LanguageServer]:
+    """The repository opened at its root, as a new user opens it (issue 43, finding 14)."""
+    yield from server(ROOT)
+
+
+@pytest.fixture(scope="module")
 def scaffold(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("init") / "governance"
     done = CliRunner().invoke(cli, ["init", str(folder), "--install-spec", "govsync==1.0"])
@@ -89,6 +95,21 @@ def check_folder(ls: LanguageServer, folder: Path) -> int:
 def test_every_example_document_is_checked_by_the_editor(examples: LanguageServer) -> None:
     assert check_folder(examples, EXAMPLES) == sum(
         documents(p.read_text()) for p in manifest_files(EXAMPLES)) > 12
+
+
+def test_the_examples_are_checked_in_the_repository_opened_at_its_root(
+        repository: LanguageServer) -> None:
+    assert check_folder(repository, EXAMPLES) == sum(
+        documents(p.read_text()) for p in manifest_files(EXAMPLES)) > 12
+
+
+def test_the_repositorys_other_yaml_is_left_alone(repository: LanguageServer) -> None:
+    """Only the examples' manifests are mapped at the root: the tests' broken manifests,
+    the seed and the CI files are not underlined as manifests."""
+    for path in (ROOT / "tests" / "manifests" / "broken" / "39-dangling-policy-ref"
+                 / "manifest.yaml", EXAMPLES / "server-seed.yaml"):
+        text = path.read_text()
+        assert repository.diagnostics(path, misspelt(text)[0]) == [], path
 
 
 def test_every_document_init_writes_is_checked_by_the_editor(

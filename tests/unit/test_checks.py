@@ -30,6 +30,7 @@ from pydantic.fields import FieldInfo
 from govsync.api import _generated_checks as checks
 from govsync.api.catalog import INT_MAX, INT_MIN
 from govsync.api.kinds import KINDS, Kind
+from govsync.api.modelbase import Int64Text
 
 JUNK = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(allow_nan=True),
                  st.text(max_size=3), st.lists(st.integers(0, 1), max_size=2),
@@ -79,9 +80,17 @@ def value_of(annotation: Any, metadata: list[Any], depth: int, valid: bool) -> s
     elif annotation is int:
         lo = next((m.ge for m in metadata if isinstance(m, at.Ge)), -(2**70))
         hi = next((m.le for m in metadata if isinstance(m, at.Le)), 2**70)
-        options.append(st.integers(max(lo, INT_MIN), min(hi, INT_MAX)) if valid else st.one_of(
+        text = next((m for m in metadata if isinstance(m, Int64Text)), None)
+        if text is not None:  # a 64-bit integer: a number, or its digits as a string
+            lo, hi = max(lo, text.lo), min(hi, text.hi)
+        number = st.integers(max(lo, INT_MIN), min(hi, INT_MAX)) if valid else st.one_of(
             st.integers(lo, hi), st.sampled_from([lo - 1, lo, hi, hi + 1, 2**64]),
-            st.just(float(lo))))
+            st.just(float(lo)))
+        options.append(number)
+        if text is not None:
+            options.append(number.map(str) if valid else st.one_of(
+                st.integers(lo - 1, hi + 1).map(str),
+                st.sampled_from(["01", "+1", "1e3", "1.0", " 1", "1\n", "", "-", "x"])))
     elif get_origin(annotation) is Literal:
         values = st.sampled_from(get_args(annotation))
         options.append(values if valid else st.one_of(values, st.just("nope")))

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from govsync import commands, endpoints, governance, planfile, runtime
+from govsync import commands, endpoints, governance, planfile, policytests, runtime
 from govsync.agent import partial
 from govsync.agent.applied import Applied
 from govsync.agentconfig import AgentSettings, Event
@@ -43,7 +43,7 @@ from govsync.errors import (
 from govsync.manifests import load as load_manifests
 from govsync.manifests.loader import Reader, read_files
 from govsync.manifests.manifest import Context, ManifestSet
-from govsync.plan import Action, Plan, Why
+from govsync.plan import Action, CaseStatus, Plan, Why
 from govsync.planfile import SavedPlan
 from govsync.redact import url as safe_url
 from govsync.settings import Settings
@@ -234,12 +234,31 @@ def _run(cycle: Cycle, target: Target, paused: Mapping[str, Any] | None, frozen:
         return
     if stopping is not None and stopping.is_set():
         return
+    failing = _tests_failing(manifests, target.name)
+    if failing:
+        cycle.status, cycle.reason = Status.BLOCKED, f"not applied: {failing}; {cycle.reason}"
+        return
     if commands.required(plan, settings) or found:
         _apply_approved(cycle, target, manifests, stopping, found)
     elif held:
         apply_rest(cycle, target, manifests, plan, stopping)
     else:
         _apply(cycle, target, manifests, None, stopping)
+
+
+def _tests_failing(manifests: ManifestSet, environment: str | None) -> str:
+    """Before an automatic apply, the environment's policy tests (contract section 13):
+    why the apply waits ('' : every case passes)."""
+    if not manifests.tests:
+        return ""
+    report = policytests.run(manifests, environment=environment)
+    if report.ok:
+        return ""
+    s = report.summary()
+    first = next(o for o in report.outcomes if o.status != CaseStatus.PASSED)
+    return (f"{s['failed']} policy test case(s) fail and {s['errors']} err (`govsync test` "
+            f"lists them); the first: {first.file}:{first.line}:{first.col}: {first.test} "
+            f"{first.case!r}: {first.message}")
 
 
 def _confined(target: Target) -> None:

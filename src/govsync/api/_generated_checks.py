@@ -70,44 +70,45 @@ _C17 = frozenset(['code', 'description', 'groupName', 'name', 'notification', 's
 _C18 = frozenset(['all', 'consumer', 'none', 'owners'])
 _C19 = frozenset(['active', 'draft', 'dry-run'])
 _C20 = frozenset(['expirationMinutes', 'identityId', 'inputCondition', 'oneoff', 'policyId', 'reason'])
-_C21 = frozenset(['evaluationWindow', 'logQuery', 'policyCode', 'policyId'])
-_C22 = frozenset(['description', 'key', 'name', 'status', 'terminationProtection', 'workerCode', 'workerRuntime', 'workerSchedule'])
-_C23 = frozenset(['nodejs18.x', 'python3.11'])
-_C24 = frozenset(['active', 'draft'])
-_C25 = frozenset(['allowlistedEnvironmentVariables', 'allowlistedNetworkHosts', 'code', 'description', 'name', 'status', 'timeoutMs'])
-_C26 = re.compile('^[A-Za-z_][A-Za-z0-9_]*$')
-_C27 = frozenset(['code', 'description', 'name', 'terminationProtection'])
-_C28 = frozenset(['logStoreA', 'logStoreB', 'logStoreC', 'logStoreD', 'name', 'terminationProtection'])
-_C29 = frozenset(['bucketName', 'bucketPrefix', 'cloudIntegrationId'])
-_C30 = frozenset(['accountId', 'apiKey', 'site'])
-_C31 = frozenset(['accessToken', 'host', 'port'])
-_C32 = frozenset(['biA', 'biB', 'biC', 'linkedDbUserId', 'name', 'sync'])
-_C33 = frozenset(['biAApiKey', 'biAApiSecret'])
-_C34 = frozenset(['hostname', 'password', 'username'])
-_C35 = frozenset(['mdmA', 'mdmB', 'mdmC', 'name'])
-_C36 = frozenset(['apiKey', 'apiUrl'])
-_C37 = frozenset(['apiKey', 'apiUrl', 'clientId'])
-_C38 = frozenset(['apiKey', 'keyName', 'name', 'provider', 'providerOrganizationId'])
-_C39 = frozenset(['AI_PROVIDER_UNSPECIFIED', 'AI_PROVIDER_VENDORA_API_PLATFORM', 'AI_PROVIDER_VENDORA_ENTERPRISE', 'AI_PROVIDER_VENDORB_API_PLATFORM', 'AI_PROVIDER_VENDORB_CHAT', 'AI_PROVIDER_VENDORC_ENTERPRISE'])
-_C40 = frozenset(['config', 'connectorId'])
-_C41 = frozenset(['providerA', 'providerB', 'providerC', 'providerD', 'providerE', 'providerF', 'providerG'])
-_C42 = frozenset(['algorithm', 'name', 'publicKey', 'terminationProtection'])
-_C43 = frozenset(['ecdsa-p384', 'ed25519', 'ml-dsa-87'])
-_C44 = frozenset(['classifierData', 'classifierType', 'name'])
-_C45 = frozenset(['prompt', 'regex'])
-_C46 = frozenset(['name', 'query'])
-_C47 = frozenset(['filters', 'histogramGroupByFields', 'metricAggregation', 'query', 'relativeTime'])
-_C48 = frozenset(['name', 'values'])
-_C49 = frozenset(['field'])
-_C50 = frozenset(['description', 'fields', 'name'])
-_C51 = frozenset(['config', 'id', 'name', 'type'])
-_C52 = frozenset(['options', 'optionsSource'])
-_C53 = frozenset(['label', 'value'])
-_C54 = frozenset(['app', 'command', 'input', 'machineUserId', 'transform'])
-_C55 = frozenset(['name'])
-_C56 = frozenset(['name', 'scenario', 'status'])
-_C57 = frozenset(['connectorId', 'sessionId'])
-_C58 = frozenset(['id'])
+_C21 = re.compile('-?(0|[1-9][0-9]{0,19})')
+_C22 = frozenset(['evaluationWindow', 'logQuery', 'policyCode', 'policyId'])
+_C23 = frozenset(['description', 'key', 'name', 'status', 'terminationProtection', 'workerCode', 'workerRuntime', 'workerSchedule'])
+_C24 = frozenset(['nodejs18.x', 'python3.11'])
+_C25 = frozenset(['active', 'draft'])
+_C26 = frozenset(['allowlistedEnvironmentVariables', 'allowlistedNetworkHosts', 'code', 'description', 'name', 'status', 'timeoutMs'])
+_C27 = re.compile('^[A-Za-z_][A-Za-z0-9_]*$')
+_C28 = frozenset(['code', 'description', 'name', 'terminationProtection'])
+_C29 = frozenset(['logStoreA', 'logStoreB', 'logStoreC', 'logStoreD', 'name', 'terminationProtection'])
+_C30 = frozenset(['bucketName', 'bucketPrefix', 'cloudIntegrationId'])
+_C31 = frozenset(['accountId', 'apiKey', 'site'])
+_C32 = frozenset(['accessToken', 'host', 'port'])
+_C33 = frozenset(['biA', 'biB', 'biC', 'linkedDbUserId', 'name', 'sync'])
+_C34 = frozenset(['biAApiKey', 'biAApiSecret'])
+_C35 = frozenset(['hostname', 'password', 'username'])
+_C36 = frozenset(['mdmA', 'mdmB', 'mdmC', 'name'])
+_C37 = frozenset(['apiKey', 'apiUrl'])
+_C38 = frozenset(['apiKey', 'apiUrl', 'clientId'])
+_C39 = frozenset(['apiKey', 'keyName', 'name', 'provider', 'providerOrganizationId'])
+_C40 = frozenset(['AI_PROVIDER_UNSPECIFIED', 'AI_PROVIDER_VENDORA_API_PLATFORM', 'AI_PROVIDER_VENDORA_ENTERPRISE', 'AI_PROVIDER_VENDORB_API_PLATFORM', 'AI_PROVIDER_VENDORB_CHAT', 'AI_PROVIDER_VENDORC_ENTERPRISE'])
+_C41 = frozenset(['config', 'connectorId'])
+_C42 = frozenset(['providerA', 'providerB', 'providerC', 'providerD', 'providerE', 'providerF', 'providerG'])
+_C43 = frozenset(['algorithm', 'name', 'publicKey', 'terminationProtection'])
+_C44 = frozenset(['ecdsa-p384', 'ed25519', 'ml-dsa-87'])
+_C45 = frozenset(['classifierData', 'classifierType', 'name'])
+_C46 = frozenset(['prompt', 'regex'])
+_C47 = frozenset(['name', 'query'])
+_C48 = frozenset(['filters', 'histogramGroupByFields', 'metricAggregation', 'query', 'relativeTime'])
+_C49 = frozenset(['name', 'values'])
+_C50 = frozenset(['field'])
+_C51 = frozenset(['description', 'fields', 'name'])
+_C52 = frozenset(['config', 'id', 'name', 'type'])
+_C53 = frozenset(['options', 'optionsSource'])
+_C54 = frozenset(['label', 'value'])
+_C55 = frozenset(['app', 'command', 'input', 'machineUserId', 'transform'])
+_C56 = frozenset(['name'])
+_C57 = frozenset(['name', 'scenario', 'status'])
+_C58 = frozenset(['connectorId', 'sessionId'])
+_C59 = frozenset(['id'])
 
 
 def _item0(v: Any) -> Any:
@@ -117,7 +118,7 @@ def _item0(v: Any) -> Any:
 
 
 def _item1(v: Any) -> Any:
-    if type(v) is not str or len(v) < 1 or _C26.search(v) is None or v[-1:] == '\n':
+    if type(v) is not str or len(v) < 1 or _C27.search(v) is None or v[-1:] == '\n':
         raise Unsure
     return v
 
@@ -144,7 +145,7 @@ def _item5(v: Any) -> Any:
 
 
 def BiA(d: Any) -> dict[str, Any]:
-    if type(d) is not dict or not _C33.issuperset(d):
+    if type(d) is not dict or not _C34.issuperset(d):
         raise Unsure
     o: dict[str, Any] = {}
     if 'biAApiKey' not in d:
@@ -163,7 +164,7 @@ def BiA(d: Any) -> dict[str, Any]:
 
 
 def BiB(d: Any) -> dict[str, Any]:
-    if type(d) is not dict or not _C34.issuperset(d):
+    if type(d) is not dict or not _C35.issuperset(d):
         raise Unsure
     o: dict[str, Any] = {}
     if 'hostname' not in d:
@@ -188,7 +189,7 @@ def BiB(d: Any) -> dict[str, Any]:
 
 
 def ConnectorAiProviderConfig(d: Any) -> dict[str, Any]:
-    if type(d) is not dict or not _C41.issuperset(d):
+    if type(d) is not dict or not _C42.issuperset(d):
         raise Unsure
     o: dict[str, Any] = {}
     v = d.get('providerA')
@@ -225,7 +226,7 @@ def ConnectorAiProviderConfig(d: Any) -> dict[str, Any]:
 
 
 def ConnectorAiProviderSpec(d: Any) -> dict[str, Any]:
-    if type(d) is not dict or not _C40.issuperset(d):
+    if type(d) is not dict or not _C41.issuperset(d):
         raise Unsure
     o: dict[str, Any] = {}
     if 'connectorId' not in d:
@@ -243,7 +244,7 @@ def ConnectorAiProviderSpec(d: Any) -> dict[str, Any]:
 
 
 def CreateBIIntegrationRequest(d: Any) -> dict[str, Any]:
-    if type(d) is not dict or not _C32.issuperset(d):
+    if type(d) is not dict or not _C33.issuperset(d):
         raise Unsure
     o: dict[str, Any] = {}
     if 'name' not in d:
@@ -282,7 +283,7 @@ def CreateBIIntegrationRequest(d: Any) -> dict[str, Any]:
 
 
 def CreateBlockedUserRequest(d: Any) -> dict[str, Any]:
-    if type(d) is not dict or not _C58.issuperset(d):
+    if type(d) is not dict or not _C59.issuperset(d):
         raise Unsure
     o: dict[str, Any] = {}
     if 'id' not in d:
@@ -362,7 +363,7 @@ def CreateDataDiscoveryConfigurationRequest(d: Any) -> dict[str, Any]:
 
 
 def CreateDataLabelRequest(d: Any) -> dict[str, Any]:
-    if type(d) is not dict or not _C44.issuperset(d):
+    if type(d) is not dict or not _C45.issuperset(d):
         raise Unsure
     o: dict[str, Any] = {}
     if 'name' not in d:
@@ -374,7 +375,7 @@ def CreateDataLabelRequest(d: Any) -> dict[str, Any]:
     if 'classifierType' not in d:
         raise Unsure
     v = d['classifierType']
-    if type(v) is not str or v not in _C45:
+    if type(v) is not str or v not in _C46:
         raise Unsure
     o['classifierType'] = v
     if 'classifierData' not in d:
@@ -387,7 +388,7 @@ def CreateDataLabelRequest(d: Any) -> dict[str, Any]:
 
 
 def CreateFormRequest(d: Any) -> dict[str, Any]:
-    if type(d) is not dict or not _C50.issuperset(d):
+    if type(d) is not dict or not _C51.issuperset(d):
         raise Unsure
     o: dict[str, Any] = {}
     if 'name' not in d:
@@ -415,13 +416,13 @@ def CreateFormRequest(d: Any) -> dict[str, Any]:
 
 
 def CreateHookRequest(d: Any) -> dict[str, Any]:
-    if type(d) is not dict or not _C25.issuperset(d):
+    if type(d) is not dict or not _C26.issuperset(d):
         raise Unsure
     o: dict[str, Any] = {}
     if 'name' not in d:
         raise Unsure
     v = d['name']
-    if type(v) is not str or len(v) < 1 or _C26.search(v) is None or v[-1:] == '\n':
+    if type(v) is not str or len(v) < 1 or _C27.search(v) is None or v[-1:] == '\n':
         raise Unsure
     o['name'] = v
     if 'description' in d:
@@ -460,14 +461,14 @@ def CreateHookRequest(d: Any) -> dict[str, Any]:
         o['allowlistedNetworkHosts'] = []
     v = d.get('status')
     if v is not None:
-        if type(v) is not str or v not in _C24:
+        if type(v) is not str or v not in _C25:
             raise Unsure
         o['status'] = v
     return o
 
 
 def CreateIntegrationAIProviderRequest(d: Any) -> dict[str, Any]:
-    if type(d) is not dict or not _C38.issuperset(d):
+    if type(d) is not dict or not _C39.issuperset(d):
         raise Unsure
     o: dict[str, Any] = {}
     if 'name' not in d:
@@ -499,14 +500,14 @@ def CreateIntegrationAIProviderRequest(d: Any) -> dict[str, Any]:
     if 'provider' not in d:
         raise Unsure
     v = d['provider']
-    if type(v) is not str or v not in _C39:
+    if type(v) is not str or v not in _C40:
         raise Unsure
     o['provider'] = v
     return o
 
 
 def CreateIntegrationLogRequest(d: Any) -> dict[str, Any]:
-    if type(d) is not dict or not _C28.issuperset(d):
+    if type(d) is not dict or not _C29.issuperset(d):
         raise Unsure
     o: dict[str, Any] = {}
     if 'name' not in d:
@@ -544,7 +545,7 @@ def CreateIntegrationLogRequest(d: Any) -> dict[str, Any]:
 
 
 def CreateIntegrationMDMRequest(d: Any) -> dict[str, Any]:
-    if type(d) is not dict or not _C35.issuperset(d):
+    if type(d) is not dict or not _C36.issuperset(d):
         raise Unsure
     o: dict[str, Any] = {}
     if 'name' not in d:
@@ -571,7 +572,7 @@ def CreateIntegrationMDMRequest(d: Any) -> dict[str, Any]:
 
 
 def CreateLogQueryRequest(d: Any) -> dict[str, Any]:
-    if type(d) is not dict or not _C46.issuperset(d):
+    if type(d) is not dict or not _C47.issuperset(d):
         raise Unsure
     o: dict[str, Any] = {}
     if 'name' not in d:
@@ -621,7 +622,7 @@ def CreateNativeUserV3Request(d: Any) -> dict[str, Any]:
 
 
 def CreatePermissionRequest(d: Any) -> dict[str, Any]:
-    if type(d) is not dict or not _C27.issuperset(d):
+    if type(d) is not dict or not _C28.issuperset(d):
         raise Unsure
     o: dict[str, Any] = {}
     if 'name' not in d:
@@ -655,7 +656,7 @@ def CreatePermissionRequest(d: Any) -> dict[str, Any]:
 
 
 def CreatePolicyDataLoaderRequest(d: Any) -> dict[str, Any]:
-    if type(d) is not dict or not _C22.issuperset(d):
+    if type(d) is not dict or not _C23.issuperset(d):
         raise Unsure
     o: dict[str, Any] = {}
     if 'name' not in d:
@@ -699,19 +700,19 @@ def CreatePolicyDataLoaderRequest(d: Any) -> dict[str, Any]:
     if 'workerRuntime' not in d:
         raise Unsure
     v = d['workerRuntime']
-    if type(v) is not str or v not in _C23:
+    if type(v) is not str or v not in _C24:
         raise Unsure
     o['workerRuntime'] = v
     v = d.get('status')
     if v is not None:
-        if type(v) is not str or v not in _C24:
+        if type(v) is not str or v not in _C25:
             raise Unsure
         o['status'] = v
     return o
 
 
 def CreatePolicyReportRequest(d: Any) -> dict[str, Any]:
-    if type(d) is not dict or not _C21.issuperset(d):
+    if type(d) is not dict or not _C22.issuperset(d):
         raise Unsure
     o: dict[str, Any] = {}
     if 'policyCode' in d:
@@ -818,6 +819,8 @@ def CreatePolicySuspensionRequest(d: Any) -> dict[str, Any]:
     if 'expirationMinutes' not in d:
         raise Unsure
     v = d['expirationMinutes']
+    if type(v) is str and _C21.fullmatch(v):
+        v = int(v)
     if type(v) is not int or not 1 <= v <= 18446744073709551615:
         raise Unsure
     o['expirationMinutes'] = v
@@ -896,7 +899,7 @@ def CreateSatelliteRequest(d: Any) -> dict[str, Any]:
 
 
 def CreateScenarioMonitorRequest(d: Any) -> dict[str, Any]:
-    if type(d) is not dict or not _C56.issuperset(d):
+    if type(d) is not dict or not _C57.issuperset(d):
         raise Unsure
     o: dict[str, Any] = {}
     if 'name' not in d:
@@ -915,14 +918,14 @@ def CreateScenarioMonitorRequest(d: Any) -> dict[str, Any]:
     if 'status' not in d:
         raise Unsure
     v = d['status']
-    if type(v) is not str or v not in _C24:
+    if type(v) is not str or v not in _C25:
         raise Unsure
     o['status'] = v
     return o
 
 
 def CreateSessionTerminationRequest(d: Any) -> dict[str, Any]:
-    if type(d) is not dict or not _C57.issuperset(d):
+    if type(d) is not dict or not _C58.issuperset(d):
         raise Unsure
     o: dict[str, Any] = {}
     if 'sessionId' not in d:
@@ -973,7 +976,7 @@ def CreateSidecarRequest(d: Any) -> dict[str, Any]:
 
 
 def CreateSigningKeyRequest(d: Any) -> dict[str, Any]:
-    if type(d) is not dict or not _C42.issuperset(d):
+    if type(d) is not dict or not _C43.issuperset(d):
         raise Unsure
     o: dict[str, Any] = {}
     if 'name' not in d:
@@ -991,7 +994,7 @@ def CreateSigningKeyRequest(d: Any) -> dict[str, Any]:
     if 'algorithm' not in d:
         raise Unsure
     v = d['algorithm']
-    if type(v) is not str or v not in _C43:
+    if type(v) is not str or v not in _C44:
         raise Unsure
     o['algorithm'] = v
     if 'terminationProtection' in d:
@@ -1039,7 +1042,7 @@ def Empty(d: Any) -> dict[str, Any]:
 
 
 def FormCommand(d: Any) -> dict[str, Any]:
-    if type(d) is not dict or not _C55.issuperset(d):
+    if type(d) is not dict or not _C56.issuperset(d):
         raise Unsure
     o: dict[str, Any] = {}
     if 'name' not in d:
@@ -1052,7 +1055,7 @@ def FormCommand(d: Any) -> dict[str, Any]:
 
 
 def FormField(d: Any) -> dict[str, Any]:
-    if type(d) is not dict or not _C51.issuperset(d):
+    if type(d) is not dict or not _C52.issuperset(d):
         raise Unsure
     o: dict[str, Any] = {}
     v = d.get('id')
@@ -1080,7 +1083,7 @@ def FormField(d: Any) -> dict[str, Any]:
 
 
 def FormFieldConfig(d: Any) -> dict[str, Any]:
-    if type(d) is not dict or not _C52.issuperset(d):
+    if type(d) is not dict or not _C53.issuperset(d):
         raise Unsure
     o: dict[str, Any] = {}
     if 'options' in d:
@@ -1099,7 +1102,7 @@ def FormFieldConfig(d: Any) -> dict[str, Any]:
 
 
 def FormOption(d: Any) -> dict[str, Any]:
-    if type(d) is not dict or not _C53.issuperset(d):
+    if type(d) is not dict or not _C54.issuperset(d):
         raise Unsure
     o: dict[str, Any] = {}
     if 'label' not in d:
@@ -1118,7 +1121,7 @@ def FormOption(d: Any) -> dict[str, Any]:
 
 
 def FormOptionsSource(d: Any) -> dict[str, Any]:
-    if type(d) is not dict or not _C54.issuperset(d):
+    if type(d) is not dict or not _C55.issuperset(d):
         raise Unsure
     o: dict[str, Any] = {}
     if 'app' in d:
@@ -1185,7 +1188,7 @@ def HookCredential(d: Any) -> dict[str, Any]:
 
 
 def LogQueryBody(d: Any) -> dict[str, Any]:
-    if type(d) is not dict or not _C47.issuperset(d):
+    if type(d) is not dict or not _C48.issuperset(d):
         raise Unsure
     o: dict[str, Any] = {}
     if 'query' in d:
@@ -1205,7 +1208,9 @@ def LogQueryBody(d: Any) -> dict[str, Any]:
         o['filters'] = []
     v = d.get('relativeTime')
     if v is not None:
-        if type(v) is not int or not -9223372036854775808 <= v <= 18446744073709551615:
+        if type(v) is str and _C21.fullmatch(v):
+            v = int(v)
+        if type(v) is not int or not -9223372036854775808 <= v <= 9223372036854775807:
             raise Unsure
         o['relativeTime'] = v
     if 'histogramGroupByFields' in d:
@@ -1224,7 +1229,7 @@ def LogQueryBody(d: Any) -> dict[str, Any]:
 
 
 def LogQueryFilter(d: Any) -> dict[str, Any]:
-    if type(d) is not dict or not _C48.issuperset(d):
+    if type(d) is not dict or not _C49.issuperset(d):
         raise Unsure
     o: dict[str, Any] = {}
     if 'name' not in d:
@@ -1245,7 +1250,7 @@ def LogQueryFilter(d: Any) -> dict[str, Any]:
 
 
 def LogStoreA(d: Any) -> dict[str, Any]:
-    if type(d) is not dict or not _C29.issuperset(d):
+    if type(d) is not dict or not _C30.issuperset(d):
         raise Unsure
     o: dict[str, Any] = {}
     if 'bucketName' not in d:
@@ -1271,7 +1276,7 @@ def LogStoreA(d: Any) -> dict[str, Any]:
 
 
 def LogStoreB(d: Any) -> dict[str, Any]:
-    if type(d) is not dict or not _C30.issuperset(d):
+    if type(d) is not dict or not _C31.issuperset(d):
         raise Unsure
     o: dict[str, Any] = {}
     if 'site' not in d:
@@ -1297,7 +1302,7 @@ def LogStoreB(d: Any) -> dict[str, Any]:
 
 
 def LogStoreC(d: Any) -> dict[str, Any]:
-    if type(d) is not dict or not _C29.issuperset(d):
+    if type(d) is not dict or not _C30.issuperset(d):
         raise Unsure
     o: dict[str, Any] = {}
     if 'cloudIntegrationId' not in d:
@@ -1323,7 +1328,7 @@ def LogStoreC(d: Any) -> dict[str, Any]:
 
 
 def LogStoreD(d: Any) -> dict[str, Any]:
-    if type(d) is not dict or not _C31.issuperset(d):
+    if type(d) is not dict or not _C32.issuperset(d):
         raise Unsure
     o: dict[str, Any] = {}
     if 'host' not in d:
@@ -1348,7 +1353,7 @@ def LogStoreD(d: Any) -> dict[str, Any]:
 
 
 def MdmA(d: Any) -> dict[str, Any]:
-    if type(d) is not dict or not _C36.issuperset(d):
+    if type(d) is not dict or not _C37.issuperset(d):
         raise Unsure
     o: dict[str, Any] = {}
     if 'apiKey' not in d:
@@ -1367,7 +1372,7 @@ def MdmA(d: Any) -> dict[str, Any]:
 
 
 def MdmB(d: Any) -> dict[str, Any]:
-    if type(d) is not dict or not _C37.issuperset(d):
+    if type(d) is not dict or not _C38.issuperset(d):
         raise Unsure
     o: dict[str, Any] = {}
     if 'clientId' not in d:
@@ -1392,7 +1397,7 @@ def MdmB(d: Any) -> dict[str, Any]:
 
 
 def MetricAggregation(d: Any) -> dict[str, Any]:
-    if type(d) is not dict or not _C49.issuperset(d):
+    if type(d) is not dict or not _C50.issuperset(d):
         raise Unsure
     o: dict[str, Any] = {}
     if 'field' in d:
@@ -1600,14 +1605,14 @@ UPDATE_FIELDS: dict[str, tuple[str, ...]] = {
     'ResourceAlias': ('id', 'alias'),
     'NativeUser': ('id', 'label', 'terminationProtection', 'credentials'),
     'DataDiscoveryConfiguration': ('resourceId', 'nativeUserId', 'database', 'schedule', 'deletionPolicy', 'path', 'id', 'createdAt', 'updatedAt'),
-    'Policy': ('name', 'description', 'code', 'terminationProtection', 'groupName', 'userEmail', 'notification', 'status', 'id', 'createdAt', 'updatedAt', 'ast', 'owners', 'version'),
+    'Policy': ('name', 'description', 'code', 'terminationProtection', 'groupName', 'userEmail', 'notification', 'status', 'owners', 'id', 'createdAt', 'updatedAt', 'ast', 'version'),
     'PolicyDataLoader': ('name', 'description', 'key', 'workerCode', 'workerSchedule', 'terminationProtection', 'workerRuntime', 'status', 'id', 'createdAt', 'updatedAt'),
     'Hook': ('id', 'name', 'description', 'code', 'timeoutMs', 'createdAt', 'updatedAt', 'allowlistedEnvironmentVariables', 'allowlistedNetworkHosts', 'status'),
     'Permission': ('name', 'description', 'code', 'terminationProtection', 'id', 'createdAt', 'updatedAt'),
     'ConnectorAIProvider': ('connectorId', 'config', 'id', 'createdAt', 'updatedAt'),
     'SigningKey': ('id', 'terminationProtection'),
     'DataLabel': ('name', 'classifierType', 'classifierData', 'id', 'createdAt', 'updatedAt'),
-    'LogQuery': ('name', 'query', 'id', 'createdAt', 'updatedAt'),
+    'LogQuery': ('name', 'query', 'id', 'createdAt', 'updatedAt', 'createdBy'),
     'Form': ('name', 'description', 'fields', 'id', 'createdAt', 'updatedAt'),
     'ScenarioMonitor': ('name', 'scenario', 'status', 'id', 'createdAt', 'updatedAt'),
 }

@@ -85,6 +85,9 @@ class Operation(NamedTuple):
     # Get, Delete and sparse Update: the request field naming the object (a
     # connector AI provider is named by its connectorId).
     by: str = "id"
+    # Get: other request fields that may name the object instead, each with the stored
+    # field it matches (the request model takes exactly one of them and ``by``).
+    also_by: tuple[tuple[str, str], ...] = ()
     # Update: replace-all or sparse; the fields it cannot change (ignored).
     style: UpdateStyle | None = None
     read_only: tuple[str, ...] = ()
@@ -99,6 +102,14 @@ class Operation(NamedTuple):
     connect: bool = False
     # Dotted request paths that are secret: never logged or echoed.
     secret_paths: tuple[str, ...] = ()
+
+    @property
+    def sends(self) -> str:
+        """The request field a client names the object by: the service's own name for the
+        object's id where it has one (``dataDiscoveryConfigurationId``), else ``by``."""
+        if self.by == "id":
+            return next((field for field, matched in self.also_by if matched == "id"), "id")
+        return self.by
 
     @property
     def path(self) -> str:
@@ -209,10 +220,11 @@ SPEC: tuple[Operation, ...] = (
 
 
 def _get(service: str, name: str, key: str | None, kind: str, response: str, *,
-         by: str = "id", request_model: str = "IdRequest") -> Operation:
-    """A Get: ``{"id"}`` (or ``by``) -> ``{key: object}``."""
+         by: str = "id", request_model: str = "IdRequest",
+         also_by: tuple[tuple[str, str], ...] = ()) -> Operation:
+    """A Get: ``{"id"}`` (or ``by``, or one of ``also_by``) -> ``{key: object}``."""
     return Operation(service, name, response, key, kind=kind, verb=Verb.GET, retry_safe=True,
-                     request_model=request_model, by=by)
+                     request_model=request_model, by=by, also_by=also_by)
 
 
 def _list(service: str, name: str, key: str, kind: str, response: str, *,
@@ -305,8 +317,11 @@ LIFECYCLE: tuple[Operation, ...] = (
             read_only=("resourceId",)),
     _delete("NativeUserService", "DeleteNativeUserV3", "NativeUser"),
 
+    # The SDK names the configuration by its id or by its resource's; {id} is accepted.
     _get("ResourceService", "GetDataDiscoveryConfiguration", "dataDiscoveryConfiguration",
-         "DataDiscoveryConfiguration", "DataDiscoveryConfiguration"),
+         "DataDiscoveryConfiguration", "DataDiscoveryConfiguration",
+         request_model="GetDataDiscoveryConfigurationRequest",
+         also_by=(("dataDiscoveryConfigurationId", "id"), ("resourceId", "resourceId"))),
     _list("ResourceService", "ListDataDiscoveryConfigurations", "dataDiscoveryConfigurations",
           "DataDiscoveryConfiguration", "DataDiscoveryConfiguration",
           request="ListOfResourceRequest", scope=_OF_RESOURCE, scope_required=True),

@@ -284,6 +284,8 @@ KINDS: tuple[Kind, ...] = (
 BY_KIND: dict[str, Kind] = {k.name: k for k in KINDS}
 # The kind whose objects policies read as input.hooks.<name>.
 HOOK_KIND = next(k.name for k in KINDS if k.code is Role.HOOK)
+# The kind whose code the service evaluates at the stages (PolicyTest's policyRef).
+POLICY_KIND = next(k.name for k in KINDS if k.code is Role.POLICY)
 
 
 @functools.cache

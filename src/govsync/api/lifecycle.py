@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
+from pydantic_core import PydanticCustomError
 
 from govsync.api.models import (
     Connector,
@@ -55,6 +56,17 @@ class IdRequest(Model):
 
 class ConnectorIdRequest(Model):
     connectorId: NonEmpty
+
+
+class GetDataDiscoveryConfigurationRequest(Model):
+    """The configuration by its id (the SDK's ``dataDiscoveryConfigurationId``, or ``id``),
+    or by its resource's (the resource's first configuration)."""
+
+    dataDiscoveryConfigurationId: NonEmpty | None = None
+    resourceId: NonEmpty | None = None
+    id: NonEmpty | None = None
+
+    VARIANTS = ("dataDiscoveryConfigurationId", "resourceId", "id")
 
 
 class DeleteBlockedUserRequest(Model):
@@ -154,21 +166,66 @@ def _replace_all(name: str, key: str, create: type[Model],
     return create_model(f"{name}Request", __base__=Model, **wrapped)
 
 
+class OwnerRef(Model):
+    """The group or the user of a policy's owner as read: named by its ``id``; the rest of
+    what the read returned is read-only (accepted, ignored)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: NonEmpty
+
+
+class PolicyOwnerInput(Model):
+    """One owner of a policy as read: exactly one of its group and its user."""
+
+    group: OwnerRef | None = None
+    user: OwnerRef | None = None
+
+    VARIANTS = ("group", "user")
+
+
+class PolicyAsRead(CreatePolicyRequest):
+    """UpdatePolicyV2's policy: the object as a read returns it, sent back whole.  Its
+    owner is ``owners`` as read (what the service's own clients send), or one of
+    ``groupName`` and ``userEmail`` in their place (what govsync's manifests write);
+    ``owners`` left out or empty keep the stored ones."""
+
+    owners: list[PolicyOwnerInput] | None = None
+
+    VARIANTS = ()
+
+    @model_validator(mode="after")
+    def _one_owner_named(self) -> PolicyAsRead:
+        named = [k for k in ("groupName", "userEmail") if getattr(self, k) is not None]
+        if len(named) > 1:
+            raise PydanticCustomError("at_most_one", "at most one of {fields} may be set "
+                                      "(got {got})",
+                                      {"fields": "groupName, userEmail", "got": ", ".join(named)})
+        return self
+
+
 class PolicyReport(Output):
-    reportId: str
-    policyId: str
+    """A report as GetPolicyReport answers it (the SDK's PolicyReport; policy-code.md):
+    ``evaluationStart`` is where its window of logged requests begins; ``status``
+    ``completed`` or ``failed`` once done (any other value: still running)."""
+
+    id: str
     policyCode: str = ""
-    evaluationWindow: str = ""
+    policyId: str = ""
     logQuery: str = ""
+    evaluationStart: str
     createdAt: str
+    createdBy: str
+    status: str
 
 
 class LogQuery(Output):
+    """A saved query as GetLogQuery answers it (the SDK's LogQueryMetadata)."""
+
     id: str
     name: str
+    createdBy: str
     query: dict[str, Any]
-    createdAt: str
-    updatedAt: str
 
 
 class ScenarioMonitor(Output):
@@ -213,13 +270,14 @@ UpdateSatelliteV2Request = _replace_all("UpdateSatelliteV2", "satellite", Create
 UpdateDataDiscoveryConfigurationV2Request = _replace_all(
     "UpdateDataDiscoveryConfigurationV2", "dataDiscoveryConfiguration",
     CreateDataDiscoveryConfigurationRequest)
-UpdatePolicyV2Request = _replace_all("UpdatePolicyV2", "policy", CreatePolicyRequest, Policy)
+UpdatePolicyV2Request = _replace_all("UpdatePolicyV2", "policy", PolicyAsRead, Policy)
 UpdatePolicyDataLoaderV2Request = _replace_all("UpdatePolicyDataLoaderV2", "policyDataLoader",
                                                CreatePolicyDataLoaderRequest)
 UpdatePermissionV2Request = _replace_all("UpdatePermissionV2", "permission",
                                          CreatePermissionRequest)
 UpdateDataLabelV2Request = _replace_all("UpdateDataLabelV2", "dataLabel", CreateDataLabelRequest)
-UpdateLogQueryV2Request = _replace_all("UpdateLogQueryV2", "metadata", CreateLogQueryRequest)
+UpdateLogQueryV2Request = _replace_all("UpdateLogQueryV2", "metadata", CreateLogQueryRequest,
+                                       LogQuery)
 UpdateFormV2Request = _replace_all("UpdateFormV2", "form", CreateFormRequest)
 UpdateScenarioMonitorV2Request = _replace_all("UpdateScenarioMonitorV2", "scenarioMonitor",
                                               CreateScenarioMonitorRequest)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import calendar
 import re
+from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar
 
 from pydantic import (
@@ -13,9 +14,12 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
     model_validator,
 )
-from pydantic_core import PydanticCustomError
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
 # --- scalar types ---------------------------------------------------------
 
@@ -50,6 +54,72 @@ Timestamp = Annotated[
     AfterValidator(_check_timestamp),
     Field(json_schema_extra={"format": "date-time", "pattern": TIMESTAMP_PATTERN}),
 ]
+
+# --- 64-bit integers -------------------------------------------------------
+#
+# proto3's JSON form writes a 64-bit integer as a string of decimal digits, and every
+# client generated from the service's schema sends it so (``"relativeTime": "3600"``).
+# Contract section 12: a request may carry either form; an answer carries numbers.
+# The string is read as the number it writes, so a manifest's ``"3600"`` is 3600 in
+# the plan, the request sent and the state.
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+UINT64_MAX = 2**64 - 1
+# Decimal digits, as proto3's JSON writes them (no sign but '-', no leading zero, no
+# exponent); at most 20 digits, the longest a 64-bit integer takes.
+DECIMAL_TEXT = re.compile(r"-?(0|[1-9][0-9]{0,19})")
+# The description of the string form in the JSON Schemas (the docs know it by it).
+DECIMAL_TEXT_SCHEMA = "the same integer as a string of decimal digits (proto3's JSON form)"
+
+
+def decimal_text(value: Any) -> Any:
+    """A string of decimal digits as the integer it writes; any other value as it is
+    (the integer check that follows refuses what is not an integer)."""
+    if type(value) is str and DECIMAL_TEXT.fullmatch(value):
+        return int(value)
+    return value
+
+
+@dataclass(frozen=True)
+class Int64Text:
+    """The metadata of a 64-bit integer field: a number, or its decimal digits as a string
+    (read as the number), within ``[lo, hi]`` and any bound the field adds (``ge=1``).
+
+    ``tools/checkgen.py`` compiles it; the JSON Schema offers both forms."""
+
+    lo: int
+    hi: int
+
+    def _in_range(self, value: int) -> int:
+        if value < self.lo:
+            raise PydanticCustomError("greater_than_equal",
+                                      "Input should be greater than or equal to {ge}",
+                                      {"ge": self.lo})
+        if value > self.hi:
+            raise PydanticCustomError("less_than_equal",
+                                      "Input should be less than or equal to {le}",
+                                      {"le": self.hi})
+        return value
+
+    def __get_pydantic_core_schema__(self, source: Any,
+                                     handler: GetCoreSchemaHandler) -> CoreSchema:
+        checked = core_schema.no_info_after_validator_function(self._in_range, handler(source))
+        return core_schema.no_info_before_validator_function(decimal_text, checked)
+
+    def __get_pydantic_json_schema__(self, schema: CoreSchema,
+                                     handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        number = dict(handler(schema))
+        lo = max(number.get("minimum", self.lo), self.lo)
+        number.update(minimum=lo, maximum=min(number.get("maximum", self.hi), self.hi))
+        digits = "[1-9][0-9]{0,19}" if lo >= 1 else "(0|[1-9][0-9]{0,19})"
+        text = {"type": "string", "pattern": f"^{'-?' if lo < 0 else ''}{digits}$",
+                "description": DECIMAL_TEXT_SCHEMA}
+        return {"anyOf": [number, text]}
+
+
+# A signed and an unsigned 64-bit integer of the service's schema (int64, uint64).
+Int64 = Annotated[int, Int64Text(INT64_MIN, INT64_MAX)]
+UInt64 = Annotated[int, Int64Text(0, UINT64_MAX)]
 
 # Sidecar technology: ssh, http, llm and multi are named by the spec; ten more
 # values (database engines, storage, orchestrator, cloud platforms) are not

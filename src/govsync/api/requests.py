@@ -4,7 +4,7 @@ their face; the conventions are ``modelbase.Model``'s)."""
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     ConfigDict,
@@ -18,11 +18,13 @@ from govsync.api.modelbase import (
     ConnectorName,
     Empty,
     Identifier,
+    Int64,
     Model,
     NonEmpty,
     SidecarName,
     Technology,
     Timestamp,
+    UInt64,
 )
 
 # --- spaces, connectors, satellites, sidecars ------------------------------
@@ -195,13 +197,13 @@ class CreatePolicyRequest(Model):
     notification: Literal["none", "consumer", "owners", "all"] | None = None
     status: Literal["draft", "dry-run", "active"] | None = None
 
-    VARIANTS = ("groupName", "userEmail")  # the owner
+    VARIANTS: ClassVar[tuple[str, ...]] = ("groupName", "userEmail")  # the owner
 
 
 class CreatePolicySuspensionRequest(Model):
     policyId: NonEmpty
     identityId: NonEmpty
-    expirationMinutes: int = Field(ge=1)
+    expirationMinutes: UInt64 = Field(ge=1)
     inputCondition: str = ""
     oneoff: bool = False
     reason: str = ""
@@ -411,7 +413,7 @@ class MetricAggregation(Model):
 class LogQueryBody(Model):
     query: str = ""
     filters: list[LogQueryFilter] = []
-    relativeTime: int | None = None
+    relativeTime: Int64 | None = None
     histogramGroupByFields: list[str] = []
     metricAggregation: MetricAggregation | None = None
 

@@ -242,7 +242,7 @@ class Objects:
         if not isinstance(key, str) or not key:
             raise ApiError(f"no {op.by} to read the {kind.name} with", operation=op.name)
         try:
-            answer = await self.call(op, {op.by: key})
+            answer = await self.call(op, {op.sends: key})
         except NotFoundError:
             return None
         obj = answer.get(op.response_key) if op.response_key else answer

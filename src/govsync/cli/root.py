@@ -63,6 +63,7 @@ _LONG = {"v": "--verbose", "q": "--quiet"}
 # (or listed by --help and `govsync docs`).
 COMMANDS = {
     "validate": "check:validate",
+    "test": "testing:test_command",
     "environments": "environments:environments_command",
     "plan": "plan:plan",
     "apply": "workflow:apply",

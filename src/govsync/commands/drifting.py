@@ -35,7 +35,7 @@ def drift(manifests: ManifestSet, settings: Settings, *,
     settings = with_secrets(settings, manifests)
     snapshot = (early.snapshot if early is not None
                 else read_snapshot(settings, responses=refreshing(settings)))
-    found, observed = refreshed(settings, snapshot, lambda observation: make_plan(
+    found, observed, _ = refreshed(settings, snapshot, lambda observation: make_plan(
         manifests, snapshot, environ=settings.environ, targets=settings.targets,
         read_secrets=read_secrets, prune=settings.selection.prune,
         replace=settings.replace, ignore=settings.selection.ignore_changes,

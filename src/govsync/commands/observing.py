@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from govsync import envvars, governance, live, render, runtime
 from govsync.api.kinds import BY_KIND
@@ -22,6 +22,7 @@ from govsync.errors import (
 from govsync.live import LiveValue
 from govsync.manifests.manifest import ManifestSet
 from govsync.plan import (
+    CODE_CHECK,
     REFRESH_CHECK,
     Action,
     Check,
@@ -61,37 +62,56 @@ def refreshing(settings: Settings) -> bool:
     return settings.refresh and bool(settings.endpoint)
 
 
-def unread(plan: Plan, settings: Settings) -> Plan:
-    """A plan made without a refresh says so, and what its updates send."""
+class Refreshed(NamedTuple):
+    """A plan, what the refresh observed (None: the server was not read), and the
+    observation the plan was decided from."""
+
+    plan: Plan
+    observed: refresh.Observed | None
+    seen: Observation
+
+
+def unread(plan: Plan, settings: Settings, codes: Mapping[str, str] | None = None) -> Plan:
+    """A plan made without a refresh says so, and what its updates send; and that the
+    service was not asked about policies' code."""
     say_unread(plan, "--refresh=false" if settings.endpoint else "no endpoint")
     if settings.endpoint:
         plan.checks.append(Check(REFRESH_CHECK, CheckStatus.SKIPPED, (
             "the server was not read (--refresh=false): compared with the recorded state "
             "only; outside changes, missing objects and duplicates are not looked for")))
+    if codes:
+        plan.checks.append(Check(CODE_CHECK, CheckStatus.SKIPPED, (
+            f"GetPolicyCodeValidity not asked ("
+            f"{'--refresh=false' if settings.endpoint else 'no endpoint'}): the service's "
+            f"check of {len(codes)} policies' code was not made (govsync validate compiles "
+            "it offline)")))
     return plan
 
 
 def refreshed(settings: Settings, snapshot: Snapshot, make: MakePlan,
               early: Early | None = None, *, owners: refresh.Owners | None = None,
-              running: bool = False) -> tuple[Plan, refresh.Observed | None]:
+              running: bool = False, codes: Mapping[str, str] | None = None) -> Refreshed:
     """The plan ``make`` makes, after a refresh where this run reads the server
-    (``early``: one begun already, from ``snapshot``)."""
+    (``early``: one begun already, from ``snapshot``), and the service asked about the
+    policies' ``codes`` (address -> code) meanwhile."""
     if not refreshing(settings):
-        return unread(offline(make, owners), settings), None
+        plan, seen = offline(make, owners)
+        return Refreshed(unread(plan, settings, codes), None, seen)
     observed = early.observed() if early is not None else None
     if observed is not None and _holds_secret(observed, settings):
         observed = None  # read before the manifests' secrets were known: read again
-    if observed is not None:
+    if observed is not None and not codes:
         from govsync import refresh
 
-        plan = make(observed.observation(running=running))
+        seen = observed.observation(running=running)
+        plan = make(seen)
         if not any(c.action in (Action.CREATE, Action.IMPORT, Action.REPLACE, Action.DELETE,
                                 Action.UNCERTAIN) for c in plan.changes):
             # Nothing to look up on the server: no client, no event loop.
             refresh.annotate(plan, observed)
-            return plan, observed
+            return Refreshed(plan, observed, seen)
     return runtime.run(refreshed_async(settings, snapshot, make, observed, owners=owners,
-                                       running=running))
+                                       running=running, codes=codes))
 
 
 def _holds_secret(observed: refresh.Observed, settings: Settings) -> bool:
@@ -104,14 +124,18 @@ def _holds_secret(observed: refresh.Observed, settings: Settings) -> bool:
     return holds(reading.live, hidden) or holds(reading.listed, hidden)
 
 
-def offline(make: MakePlan, owners: refresh.Owners | None) -> Plan:
-    """The plan made without reading the server; what it adopts, deletes or replaces is
-    still held to whose it is (the state knows: an id another workspace records)."""
+def offline(make: MakePlan, owners: refresh.Owners | None) -> tuple[Plan, Observation]:
+    """The plan made without reading the server (and what it was made from); what it
+    adopts, deletes or replaces is still held to whose it is (the state knows: an id
+    another workspace records)."""
     plan = make(Observation())
     ids = {c.id for c in plan.changes if c.id and c.action in (
         Action.IMPORT, Action.DELETE, Action.REPLACE)}
     found = owners(ids) if owners is not None and ids else {}
-    return make(Observation(owners=found)) if found else plan
+    if not found:
+        return plan, Observation()
+    seen = Observation(owners=found)
+    return make(seen), seen
 
 
 def early_snapshot(settings: Settings, store: StateStore | None) -> Snapshot | None:
@@ -150,24 +174,28 @@ async def observe(settings: Settings, snapshot: Snapshot) -> refresh.Observed:
 async def refreshed_async(settings: Settings, snapshot: Snapshot, make: MakePlan,
                           observed: refresh.Observed | None = None, *,
                           owners: refresh.Owners | None = None, running: bool = False,
-                          ) -> tuple[Plan, refresh.Observed | None]:
+                          codes: Mapping[str, str] | None = None) -> Refreshed:
     """Read every recorded object (``observed``: read already, from ``snapshot``), look up
-    what the plan would create, then plan from all of it.  Not where the state belongs
-    to another endpoint, whose ids would all look missing here."""
+    what the plan would create, ask the service about the policies' ``codes`` meanwhile,
+    then plan from all of it.  Not where the state belongs to another endpoint, whose ids
+    would all look missing here."""
     if not refreshing(settings):
-        return unread(offline(make, owners), settings), None
+        plan, seen = offline(make, owners)
+        return Refreshed(unread(plan, settings, codes), None, seen)
     from govsync import refresh  # with asyncio: offline commands never load it
 
     if snapshot.entries and endpoint_change(snapshot, settings):
-        plan = offline(make, owners)
+        plan, seen = offline(make, owners)
         refresh.skipped(plan, "the state was applied against another endpoint")
-        return plan, None
+        refresh.code.skipped(plan, len(codes or {}), "the state was applied against "
+                             "another endpoint")
+        return Refreshed(plan, None, seen)
     try:
         async with runtime.client(settings, lanes=refresh.LANES, reads=True) as client:
-            return await refresh.refreshed(client, snapshot.entries, make,
-                                           settings.selection.ignore_changes,
-                                           lambda: recorded_now(settings), observed,
-                                           owners=owners, running=running)
+            return Refreshed(*await refresh.refreshed(
+                client, snapshot.entries, make, settings.selection.ignore_changes,
+                lambda: recorded_now(settings), observed, owners=owners, running=running,
+                codes=codes))
     except UnauthorizedError as exc:
         raise key_rejected(exc) from exc
 

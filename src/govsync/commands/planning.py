@@ -12,7 +12,8 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from govsync import governance, runtime
+from govsync import governance, policytests, runtime
+from govsync.api.kinds import POLICY_KIND
 from govsync.commands.endpoint import endpoint_change, identity
 from govsync.commands.observing import (
     Early,
@@ -39,12 +40,13 @@ from govsync.errors import (
 from govsync.governance import Governance
 from govsync.live import wanted
 from govsync.manifests.manifest import ManifestSet
-from govsync.plan import Check, CheckStatus, Observation, Plan, make_plan
+from govsync.plan import Check, CheckStatus, Observation, Plan, codes_to_check, make_plan
 from govsync.redact import url as safe_url
 from govsync.settings import Settings
 from govsync.state import LockHolder, Snapshot
 
 if TYPE_CHECKING:
+    from govsync import refresh
     from govsync.rules import Rule
 
 
@@ -130,11 +132,12 @@ def _plan(manifests: ManifestSet, settings: Settings, workspace: Workspace, *, s
                          prune=selection.prune, replace=settings.replace,
                          ignore=selection.ignore_changes, observation=observation)
 
-    result, _observed = refreshed(
+    result, observed, observation = refreshed(
         settings, snapshot, make, early, running=running is not None,
         owners=(lambda ids: store.recorded_elsewhere(settings.workspace, ids))
-        if store is not None else None)
+        if store is not None else None, codes=codes_to_check(manifests, snapshot.entries))
     result.secrets_read = read_secrets
+    tested(result, manifests, snapshot, observed, observation)
     governed_by(result, record, proposed, selection.name)
     check_rules(result, manifests, governance.rules_to_check(record, proposed),
                 selection.name, snapshot, rule_errors)
@@ -164,6 +167,18 @@ def _plan(manifests: ManifestSet, settings: Settings, workspace: Workspace, *, s
     if saving and read_secrets and not snapshot.lineage and _may_save(workspace):
         result = _in_new_workspace(result, manifests, workspace, seen[0])
     return Planned(result, running)
+
+
+def tested(plan: Plan, manifests: ManifestSet, snapshot: Snapshot,
+           observed: refresh.Observed | None, seen: Observation) -> None:
+    """The tests of each created or code-changed policy on its change (contract section
+    13), once the plan is decided: the recorded code is the live code where the server
+    was read, else the code in state."""
+    if not any(c.kind == POLICY_KIND for c in plan.changes):
+        return
+    live = observed.reading.live if observed is not None else {}
+    policytests.annotate(plan, manifests,
+                         policytests.recorded_code(plan, snapshot.entries, live), seen)
 
 
 def _check_live(plan: Plan, manifests: ManifestSet, settings: Settings,
@@ -245,6 +260,9 @@ def _in_new_workspace(planned: Plan, manifests: ManifestSet, workspace: Workspac
     again.checks, again.environment, again.governance = (
         planned.checks, planned.environment, planned.governance)
     again.drift, again.refreshed = planned.drift, planned.refreshed
+    tests = {c.address: c.tests for c in planned.changes}
+    for change in again.changes:
+        change.tests = tests.get(change.address)
     return again
 
 

@@ -22,7 +22,7 @@ from govsync import approvals, audit, governance, planfile, render
 from govsync.approvals import Approver
 from govsync.commands.endpoint import identity
 from govsync.commands.observing import check_creates, refreshed_async, refused_partial
-from govsync.commands.planning import check_rules, governed_by
+from govsync.commands.planning import check_rules, governed_by, tested
 from govsync.commands.sources import Manifests, Reviewed, Saved, Source
 from govsync.commands.workspace import project_file, with_secrets
 from govsync.errors import (
@@ -35,7 +35,7 @@ from govsync.errors import (
     StalePlanError,
 )
 from govsync.governance import Governance
-from govsync.plan import Action, Plan, make_plan
+from govsync.plan import Action, Plan, codes_to_check, make_plan
 from govsync.planfile import SavedPlan, review_digest, reviewed_change
 from govsync.redact import url as safe_url
 from govsync.rules import check_sent
@@ -159,12 +159,14 @@ async def preflight(source: Source, store: StateStore, snapshot: Snapshot, setti
             plan = saved.plan
             await check_creates(plan, settings, snapshot, owners)
         case Manifests(manifests) | Reviewed(manifests, _):
-            plan, observed = await refreshed_async(
+            plan, observed, seen = await refreshed_async(
                 settings, snapshot, lambda observation: make_plan(
                     manifests, snapshot, environ=settings.environ, targets=settings.targets,
                     prune=selection.prune, replace=settings.replace,
-                    ignore=selection.ignore_changes, observation=observation), owners=owners)
+                    ignore=selection.ignore_changes, observation=observation), owners=owners,
+                codes=codes_to_check(manifests, snapshot.entries))
             refused_partial(observed, "nothing was applied")
+            tested(plan, manifests, snapshot, observed, seen)
             governed_by(plan, record, proposed, selection.name)
             check_rules(plan, manifests, governance.rules_to_check(record, proposed),
                         selection.name, snapshot)

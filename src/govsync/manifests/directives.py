@@ -10,6 +10,8 @@ Import     ``spec: {to: Kind/name, id: ID}``: adopt an object that exists
 Removed    ``spec: {from: Kind/name, destroy: true|false}``: delete a recorded
            object whose manifest is gone (``destroy: true``), or drop it from
            state and leave it on the server (``false``), after review
+PolicyTest ``spec: {policyRef: name, cases: [...]}``: what a Policy's code must
+           decide (policytest.py), run by ``govsync test`` and on plans
 =========  ==================================================================
 
 None of them has an address in plans or state.
@@ -23,18 +25,18 @@ from typing import Any
 
 from govsync.api.kinds import BY_KIND
 from govsync.errors import Problem
-from govsync.manifests import wording
+from govsync.manifests import policytest, wording
 from govsync.manifests.yamlio import TOP_KEYS, RawDocument, locate
 from govsync.paths import Path
 
-DIRECTIVE_KINDS = ("Patch", "Moved", "Import", "Removed")
+DIRECTIVE_KINDS = ("Patch", "Moved", "Import", "Removed", policytest.KIND)
 _SPEC_KEYS = {"Patch": ("target", "merge"), "Moved": ("from", "to"), "Import": ("to", "id"),
-              "Removed": ("from", "destroy")}
+              "Removed": ("from", "destroy"), policytest.KIND: policytest.SPEC_KEYS}
 
 
 @dataclass(frozen=True)
 class Directive:
-    """One Patch, Moved or Import document, checked."""
+    """One Patch, Moved, Import, Removed or PolicyTest document, checked."""
 
     kind: str
     name: str
@@ -57,7 +59,7 @@ class Directive:
 
 
 def check_directive(doc: RawDocument, problems: list[Problem], source: str) -> Directive | None:
-    """Check a Patch, Moved or Import document's shape; append problems."""
+    """Check a directive's shape; append problems."""
     start = len(problems)
 
     def problem(path: tuple[Any, ...], message: str, *, key: bool = False) -> None:
@@ -93,6 +95,8 @@ def check_directive(doc: RawDocument, problems: list[Problem], source: str) -> D
     if len(problems) > start:
         return None
     places = {key: locate(doc.root, ("spec", key)) for key in spec}
+    if kind == policytest.KIND:
+        places.update(policytest.places(doc.root, spec))
     assert isinstance(name, str)
     return Directive(kind, name, dict(spec), doc.file, doc.line, doc.col, source, doc.index,
                      places)
@@ -143,7 +147,7 @@ def _check_removed(spec: dict[str, Any], problem: Callable[..., None]) -> None:
 
 _CHECKS: dict[str, Callable[[dict[str, Any], Callable[..., None]], None]] = {
     "Patch": _check_patch, "Moved": _check_moved, "Import": _check_import,
-    "Removed": _check_removed,
+    "Removed": _check_removed, policytest.KIND: policytest.check_spec,
 }
 
 

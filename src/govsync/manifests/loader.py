@@ -15,15 +15,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from govsync import policycode
+from govsync.api.kinds import HOOK_KIND, POLICY_KIND
 from govsync.errors import ManifestError, Problem
 from govsync.files import manifest_files
 from govsync.graph import order_or_cycles
+from govsync.manifests import policytest
 from govsync.manifests.code import check_code
 from govsync.manifests.directives import DIRECTIVE_KINDS, Directive, check_directive, merge_patch
 from govsync.manifests.documents import Override, check_document, identity
 from govsync.manifests.links import Link, check_links
 from govsync.manifests.manifest import Context, Manifest, ManifestSet, document_root
 from govsync.manifests.names import skeleton
+from govsync.manifests.wording import did_you_mean
 from govsync.manifests.yamlio import Builder, RawDocument, iter_documents, locate, read_text
 from govsync.paths import Path
 from govsync.paths import text as paths_text
@@ -229,15 +232,43 @@ def load(paths: Sequence[str], *, read: Reader = read_files,
 
     order, cycles = order_or_cycles(objects)
     problems.extend(cycles)
+    tests = [d for d in directives if d.kind == policytest.KIND]
+    problems.extend(_test_references(tests, objects, unknown))
     warnings: list[Problem] = []
     if code:
         errors, warnings = check_code(objects)
         problems.extend(errors)
     if problems:
         raise ManifestError(problems, warnings=warnings)
-    others = [d for d in directives if d.kind != "Patch"]
+    others = [d for d in directives if d.kind not in ("Patch", policytest.KIND)]
     return ManifestSet(objects, [d for _, d in files], digest.hexdigest(), order, others,
-                       warnings)
+                       tests=tests, warnings=warnings)
+
+
+def _test_references(tests: list[Directive], objects: dict[str, Manifest],
+                     unknown: set[tuple[str | None, str | None]]) -> list[Problem]:
+    """A PolicyTest's policyRef names a Policy, and each hook result a case gives names a
+    Hook, of the manifests (or of a document that could not be checked)."""
+    problems = []
+    for test in tests:
+        address = f"{POLICY_KIND}/{test.spec['policyRef']}"
+        if address not in objects and not _may_define(unknown, address):
+            problems.append(Problem(*test.where("policyRef"), (
+                f"{test.label}: spec.policyRef names {address}, which no manifest defines"
+                f"{did_you_mean(address, objects)}")))
+        for case in policytest.cases(test.spec):
+            for hook in case.hooks:
+                named = f"{HOOK_KIND}/{hook}"
+                if named not in objects and not _may_define(unknown, named):
+                    problems.append(Problem(*test.where(f"cases[{case.at}].hooks.{hook}"), (
+                        f"{test.label}: case {case.name!r} gives the result of {named}, which "
+                        f"no manifest defines{did_you_mean(named, objects)}")))
+    return problems
+
+
+def _may_define(unknown: set[tuple[str | None, str | None]], address: str) -> bool:
+    kind, name = address.split("/", 1)
+    return bool(unknown & {(None, None), (kind, name), (kind, None), (None, name)})
 
 
 def _in_path_order(directives: list[Directive], paths: Sequence[str]) -> list[Directive]:

@@ -121,6 +121,8 @@ class ManifestSet:
     order: list[str] = field(default_factory=list)
     # Moved, Import and Removed documents (patches are applied by then).
     directives: list[Directive] = field(default_factory=list)
+    # PolicyTest documents (manifests/policytest.py): what govsync test and plans run.
+    tests: list[Directive] = field(default_factory=list)
     # What was found that is not an error (validate's code checks: data.<key> that no
     # loader loads...), each at its place.
     warnings: list[Problem] = field(default_factory=list)

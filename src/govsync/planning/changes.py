@@ -57,6 +57,98 @@ class FieldChange:
         return {"field": self.path, "before": self.before, "after": self.after}
 
 
+class CaseStatus(StrEnum):
+    """A test case's outcome (``govsync test``, and a plan's tests)."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+
+
+class Service(StrEnum):
+    """What the service said of a policy's code (GetPolicyCodeValidity)."""
+
+    VALID = "valid"
+    INVALID = "invalid"
+    UNKNOWN = "unknown"   # not asked: the plan says why (its "policy code" check)
+
+
+class CaseRun(NamedTuple):
+    """One case of a policy's tests on a plan: its status with the new code, and the
+    decisions of the new code (``after``) and of the recorded code (``before``)."""
+
+    test: str
+    case: str
+    stage: str
+    status: CaseStatus
+    message: str = ""
+    before: Any = None
+    after: Any = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"test": self.test, "case": self.case, "stage": self.stage,
+                "status": self.status, "message": self.message}
+
+
+@dataclass(frozen=True)
+class PolicyTests:
+    """A created or code-changed policy's tests, as the plan shows them (contract section
+    13): the counts, each case, and the cases whose decision the change alters (for a
+    changed policy: ``recorded`` says the recorded code was read).  ``compiles``: the
+    offline compiler's first error ('' : it compiles); ``service``: what
+    GetPolicyCodeValidity said."""
+
+    cases: tuple[CaseRun, ...] = ()
+    recorded: bool = False
+    compiles: str = ""
+    service: Service = Service.UNKNOWN
+
+    def count(self, status: CaseStatus) -> int:
+        return sum(1 for c in self.cases if c.status == status)
+
+    @property
+    def changed(self) -> tuple[CaseRun, ...]:
+        """The cases whose decision differs between the recorded code and the new."""
+        if not self.recorded:
+            return ()
+        return tuple(c for c in self.cases if c.before != c.after)
+
+    def as_dict(self) -> dict[str, Any]:
+        """``"tests"`` of a change in JSON (and what rules see as ``change.tests``)."""
+        return {"passed": self.count(CaseStatus.PASSED),
+                "failed": self.count(CaseStatus.FAILED),
+                "errors": self.count(CaseStatus.ERROR),
+                "changed": [{"test": c.test, "case": c.case, "before": c.before,
+                             "after": c.after} for c in self.changed],
+                "cases": [c.as_dict() for c in self.cases],
+                "compiles": not self.compiles, "compileError": self.compiles,
+                "service": self.service}
+
+    def saved(self) -> dict[str, Any]:
+        """What a saved plan keeps, to be read back (``from_saved``)."""
+        return {"cases": [[*c[:4], c.message, c.before, c.after] for c in self.cases],
+                "recorded": self.recorded, "compiles": self.compiles,
+                "service": self.service}
+
+    @classmethod
+    def from_saved(cls, data: Any) -> PolicyTests:
+        """What ``saved`` wrote; ValueError or TypeError for anything else."""
+        if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
+            raise TypeError("tests must be {cases, recorded, compiles, service}")
+        cases = []
+        for item in data["cases"]:
+            if (not isinstance(item, list) or len(item) != 7
+                    or not all(isinstance(v, str) for v in item[:5])):
+                raise TypeError("a test case must be [test, case, stage, status, message, "
+                                "before, after]")
+            cases.append(CaseRun(item[0], item[1], item[2], CaseStatus(item[3]), item[4],
+                                 item[5], item[6]))
+        compiles = data.get("compiles", "")
+        if not isinstance(compiles, str) or not isinstance(data.get("recorded"), bool):
+            raise TypeError("tests' compiles is a text and recorded a boolean")
+        return cls(tuple(cases), data["recorded"], compiles, Service(str(data.get("service"))))
+
+
 @dataclass(slots=True)
 class Change:
     """What the plan does to one address: its action, why, and what apply sends."""
@@ -86,6 +178,9 @@ class Change:
     # Fields an update sends as the server holds them, whatever the manifest says
     # (ignoreChanges): never diffed, never changed.
     kept: tuple[str, ...] = ()
+    # A created or code-changed policy's tests (policytests.annotate, after the plan is
+    # decided): shown, seen by rules as change.tests, never sent.
+    tests: PolicyTests | None = None
 
     def public(self, reason: str = "") -> dict[str, Any]:
         """What users see of a change (``--format json``): no request.  ``reason``: its
@@ -109,6 +204,8 @@ class Change:
             body["outside"] = [d.as_dict() for d in self.outside]
         if self.kept:
             body["kept"] = list(self.kept)
+        if self.tests is not None:
+            body["tests"] = self.tests.as_dict()
         return body
 
     def patch_of(self, path: str) -> str | None:
@@ -122,6 +219,8 @@ class Change:
 
 # The name of the plan's check that says what a refresh read (refresh.annotate).
 REFRESH_CHECK = "refresh"
+# The name of the plan's check that says what the service said of policies' code.
+CODE_CHECK = "policy code"
 
 
 class DriftKind(StrEnum):

@@ -39,6 +39,8 @@ class Observation:
     running: bool = False
     # Policies whose code the service says does not compile: address -> its error.
     invalid_code: Mapping[str, str] = field(default_factory=dict)
+    # Policies whose code the service says compiles.
+    valid_code: frozenset[str] = frozenset()
 
     @property
     def missing(self) -> frozenset[str]:

@@ -14,6 +14,7 @@ command whose manifests hold no code loads neither them nor the worker's module.
     evaluate(code, rule, input, hooks=, data=, now=) -> Evaluation
     evaluate_many(code, rule, inputs, data=, now=) -> [Evaluation]
     run_hook(code, input, env=, timeout_ms=) -> HookRun
+    decide(codes, trials, hooks) -> [Verdict]     govsync test: a policy's cases, one call
 """
 
 from typing import TYPE_CHECKING
@@ -33,12 +34,16 @@ if TYPE_CHECKING:
         CodeCheck,
         CodeProblem,
         Evaluation,
+        HookCode,
         HookRun,
         Source,
+        Trial,
         Validity,
+        Verdict,
     )
     from govsync.policycode.sandbox import (
         check,
+        decide,
         evaluate,
         evaluate_many,
         run_hook,
@@ -50,7 +55,10 @@ LAZY = {
     "CodeCheck": "govsync.policycode.model",
     "CodeProblem": "govsync.policycode.model",
     "Evaluation": "govsync.policycode.model",
+    "HookCode": "govsync.policycode.model",
     "HookRun": "govsync.policycode.model",
+    "Trial": "govsync.policycode.model",
+    "Verdict": "govsync.policycode.model",
     "Source": "govsync.policycode.model",
     "Validity": "govsync.policycode.model",
     "MAX_CODE_CHARS": "govsync.policycode.checks",
@@ -58,6 +66,7 @@ LAZY = {
     "unknown_data": "govsync.policycode.checks",
     "unknown_hooks": "govsync.policycode.checks",
     "check": "govsync.policycode.sandbox",
+    "decide": "govsync.policycode.sandbox",
     "evaluate": "govsync.policycode.sandbox",
     "evaluate_many": "govsync.policycode.sandbox",
     "run_hook": "govsync.policycode.sandbox",
@@ -74,14 +83,18 @@ __all__ = [
     "CodeCheck",
     "CodeProblem",
     "Evaluation",
+    "HookCode",
     "HookRun",
     "Role",
     "Source",
     "Stage",
+    "Trial",
     "Use",
     "Validity",
+    "Verdict",
     "check",
     "data_uses",
+    "decide",
     "draft_hooks",
     "evaluate",
     "evaluate_many",

@@ -53,10 +53,13 @@ class Evaluation(NamedTuple):
 
 class HookRun(NamedTuple):
     """A hook's default export run on one input: what it returned (``value``), or why
-    it gave nothing (``error``)."""
+    it gave nothing (``error``; ``line`` and ``col``: where in the module it threw,
+    0 where not known)."""
 
     value: Any = None
     error: str | None = None
+    line: int = 0
+    col: int = 0
 
 
 class Validity(NamedTuple):
@@ -70,3 +73,37 @@ class Validity(NamedTuple):
 
     def public(self) -> dict[str, Any]:
         return {"valid": self.valid, "ast": self.ast, "error": self.error}
+
+
+class HookCode(NamedTuple):
+    """A hook a batch of cases may run: its module and its ``timeoutMs``."""
+
+    code: str
+    timeout_ms: int
+
+
+class Trial(NamedTuple):
+    """One test case to decide (``govsync test``): the stage rule, the input as the
+    service passes it without ``hooks``, the hooks' results the case gives, the hooks
+    to run on the input (by name, in the batch's table), loaders' data, the hooks'
+    env and the time ``time.now_ns()`` reads."""
+
+    stage: str
+    input: dict[str, Any]
+    hooks: dict[str, Any]
+    run: tuple[str, ...]
+    data: dict[str, Any]
+    env: dict[str, str]
+    now_ns: int
+
+
+class Verdict(NamedTuple):
+    """A trial's outcome: the decision of each code asked (in order), or why there is
+    none (``error``: a hook that threw or did not return, an engine stopped); ``hook``:
+    the hook that failed, and where in its module (``line``, ``col``; 0: not known)."""
+
+    decisions: tuple[Evaluation, ...] = ()
+    error: str | None = None
+    hook: str | None = None
+    line: int = 0
+    col: int = 0

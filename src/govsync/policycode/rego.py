@@ -358,3 +358,111 @@ def _answer(rego: Any, output: Any) -> Evaluation:
 def _said(text: str) -> str:
     errors = engine_errors(text)
     return "; ".join(f"Rego: {e.message}" for e in errors) or "Rego: evaluation failed"
+
+
+class Decider:
+    """A module's stage rules, for many decisions (a batch of test cases): compiled once,
+    built once for each distinct ``data`` (rego-cpp takes data as it builds, 10 ms a
+    build); a case's time is read from its input (``scan.NOW_INPUT``), so that cases at
+    different times share one build.  The caller frees it (``close``)."""
+
+    def __init__(self, code: str) -> None:
+        self._rego = _engine()
+        self._builds: dict[str, tuple[Any, Any]] = {}
+        self.error: str | None = None
+        found = scan.package(code)
+        self._package = found[0] if found is not None else ""
+        if found is None:
+            self.error = "the module declares no package"
+            return
+        self._code = code
+        text = scan.fixed_now(code, scan.NOW_INPUT)
+        # Loaders' data is a case's own: read from its input where every use is written
+        # ``data.<key>`` (one build for every case), else built in for each distinct data.
+        moved = _data_from_input(text)
+        self._text = moved if moved is not None else text
+        self._data_in_input = moved is not None
+        self._entries = {h.stage.value for h in scan.heads(code)}
+
+    def decide(self, stage: str, item: Mapping[str, Any], data: Mapping[str, Any],
+               now_ns: int) -> Evaluation:
+        """``stage``'s value for one input (None: undefined), at ``now_ns``."""
+        import json
+
+        if self.error is not None:
+            return Evaluation(error=self.error)
+        if not self._builds and not self._compiles():
+            return Evaluation(error=self.error)
+        if stage not in self._entries:  # a rule the module does not define: undefined
+            return Evaluation()
+        key = "{}" if self._data_in_input else json.dumps(data, sort_keys=True)
+        rego = self._rego
+        extra = {DATA_KEY: dict(data)} if self._data_in_input else {}
+        try:
+            handle, bundle = self._builds.get(key) or self._build(key)
+            rego.rego_set_input_term(handle, json.dumps({**item, scan.NOW_KEY: now_ns,
+                                                         **extra}))
+            entry = f"{self._package}.{stage}".replace(".", "/")
+            return _answer(rego, rego.rego_bundle_query_entrypoint(handle, bundle, entry))
+        except rego.RegoError as exc:
+            return Evaluation(error=_said(str(exc)))
+
+    def _compiles(self) -> bool:
+        """Whether the module builds (its first build is kept); else ``error`` says why,
+        with its place in the code as written (the engine's errors, and calls of
+        undefined functions, which rego-cpp finds only when one is evaluated)."""
+        problems = undefined_functions(self._code)
+        if not problems:
+            try:
+                self._build("{}")
+                return True
+            except self._rego.RegoError:
+                problems = compile_modules([self._code])[0]
+        first = problems[0] if problems else CodeProblem(1, 1, "Rego: the module does not build")
+        self.error = (f"the code does not compile: line {first.line}, column {first.col}: "
+                      f"{first.message}")
+        return False
+
+    def _build(self, key: str) -> tuple[Any, Any]:
+        rego = self._rego
+        handle = _new(rego)
+        try:
+            rego.rego_add_module(handle, MODULE, self._text)
+            rego.rego_add_data_json(handle, key)
+            for stage in sorted(self._entries):
+                rego.rego_add_entrypoint(handle, f"{self._package}.{stage}".replace(".", "/"))
+            bundle = rego.rego_build(handle)
+        except BaseException:
+            rego.rego_free(handle)
+            raise
+        self._builds[key] = (handle, bundle)
+        return handle, bundle
+
+    def close(self) -> None:
+        for handle, bundle in self._builds.values():
+            self._rego.rego_free_bundle(bundle)
+            self._rego.rego_free(handle)
+        self._builds.clear()
+
+
+DATA_KEY = "__data"
+_DATA_IMPORT = re.compile(r"^[ \t]*import[ \t]+data\b", re.MULTILINE)
+
+
+def _data_from_input(code: str) -> str | None:
+    """The module with each ``data.<key>`` (a loader's data, not the module's own rules)
+    reading ``input.__data.<key>``; None where a use is written otherwise (an import of
+    data, ``data["key"]``), so that the data is built in instead."""
+    uses = scan.data_uses(code)
+    if not uses:
+        return code
+    if _DATA_IMPORT.search(code):
+        return None
+    lines = code.split("\n")
+    for use in sorted(uses, key=lambda u: (u.line, u.col), reverse=True):
+        row = lines[use.line - 1]
+        start = use.col - 1 - len("data.")
+        if start < 0 or row[start:use.col - 1] != "data.":
+            return None
+        lines[use.line - 1] = row[:start] + f"input.{DATA_KEY}." + row[use.col - 1:]
+    return "\n".join(lines)

@@ -17,9 +17,19 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from govsync.bounded import BudgetExceeded, prestart, run_bounded
-from govsync.policycode import checks, js, rego
+from govsync.policycode import batch, checks, js, rego
 from govsync.policycode.checks import too_large
-from govsync.policycode.model import CodeCheck, CodeProblem, Evaluation, HookRun, Source, Validity
+from govsync.policycode.model import (
+    CodeCheck,
+    CodeProblem,
+    Evaluation,
+    HookCode,
+    HookRun,
+    Source,
+    Trial,
+    Validity,
+    Verdict,
+)
 from govsync.policycode.stages import Role, Stage
 
 if TYPE_CHECKING:
@@ -177,6 +187,68 @@ def evaluate_many(code: str, rule: Stage | str, inputs: Sequence[Mapping[str, An
 def _evaluate(progress: Callable[[str], None], code: str, stage: str, inputs: list[Any],
               data: dict[str, Any], now_ns: int | None) -> list[Evaluation]:
     return rego.evaluate(code, stage, inputs, data, now_ns, progress)
+
+
+def decide(codes: Sequence[str], trials: Sequence[Trial], hooks: Mapping[str, HookCode]
+           ) -> list[Verdict]:
+    """Every trial (a test case) decided by each of ``codes`` (a policy's new code, and
+    the recorded one), its hooks run (``hooks``: each one's module and timeoutMs), in one
+    call of the worker: the codes compiled once, each case's hooks in V8 within their
+    timeouts.  A case whose hook throws, never returns or eats memory, or whose
+    evaluation does not end, gets its error; the others are decided all the same."""
+    if not trials:
+        return []
+    large = next((p for p in map(too_large, codes) if p is not None), None)
+    if large is not None:
+        return [Verdict(error=large.message)] * len(trials)
+    failed: dict[int, Verdict] = {}
+    for name, hook in hooks.items():
+        problem = too_large(hook.code)
+        if problem is not None:
+            for i, trial in enumerate(trials):
+                if name in trial.run:
+                    failed.setdefault(i, Verdict(error=f"the hook {name}: {problem.message}",
+                                                 hook=name))
+    seconds = BUDGET_SECONDS + len(trials) * batch.DECIDE_SECONDS + sum(
+        hooks[n].timeout_ms / 1000 + batch.HOOK_MARGIN_SECONDS for t in trials for n in t.run)
+    while len(failed) < len(trials):
+        try:
+            got = _bounded(_decide, list(codes), list(trials), dict(hooks),
+                           frozenset(failed), seconds=seconds)
+        except BudgetExceeded as exc:
+            index, what = _case_step(exc.last)
+            if index is None or index in failed:  # compiling, or no case to name: all
+                error = _stopped("Rego", exc)
+                return [failed.get(i) or Verdict(error=error) for i in range(len(trials))]
+            failed[index] = _failed(what, exc, hooks)
+            continue
+        return [failed.get(i) or got[i] or Verdict(error="not decided")
+                for i in range(len(trials))]
+    return [failed[i] for i in range(len(trials))]
+
+
+def _case_step(last: str) -> tuple[int | None, str]:
+    """(the case, what it was doing) of a step ``case N: WHAT``."""
+    head, _, what = last.partition(": ")
+    number = head.removeprefix("case ")
+    return (int(number), what) if head.startswith("case ") and number.isdigit() else (None, "")
+
+
+def _failed(what: str, exc: BudgetExceeded, hooks: Mapping[str, HookCode]) -> Verdict:
+    """A case's verdict when the worker was stopped in it."""
+    if what.startswith("hook "):
+        name = what.removeprefix("hook ")
+        hook = hooks.get(name)
+        if hook is not None and exc.why.startswith("more than") and exc.why.endswith(" s"):
+            return Verdict(error=f"the hook {name} did not return within its timeoutMs "
+                                 f"({hook.timeout_ms} ms)", hook=name)
+        return Verdict(error=f"the hook {name}: {_stopped('JavaScript', exc)}", hook=name)
+    return Verdict(error=_stopped("Rego", exc))
+
+
+def _decide(progress: Callable[..., None], codes: list[str], trials: list[Trial],
+            hooks: dict[str, HookCode], skip: frozenset[int]) -> list[Verdict | None]:
+    return batch.decide_all(progress, codes, trials, hooks, skip)
 
 
 def run_hook(code: str, input: Mapping[str, Any], *, env: Mapping[str, str] | None = None,

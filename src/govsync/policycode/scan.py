@@ -266,11 +266,15 @@ def _literal_action(items: tuple[Token, ...], at: int) -> tuple[str, int, int] |
 
 NOW = "time.now_ns()"
 NOW_DATA = "data.__now_ns"  # as long as NOW: a replaced call keeps every column
+# A test case's time, read from its input (one compiled module serves every case):
+NOW_KEY = "__now"
+NOW_INPUT = f"input.{NOW_KEY}  "
 
 
-def fixed_now(code: str) -> str:
-    """The code with every ``time.now_ns()`` reading ``data.__now_ns`` instead (a test's
-    fixed time); only the calls written exactly so, never inside a string."""
+def fixed_now(code: str, into: str = NOW_DATA) -> str:
+    """The code with every ``time.now_ns()`` reading ``into`` instead (a fixed time:
+    ``data.__now_ns``, or a test case's ``input.__now``); only the calls written exactly
+    so, never inside a string."""
     out: list[str] = []
     lines = code.split("\n")
     for token in tokens(code):
@@ -282,7 +286,7 @@ def fixed_now(code: str) -> str:
     for spot in reversed(out):
         line, start = (int(x) for x in spot.split(":"))
         row = lines[line - 1]
-        lines[line - 1] = row[:start] + NOW_DATA + row[start + len(NOW):]
+        lines[line - 1] = row[:start] + into + row[start + len(NOW):]
     return "\n".join(lines)
 
 

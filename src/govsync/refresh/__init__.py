@@ -25,12 +25,13 @@ fingerprint) never count as drift.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from govsync.api.kinds import BY_KIND
+from govsync.api.kinds import BY_KIND, POLICY_KIND
 from govsync.api.resource import found_with, read_with
 from govsync.plan import (
     REFRESH_CHECK,
@@ -44,6 +45,7 @@ from govsync.plan import (
     creating,
     say_unread,
 )
+from govsync.refresh import code
 from govsync.refresh.compare import by_address, compare, compare_read, outside_changes
 from govsync.refresh.lookup import look_up, read_imports, unread_reason, verify_id
 from govsync.refresh.reader import CONCURRENCY, LANES, Reader, Reading, read
@@ -102,17 +104,27 @@ async def refreshed(client: AsyncClient, entries: Mapping[str, Entry],
                     ignore: Mapping[str, Sequence[str]] | None = None,
                     recheck: Callable[[], Mapping[str, Entry]] | None = None,
                     observed: Observed | None = None, owners: Owners | None = None,
-                    running: bool = False) -> tuple[Plan, Observed]:
+                    running: bool = False, codes: Mapping[str, str] | None = None,
+                    ) -> tuple[Plan, Observed, Observation]:
     """Refresh (``observed``: read already), then look up on the server what the plan
     would create and read what it imports, then the plan ``make`` makes from all that
-    (decided once), with the refresh's findings on it.
+    (decided once), with the refresh's findings on it, and the observation it was made
+    from.
 
     ``recheck``: the workspace's entries read again (the state was read before the
     server, without the lock: an apply running meanwhile records its intent before it
     sends, so what the lookup finds that it made is recorded by then).  ``owners``:
-    who else of the state records an id.  ``running``: an apply holds the lock."""
-    if observed is None:
-        observed = await observe(client, entries, ignore)
+    who else of the state records an id.  ``running``: an apply holds the lock.
+    ``codes``: the policies' code the service is asked about (address -> code), asked
+    while the server is read; a policy the plan then creates that was not among them
+    (a missing one) is asked after."""
+    asking = asyncio.ensure_future(code.ask(client, codes or {}))
+    try:
+        if observed is None:
+            observed = await observe(client, entries, ignore)
+    except BaseException:
+        asking.cancel()
+        raise
     seen = observed.observation(running=running)
     plan = make(seen)
     looked = creating(plan)
@@ -135,9 +147,20 @@ async def refreshed(client: AsyncClient, entries: Mapping[str, Entry],
             owners=owners(ids) if owners is not None and ids else {},
             read_with={**{c.address: found_with(BY_KIND[c.kind]) for c in looked},
                        **{c.address: read_with(BY_KIND[c.kind]) for c in imports}})
+    verdicts = await asking
+    more = {c.address: str(c.request["code"]) for c in plan.changes
+            if c.kind == POLICY_KIND and c.request is not None
+            and isinstance(c.request.get("code"), str) and c.address not in (codes or {})
+            and c.action in (Action.CREATE, Action.REPLACE)}
+    if more:
+        verdicts = verdicts.merged(await code.ask(client, more))
+    if verdicts.answers:
+        seen = verdicts.observed(seen)
+    if verdicts.answers or looked or imports or ending:
         plan = make(seen)
     annotate(plan, observed)
-    return plan, observed
+    code.note(plan, verdicts, len(codes or {}) + len(more))
+    return plan, observed, seen
 
 
 def _ids(entries: Mapping[str, Entry]) -> set[tuple[str, str]]:

@@ -32,6 +32,7 @@ from govsync.render import (
     linediff,
     summary_line,
 )
+from govsync.render.codetests import html_section
 from govsync.render.graph import Graph
 from govsync.render.reasons import reason_words
 from govsync.render.svg import graph_svg
@@ -459,7 +460,8 @@ def plan_body(plan: Plan, extra: PlanPage, graph: Graph, *, chosen: Filter | Non
     else:
         drawn = graph_section(graph, title="What depends on what", node_url=graph_url)
     return (f'<dl class="facts">{dl}</dl>{summary_table(plan)}{outside_section(plan)}'
-            f"{governance_section(plan)}{blocked_section(plan)}{checks_section(plan, extra.errors)}"
+            f"{governance_section(plan)}{blocked_section(plan)}{html_section(plan)}"
+            f"{checks_section(plan, extra.errors)}"
             f"{approvals_section(extra.approvals)}{uncertain_section(plan)}"
             f"{changes_section(plan, chosen=chosen, path=path)}{drawn}")
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from govsync.drift import DriftReport
 from govsync.plan import Action, Plan
+from govsync.render.codetests import markdown_section
 from govsync.render.graph import change_graph, legend, mermaid
 from govsync.render.lines import (
     OCCASIONAL,
@@ -64,6 +65,7 @@ def plan_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT, title: str = "govs
         head.append(f"- check **{check.name}**: {check.status} ({check.detail})")
     if plan.checks:
         head.append("")
+    head += markdown_section(plan)
     outside = outside_lines(plan, markdown=True)
     if outside:
         head += [f"#### {OUTSIDE_TITLE}", "", f"_{OUTSIDE_NOTE}_", "", "```diff", *outside,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from govsync.plan import Action, Change, Plan
+from govsync.render.codetests import text_lines
 from govsync.render.lines import (
     OUTSIDE_NOTE,
     OUTSIDE_TITLE,
@@ -55,6 +56,7 @@ def plan_text(plan: Plan, *, color: bool = False, verbose: bool = False) -> str:
             lines += field_change_lines(d, style=style, suffix=source(d.path))
         if c.why:
             lines.append(style(f"      {reason_words(c)}", fg))
+        lines += text_lines(c)
     changed = governance_lines(plan)
     if changed:
         lines.append(style(f"# governance of workspace {plan.workspace!r}", "blue", bold=True)

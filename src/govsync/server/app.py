@@ -13,8 +13,11 @@ passes these checks in order, the first failure answering:
 3. 403 forbidden: a viewer key on anything but a read (a Get, a List, or a check without
    side effect: GetPolicyCodeValidity).
 4. 400 invalid_request: CreatePermission's Connect headers; Content-Type
-   not ``application/json``; a body over 1 MiB, not UTF-8 JSON, or not an
-   object; then the request model (strict, no unknown fields).
+   not ``application/json``; a Content-Encoding other than ``gzip`` or
+   ``identity`` (a Connect client may compress its requests); a body over
+   1 MiB (as sent, and once decompressed: it is never inflated further), not
+   valid gzip where it says so, not UTF-8 JSON, or not an object; then the
+   request model (strict, no unknown fields).
 5. 404 not_found: an id the request names (``must_exist``) does not exist.
 6. The operation; 500 internal_error for anything unexpected (never a
    stack trace in the answer).
@@ -43,6 +46,7 @@ import json
 import logging
 import random
 import re
+import zlib
 from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any
@@ -72,6 +76,9 @@ OBJECT_KINDS: tuple[str, ...] = tuple(dict.fromkeys([k.name for k in KINDS] + li
 
 _TIMEOUT = re.compile(CONNECT_TIMEOUT_PATTERN)
 _DIGITS = re.compile(r"^[0-9]{1,19}$")
+# A request body's Content-Encoding: none, or gzip (what Connect clients compress with).
+IDENTITY, GZIP = "identity", "gzip"
+TOO_LARGE = "the request body exceeds 1 MiB"
 
 
 class Operations(StrEnum):
@@ -233,23 +240,47 @@ class ReferenceServer:
         media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if media_type != "application/json":
             raise invalid("Content-Type must be application/json")
+        encoding = request.headers.get("content-encoding", IDENTITY).strip().lower()
+        if encoding not in (IDENTITY, GZIP):
+            raise invalid("Content-Encoding must be gzip or identity (or absent)")
         length = request.headers.get("content-length")
         if length is not None and (not _DIGITS.match(length) or int(length) > MAX_BODY):
-            raise invalid("the request body exceeds 1 MiB" if _DIGITS.match(length)
-                          else "invalid Content-Length")
+            raise invalid(TOO_LARGE if _DIGITS.match(length) else "invalid Content-Length")
         chunks, size = [], 0
         async for chunk in request.stream():
             size += len(chunk)
             if size > MAX_BODY:
-                raise invalid("the request body exceeds 1 MiB")
+                raise invalid(TOO_LARGE)
             chunks.append(chunk)
+        data = b"".join(chunks)
+        if encoding == GZIP:
+            data = gunzip(data, MAX_BODY)
         try:
-            body = json.loads(b"".join(chunks).decode("utf-8"), parse_constant=_reject_constant)
+            body = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
         except (ValueError, RecursionError):
             raise invalid("the request body is not valid UTF-8 JSON") from None
         if not isinstance(body, dict):
             raise invalid("the request body must be a JSON object")
         return body
+
+
+def gunzip(data: bytes, limit: int) -> bytes:
+    """A gzip body decompressed (one member or several, as RFC 1952 allows), never to more
+    than ``limit`` bytes: a body that would hold more is a 400 once ``limit`` is passed."""
+    out = bytearray()
+    while True:
+        inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            out += inflate.decompress(data, limit + 1 - len(out))
+        except zlib.error:
+            raise invalid("the request body is not valid gzip") from None
+        if len(out) > limit:
+            raise invalid(f"{TOO_LARGE} once decompressed")
+        if not inflate.eof:
+            raise invalid("the request body is not valid gzip (it ends early)")
+        data = inflate.unused_data
+        if not data:
+            return bytes(out)
 
 
 def create_app(

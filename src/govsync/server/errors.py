@@ -7,7 +7,7 @@ Every failed operation answers with one JSON body (``api-spec.md``, Errors)::
 
 ``details`` is present only on 400.  ``field`` is the dotted path of the
 offending request field (list indexes as numbers: ``fields.0.name``); for an
-"exactly one of" rule it names the alternatives joined by ``|`` under their
+"exactly one of" (or "at most one of") rule it names the alternatives joined by ``|`` under their
 parent (``credentials.cloudIamA|cloudIamARole|…``); for a problem with the
 body as a whole (not JSON, not an object, too large, wrong Content-Type) it
 is the empty string.  No error ever repeats a submitted value: secrets must
@@ -70,7 +70,7 @@ def violations(exc: ValidationError) -> list[tuple[str, str]]:
     for error in exc.errors(include_url=False, include_input=False, include_context=True):
         path = [str(part) for part in error["loc"]]
         ctx = error.get("ctx") or {}
-        if error["type"] == "exactly_one" and "fields" in ctx:
+        if error["type"] in ("exactly_one", "at_most_one") and "fields" in ctx:
             path.append("|".join(f.strip() for f in str(ctx["fields"]).split(",")))
         field = ".".join(path)
         description = "unknown field" if error["type"] == "extra_forbidden" else error["msg"]

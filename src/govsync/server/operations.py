@@ -40,7 +40,7 @@ from govsync.api.kinds import BY_KIND
 from govsync.policycode import validity
 from govsync.server.errors import ApiFailure, invalid
 from govsync.server.listing import list_page
-from govsync.server.shapes import WRITE_ONLY_KEY, Shape, shape_of
+from govsync.server.shapes import WRITE_ONLY_KEY, ById, Shape, shape_of
 from govsync.server.store import JsonObject, Store, new_id, timestamp
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -86,6 +86,12 @@ def _without_open_secrets(value: Any) -> Any:
     if isinstance(value, list):
         return [_without_open_secrets(v) for v in value]
     return value
+
+
+def stored_id_field(kind: str) -> str:
+    """The field of a stored object that holds its id: its create answer's, unless its shape
+    says otherwise (a report is answered {reportId} and read {id, ...})."""
+    return shape_of(kind).id_field or BY_KIND[kind].create.id_field
 
 
 def id_prefix(kind: str) -> str:
@@ -180,7 +186,7 @@ class Engine:
             obj[shape.counter] = int(existing.get(shape.counter) or 0) + 1
         appended = self._appended(shape, existing if updating else None, obj, now)
 
-        id_ = obj[op.id_field]
+        id_ = obj[shape.id_field or op.id_field]
         self.store.put(kind, id_, obj, key=obj.get(shape.key) if shape.key else None)
         for other_kind, other in appended:
             self.store.put(other_kind, other["id"], other)
@@ -188,7 +194,8 @@ class Engine:
         if op.response_key:
             return {op.response_key: obj}
         if shape.response_fields:
-            return {name: obj.get(name) for name in shape.response_fields}
+            return {shape.answer_names.get(name, name): obj.get(name)
+                    for name in shape.response_fields}
         return obj
 
     def readable(self, kind: str, obj: JsonObject) -> JsonObject:
@@ -208,14 +215,23 @@ class Engine:
         return out
 
     def _named(self, op: Operation, request: BaseModel) -> JsonObject:
-        """The object a Get or a Delete names (``op.by``); 404 when there is none."""
+        """The object a Get or a Delete names (``op.by``, else the one of ``op.also_by`` the
+        request gives); 404 when there is none."""
         assert op.kind is not None
-        value = getattr(request, op.by)
+        field, stored = op.by, op.by
+        for other, matched in op.also_by:
+            if getattr(request, field, None) is None:
+                field, stored = other, matched
+        value = getattr(request, field)
         shape = shape_of(op.kind)
-        found = (self.store.get_by_key(op.kind, value) if op.by == shape.key
-                 else self.store.get(op.kind, value))
+        if stored == shape.key:
+            found = self.store.get_by_key(op.kind, value)
+        elif stored == stored_id_field(op.kind):
+            found = self.store.get(op.kind, value)
+        else:
+            found = self._find(op.kind, stored, value)
         if found is None:
-            raise ApiFailure(404, f"{op.by} names no existing {op.kind}")
+            raise ApiFailure(404, f"{field} names no existing {op.kind}")
         return found
 
     def _get(self, op: Operation, request: BaseModel) -> JsonObject:
@@ -229,7 +245,7 @@ class Engine:
         assert op.kind is not None
         kind, shape = op.kind, shape_of(op.kind)
         obj = self._named(op, request)
-        id_ = obj[BY_KIND[kind].create.id_field]
+        id_ = obj[stored_id_field(kind)]
         if obj.get("terminationProtection") is True:
             raise invalid(f"the {kind} has terminationProtection true: update it to false "
                           "before deleting it", op.by)
@@ -250,7 +266,8 @@ class Engine:
         """An update ignores the fields only the server sets and those it cannot change."""
         assert op.kind is not None
         creatable = BY_KIND[op.kind].request_model.model_fields
-        for name in set(given.model_fields) - set(creatable) - {op.id_field}:
+        sent_back = {entries.field for entries in shape.by_id}
+        for name in set(given.model_fields) - set(creatable) - {op.id_field} - sent_back:
             fields.pop(name, None)
         for name in op.read_only:
             if name in existing:
@@ -284,15 +301,17 @@ class Engine:
     ) -> JsonObject:
         """A new object, or a replacement of ``existing``, from the request fields."""
         assert op.kind is not None
+        id_field = shape.id_field or op.id_field
         if existing is not None:
-            id_ = existing[op.id_field]
+            id_ = existing[id_field]
         elif op.id_field in fields and not shape.key:
             id_ = fields[op.id_field]  # the client names it (session, blocked user)
         else:
             id_ = new_id(id_prefix(op.kind))
-        obj: JsonObject = {op.id_field: id_}
+        obj: JsonObject = {id_field: id_}
         obj.update((k, v) for k, v in fields.items() if k != op.id_field)
 
+        sent = {entries.field: obj.pop(entries.field, None) for entries in shape.by_id}
         for lookup in shape.lookups:
             value = obj.pop(lookup.field, None)
             if value is None:
@@ -301,11 +320,12 @@ class Engine:
             if target is None:
                 raise ApiFailure(404, f"{lookup.field} names no existing {lookup.kind}")
             obj.setdefault(lookup.into, []).append({lookup.entry: target})
+        for entries in shape.by_id:
+            if entries.field not in obj and sent[entries.field]:
+                obj[entries.field] = [self._by_id(entries, i, entry)
+                                      for i, entry in enumerate(sent[entries.field])]
         secrets = () if shape.returns_secrets else op.secret_paths
-        for path in (*shape.drop, *secrets):
-            parent, last = _parent(obj, path)
-            if parent is not None:
-                parent.pop(last, None)
+        self._drop(obj, secrets)
         for path, new_name in shape.rename:
             parent, last = _parent(obj, path)
             if parent is not None and last in parent:
@@ -327,11 +347,28 @@ class Engine:
             field, into = shape.compiled
             text = obj.get(field)
             obj[into] = validity(text).ast if isinstance(text, str) and text else ""
+        self._drop(obj, shape.drop)  # inputs only, once what derives from them is made
         if "createdAt" in shape.timestamps:
             obj["createdAt"] = existing.get("createdAt", now) if existing else now
         if "updatedAt" in shape.timestamps:
             obj["updatedAt"] = now
         return obj
+
+    @staticmethod
+    def _drop(obj: JsonObject, dotted: tuple[str, ...]) -> None:
+        for path in dotted:
+            parent, last = _parent(obj, path)
+            if parent is not None:
+                parent.pop(last, None)
+
+    def _by_id(self, entries: ById, index: int, entry: JsonObject) -> JsonObject:
+        """One entry of a list sent back as read, with the object it names as stored now."""
+        ((key, named),) = entry.items()
+        kind = entries.kinds[key]
+        target = self.store.get(kind, named["id"])
+        if target is None:
+            raise ApiFailure(404, f"{entries.field}.{index}.{key}.id names no existing {kind}")
+        return {key: target}
 
     def _appended(self, shape: Shape, old: JsonObject | None, new: JsonObject | None,
                   now: str) -> list[tuple[str, JsonObject]]:

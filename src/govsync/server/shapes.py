@@ -2,8 +2,8 @@
 
 The engine (``operations.py``) turns any create or update request into the
 object the API returns by the same steps; this table holds the only
-differences between kinds: fields that are input-only (dropped), renamed, filled in by the server, computed, resolved from another object,
-embedded, or appended to another object.  A kind without a row is stored as
+differences between kinds: fields that are input-only (dropped), renamed, filled in by the server, computed, resolved from another object
+(by a field of it, or by its id as a read returned it), embedded, or appended to another object.  A kind without a row is stored as
 its request plus ``id``, ``createdAt`` and ``updatedAt``.
 
 Secret inputs are the operation's ``secret_paths`` (``api/catalog.py``):
@@ -48,6 +48,18 @@ class Lookup:
 
 
 @dataclass(frozen=True)
+class ById:
+    """A list whose entries each name one object by id under one of ``kinds``' keys, as a
+    read returns it (``owners: [{group: {id, ...}}]``), sent back by an update: stored with
+    the object each entry names as it is now; 404 when one is gone.  A lookup of the same
+    list, where the request has one, takes its place; sent empty or not at all, an update
+    keeps the stored list."""
+
+    field: str  # e.g. owners
+    kinds: Mapping[str, str]  # entry key -> the kind it names, e.g. group -> Group
+
+
+@dataclass(frozen=True)
 class Embed:
     """An ``<x>Id`` input returned beside the object it names (``space``)."""
 
@@ -71,8 +83,9 @@ Derive = Callable[[JsonObject, int], Any]
 
 @dataclass(frozen=True)
 class Shape:
-    # Dotted input paths neither stored nor returned (input-only; secrets
-    # are the operation's secret_paths, dropped unless returns_secrets).
+    # Dotted input paths neither stored nor returned (input-only, dropped once the
+    # derived fields are computed from them; secrets are the operation's
+    # secret_paths, dropped unless returns_secrets).
     drop: tuple[str, ...] = ()
     # The API returns this kind's secret inputs (api-spec.md: BI integrations).
     returns_secrets: bool = False
@@ -86,13 +99,19 @@ class Shape:
     # Field -> function of (object, now in ns) computed on create.
     derived: Mapping[str, Derive] = field(default_factory=dict)
     lookups: tuple[Lookup, ...] = ()
+    by_id: tuple[ById, ...] = ()
     embeds: tuple[Embed, ...] = ()
     appends: tuple[Append, ...] = ()
     # Field that addresses the object besides its id: an update upserts by it.
     key: str | None = None
     timestamps: tuple[str, ...] = ("createdAt", "updatedAt")
-    # When the response is not wrapped: the fields it returns (empty: all).
+    # When the response is not wrapped: the fields it returns (empty: all), each under
+    # its name in ``answer_names`` where it has one there (a report's id as reportId).
     response_fields: tuple[str, ...] = ()
+    answer_names: Mapping[str, str] = field(default_factory=dict)
+    # The stored object's id field, where the create's answer names it otherwise
+    # (CreatePolicyReport answers {reportId}; the report read is {id, ...}).
+    id_field: str | None = None
     # A field the server adds 1 to on every update (a policy's version).
     counter: str | None = None
     # Free-form objects (dotted paths) whose keys matching WRITE_ONLY_KEY are
@@ -115,6 +134,30 @@ def _expire_at(obj: JsonObject, now: int) -> str:
     return timestamp(ns)
 
 
+# A proto3 Duration in JSON: seconds, with up to nine decimals, and an "s".
+_DURATION = re.compile(r"(-?[0-9]{1,12})(?:\.([0-9]{1,9}))?s")
+
+
+def _evaluation_start(obj: JsonObject, now: int) -> str:
+    """Where a report's window starts: its evaluationWindow (a proto3 Duration, ``604800s``)
+    before its creation; a window written otherwise (the spec says only "string") is
+    empty, starting at the creation."""
+    found = _DURATION.fullmatch(str(obj.get("evaluationWindow") or ""))
+    if found is None:
+        return timestamp(now)
+    seconds, fraction = found.groups()
+    window = int(seconds) * 1_000_000_000 + int((fraction or "").ljust(9, "0"))
+    return timestamp(min(max(now - window, 0), MAX_NS))
+
+
+def _report_status(obj: JsonObject, now: int) -> str:
+    """A report's status: the reference server evaluates no logged requests yet, so a report
+    is done when it is made (impact reports will be running, then completed or failed)."""
+    return REPORT_COMPLETED
+
+
+REPORT_COMPLETED = "completed"
+
 # A key inside a free-form variant that holds a secret (apiKey, secretKey, token...):
 # by how its name ends, so that maxTokens or keyId are returned like any field.
 WRITE_ONLY_KEY = re.compile(r"(?i)(key|secret|token|password|credentials?)$")
@@ -131,11 +174,14 @@ SHAPES: Mapping[str, Shape] = MappingProxyType({
     "Policy": Shape(
         lookups=(Lookup("groupName", "Group", "name", "owners", "group"),
                  Lookup("userEmail", "User", "human.email", "owners", "user")),
+        by_id=(ById("owners", {"group": "Group", "user": "User"}),),
         defaults={"owners": [], "version": 1},
         counter="version",
         compiled=("code", "ast"),
     ),
+    # The SDK's PolicySuspension: expirationMinutes and oneoff are inputs only.
     "PolicySuspension": Shape(
+        drop=("expirationMinutes", "oneoff"),
         defaults={"orgId": ORG_ID, "identityType": "user", "createdBy": PRINCIPAL_ID},
         derived={
             "expireAt": _expire_at,
@@ -143,15 +189,27 @@ SHAPES: Mapping[str, Shape] = MappingProxyType({
             "suspensionType": lambda obj, now: "oneoff" if obj.get("oneoff") else "temporary",
         },
     ),
-    "PolicyReport": Shape(response_fields=("reportId",)),
+    # The SDK's PolicyReport, as policy-code.md's GetPolicyReport answers it: {id,
+    # policyCode, policyId, logQuery, evaluationStart, createdAt, createdBy, status}.
+    "PolicyReport": Shape(
+        id_field="id", response_fields=("id",), answer_names={"id": "reportId"},
+        drop=("evaluationWindow",), defaults={"createdBy": PRINCIPAL_ID},
+        derived={"evaluationStart": _evaluation_start, "status": _report_status},
+        timestamps=("createdAt",),
+    ),
     "Hook": Shape(defaults={"status": "draft"}),
     "LogIntegration": Shape(defaults={"logStoreA.region": "us-east-1"}),
     "BIIntegration": Shape(rename=(("biA.biAApiKey", "apiKey"), ("biA.biAApiSecret", "apiSecret")),
-                           keep_null=("linkedDbUserId",), returns_secrets=True),
+                           keep_null=("linkedDbUserId",), returns_secrets=True,
+                           timestamps=("createdAt",)),
     "AIProviderIntegration": Shape(defaults={"status": "connected", "providerOrganizationName": ""}),
     "ConnectorAIProvider": Shape(key="connectorId", open_secrets=("config",)),
-    "LogQuery": Shape(response_fields=("id",)),
+    # The SDK's LogQueryMetadata: {id, name, createdBy, query}, no timestamps.
+    "LogQuery": Shape(response_fields=("id",), defaults={"createdBy": PRINCIPAL_ID},
+                      timestamps=()),
     "ScenarioMonitor": Shape(response_fields=("id",)),
+    # The key's user: the principal of the reference server.
+    "SigningKey": Shape(defaults={"userId": PRINCIPAL_ID}),
     "SessionTermination": Shape(timestamps=("createdAt",)),
     "BlockedUser": Shape(response_fields=("id",), defaults={"blocked": True}),
     "NativeUser": Shape(fixed_variant=("credentials",)),
