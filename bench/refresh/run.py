@@ -39,7 +39,7 @@ from common import KEY, compile_package, start_server  # noqa: E402
 from generate import STAMP, applied_entries, write  # noqa: E402
 
 from govsync.api.kinds import BY_KIND  # noqa: E402
-from govsync.refresh.reading import LANES  # noqa: E402
+from govsync.refresh.reader import LANES  # noqa: E402
 from govsync.state import empty_snapshot, open_store  # noqa: E402
 
 

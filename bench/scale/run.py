@@ -12,7 +12,7 @@ Three parts, run one after the other, never two at once:
    * fill: one ``replace_all`` of every entry (what ``state import-all``
      does; the fastest public way: one transaction, one executemany);
    * open: ``open_store(url)`` of the filled state, as a new process would;
-   * acquire: the first ``Locker.acquire`` of that new store.  For SQLite it
+   * acquire: the first ``StateStore.acquire`` of that new store.  For SQLite it
      includes the ``<db>.backup`` copy that each store makes before its
      first write;
    * snapshot: ``snapshot(workspace, responses=False)`` (what plan reads),

@@ -48,7 +48,7 @@ from govsync.errors import (
 from govsync.plan import ENDING, WORK, Action, Change, Plan, protected, top_field
 from govsync.scheduling import Throttle, chain_lengths, run_order
 from govsync.state import APPLIED, PENDING, UNCERTAIN, Entry, Snapshot, StateStore, now
-from govsync.state.model import deposed_address
+from govsync.state.records import deposed_address
 from govsync.state.writer import Fence, GroupWriter
 from govsync.values import MissingSecret, Resolver, UnknownId, scrub
 

@@ -20,7 +20,7 @@ from govsync.api.catalog import readable_kinds
 from govsync.api.kinds import BY_KIND, KINDS, Kind, LiveRef
 from govsync.api.resource import readable
 from govsync.live import LiveValue, missing
-from govsync.manifests.model import ManifestSet
+from govsync.manifests.manifest import ManifestSet
 from govsync.plan import Action, Change, CheckStatus, Drifted, Plan
 
 

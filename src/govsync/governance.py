@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from govsync.endpoints import Places
 from govsync.errors import ApprovalError, GovernanceError, ManifestError, StateDamagedError
-from govsync.manifests.model import ManifestSet
+from govsync.manifests.manifest import ManifestSet
 from govsync.plan import (
     ENDING,
     Action,

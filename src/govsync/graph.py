@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     # (Not at run time: importing manifests/ runs its face, whose loader imports this.)
     import networkx as nx
 
-    from govsync.manifests.model import Manifest
+    from govsync.manifests.manifest import Manifest
 
 
 

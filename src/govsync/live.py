@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from govsync.api.kinds import LiveRef
-from govsync.manifests.model import Manifest, ManifestSet
+from govsync.manifests.manifest import Manifest, ManifestSet
 
 if TYPE_CHECKING:
     from govsync.api.client import AsyncClient

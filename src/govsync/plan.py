@@ -35,11 +35,8 @@ from govsync.api.kinds import BY_KIND, Kind
 from govsync.errors import ConfigError, ManifestError, Problem
 from govsync.graph import order
 from govsync.manifests.directives import Directive
-from govsync.manifests.model import Manifest, ManifestSet
-from govsync.planning.code import codes_to_check
-from govsync.planning.compare import pairs
-from govsync.planning.diff import field_diff, recorded_shown, top_field
-from govsync.planning.model import (
+from govsync.manifests.manifest import Manifest, ManifestSet
+from govsync.planning.changes import (
     CODE_CHECK,
     ENDING,
     REFRESH_CHECK,
@@ -59,6 +56,9 @@ from govsync.planning.model import (
     PolicyTests,
     Service,
 )
+from govsync.planning.code import codes_to_check
+from govsync.planning.compare import pairs
+from govsync.planning.diff import field_diff, recorded_shown, top_field
 from govsync.planning.observation import Observation
 from govsync.planning.reasons import Reason, Why
 from govsync.planning.removals import (
@@ -70,7 +70,7 @@ from govsync.planning.removals import (
     removals,
 )
 from govsync.state import APPLIED, PENDING, UNCERTAIN, Entry, Snapshot
-from govsync.state.model import deposed_of
+from govsync.state.records import deposed_of
 from govsync.values import (
     UNREAD,
     MissingSecret,

@@ -25,7 +25,7 @@ from govsync.errors import ConfigError
 from govsync.manifests import policytest
 from govsync.manifests.code import where
 from govsync.manifests.directives import Directive
-from govsync.manifests.model import Manifest, ManifestSet
+from govsync.manifests.manifest import Manifest, ManifestSet
 from govsync.plan import (
     ENDING,
     Action,

@@ -37,7 +37,7 @@ from govsync import values
 from govsync.api.kinds import BY_KIND
 from govsync.bounded import BudgetExceeded, prestart, run_bounded
 from govsync.errors import GovernanceError, ManifestError
-from govsync.manifests.model import Manifest, ManifestSet
+from govsync.manifests.manifest import Manifest, ManifestSet
 from govsync.manifests.wording import unknown, unknown_keys
 from govsync.ruleeval import (
     VARIABLES,

@@ -26,7 +26,7 @@ def lose_the_lock(gov: Govsync) -> None:
 
         store = PostgresStore(gov.state)
         try:
-            pid = store.lock_backend_pid(gov.workspace)
+            pid = store.backend.lock_backend_pid(gov.workspace)
         finally:
             store.close()
         assert pid is not None

@@ -11,7 +11,7 @@ import pytest
 
 from govsync import policycode
 from govsync.manifests import load
-from govsync.manifests.model import ManifestSet
+from govsync.manifests.manifest import ManifestSet
 from testkit import EXAMPLE_MANIFESTS, ROOT
 
 TEMPLATES = ROOT / "src" / "govsync" / "templates" / "manifests"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from junitparser import Error, Failure, JUnitXml
 
-from govsync.manifests.model import Context  # noqa: F401  (the package loads)
+from govsync.manifests.manifest import Context  # noqa: F401  (the package loads)
 from testkit import in_process
 
 POLICY = """\

@@ -67,4 +67,4 @@ def test_the_check_finds_each_way_of_forking() -> None:
     assert forks("import subprocess\nsubprocess.Popen(['true'])\n"
                  "from concurrent.futures import ThreadPoolExecutor\n") == []
     # and the command line's reader is found, so the walk reaches cli/ when asked
-    assert forks((PACKAGE / "cli" / "reading.py").read_text())
+    assert forks((PACKAGE / "cli" / "forkread.py").read_text())

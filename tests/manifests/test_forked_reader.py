@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from govsync.cli.reading import PARALLEL_BYTES, forked_reader
+from govsync.cli.forkread import PARALLEL_BYTES, forked_reader
 from govsync.files import manifest_files
 from govsync.manifests import load
 from govsync.manifests.loader import read_file, read_files
-from govsync.manifests.model import Context
+from govsync.manifests.manifest import Context
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "manifests"
 

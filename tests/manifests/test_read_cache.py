@@ -13,7 +13,7 @@ from govsync.errors import ManifestError
 from govsync.files import manifest_files
 from govsync.manifests import load
 from govsync.manifests.loader import ReadCache, read_files
-from govsync.manifests.model import Context
+from govsync.manifests.manifest import Context
 
 SPACE = "apiVersion: govsync/v1\nkind: Space\nmetadata: {{name: {name}}}\nspec: {{description: {d}}}\n"
 HOOK = ("apiVersion: govsync/v1\nkind: Hook\nmetadata: {name: h}\n"

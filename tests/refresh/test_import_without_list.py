@@ -9,7 +9,7 @@ import yaml
 from refreshkit import Gov, copy_examples
 from refreshkit import lost as lost_state
 
-from govsync.adopt import findable, unfindable_reason
+from govsync.adoption import findable, unfindable_reason
 from govsync.api.kinds import BY_KIND, KINDS
 
 

@@ -9,7 +9,7 @@ import pytest
 from refreshkit import Gov, console_edit, copy_examples, write
 
 from govsync.api.kinds import KINDS
-from govsync.refresh.reading import readable
+from govsync.refresh.reader import readable
 
 # Every kind the API can read that has a field to change (a blocked user is only its id).
 READABLE = [k.name for k in KINDS if readable(k) and k.fields != ("id",)]

@@ -1,11 +1,13 @@
-"""Fixtures of the state store tests (helpers live in ``statekit.py``).
+"""Fixtures of the state store tests (the harnesses live in ``statekit.py``).
 
 ``backend`` runs each test on SQLite (a file in ``tmp_path``) and on
 PostgreSQL (the database named by ``GOVSYNC_TEST_POSTGRES``, e.g.
 ``postgresql://postgres@127.0.0.1:5432/test``; those tests are marked
-``postgres`` and skipped when the variable is unset).  Where PostgreSQL should
-be there (``.ci/run`` sets ``GOVSYNC_REQUIRE_POSTGRES=1`` on a machine that has
-it), they fail instead: unset or unreachable, nothing is skipped silently.
+``postgres`` and skipped when the variable is unset): a ``Harness`` of
+contract.py, the suite both backends run (test_contract.py).  Where PostgreSQL
+should be there (``.ci/run`` sets ``GOVSYNC_REQUIRE_POSTGRES=1`` on a machine
+that has it), they fail instead: unset or unreachable, nothing is skipped
+silently.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from statekit import POSTGRES_ENV, REQUIRE_ENV, Backend
+from contract import Harness
+from statekit import POSTGRES_ENV, REQUIRE_ENV, PostgresHarness, SqliteHarness
 
 from govsync.state import StateStore
 
@@ -43,25 +46,25 @@ def postgres_url() -> str:
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]:
+    harness: Harness
     if request.param == "sqlite":
-        url = str(tmp_path / "state.db")
+        harness = SqliteHarness(str(tmp_path / "state.db"))
     else:
-        url = request.getfixturevalue("postgres_url")
-    b = Backend(request.param, url)
+        harness = PostgresHarness(request.getfixturevalue("postgres_url"))
     try:
-        yield b
+        yield harness
     finally:
-        b.close()
+        harness.close()
 
 
 @pytest.fixture
-def store(backend: Backend) -> StateStore:
+def store(backend: Harness) -> StateStore:
     return backend.open()
 
 
 @pytest.fixture
-def ws(backend: Backend) -> str:
+def ws(backend: Harness) -> str:
     return backend.workspace()
 
 

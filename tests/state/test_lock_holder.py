@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from statekit import Backend
+from contract import Harness
 
 from govsync import commands
 from govsync.manifests import load
@@ -16,7 +16,7 @@ HOOK = ("apiVersion: govsync/v1\nkind: Hook\nmetadata:\n  name: h\nspec:\n"
         "  code: 'def handler(event): return 1'\n  timeoutMs: 1000\n")
 
 
-def test_a_plan_names_the_lock_holder_as_data(backend: Backend, ws: str,
+def test_a_plan_names_the_lock_holder_as_data(backend: Harness, ws: str,
                                               tmp_path: Path) -> None:
     (tmp_path / "hooks.yaml").write_text(HOOK, encoding="utf-8")
     manifests = load([str(tmp_path / "hooks.yaml")])

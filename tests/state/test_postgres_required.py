@@ -10,8 +10,8 @@ from pathlib import Path
 
 from statekit import POSTGRES_ENV, REQUIRE_ENV
 
-ONE_POSTGRES_TEST = (f"{Path(__file__).parent / 'test_agent_records.py'}"
-                     "::test_values_are_recorded_replaced_and_removed[postgres]")
+ONE_POSTGRES_TEST = (f"{Path(__file__).parent / 'test_contract.py'}"
+                     "::test_agent_values_are_recorded_replaced_and_removed[postgres]")
 
 
 def run(env: dict[str, str]) -> subprocess.CompletedProcess[str]:

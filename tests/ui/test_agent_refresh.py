@@ -24,7 +24,7 @@ from govsync.project import Selection  # noqa: E402
 from govsync.settings import Settings  # noqa: E402
 from govsync.state import open_store  # noqa: E402
 from govsync.ui.app import create_app  # noqa: E402
-from govsync.ui.reading import Status  # noqa: E402
+from govsync.ui.dashboard import Status  # noqa: E402
 
 PROJECT = """\
     apiVersion: govsync/v1

@@ -1,4 +1,4 @@
-"""The compiled request checks (govsync/api/checks.py) agree with the pydantic models.
+"""The compiled request checks (govsync/api/_generated_checks.py) agree with the pydantic models.
 
 A compiled check either returns exactly the model's
 ``model_validate(v).model_dump(mode="json", exclude_none=True)`` or says
@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
-from govsync.api import checks
+from govsync.api import _generated_checks as checks
 from govsync.api.catalog import INT_MAX, INT_MIN
 from govsync.api.kinds import KINDS, Kind
 from govsync.api.modelbase import Int64Text
@@ -199,7 +199,7 @@ def test_the_compiled_facts_are_the_models() -> None:
 
 def test_the_committed_checks_are_current() -> None:
     assert checkgen.TARGET.read_text() == checkgen.generate(), (
-        "src/govsync/api/checks.py is stale: run `python tools/checkgen.py`")
+        "src/govsync/api/_generated_checks.py is stale: run `python tools/checkgen.py`")
 
 
 # Heavy packages that validate and an offline plan never load (issues 12 and 22).

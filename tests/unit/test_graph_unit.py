@@ -7,7 +7,7 @@ import pytest
 from govsync import graph
 from govsync.api.kinds import BY_KIND
 from govsync.errors import GraphError
-from govsync.manifests.model import Manifest
+from govsync.manifests.manifest import Manifest
 
 
 def manifest(address: str, line: int, *, refs: dict[str, str] | None = None,

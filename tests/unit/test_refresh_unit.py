@@ -5,7 +5,7 @@ from __future__ import annotations
 from govsync.api.kinds import BY_KIND
 from govsync.plan import REFRESH_CHECK, Check, CheckStatus, Plan
 from govsync.refresh.compare import outside_changes
-from govsync.state.model import FINGERPRINT_PREFIX
+from govsync.state.records import FINGERPRINT_PREFIX
 from govsync.statuses import Status, status_of
 from govsync.values import SENSITIVE
 

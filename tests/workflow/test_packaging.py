@@ -109,7 +109,7 @@ def test_the_wheel_installs_and_runs_the_demo(source: tuple[Path, str], tmp_path
     shipped = set(zipfile.ZipFile(wheel).namelist())
     assert {f"govsync/ui/static/{name}" for name in (
         "app.css", "app.js", "svg-pan-zoom.min.js", "svg-pan-zoom.LICENSE")} <= shipped
-    # Development tools (the generator of api/checks.py) stay in the repository.
+    # Development tools (the generator of api/_generated_checks.py) stay in the repository.
     assert not any("checkgen" in name for name in shipped), sorted(shipped)
 
     venv = fresh_venv(tmp_path / "venv")

@@ -42,7 +42,7 @@ from govsync.errors import (
 )
 from govsync.manifests import load as load_manifests
 from govsync.manifests.loader import Reader, read_files
-from govsync.manifests.model import Context, ManifestSet
+from govsync.manifests.manifest import Context, ManifestSet
 from govsync.plan import Action, CaseStatus, Plan, Why
 from govsync.planfile import SavedPlan
 from govsync.redact import url as safe_url

@@ -9,7 +9,7 @@ import logging
 from govsync.agent.metrics import Metrics
 from govsync.errors import StateError
 from govsync.state import LockHolder, StateStore, now
-from govsync.state.model import AGENT_LEADER
+from govsync.state.records import AGENT_LEADER
 
 log = logging.getLogger(__name__)
 

@@ -42,7 +42,7 @@ from govsync.project import Selection, SettingValue
 from govsync.redact import url as safe_url
 from govsync.settings import Settings, resolve
 from govsync.state import StateStore
-from govsync.state.model import AGENT_CYCLE, AGENT_LEADER
+from govsync.state.records import AGENT_CYCLE, AGENT_LEADER
 from govsync.statuses import AgentReport, Status
 
 log = logging.getLogger(__name__)

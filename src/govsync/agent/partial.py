@@ -10,7 +10,7 @@ environment (``Blocked``, nothing applied).
 
 from __future__ import annotations
 
-from govsync.manifests.model import ManifestSet
+from govsync.manifests.manifest import ManifestSet
 from govsync.plan import Action, Plan
 
 # How many held-back addresses a reason names (the API lists them all).

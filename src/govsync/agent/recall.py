@@ -17,7 +17,7 @@ from govsync.errors import StateError
 from govsync.files import exposed_state
 from govsync.settings import Settings
 from govsync.state import StateStore, exists
-from govsync.state.model import AGENT_CYCLE
+from govsync.state.records import AGENT_CYCLE
 from govsync.statuses import RecordType
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import TYPE_CHECKING, NamedTuple
 
-from govsync.api.checks import WRAPS
+from govsync.api._generated_checks import WRAPS
 
 if TYPE_CHECKING:
     from pydantic import BaseModel

@@ -6,7 +6,7 @@ request is wrapped.  Everything else is derived from the operation catalog
 and the request models: a kind's spec model, whether its API object has a
 ``name`` (taken from ``metadata.name``), its reference fields and its secret
 fields.  The models' facts are read from their compiled form
-(``govsync.api.checks``), so that planning never imports pydantic.  The
+(``govsync.api._generated_checks``), so that planning never imports pydantic.  The
 loader, graph, planner, applier, reference server and JSON Schema all read
 this table; none of them branches on a kind's name.
 """
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, NamedTuple
 
-from govsync.api import checks
+from govsync.api import _generated_checks as checks
 from govsync.api.catalog import BY_NAME, Operation, Scope, UpdateStyle, Verb, of_kind
 from govsync.policycode.stages import Role
 

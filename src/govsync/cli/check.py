@@ -10,7 +10,7 @@ import click
 
 from govsync.cli.root import load, out, paths_argument, project_options
 from govsync.errors import GovsyncError, ManifestError, Problem
-from govsync.manifests.model import ManifestSet
+from govsync.manifests.manifest import ManifestSet
 from govsync.project import Selection, section
 
 

@@ -24,7 +24,7 @@ from govsync.cli.root import (
     target_option,
 )
 from govsync.errors import ConfigError
-from govsync.manifests.model import ManifestSet
+from govsync.manifests.manifest import ManifestSet
 from govsync.plan import Plan
 from govsync.render import blocked_advice
 from govsync.settings import Settings

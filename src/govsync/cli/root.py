@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import click
 
 from govsync import __version__, envvars
-from govsync.cli.reading import forked_reader
+from govsync.cli.forkread import forked_reader
 from govsync.cli.scope import given, new_state_said, replaced_paths, require_environment
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.envvars import DEFAULT_STATE
@@ -29,7 +29,7 @@ from govsync.envvars import LOG as LOG_ENV
 from govsync.errors import GovsyncError, ManifestError
 from govsync.files import exposed_state
 from govsync.manifests import load as load_manifests
-from govsync.manifests.model import Context, ManifestSet
+from govsync.manifests.manifest import Context, ManifestSet
 from govsync.project import Selection, select
 from govsync.settings import Settings, resolve
 
@@ -78,7 +78,7 @@ COMMANDS = {
     "schema": "tools:schema",
     "serve": "serve:serve",
     "migrate": "tools:migrate",
-    "import": "adopt:import_command",
+    "import": "importing:import_command",
     "fmt": "tools:fmt_command",
     "init": "tools:init_command",
     "docs": "tools:docs_command",

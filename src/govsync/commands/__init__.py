@@ -6,7 +6,7 @@ read (``planfile.read``) by the caller.
 
     workspace.py       the state as one operation opens it (Workspace), read_snapshot
     endpoint.py        the endpoint as the state records it; a rejected key
-    reading.py         what is read from the server: the refresh, live references
+    observing.py       what is read from the server: the refresh, live references
     planning.py        plan
     saving.py          write_plan (plan --out), inspect_saved (show)
     drifting.py        drift
@@ -38,9 +38,9 @@ LAZY = {
     "AuditFields": "govsync.commands.preflight",
     "Preflight": "govsync.commands.preflight",
     "required": "govsync.commands.preflight",
-    "Early": "govsync.commands.reading",
-    "early_snapshot": "govsync.commands.reading",
-    "observe": "govsync.commands.reading",
+    "Early": "govsync.commands.observing",
+    "early_snapshot": "govsync.commands.observing",
+    "observe": "govsync.commands.observing",
     "ApplyOptions": "govsync.commands.sources",
     "Manifests": "govsync.commands.sources",
     "Reviewed": "govsync.commands.sources",
@@ -67,9 +67,9 @@ if TYPE_CHECKING:
     from govsync.commands.applying import apply
     from govsync.commands.drifting import drift
     from govsync.commands.endpoint import normal_endpoint
+    from govsync.commands.observing import Early, early_snapshot, observe
     from govsync.commands.planning import Planned, plan, planned
     from govsync.commands.preflight import AuditFields, Preflight, required
-    from govsync.commands.reading import Early, early_snapshot, observe
     from govsync.commands.saving import inspect_saved, write_plan
     from govsync.commands.sources import ApplyOptions, Manifests, Reviewed, Saved, Source
     from govsync.commands.state_commands import (

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 from govsync import audit, endpoints, runtime
 from govsync.api.catalog import readable_kinds
 from govsync.commands.endpoint import endpoint_change, identity
+from govsync.commands.observing import check_live, refreshing
 from govsync.commands.preflight import Preflight, applied_already, locked, preflight, scoped
-from govsync.commands.reading import check_live, refreshing
 from govsync.commands.sources import ApplyOptions, Saved, Source
 from govsync.commands.workspace import check_secrets_set
 from govsync.errors import ConfigError, GovsyncError, PlanError, StateError

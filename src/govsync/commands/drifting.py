@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from govsync import envvars, live, runtime
 from govsync.commands.endpoint import endpoint_change, key_rejected
-from govsync.commands.reading import (
+from govsync.commands.observing import (
     Early,
     moved_error,
     refreshed,
@@ -15,7 +15,7 @@ from govsync.commands.reading import (
 from govsync.commands.workspace import check_secrets_set, read_snapshot, with_secrets
 from govsync.drift import DriftReport, live_checks, unobservable
 from govsync.errors import ApiError, TransportError, UnauthorizedError
-from govsync.manifests.model import ManifestSet
+from govsync.manifests.manifest import ManifestSet
 from govsync.plan import make_plan
 from govsync.settings import Settings
 

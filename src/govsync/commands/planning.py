@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from govsync import governance, policytests, runtime
 from govsync.api.kinds import POLICY_KIND
 from govsync.commands.endpoint import endpoint_change, identity
-from govsync.commands.reading import (
+from govsync.commands.observing import (
     Early,
     check_live,
     moved_error,
@@ -39,7 +39,7 @@ from govsync.errors import (
 )
 from govsync.governance import Governance
 from govsync.live import wanted
-from govsync.manifests.model import ManifestSet
+from govsync.manifests.manifest import ManifestSet
 from govsync.plan import Check, CheckStatus, Observation, Plan, codes_to_check, make_plan
 from govsync.redact import url as safe_url
 from govsync.settings import Settings

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 from govsync import approvals, audit, governance, planfile, render
 from govsync.approvals import Approver
 from govsync.commands.endpoint import identity
+from govsync.commands.observing import check_creates, refreshed_async, refused_partial
 from govsync.commands.planning import check_rules, governed_by, tested
-from govsync.commands.reading import check_creates, refreshed_async, refused_partial
 from govsync.commands.sources import Manifests, Reviewed, Saved, Source
 from govsync.commands.workspace import project_file, with_secrets
 from govsync.errors import (

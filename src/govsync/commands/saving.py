@@ -10,7 +10,7 @@ from govsync import audit, governance, planfile, runtime
 from govsync.commands.workspace import Workspace, project_file, recorded_state
 from govsync.errors import PlanKeyUnavailable, StateError
 from govsync.governance import Governance
-from govsync.manifests.model import ManifestSet
+from govsync.manifests.manifest import ManifestSet
 from govsync.plan import Plan
 from govsync.planfile import SavedPlan
 from govsync.redact import url as safe_url

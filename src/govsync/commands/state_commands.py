@@ -12,7 +12,7 @@ from govsync.api.kinds import BY_KIND
 from govsync.api.resource import readable
 from govsync.commands.endpoint import key_rejected
 from govsync.errors import ConfigError, StateError, StateLockedError, UnauthorizedError
-from govsync.manifests.model import ManifestSet
+from govsync.manifests.manifest import ManifestSet
 from govsync.plan import make_plan, recorded_at
 from govsync.redact import url as safe_url
 from govsync.settings import Settings

@@ -11,7 +11,7 @@ from types import TracebackType
 
 from govsync import redact, runtime
 from govsync.errors import ManifestError
-from govsync.manifests.model import ManifestSet
+from govsync.manifests.manifest import ManifestSet
 from govsync.plan import Plan, missing_secrets
 from govsync.settings import Settings
 from govsync.state import Snapshot, StateStore, empty_snapshot, exists

@@ -4,11 +4,11 @@
     documents.py  one document: envelope, metadata, spec -> request template
     links.py      references and dependsOn name existing manifests
     wording.py    how errors are worded
-    model.py      ``Manifest`` and ``ManifestSet``
+    manifest.py   ``Manifest`` and ``ManifestSet``
     yamlio.py     safe, fast YAML reading with positions
 """
 
 from govsync.manifests.loader import load
-from govsync.manifests.model import Manifest, ManifestSet
+from govsync.manifests.manifest import Manifest, ManifestSet
 
 __all__ = ["Manifest", "ManifestSet", "load"]

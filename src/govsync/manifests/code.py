@@ -18,7 +18,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode
 from govsync import policycode
 from govsync.api.kinds import HOOK_KIND
 from govsync.errors import Problem
-from govsync.manifests.model import Manifest, document_root
+from govsync.manifests.manifest import Manifest, document_root
 from govsync.manifests.yamlio import read_text
 from govsync.policycode import hook_uses
 

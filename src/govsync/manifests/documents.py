@@ -17,13 +17,13 @@ from typing import Any, NamedTuple
 from yaml.nodes import Node
 
 from govsync import envvars, paths
+from govsync.api._generated_checks import CHECKS, Unsure
 from govsync.api.catalog import MAX_REQUEST_BYTES
-from govsync.api.checks import CHECKS, Unsure
 from govsync.api.kinds import BY_KIND, HOOK_KIND, Kind
 from govsync.errors import Problem
 from govsync.manifests import wording
 from govsync.manifests.links import Link
-from govsync.manifests.model import Context, Manifest
+from govsync.manifests.manifest import Context, Manifest
 from govsync.manifests.names import invisible
 from govsync.manifests.yamlio import METADATA_KEYS, TOP_KEYS, RawDocument, locate
 from govsync.paths import Path

@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from govsync.errors import Problem
 from govsync.manifests.code import hook_problems
-from govsync.manifests.model import Manifest
+from govsync.manifests.manifest import Manifest
 from govsync.manifests.wording import did_you_mean
 
 

@@ -24,7 +24,7 @@ from govsync.manifests.code import check_code
 from govsync.manifests.directives import DIRECTIVE_KINDS, Directive, check_directive, merge_patch
 from govsync.manifests.documents import Override, check_document, identity
 from govsync.manifests.links import Link, check_links
-from govsync.manifests.model import Context, Manifest, ManifestSet, document_root
+from govsync.manifests.manifest import Context, Manifest, ManifestSet, document_root
 from govsync.manifests.names import skeleton
 from govsync.manifests.wording import did_you_mean
 from govsync.manifests.yamlio import Builder, RawDocument, iter_documents, locate, read_text

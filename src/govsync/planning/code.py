@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from govsync.api.kinds import POLICY_KIND
-from govsync.manifests.model import ManifestSet
+from govsync.manifests.manifest import ManifestSet
 from govsync.state import APPLIED, Entry
 
 FIELD = "code"

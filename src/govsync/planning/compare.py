@@ -9,9 +9,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from govsync.api.kinds import Kind
+from govsync.planning.changes import FieldChange
 from govsync.planning.diff import field_diff
-from govsync.planning.model import FieldChange
-from govsync.state.model import FINGERPRINT_PREFIX
+from govsync.state.records import FINGERPRINT_PREFIX
 from govsync.values import KNOWN_AFTER_APPLY_TEXT, SENSITIVE
 
 # Fields every object carries that only the server sets.

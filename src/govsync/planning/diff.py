@@ -8,9 +8,9 @@ from typing import Any
 
 from govsync import paths
 from govsync.api.kinds import Kind
-from govsync.planning.model import FieldChange
+from govsync.planning.changes import FieldChange
 from govsync.state import Entry
-from govsync.state.model import FINGERPRINT_PREFIX
+from govsync.state.records import FINGERPRINT_PREFIX
 from govsync.values import KNOWN_AFTER_APPLY, KNOWN_AFTER_APPLY_TEXT, SENSITIVE
 
 

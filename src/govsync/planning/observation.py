@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from govsync.planning.model import Drifted
+from govsync.planning.changes import Drifted
 
 
 @dataclass

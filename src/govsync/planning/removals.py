@@ -10,8 +10,8 @@ from typing import Any, NamedTuple
 from govsync.api.kinds import BY_KIND
 from govsync.errors import Problem
 from govsync.manifests.directives import Directive
-from govsync.manifests.model import ManifestSet
-from govsync.planning.model import Action, Change
+from govsync.manifests.manifest import ManifestSet
+from govsync.planning.changes import Action, Change
 from govsync.planning.observation import Observation
 from govsync.planning.reasons import Reason, Why
 from govsync.state import APPLIED, Entry

@@ -48,7 +48,7 @@ from govsync.plan import (
 from govsync.refresh import code
 from govsync.refresh.compare import by_address, compare, compare_read, outside_changes
 from govsync.refresh.lookup import look_up, read_imports, unread_reason, verify_id
-from govsync.refresh.reading import CONCURRENCY, LANES, Reader, Reading, read
+from govsync.refresh.reader import CONCURRENCY, LANES, Reader, Reading, read
 from govsync.state import Entry
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from govsync import paths
 from govsync.api.kinds import BY_KIND
 from govsync.plan import Drifted, DriftKind
 from govsync.planning.compare import SERVER_FIELDS, normal, outside_changes, pairs, server_set
-from govsync.refresh.reading import Reading
+from govsync.refresh.reader import Reading
 from govsync.state import Entry
 
 __all__ = ["SERVER_FIELDS", "by_address", "compare", "compare_read", "normal",

@@ -21,7 +21,7 @@ from govsync.api.resource import (
 from govsync.api.resource import listed as is_listed
 from govsync.errors import ApiError, NotFoundError, StateError, UnauthorizedError
 from govsync.plan import Action, Change
-from govsync.refresh.reading import (
+from govsync.refresh.reader import (
     NO_READ_AT_ENDPOINT,
     Reader,
     Reading,

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from govsync.graph import dependencies
-from govsync.manifests.model import Manifest
+from govsync.manifests.manifest import Manifest
 from govsync.plan import Action, Plan
 
 # Fill, stroke and text colours per action (GitHub's light palette).

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from govsync.api.kinds import BY_KIND, Kind
-from govsync.planning.model import Change
+from govsync.planning.changes import Change
 from govsync.planning.reasons import Reason, Why
 
 

@@ -4,18 +4,26 @@ The face of the package: what the rest of govsync uses.  One concern per
 module inside:
 
 =============  ===============================================================
-``model``      entries, their statuses, snapshots of a workspace, lock holders
-``store``      the interfaces every backend implements (``Storage``,
-               ``Locker``, ``StateStore``), and fencing
+``records``    entries, their statuses, snapshots of a workspace, lock holders
+``store``      ``StateStore``: every operation of the state, written once over
+               a backend (snapshots, writes, records, the lock, leadership,
+               fencing)
+``backend``    ``Backend``: what a backend provides (transactions, a lock
+               primitive, a key vault), and the SQL dialect it speaks
+``schema``     the tables, written once, and their upgrades
 ``codec``      stored rows to entries, every value checked
 ``writer``     ``GroupWriter``: a workspace's writes committed in groups
 ``export``     the document of ``state export`` and ``state import-all``
-``sql``        what both backends share: the tables, one transaction style,
-               fencing, the lock and leader records, plan claims, agent cycles
+``tamper``     the triggers that record a change of the governance record
+               made outside govsync
+``keyfile``    a plan key kept in a file of its own (SQLite's key vault)
 ``sqlite``     the embedded backend (one file): its file checks, backup, flocks
 ``postgres``   the shared backend (imported only for a ``postgresql://`` URL):
-               its connection and lock sessions
+               its connection, schema and lock sessions
 =============  ===============================================================
+
+A new backend implements ``Backend`` and passes tests/state/contract.py, the
+suite both backends run.
 """
 
 from __future__ import annotations
@@ -25,7 +33,8 @@ import os
 from govsync import redact
 from govsync.errors import StateError
 from govsync.files import SCHEME, sqlite_path
-from govsync.state.model import (
+from govsync.state.backend import Backend
+from govsync.state.records import (
     APPLIED,
     PENDING,
     UNCERTAIN,
@@ -36,19 +45,18 @@ from govsync.state.model import (
     empty_snapshot,
     now,
 )
-from govsync.state.store import Locker, StateStore, Storage
+from govsync.state.store import StateStore
 
 __all__ = [
     "APPLIED",
     "PENDING",
     "UNCERTAIN",
+    "Backend",
     "Entry",
     "EntryStatus",
     "LockHolder",
-    "Locker",
     "Snapshot",
     "StateStore",
-    "Storage",
     "empty_snapshot",
     "exists",
     "now",

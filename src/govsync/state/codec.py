@@ -1,6 +1,6 @@
-"""Stored rows to entries: the one reader of what a backend keeps as JSON text,
-checking every value (a damaged row is ``Malformed``, turned into a
-StateDamagedError by the backend that read it)."""
+"""Stored rows to entries and back: the one reader of what a backend keeps as JSON
+text, checking every value (a damaged row is ``Malformed``, turned into a
+StateDamagedError by the store, in the backend's words)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,15 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-from govsync.state.model import Entry, EntryStatus
+from govsync.state.records import (
+    Entry,
+    EntryStatus,
+    LockHolder,
+    Snapshot,
+    checked_status,
+    dumps,
+    now,
+)
 
 
 class Malformed(ValueError):
@@ -106,3 +114,49 @@ def entry_from_row(row: tuple[Any, ...]) -> Entry:
         return Entry(address, kind, object_id, status, None, values[1], updated_at,
                      spec_json=spec)
     return Entry(address, kind, object_id, status, values[0], values[1], updated_at)
+
+
+def snapshot_from_rows(workspace: str, head: Any, rows: Iterable[tuple[Any, ...]],
+                       objects_table: str) -> Snapshot | None:
+    """A workspace's row (lineage, serial, fingerprint key, entry count, endpoint,
+    governance) and its entries' rows, every value checked (None: no row)."""
+    if head is None:
+        return None
+    lineage, serial, key, count, endpoint, governance = head
+    if not isinstance(lineage, str) or not lineage:
+        raise Malformed(f"its lineage is {lineage!r}")
+    if not isinstance(serial, int):
+        raise Malformed(f"its serial is {serial!r}, not a number")
+    if not isinstance(key, bytes | memoryview) or not key:
+        raise Malformed("its fingerprint key is not bytes")
+    if endpoint is not None and not isinstance(endpoint, str):
+        raise Malformed(f"its endpoint is {endpoint!r}")
+    recorded = json_object(governance, "governance")
+    # Parsed row by row as the cursor yields them: never every row's text at once.
+    entries = entries_from_json_rows(rows)
+    if count != len(entries):
+        raise Malformed(f"it records {count} entries but {objects_table} holds {len(entries)}")
+    return Snapshot(workspace, lineage, serial, entries, bytes(key), endpoint, recorded)
+
+
+def entry_row(workspace: str, e: Entry) -> tuple[Any, ...]:
+    """An entry as a row of the objects table (JSON as text: PostgreSQL casts it)."""
+    status = checked_status(e)
+    return (workspace, e.address, e.kind, e.id, status.value, e.spec_text(),
+            dumps(e.response) if e.response is not None else None, e.updated_at or now())
+
+
+def loads(text: Any) -> Any:
+    """A stored JSON text, or None when it is not JSON (a damaged record names nobody)."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def holder_from_json(data: Any) -> LockHolder | None:
+    """A lock's recorded holder (None: unreadable; it names nobody, the lock still holds)."""
+    try:
+        return LockHolder.from_dict(loads(data))
+    except (TypeError, ValueError, AttributeError):
+        return None

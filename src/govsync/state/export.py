@@ -14,7 +14,7 @@ from typing import Any
 
 from govsync.errors import StateError
 from govsync.formats import FORMAT_VERSION, same_major
-from govsync.state.model import Entry, Snapshot
+from govsync.state.records import Entry, Snapshot
 
 
 def document(snapshot: Snapshot) -> dict[str, Any]:

@@ -46,8 +46,8 @@ that fails at once when the session was ended.  A lock session that ended (kille
 administrator, network gone) is never silently replaced: the store's writes
 raise LockLostError until it is closed.
 
-The tables, lineage and serial, the checks of each write and the records are
-sql.py's, shared with SQLite; this module keeps what only PostgreSQL has.
+Everything else (the records, lineage and serial, the checks of each write,
+the lock's rules) is store.py's, over this backend's primitives (backend.py).
 
 psycopg is imported here only; ``open_store`` imports this module lazily.
 """
@@ -58,47 +58,62 @@ import contextlib
 import re
 import secrets
 import threading
-import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import psycopg
+from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.pq import TransactionStatus
 
-from govsync.errors import (
-    LockLostError,
-    PlanKeyUnavailable,
-    StateDamagedError,
-    StateError,
-    StateLockedError,
-)
+from govsync.errors import PlanKeyUnavailable, StateDamagedError, StateError
 from govsync.redact import url as safe_url
-from govsync.state.codec import NO_ANSWER_COLUMNS
-from govsync.state.model import (
-    AGENT_LEADER,
-    Entry,
-    LockHolder,
-    Snapshot,
-    leader_epoch,
-    leadership_lost,
-    lock_lost,
-)
-from govsync.state.sql import (
-    ADDED_COLUMNS,
-    POSTGRES,
-    SqlStore,
-    Tx,
-    added_tables,
-    tables,
-    upgrades,
-    values,
-)
-from govsync.state.sql import TABLES as NAMES
+from govsync.state.backend import Dialect, Statement, Tx
+from govsync.state.schema import ADDED_COLUMNS, Table, added_tables, tables
+from govsync.state.schema import TABLES as NAMES
+from govsync.state.schema import upgrades as column_upgrades
+from govsync.state.store import StateStore
 from govsync.state.tamper import GOVERNANCE_AUDIT, GOVERNANCE_TRIGGER
+
+T = TypeVar("T")
+
+# Upsert rows given as one array per column; xmax is 0 only on a row the
+# statement inserted (not one it updated), which the entry count adds up.
+_PUT_MANY = (
+    "WITH written AS (INSERT INTO {T}objects"
+    " (workspace, address, kind, object_id, status, spec, response, updated_at)"
+    " SELECT ?, * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[],"
+    " ?::jsonb[], ?::jsonb[], ?::text[])"
+    " ON CONFLICT (workspace, address) DO UPDATE SET kind = EXCLUDED.kind,"
+    " object_id = EXCLUDED.object_id, status = EXCLUDED.status,"
+    " spec = EXCLUDED.spec, response = EXCLUDED.response,"
+    " updated_at = EXCLUDED.updated_at"
+    " RETURNING (xmax = 0) AS inserted)"
+    " UPDATE {T}workspaces SET entry_count = entry_count"
+    " + (SELECT count(*) FROM written WHERE inserted) WHERE name = ?")
+
+POSTGRES = Dialect("postgres", "govsync_", "%s", (
+    ("SEQ", "id"), ("J", "::text"), ("C", ' COLLATE "C"'), ("FOR_UPDATE", " FOR UPDATE"),
+    ("INT", "BIGINT"), ("BLOB", "BYTEA"), ("JSON", "JSONB"),
+    ("ID", "id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"),
+    ("AT", "TIMESTAMPTZ NOT NULL DEFAULT now()"),
+    ("REF", " REFERENCES govsync_workspaces (name) ON DELETE CASCADE")),
+    returning=True, put_many=_PUT_MANY,
+    # govsync's own governance write (tamper.py): a setting for the transaction.
+    own_governance=("SELECT set_config('govsync.writing', ?, true)", ""))
+
+OWN_TABLES = (
+    # The plan keys: the read-only role has no grant on them.
+    Table("plan_keys", """CREATE TABLE IF NOT EXISTS {T}plan_keys (
+    workspace TEXT PRIMARY KEY,
+    plan_key {BLOB} NOT NULL
+)"""),
+    # What a lock session locks (FOR UPDATE): the read-only role has no grant on it.
+    Table("lock_rows", "CREATE TABLE IF NOT EXISTS {T}lock_rows (name TEXT PRIMARY KEY)"),
+)
 
 TABLES = tuple(POSTGRES.prefix + name for name in NAMES)
 # What the read-only role may read: enough to plan, drift and list, not the plan keys.
@@ -106,10 +121,10 @@ TABLES = tuple(POSTGRES.prefix + name for name in NAMES)
 READABLE_TABLES = (*TABLES, "govsync_agent", "govsync_lock_rows")
 
 # Tables added since the first release, made by the first write of an older database.
-ADDED_TABLES = added_tables(POSTGRES)
+ADDED_TABLES = added_tables(POSTGRES, OWN_TABLES)
 
 SCHEMA = (
-    *(POSTGRES.sql(t.ddl) for t in tables(POSTGRES)),
+    *(POSTGRES.sql(t.ddl) for t in tables(OWN_TABLES)),
     "CREATE INDEX IF NOT EXISTS govsync_history_workspace ON govsync_history (workspace, id)",
 )
 
@@ -130,19 +145,8 @@ LOCK_SESSION_SETTINGS = {
 
 CONNECT_DEFAULTS = {"connect_timeout": "10", "application_name": "govsync"}
 
-POLL_SECONDS = 0.2
-
-# How long a loser of a lock race waits for the winner's holder record.
-HOLDER_WAIT_SECONDS = 1.0
-
-# Byte order, as SQLite sorts, whatever the database's collation.
-C = 'COLLATE "C"'
-
-
-def lead_row(workspace: str) -> str:
-    """The lock row of the agent's leadership of a workspace (no workspace name has a
-    colon, so no workspace's lock is this one)."""
-    return f"agent:{workspace}"
+# Whether a lock session's transaction (its id the parameter) still holds its row.
+_ALIVE = "coalesce(txid_status(?) = 'in progress', false)"
 
 
 @dataclass
@@ -154,22 +158,20 @@ class _Session:
     pid: int  # its server process
 
 
-@dataclass
-class _Lock:
-    epoch: int
-    session: _Session
+class PostgresStore(StateStore):
+    """The state in a PostgreSQL database shared by every machine that applies.
 
-    @property
-    def session_pid(self) -> int:
-        return self.session.pid
+    ``url`` is a libpq URL (``postgresql://user:password@host:5432/db``)."""
+
+    backend: PostgresBackend
+
+    def __init__(self, url: str) -> None:
+        super().__init__(PostgresBackend(url))
 
 
-class PostgresStore(SqlStore):
-    """State in a PostgreSQL database shared by every machine that applies.
-
-    ``url`` is a libpq URL (``postgresql://user:password@host:5432/db``).
-    ``self.url`` keeps it with the password hidden, for messages.
-    """
+class PostgresBackend:
+    """The shared backend (see the module's docstring).  ``self.url`` keeps the URL with
+    the password hidden, for messages."""
 
     dialect = POSTGRES
     writes_wait = True
@@ -179,8 +181,6 @@ class PostgresStore(SqlStore):
         self._conninfo = url
         self._secrets = _passwords(url)
         self._mutex = threading.RLock()  # one transaction at a time on self.db
-        self._locks: dict[str, _Lock] = {}
-        self._leading: dict[str, _Lock] = {}  # the agent's leaderships (Leadership)
         self.db = self._connect()
         try:
             with self._errors("cannot read the state tables"):
@@ -226,72 +226,60 @@ class PostgresStore(SqlStore):
             reason = self._scrub(first) or type(exc).__name__
             raise StateError(f"{action} ({self.url}): {reason}") from exc
 
-    # -- the primitives of SqlStore ------------------------------------------------
+    # -- transactions ---------------------------------------------------------------
+    def read(self, action: str, statements: Sequence[Statement],
+             consume: Callable[..., T]) -> T:
+        """One statement in autocommit, one round trip (a transaction around it would
+        add a BEGIN and a COMMIT); several in one read-only transaction of one
+        snapshot, sent whole (pipeline mode) and read once all the answers are in."""
+        with self._mutex, self._errors(action):
+            if len(statements) == 1:
+                with self.db.cursor() as cur:
+                    cur.execute(POSTGRES.sql(statements[0][0]), statements[0][1])
+                    return consume(cur)
+            with contextlib.ExitStack() as cursors:
+                found = [cursors.enter_context(self.db.cursor()) for _ in statements]
+                with self._pipelined():
+                    self.db.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                    for cur, (template, params) in zip(found, statements, strict=True):
+                        cur.execute(POSTGRES.sql(template), params)
+                    self.db.execute("COMMIT")
+                return consume(*found)
+
     @contextmanager
-    def _transaction(self, action: str, *, write: bool = True,
-                     pipelined: bool = False) -> Iterator[Tx]:
+    def write(self, action: str, *, workspace: str | None = None,
+              pipelined: bool = False) -> Iterator[Tx]:
         """One transaction.  ``pipelined``: its statements go out without waiting
         for each answer (psycopg's pipeline mode), so it waits only where it
         reads a result; its BEGIN travels with the first statement and its
         COMMIT with the last.  (psycopg's ``transaction()`` in pipeline mode
         still waits for BEGIN, and for the statements before COMMIT.)"""
+        self._ensure_schema()
         with self._mutex, self._errors(action):
             if not pipelined:
                 with self.db.transaction(), self.db.cursor() as cur:
                     yield Tx(cur, POSTGRES)
                 return
-            try:
-                with self.db.pipeline(), self.db.cursor() as cur:
-                    cur.execute("BEGIN")
-                    yield Tx(cur, POSTGRES)
-                    cur.execute("COMMIT")
-            except BaseException:
-                if self.db.info.transaction_status != TransactionStatus.IDLE:
-                    with contextlib.suppress(psycopg.Error):
-                        self.db.execute("ROLLBACK")
-                raise
+            with self._pipelined(), self.db.cursor() as cur:
+                cur.execute("BEGIN")
+                yield Tx(cur, POSTGRES)
+                cur.execute("COMMIT")
 
     @contextmanager
-    def _reading(self, action: str) -> Iterator[Tx]:
-        """One statement in autocommit, one round trip (a transaction around it would
-        add a BEGIN and a COMMIT)."""
-        with self._mutex, self._errors(action), self.db.cursor() as cur:
-            yield Tx(cur, POSTGRES)
+    def _pipelined(self) -> Iterator[None]:
+        """Pipeline mode, the transaction rolled back on the way out of an error."""
+        try:
+            with self.db.pipeline():
+                yield
+        except BaseException:
+            if self.db.info.transaction_status != TransactionStatus.IDLE:
+                with contextlib.suppress(psycopg.Error):
+                    self.db.execute("ROLLBACK")
+            raise
 
-    def _readable(self, table: str) -> bool:
-        if self._fresh:
-            return False
-        if table == "governance":
-            return not {"endpoint", "governance"} & self._schema[1]
-        return POSTGRES.prefix + table not in self._schema[1]
-
-    def _before_write(self) -> None:
-        self._ensure_schema()
-
-    def _head(self, tx: Tx, workspace: str, bump: bool,
-              lock: _Lock | None) -> tuple[int, int, bool] | None:
-        # Either statement takes the workspace row lock first (see above).  Holding
-        # the lock, the same round trip asks whether the lock transaction is still in
-        # progress (the fence; one round trip, not three).
-        alive = "true" if lock is None else _ALIVE
-        xid = () if lock is None else (lock.session.xid,)
-        if bump:
-            row = tx.one("UPDATE {T}workspaces SET serial = serial + 1 WHERE name = ?"
-                         f" RETURNING serial, lock_epoch, {alive}", (workspace, *xid))
-        else:
-            row = tx.one(f"SELECT serial, lock_epoch, {alive} FROM {{T}}workspaces"
-                         " WHERE name = ? FOR UPDATE", (*xid, workspace))
-        return None if row is None else (int(row[0]), int(row[1]), bool(row[2]))
-
-    def _alive(self, tx: Tx, held: _Lock) -> bool:
-        return bool(tx.one(f"SELECT {_ALIVE}", (held.session.xid,))[0])
-
-    def _ended(self, held: _Lock) -> str:
-        return f"the PostgreSQL session holding it (pid {held.session_pid}) ended"
-
-    def _mark_governance(self, tx: Tx, workspace: str, done: bool) -> None:
-        if not done:
-            tx.run("SELECT set_config('govsync.writing', ?, true)", (workspace,))
+    def has(self, name: str) -> bool:
+        missing = self._schema[1]
+        return not self._fresh and name not in missing and POSTGRES.prefix + name not in missing
 
     # -- the tables ------------------------------------------------------------------
     @property
@@ -308,7 +296,7 @@ class PostgresStore(SqlStore):
         if self._partial:
             found = self._schema[0]
             missing = [t for t, there in zip(TABLES, found, strict=True) if not there]
-            raise self._damaged(f"the table{'s' if len(missing) > 1 else ''} "
+            raise self.damaged(f"the table{'s' if len(missing) > 1 else ''} "
                                 f"{', '.join(missing)} is missing while the others exist")
 
     def _ensure_schema(self) -> None:
@@ -335,7 +323,7 @@ class PostgresStore(SqlStore):
                     for statement in SCHEMA:
                         cur.execute(statement)
                 _, missing = self._schema_found()
-                for statement in upgrades(POSTGRES, {c for c, _, _ in ADDED_COLUMNS} - missing):
+                for statement in column_upgrades(POSTGRES, {c.name for c in ADDED_COLUMNS} - missing):
                     cur.execute(statement)
                 for table in sorted(missing & set(ADDED_TABLES)):
                     cur.execute(ADDED_TABLES[table])
@@ -361,23 +349,22 @@ class PostgresStore(SqlStore):
         assert row is not None
         found = [bool(v) for v in row[:len(TABLES)]]
         added_found = row[len(TABLES):-2]
-        missing = {name for name, _, _ in ADDED_COLUMNS} - set(row[-2])
+        missing = {c.name for c in ADDED_COLUMNS} - set(row[-2])
         missing |= set() if row[-1] else {GOVERNANCE_TRIGGER}
         missing |= {t for t, there in zip(added, added_found, strict=True) if not there}
         return found, missing
 
-    def _damaged(self, problem: str) -> StateDamagedError:
+    def damaged(self, problem: str) -> StateDamagedError:
         return StateDamagedError(
             f"the PostgreSQL state at {self.url} is damaged: {problem}; nothing was changed. "
             "Restore the database from a backup, or load an export with "
             "`govsync state import-all`")
 
-    # -- lock sessions -----------------------------------------------------------------
-    def _take(self, name: str) -> _Session | None:
-        """Lock the row ``name`` on a new lock session (None: another session has it)."""
-        with self._mutex, self._errors(f"cannot lock {name!r}"):
-            self.db.execute("INSERT INTO govsync_lock_rows (name) VALUES (%s)"
-                            " ON CONFLICT (name) DO NOTHING", (name,))
+    # -- the lock: a row locked by a session of its own ---------------------------------
+    def take(self, workspace: str, *, leader: bool = False) -> _Session | None:
+        """Lock the row of the workspace's lock (or leadership) on a new lock session
+        (None: another session has it)."""
+        name = _row(workspace, leader)
         conn = self._connect()
         try:
             with self._errors(f"cannot lock {name!r}"):
@@ -386,6 +373,10 @@ class PostgresStore(SqlStore):
                     settings["idle_session_timeout"] = "0"
                 conn.execute("SELECT " + ", ".join(["set_config(%s, %s, false)"] * len(settings)),
                              [part for item in settings.items() for part in item])
+                # The row made first, outside the lock session's transaction: a row
+                # another session inserted and has not committed would hold this one up.
+                conn.execute("INSERT INTO govsync_lock_rows (name) VALUES (%s)"
+                             " ON CONFLICT (name) DO NOTHING", (name,))
                 conn.execute("BEGIN")
                 row = conn.execute("SELECT txid_current(), pg_backend_pid() FROM"
                                    " govsync_lock_rows WHERE name = %s FOR UPDATE SKIP LOCKED",
@@ -398,77 +389,76 @@ class PostgresStore(SqlStore):
             return None
         return _Session(conn, int(row[0]), int(row[1]))
 
-    @staticmethod
-    def _let_go(session: _Session) -> None:
+    def let_go(self, handle: _Session) -> None:
         """End a lock session: its row unlocked once this returns (a ROLLBACK answered;
         a session already ended has nothing left to unlock)."""
         with contextlib.suppress(psycopg.Error):
-            session.conn.execute("ROLLBACK")
-        session.conn.close()
+            handle.conn.execute("ROLLBACK")
+        handle.conn.close()
 
+    def alive(self, handle: _Session) -> Statement:
+        return _ALIVE, (handle.xid,)
 
-    # -- read and write --------------------------------------------------------------
-    def _read(self, workspace: str, responses: bool) -> Snapshot | None:
-        """The workspace and its entries from one database snapshot (None if new).
+    def ended(self, handle: _Session) -> str:
+        return f"the PostgreSQL session holding it (pid {handle.pid}) ended"
 
-        One round trip: BEGIN, both SELECTs and COMMIT go out together (pipeline
-        mode) and the answers are read once they are all in."""
-        if self._fresh:
+    def ask(self, handle: _Session, template: str, params: Sequence[Any]) -> Any | None:
+        """Asked of the lock session itself: ended, it fails at once."""
+        try:
+            return handle.conn.execute(POSTGRES.sql(template), params).fetchone()
+        except psycopg.Error:
             return None
-        # An older database not yet brought up to date (its first write does that):
-        # a missing column reads as what that write would fill it with.
-        missing = self._schema[1]
-        columns = ", ".join(
-            {"entry_count": "(SELECT count(*) FROM govsync_objects o WHERE o.workspace = name)"
-             }.get(c, "NULL") if c in missing else c
-            for c in ("entry_count", "endpoint", "governance"))
-        action = f"cannot read workspace {workspace!r}"
-        with self._mutex, self._errors(action), self.db.cursor() as head, \
-                self.db.cursor() as rows:
-            with self._transaction(action, write=False, pipelined=True) as tx:
-                tx.run("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                head.execute(f"SELECT lineage, serial, fingerprint_key, {columns}"
-                             " FROM govsync_workspaces WHERE name = %s", (workspace,))
-                # The JSONB columns as text, parsed as SQLite's are (faster than
-                # psycopg's loader), the specs then kept as text.
-                rows.execute(
-                    "SELECT address, kind, object_id, status, spec::text,"
-                    f" {'response::text, updated_at' if responses else NO_ANSWER_COLUMNS}"
-                    f" FROM govsync_objects WHERE workspace = %s ORDER BY address {C}",
-                    (workspace,),
-                )
-            return self._snapshot(workspace, head.fetchone(), rows)
 
-    def put_many(self, workspace: str, entries: Sequence[Entry]) -> int:
-        # The last entry of an address holds (one statement cannot upsert a row twice).
-        rows = list({e.address: values(workspace, e) for e in entries}.values())
-        columns = [[row[i] for row in rows] for i in range(1, 8)]  # all but the workspace
-        # Two round trips whatever the number of entries: BEGIN with the serial
-        # and the fence, then every row, the entry count and COMMIT.  A write
-        # costs its round trips, not its rows: at 2 ms to the database this is
-        # 4 ms where a statement at a time was 18 ms.
-        with self._write(workspace, pipelined=True) as tx:
-            tx.run(_PUT_MANY, (workspace, *columns, workspace))
-        return tx.serial
+    def lock_session(self, workspace: str) -> str | None:
+        backend = self.lock_backend_pid(workspace)
+        if backend is None:
+            return None
+        return (f" (PostgreSQL session pid {backend}; if it hangs, stop that process first, "
+                "then an administrator may end its session with SELECT "
+                f"pg_terminate_backend({backend}): ended first, a process that is only paused "
+                "would wake up still sending); wait for it to finish or pass --lock-timeout "
+                "to wait")
 
+    def lock_backend_pid(self, workspace: str, *, leader: bool = False) -> int | None:
+        """The server process id of the session holding the workspace lock (``leader``:
+        the agent's leadership of it), if any."""
+        if not self.has("lock_rows"):
+            return None
+        # The row's xmax is the id of the transaction that locked it; while that
+        # transaction is open, its session holds a lock on that id.
+        try:
+            row = self.read(
+                f"cannot read the lock of {workspace!r}",
+                [("SELECT l.pid FROM govsync_lock_rows r JOIN pg_locks l ON l.locktype ="
+                  " 'transactionid' AND l.transactionid = r.xmax AND l.mode ="
+                  " 'ExclusiveLock' AND l.granted WHERE r.name = ?", (_row(workspace, leader),))],
+                lambda rows: rows.fetchone())
+        except StateError as exc:
+            # A reader granted before this table was: it plans without knowing.
+            if isinstance(exc.__cause__, psycopg.errors.InsufficientPrivilege):
+                return None
+            raise
+        return int(row[0]) if row else None
+
+    # -- the key vault: a table the read-only role may not read ------------------------
     def plan_key(self, workspace: str, *, create: bool = True) -> bytes:
         action = f"cannot read the plan key of workspace {workspace!r}"
         try:
-            if not self._readable("plan_keys"):
+            if not self.has("plan_keys"):
                 if not create:
                     raise PlanKeyUnavailable(f"{action}: there is none yet")
                 self._ensure_schema()
-            with self._reading(action) as tx:
-                if create:
-                    row = tx.one(
-                        "WITH made AS (INSERT INTO govsync_plan_keys (workspace, plan_key)"
-                        " VALUES (?, ?) ON CONFLICT (workspace) DO NOTHING RETURNING"
-                        " plan_key) SELECT plan_key FROM made UNION ALL SELECT plan_key FROM"
-                        " govsync_plan_keys WHERE workspace = ?",
-                        (workspace, secrets.token_bytes(32), workspace))
-                else:
-                    row = tx.one("SELECT plan_key FROM govsync_plan_keys WHERE"
-                                 " workspace = ?", (workspace,))
+            if create:
+                statement: Statement = (
+                    "WITH made AS (INSERT INTO govsync_plan_keys (workspace, plan_key)"
+                    " VALUES (?, ?) ON CONFLICT (workspace) DO NOTHING RETURNING"
+                    " plan_key) SELECT plan_key FROM made UNION ALL SELECT plan_key FROM"
+                    " govsync_plan_keys WHERE workspace = ?",
+                    (workspace, secrets.token_bytes(32), workspace))
+            else:
+                statement = ("SELECT plan_key FROM govsync_plan_keys WHERE workspace = ?",
+                             (workspace,))
+            row = self.read(action, [statement], lambda rows: rows.fetchone())
         except StateError as exc:
             if isinstance(exc.__cause__, psycopg.errors.InsufficientPrivilege):
                 raise PlanKeyUnavailable(
@@ -485,8 +475,6 @@ class PostgresStore(SqlStore):
         plan, drift, show and the state listings read, and nothing else (never the plan
         keys, never a write).  The tables are made first, so the grants have something
         to name."""
-        from psycopg import sql
-
         self._ensure_schema()
         with self._mutex, self._errors("cannot read the state's schema"):
             row = self.db.execute(
@@ -504,180 +492,15 @@ class PostgresStore(SqlStore):
             ]
             return [s.as_string(self.db) + ";" for s in statements]
 
-    # -- lock -------------------------------------------------------------------
-    def acquire(self, workspace: str, holder: LockHolder, timeout: float = 0.0) -> int:
-        with self._mutex:
-            if workspace in self._locks:  # held, or lost: a lost lock is never re-taken
-                return self._locks[workspace].epoch
-        self._ensure_schema()
-        deadline = time.monotonic() + timeout
-        while (session := self._take(workspace)) is None:
-            if time.monotonic() >= deadline:
-                self._refuse(workspace)  # or back: given back meanwhile, one more try
-                continue
-            time.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
-        action = f"cannot record the lock of {workspace!r}"
-        try:
-            # Replaces the row of a holder whose session has ended.  One round
-            # trip: the transaction goes out whole, and the new epoch is read
-            # once it has committed.
-            with self._mutex, self._errors(action), self.db.cursor() as epoch:
-                with self._transaction(action, pipelined=True) as tx:
-                    self._record_lock(tx, workspace, holder)
-                    epoch.execute("SELECT lock_epoch FROM govsync_workspaces WHERE name = %s",
-                                  (workspace,))
-                row = epoch.fetchone()
-                assert row is not None
-                self._locks[workspace] = _Lock(int(row[0]), session)
-        except BaseException:
-            self._locks.pop(workspace, None)
-            self._let_go(session)
-            raise
-        return self._locks[workspace].epoch
-
-    def _refuse(self, workspace: str) -> None:
-        """Raise StateLockedError naming the holder; return if the lock is free again."""
-        # The winner of a race records itself just after taking the lock.
-        deadline = time.monotonic() + HOLDER_WAIT_SECONDS
-        while (current := self.holder(workspace)) is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        backend = self.lock_backend_pid(workspace)
-        if current is None and backend is None:
-            return  # its holder gave it back while this one looked
-        session = (
-            f" (PostgreSQL session pid {backend}; if it hangs, stop that process first, "
-            "then an administrator may end its session with SELECT "
-            f"pg_terminate_backend({backend}): ended first, a process that is only paused "
-            "would wake up still sending)"
-            if backend else ""
-        )
-        raise StateLockedError(
-            f"workspace {workspace!r} is locked by {current or 'another process'}{session}; "
-            "wait for it to finish or pass --lock-timeout to wait",
-            current.as_dict() if current else None,
-        )
-
-    def release(self, workspace: str) -> None:
-        with self._mutex:
-            lock = self._locks.pop(workspace, None)
-            if lock is None:
-                return
-            try:
-                # One statement, in autocommit: one round trip.
-                with self._reading(f"cannot clear the lock of {workspace!r}") as tx:
-                    tx.run(self._CLEAR_LOCK, (workspace, workspace, lock.epoch))
-            finally:
-                self._let_go(lock.session)
-
-    def fence(self, workspace: str) -> None:
-        lock = self._locks.get(workspace)
-        lead = self._leading.get(workspace)
-        if lock is None and lead is None:
-            return
-        session = lock.session if lock is not None else lead.session  # type: ignore[union-attr]
-        # Asked of the lock session itself: ended, it fails at once.
-        try:
-            row = session.conn.execute(POSTGRES.sql(
-                "SELECT (SELECT lock_epoch FROM {T}workspaces WHERE name = ?),"
-                " (SELECT value FROM {T}agent WHERE workspace = ? AND name = ?),"
-                f" {_ALIVE}"), (workspace, workspace, AGENT_LEADER,
-                                lead.session.xid if lead else 0)).fetchone()
-        except psycopg.Error:
-            row = None
-        if lock is not None:
-            if row is None:
-                raise LockLostError(lock_lost(workspace, self._ended(lock)))
-            if row[0] != lock.epoch:
-                current = self.holder(workspace)
-                raise LockLostError(lock_lost(
-                    workspace, f"taken by {current}" if current else "another process took it"))
-        if lead is not None:
-            if row is None or not row[2]:
-                raise LockLostError(leadership_lost(workspace, self._ended(lead)))
-            if leader_epoch(row[1]) != lead.epoch:
-                raise LockLostError(leadership_lost(workspace, "another agent took it over"))
-
-    def running(self, workspace: str) -> LockHolder | None:
-        if workspace in self._locks:
-            return None  # ours
-        if self.lock_backend_pid(workspace) is None:
-            return None
-        return self.holder(workspace) or LockHolder.unknown()
-
-    def lock_backend_pid(self, workspace: str) -> int | None:
-        """The server process id of the session holding the workspace lock, if any."""
-        if not self._readable("lock_rows"):
-            return None
-        # The row's xmax is the id of the transaction that locked it; while that
-        # transaction is open, its session holds a lock on that id.
-        try:
-            with self._reading(f"cannot read the lock of {workspace!r}") as tx:
-                row = tx.one(
-                    "SELECT l.pid FROM govsync_lock_rows r JOIN pg_locks l ON l.locktype ="
-                    " 'transactionid' AND l.transactionid = r.xmax AND l.mode ="
-                    " 'ExclusiveLock' AND l.granted WHERE r.name = ?", (workspace,))
-        except StateError as exc:
-            # A reader granted before this table was: it plans without knowing.
-            if isinstance(exc.__cause__, psycopg.errors.InsufficientPrivilege):
-                return None
-            raise
-        return int(row[0]) if row else None
-
-    # -- the agent's leadership ---------------------------------------------------
-    def lead(self, workspace: str, holder: LockHolder) -> int | None:
-        with self._mutex:
-            if workspace in self._leading:
-                return self._leading[workspace].epoch if self.leads(workspace) else None
-        self._ensure_schema()
-        session = self._take(lead_row(workspace))
-        if session is None:
-            return None
-        try:
-            epoch = self._record_leader(workspace, holder)
-        except BaseException:
-            self._let_go(session)
-            raise
-        with self._mutex:
-            self._leading[workspace] = _Lock(epoch, session)
-        return epoch
-
-    def resign(self, workspace: str) -> None:
-        with self._mutex:
-            lead = self._leading.pop(workspace, None)
-            if lead is not None:
-                self._let_go(lead.session)
-
     def close(self) -> None:
         with self._mutex:
-            for workspace in list(self._leading):
-                self.resign(workspace)
-            for workspace in list(self._locks):
-                try:
-                    self.release(workspace)
-                except StateError:
-                    # Its lock session is closed anyway, which releases the lock; the
-                    # holder row left behind is replaced by the next acquire.
-                    self._locks.pop(workspace, None)
             self.db.close()
 
 
-# Whether a lock session's transaction (its id the parameter) still holds its row.
-_ALIVE = "coalesce(txid_status(?) = 'in progress', false)"
-
-# Upsert rows given as one array per column; xmax is 0 only on a row the
-# statement inserted (not one it updated), which the entry count adds up.
-_PUT_MANY = (
-    "WITH written AS (INSERT INTO {T}objects"
-    " (workspace, address, kind, object_id, status, spec, response, updated_at)"
-    " SELECT ?, * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[],"
-    " ?::jsonb[], ?::jsonb[], ?::text[])"
-    " ON CONFLICT (workspace, address) DO UPDATE SET kind = EXCLUDED.kind,"
-    " object_id = EXCLUDED.object_id, status = EXCLUDED.status,"
-    " spec = EXCLUDED.spec, response = EXCLUDED.response,"
-    " updated_at = EXCLUDED.updated_at"
-    " RETURNING (xmax = 0) AS inserted)"
-    " UPDATE {T}workspaces SET entry_count = entry_count"
-    " + (SELECT count(*) FROM written WHERE inserted) WHERE name = ?")
+def _row(workspace: str, leader: bool) -> str:
+    """The name of the lock row of a workspace's lock, or of the agent's leadership of it
+    (no workspace name has a colon, so no workspace's lock is a leadership's)."""
+    return f"agent:{workspace}" if leader else workspace
 
 
 def _display_url(url: str) -> str:

@@ -21,9 +21,9 @@ one, so it never leads to an object created twice.  An upgrade that adds
 columns or tables first keeps the file as it was in ``<db>.before-upgrade``.
 
 The key that authenticates saved plans is not in the database: it is
-``<db>.plan-key``, a file only its owner may read (mode 0600), so a copy of
-the state (or of its backup), or ``state export``, gives nobody the means to
-forge a plan.  The state files themselves are made 0600 too: they hold the
+``<db>.plan-key``, a file only its owner may read (mode 0600, keyfile.py), so
+a copy of the state (or of its backup), or ``state export``, gives nobody the
+means to forge a plan.  The state files themselves are made 0600 too: they hold the
 key of secrets' fingerprints.
 
 The workspace lock is an OS file lock (``flock``) on ``<db>.<workspace>.lock``:
@@ -40,8 +40,8 @@ that the epoch is still its own and that its flocked file is still the file
 at the lock path (a removed lock file is a lost lock: anyone may now create
 a new one and lock that).
 
-The tables, lineage and serial, the checks of each write and the records are
-sql.py's, shared with PostgreSQL; this module keeps what only SQLite has.
+Everything else (the records, lineage and serial, the checks of each write,
+the lock's rules) is store.py's, over this backend's primitives (backend.py).
 """
 
 from __future__ import annotations
@@ -54,38 +54,38 @@ import secrets
 import sqlite3
 import stat
 import threading
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
-from govsync.errors import PlanKeyUnavailable, StateDamagedError, StateError, StateLockedError
-from govsync.state.codec import NO_ANSWER_COLUMNS
-from govsync.state.model import LockHolder, Snapshot
-from govsync.state.sql import (
-    SQLITE,
-    TABLES,
-    SqlStore,
-    Tx,
-    added_tables,
-    tables,
-    upgrades,
-)
+from govsync.errors import StateDamagedError, StateError
+from govsync.state.backend import Dialect, Statement, Tx
+from govsync.state.keyfile import FILE_MODE, read_or_make_key
+from govsync.state.schema import TABLES, Table, added_tables, tables, upgrades
+from govsync.state.store import StateStore
 from govsync.state.tamper import SQLITE_GOVERNANCE_AUDIT
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+SQLITE = Dialect("sqlite", "", "?", (
+    ("SEQ", "seq"), ("J", ""), ("C", ""), ("FOR_UPDATE", ""), ("INT", "INTEGER"),
+    ("BLOB", "BLOB"), ("JSON", "TEXT"), ("ID", "seq INTEGER PRIMARY KEY AUTOINCREMENT"),
+    ("AT", "TEXT NOT NULL"), ("REF", "")),
+    # The marks of govsync's own governance writes (tamper.py): SQLite has no session
+    # settings, so a row of its own table, removed again in the same transaction.
+    own_governance=("INSERT INTO governance_writes VALUES (?)",
+                    "DELETE FROM governance_writes WHERE workspace = ?"))
+
+OWN_TABLES = (Table("governance_writes",
+                    "CREATE TABLE IF NOT EXISTS governance_writes (workspace TEXT)"),)
 
 # Tables (and the trigger) added since the first release: made in an older file when it
 # is opened.
-ADDED = {**added_tables(SQLITE), "governance_audit": SQLITE_GOVERNANCE_AUDIT}
-SCHEMA = ";\n".join([SQLITE.sql(t.ddl) for t in tables(SQLITE)]
+ADDED = {**added_tables(SQLITE, OWN_TABLES), "governance_audit": SQLITE_GOVERNANCE_AUDIT}
+SCHEMA = ";\n".join([SQLITE.sql(t.ddl) for t in tables(OWN_TABLES)]
                     + [SQLITE_GOVERNANCE_AUDIT]) + ";\n"
-
-# Only the owner may read a state file: it holds the key of secrets' fingerprints.
-FILE_MODE = 0o600
-PLAN_KEY_BYTES = 32
-
-POLL_SECONDS = 0.2
 
 
 def _still_there(fd: int, path: str) -> bool:
@@ -100,22 +100,31 @@ def _still_there(fd: int, path: str) -> bool:
 
 
 @dataclass
-class _Lock:
-    """A flock this store holds (a workspace lock, or an agent's leadership)."""
+class _Flock:
+    """A flock this backend holds (a workspace lock, or an agent's leadership)."""
 
     fd: int
-    epoch: int
     path: str
 
 
-class SqliteStore(SqlStore):
+class SqliteStore(StateStore):
+    """The state in one SQLite file at ``path``."""
+
+    backend: SqliteBackend
+
+    def __init__(self, path: str) -> None:
+        super().__init__(SqliteBackend(path))
+
+
+class SqliteBackend:
+    """The embedded backend (see the module's docstring)."""
+
     dialect = SQLITE
+    writes_wait = False
 
     def __init__(self, path: str) -> None:
         self.url = path
         self.path = path
-        self._locks: dict[str, _Lock] = {}
-        self._leading: dict[str, _Lock] = {}  # the agent's leaderships (Leadership)
         self._mutex = threading.RLock()  # one transaction at a time on self.db
         try:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -183,9 +192,9 @@ class SqliteStore(SqlStore):
         except OSError as exc:
             raise StateError(f"cannot open state database {self.path}: {exc}") from exc
         if not stat.S_ISREG(info.st_mode):
-            raise self._damaged("it is not a regular file")
+            raise self.damaged("it is not a regular file")
         if info.st_size == 0:
-            raise self._damaged("it is empty (0 bytes)")
+            raise self.damaged("it is empty (0 bytes)")
 
     def _check_size(self) -> None:
         """Refuse a file shorter than its header says (a truncated copy)."""
@@ -203,7 +212,7 @@ class SqliteStore(SqlStore):
         except sqlite3.DatabaseError as exc:
             result = str(exc)
         if result != "ok":
-            raise self._damaged(
+            raise self.damaged(
                 f"it is truncated ({size} of {page_size * pages} bytes; SQLite: {result})")
 
     def _check_tables(self) -> None:
@@ -211,18 +220,24 @@ class SqliteStore(SqlStore):
             "SELECT name FROM sqlite_master WHERE type IN ('table', 'trigger')")}
         missing = [t for t in TABLES if t not in found]
         if missing:
-            raise self._damaged(f"it has no {', '.join(missing)} table"
+            raise self.damaged(f"it has no {', '.join(missing)} table"
                                 f"{'s' if len(missing) > 1 else ''}")
         columns = {r[1] for r in self.db.execute("PRAGMA table_info(workspaces)")}
         if not upgrades(SQLITE, columns) and set(ADDED) <= found:
             return
         self._copy_to(self.path + ".before-upgrade")
-        with self._transaction("cannot upgrade the state database", write=True) as tx:
-            columns = {r[1] for r in self.db.execute("PRAGMA table_info(workspaces)")}
-            for statement in (*upgrades(SQLITE, columns), *ADDED.values()):
-                tx.cursor.execute(statement, ())
+        with self._mutex, self._errors("cannot upgrade the state database"):
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                columns = {r[1] for r in self.db.execute("PRAGMA table_info(workspaces)")}
+                for statement in (*upgrades(SQLITE, columns), *ADDED.values()):
+                    self.db.execute(statement)
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
 
-    def _damaged(self, problem: str) -> StateDamagedError:
+    def damaged(self, problem: str) -> StateDamagedError:
         backup = self.path + ".backup"
         if os.path.exists(backup):
             restore = (f"restore it from {backup} (a copy kept in step with every write: "
@@ -241,7 +256,7 @@ class SqliteStore(SqlStore):
             yield
         except sqlite3.OperationalError as exc:
             if str(exc).startswith(("no such table", "no such column")):
-                raise self._damaged(str(exc)) from exc
+                raise self.damaged(str(exc)) from exc
             raise StateError(f"{action} ({self.path}): {exc}") from exc
         except (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceError) as exc:
             raise StateError(f"{action} ({self.path}): {exc}") from exc
@@ -251,7 +266,7 @@ class SqliteStore(SqlStore):
                 problem = "it is not a SQLite database (or its header is damaged)"
             elif problem == "database disk image is malformed":
                 problem = f"it is truncated or corrupt (SQLite: {problem})"
-            raise self._damaged(problem) from exc
+            raise self.damaged(problem) from exc
         except sqlite3.Error as exc:
             raise StateError(f"{action} ({self.path}): {exc}") from exc
 
@@ -312,7 +327,7 @@ class SqliteStore(SqlStore):
                 self._mirror.close()
         self._mirror, self._mirror_file = None, None
 
-    def _after_write(self, tx: Tx, workspace: str) -> None:
+    def _mirror_write(self, tx: Tx, workspace: str) -> None:
         """Inside the main write transaction: the same write in the backup (its
         statements again), with the workspace's row as the main file now has it.  A backup that cannot follow is
         removed (a stale copy would be worse than none: it could lose entries)."""
@@ -342,148 +357,83 @@ class SqliteStore(SqlStore):
                         "the next write makes it again", backup, exc)
             self._mirroring = False
 
-    # -- the primitives of SqlStore ------------------------------------------------
-    @contextmanager
-    def _transaction(self, action: str, *, write: bool,
-                     pipelined: bool = False) -> Iterator[Tx]:
+    # -- transactions ---------------------------------------------------------------
+    def read(self, action: str, statements: Sequence[Statement],
+             consume: Callable[..., T]) -> T:
         with self._mutex, self._errors(action):
-            self.db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            if len(statements) == 1:  # one statement reads one snapshot by itself
+                return consume(self.db.execute(SQLITE.sql(statements[0][0]), statements[0][1]))
+            self.db.execute("BEGIN")
             try:
-                # A write keeps its statements, for the backup (_after_write).
-                yield Tx(self.db, SQLITE, keep=write)
+                found = consume(*(self.db.execute(SQLITE.sql(template), params)
+                                  for template, params in statements))
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            return found
+
+    @contextmanager
+    def write(self, action: str, *, workspace: str | None = None,
+              pipelined: bool = False) -> Iterator[Tx]:
+        self._start_mirror()
+        with self._mutex, self._errors(action):
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                # A workspace's write keeps its statements, for the backup.
+                tx = Tx(self.db, SQLITE, keep=workspace is not None)
+                yield tx
+                if workspace is not None:
+                    self._mirror_write(tx, workspace)
                 self.db.execute("COMMIT")
             except BaseException:
                 self.db.execute("ROLLBACK")
                 raise
 
-    def _before_write(self) -> None:
-        self._start_mirror()
+    def has(self, name: str) -> bool:
+        return True  # a file is made whole, and brought up to date when it is opened
 
-    def _head(self, tx: Tx, workspace: str, bump: bool,
-              lock: _Lock | None) -> tuple[int, int, bool] | None:
-        if bump:
-            tx.run("UPDATE {T}workspaces SET serial = serial + 1 WHERE name = ?", (workspace,))
-        row = tx.one("SELECT serial, lock_epoch FROM {T}workspaces WHERE name = ?",
-                     (workspace,))
-        if row is None:
-            return None
-        return int(row[0]), int(row[1]), lock is None or self._alive(tx, lock)
+    # -- the lock: a flock on a file of its own ----------------------------------------
+    def _lock_path(self, workspace: str, leader: bool = False) -> str:
+        return f"{self.path}.{workspace}.{'agent.' if leader else ''}lock"
 
-    def _alive(self, tx: Tx, held: _Lock) -> bool:
-        return _still_there(held.fd, held.path)
-
-    def _ended(self, held: _Lock) -> str:
-        return f"the lock file {held.path} was removed"
-
-    def _mark_governance(self, tx: Tx, workspace: str, done: bool) -> None:
-        tx.run("DELETE FROM {T}governance_writes WHERE workspace = ?" if done
-               else "INSERT INTO {T}governance_writes VALUES (?)", (workspace,))
-
-    def fence(self, workspace: str) -> None:
-        lock = self._locks.get(workspace)
-        if lock is None and workspace not in self._leading:
-            return
-        with self._transaction(f"cannot read the lock of {workspace!r}", write=False) as tx:
-            if lock is not None:
-                row = tx.one("SELECT lock_epoch FROM {T}workspaces WHERE name = ?",
-                             (workspace,))
-                self._check_lock(tx, workspace, lock, row[0] if row else -1,
-                                 self._alive(tx, lock))
-            self._check_leadership(tx, workspace)
-
-    # -- read --------------------------------------------------------------------
-    def _read(self, workspace: str, responses: bool) -> Snapshot | None:
-        with self._transaction(f"cannot read state {self.path}", write=False) as tx:
-            head = tx.one("SELECT lineage, serial, fingerprint_key, entry_count, endpoint,"
-                          " governance FROM workspaces WHERE name = ?", (workspace,))
-            return self._snapshot(workspace, head, tx.run(
-                "SELECT address, kind, object_id, status, spec,"
-                f" {'response, updated_at' if responses else NO_ANSWER_COLUMNS}"
-                " FROM objects WHERE workspace = ? ORDER BY address", (workspace,)))
-
-    def plan_key(self, workspace: str, *, create: bool = True) -> bytes:
-        """The state file's plan key (one for all its workspaces; the MAC covers the
-        workspace), in ``<db>.plan-key``, made on first use."""
-        return read_or_make_key(self.path + ".plan-key", create=create)
-
-    # -- lock --------------------------------------------------------------------
-    def _lock_path(self, workspace: str) -> str:
-        return f"{self.path}.{workspace}.lock"
-
-    def acquire(self, workspace: str, holder: LockHolder, timeout: float = 0.0) -> int:
-        with self._mutex:
-            if workspace in self._locks:  # held, or lost: a lost lock is never re-taken
-                return int(self._locks[workspace].epoch)
-        self._start_mirror()
-        deadline = time.monotonic() + timeout
-        while True:
-            taken, current = self._try_lock(workspace, holder)
-            if taken is not None:
-                self._locks[workspace] = taken
-                return taken.epoch
-            if time.monotonic() >= deadline:
-                raise StateLockedError(
-                    f"workspace {workspace!r} is locked by "
-                    f"{current or 'another process'}; wait for it to finish, pass "
-                    "--lock-timeout to wait, or run `govsync state unlock` if it is gone",
-                    current.as_dict() if current else None,
-                )
-            time.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
-
-    def _try_lock(self, workspace: str,
-                  holder: LockHolder) -> tuple[_Lock | None, LockHolder | None]:
-        """One attempt: (the lock, None) or (None, who holds it)."""
-        path = self._lock_path(workspace)
-        fd = _open_lock(path)
+    def take(self, workspace: str, *, leader: bool = False) -> _Flock | None:
+        path = self._lock_path(workspace, leader)
         try:
-            # The flock is tried inside a write transaction: whoever holds it
-            # wrote its record in the transaction that took it.
-            with self._transaction(f"cannot lock workspace {workspace!r}", write=True) as tx:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    os.close(fd)
-                    fd = -1
-                    return None, self._read_holder(tx, workspace)
-                try:
-                    if not _still_there(fd, path):
-                        raise FileNotFoundError(path)
-                    self._record_lock(tx, workspace, holder)
-                    epoch = int(tx.one("SELECT lock_epoch FROM workspaces WHERE name = ?",
-                                       (workspace,))[0])
-                except FileNotFoundError:
-                    # The file was removed between open and flock: try the new one.
-                    fcntl.flock(fd, fcntl.LOCK_UN)
-                    os.close(fd)
-                    fd = -1
-                    return None, None
-                except BaseException:
-                    fcntl.flock(fd, fcntl.LOCK_UN)
-                    raise
-            return _Lock(fd, epoch, path), None
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise StateError(f"cannot open the lock file {path}: {exc}") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if _still_there(fd, path):
+                return _Flock(fd, path)
+        except BlockingIOError:
+            pass
         except BaseException:
-            if fd >= 0:
-                os.close(fd)
+            os.close(fd)
             raise
+        # Held by another, or removed between open and flock (the next try locks the new
+        # file): closing it gives back whatever this descriptor had.
+        os.close(fd)
+        return None
 
-    def release(self, workspace: str) -> None:
-        with self._mutex:
-            lock = self._locks.pop(workspace, None)
-            if lock is None:
-                return
-            try:
-                with self._transaction(f"cannot unlock workspace {workspace!r}",
-                                       write=True) as tx:
-                    tx.run(self._CLEAR_LOCK, (workspace, workspace, lock.epoch))
-                    # Given back inside the transaction: nobody sees a free
-                    # record with the flock still taken.
-                    fcntl.flock(lock.fd, fcntl.LOCK_UN)
-            finally:
-                os.close(lock.fd)
+    def let_go(self, handle: _Flock) -> None:
+        with contextlib.suppress(OSError):
+            fcntl.flock(handle.fd, fcntl.LOCK_UN)
+        with contextlib.suppress(OSError):
+            os.close(handle.fd)  # the flock goes with the descriptor
 
-    def running(self, workspace: str) -> LockHolder | None:
-        if workspace in self._locks:
-            return None  # ours
+    def alive(self, handle: _Flock) -> Statement:
+        return "?", (int(_still_there(handle.fd, handle.path)),)
+
+    def ended(self, handle: _Flock) -> str:
+        return f"the lock file {handle.path} was removed"
+
+    def ask(self, handle: _Flock, template: str, params: Sequence[Any]) -> Any | None:
+        return self.read(f"cannot read the lock file {handle.path}", [(template, params)],
+                         lambda rows: rows.fetchone())
+
+    def lock_session(self, workspace: str) -> str | None:
         try:
             fd = os.open(self._lock_path(workspace), os.O_RDONLY)
         except FileNotFoundError:
@@ -494,65 +444,25 @@ class SqliteStore(SqlStore):
             try:
                 fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
             except BlockingIOError:
-                return self.holder(workspace) or LockHolder.unknown()
+                return ("; wait for it to finish, pass --lock-timeout to wait, or run "
+                        "`govsync state unlock` if it is gone")
             fcntl.flock(fd, fcntl.LOCK_UN)
             return None
         finally:
             os.close(fd)
 
-    # -- the agent's leadership ----------------------------------------------------
-    def _lead_path(self, workspace: str) -> str:
-        return f"{self.path}.{workspace}.agent.lock"
+    # -- the key vault ---------------------------------------------------------------
+    def plan_key(self, workspace: str, *, create: bool = True) -> bytes:
+        """The state file's plan key (one for all its workspaces; the MAC covers the
+        workspace), in ``<db>.plan-key``, made on first use."""
+        return read_or_make_key(self.path + ".plan-key", create=create)
 
-    def lead(self, workspace: str, holder: LockHolder) -> int | None:
-        with self._mutex:
-            if workspace in self._leading:
-                return self._leading[workspace].epoch if self.leads(workspace) else None
-        path = self._lead_path(workspace)
-        fd = _open_lock(path)
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                return None
-            if not _still_there(fd, path):
-                os.close(fd)  # removed meanwhile: the next try locks the new file
-                return None
-            epoch = self._record_leader(workspace, holder)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.close(fd)  # closing it gives the flock back
-            raise
-        with self._mutex:
-            self._leading[workspace] = _Lock(fd, epoch, path)
-        return epoch
-
-    def resign(self, workspace: str) -> None:
-        with self._mutex:
-            lead = self._leading.pop(workspace, None)
-        if lead is not None:
-            with contextlib.suppress(OSError):
-                os.close(lead.fd)  # the flock goes with the descriptor
+    def readonly_grants(self, role: str) -> None:
+        return None  # a file's readers may read all of it
 
     def close(self) -> None:
-        for workspace in list(self._leading):
-            self.resign(workspace)
-        try:
-            for workspace in list(self._locks):
-                # On failure the fd is closed anyway: the kernel releases the flock.
-                with contextlib.suppress(StateError):
-                    self.release(workspace)
-        finally:
-            self._close_mirror()
-            self.db.close()
-
-
-def _open_lock(path: str) -> int:
-    try:
-        return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError as exc:
-        raise StateError(f"cannot open the lock file {path}: {exc}") from exc
+        self._close_mirror()
+        self.db.close()
 
 
 def _remove_leftovers(target_path: str) -> None:
@@ -578,63 +488,3 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def read_or_make_key(path: str, *, create: bool = True) -> bytes:
-    """A secret key kept in its own file (hex, mode 0600), made on first use.
-
-    A key file that others may read is refused (as ssh refuses such a private
-    key); one that cannot be read is PlanKeyUnavailable."""
-    for _ in range(3):
-        try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        except FileNotFoundError:
-            if not create:
-                raise PlanKeyUnavailable(f"there is no plan key {path} yet") from None
-            _make_key(path)
-            continue
-        except PermissionError as exc:
-            raise PlanKeyUnavailable(f"cannot read the plan key {path}: {exc.strerror}") from exc
-        except OSError as exc:
-            raise StateError(f"cannot read the plan key {path}: {exc.strerror}") from exc
-        with os.fdopen(fd, "rb") as fh:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                raise StateError(f"the plan key {path} is not a regular file: remove it "
-                                 "(saved plans made before must then be made again)")
-            if info.st_mode & 0o077:
-                raise StateError(
-                    f"the plan key {path} may be read by others (mode "
-                    f"{stat.S_IMODE(info.st_mode):04o}): whoever reads it can forge saved "
-                    f"plans; run `chmod 600 {path}`, or remove it to make a new key")
-            text = fh.read(4 * PLAN_KEY_BYTES + 2)
-        try:
-            key = bytes.fromhex(text.decode("ascii").strip())
-        except (UnicodeDecodeError, ValueError):
-            key = b""
-        if len(key) != PLAN_KEY_BYTES:
-            raise StateError(f"the plan key {path} is malformed (not {PLAN_KEY_BYTES} bytes "
-                             "in hex): remove it to make a new one (saved plans made before "
-                             "must then be made again)")
-        return key
-    raise StateError(f"cannot make the plan key {path}")
-
-
-def _make_key(path: str) -> None:
-    """Write a new random key to ``path`` unless one appeared meanwhile (atomic)."""
-    tmp = f"{path}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
-        with os.fdopen(fd, "w", encoding="ascii") as fh:
-            fh.write(secrets.token_hex(PLAN_KEY_BYTES) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        with contextlib.suppress(FileExistsError):
-            os.link(tmp, path)  # the first process to make one wins
-    except PermissionError as exc:
-        raise PlanKeyUnavailable(f"cannot make the plan key {path}: {exc.strerror}") from exc
-    except OSError as exc:
-        raise StateError(f"cannot make the plan key {path}: {exc.strerror}") from exc
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)

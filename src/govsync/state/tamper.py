@@ -5,7 +5,7 @@ Whoever holds the writer's credentials can ``UPDATE`` the record directly
 appends a ``governance-changed`` history record (the record before and after,
 who) for every change of the record in a write that is not govsync's own, so
 that ``govsync audit export`` lists it.  govsync's own write
-(``Storage.set_governance``) marks its transaction: PostgreSQL sets
+(``StateStore.set_governance``) marks its transaction: PostgreSQL sets
 ``govsync.writing`` to the workspace for the transaction; SQLite, which has
 no session settings, writes the workspace into ``governance_writes`` and
 removes it again in the same transaction.  It catches a careless or hurried
@@ -15,7 +15,7 @@ stopped, as nothing inside a database can stop its owner.
 
 from __future__ import annotations
 
-from govsync.state.model import CHANGED_OUTSIDE, GOVERNANCE_CHANGED
+from govsync.state.records import CHANGED_OUTSIDE, GOVERNANCE_CHANGED
 
 GOVERNANCE_TRIGGER = "govsync_governance_audit"
 

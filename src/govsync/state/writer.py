@@ -10,8 +10,8 @@ import threading
 from concurrent.futures import Future
 
 from govsync.errors import LockLostError, StateError
-from govsync.state.model import PENDING, Entry
-from govsync.state.store import Locker, Storage
+from govsync.state.records import PENDING, Entry
+from govsync.state.store import StateStore
 
 
 class GroupWriter:
@@ -32,7 +32,7 @@ class GroupWriter:
     gave, so it is written anyway.  ``close`` returns once every write to be
     made has been made; a ``put`` after it is a StateError."""
 
-    def __init__(self, store: Storage, workspace: str) -> None:
+    def __init__(self, store: StateStore, workspace: str) -> None:
         self._store = store
         self._workspace = workspace
         self._queue: queue.SimpleQueue[tuple[list[Entry], Future[int]] | None] = (
@@ -107,7 +107,7 @@ class GroupWriter:
 
 class Fence:
     """The check an apply makes before each request: the store still holds its lock
-    (``Locker.fence``, LockLostError when not).
+    (``StateStore.fence``, LockLostError when not).
 
     On a store whose checks wait on the network, the callers that arrive while a
     check is on its way share the next one, which starts once that one is back:
@@ -115,7 +115,7 @@ class Fence:
     most one check is on its way at a time (one round trip per batch, not per
     request, with many requests in flight)."""
 
-    def __init__(self, store: Locker, workspace: str, *, waits: bool) -> None:
+    def __init__(self, store: StateStore, workspace: str, *, waits: bool) -> None:
         self._store = store
         self._workspace = workspace
         self._waits = waits

@@ -1,6 +1,6 @@
 """The dashboard: ``govsync ui``, the agent's ``/``, and ``plan --format html``.
 
-    reading.py   what an environment shows (status, plan, history, approvals),
+    dashboard.py what an environment shows (status, plan, history, approvals),
                  read from the project and the state without writing either,
                  without secrets and without the API; ``Dashboard`` keeps them
     pages.py     the pages as HTML (server-rendered; the plan's sections are
@@ -15,7 +15,7 @@ The agent mounts ``app.create_app(sources, token=..., statuses=...)`` with a
 """
 
 from govsync.statuses import AgentReport, Status, StatusProvider
-from govsync.ui.reading import (
+from govsync.ui.dashboard import (
     Dashboard,
     EnvironmentView,
     environments,

@@ -33,7 +33,7 @@ from govsync.server.serve import AnnouncingServer, listen, url_of
 from govsync.settings import Settings
 from govsync.statuses import StatusProvider
 from govsync.ui import pages
-from govsync.ui.reading import Dashboard, EnvironmentView, environments
+from govsync.ui.dashboard import Dashboard, EnvironmentView, environments
 
 COOKIE = "govsync_ui_token"
 POLICY = ("default-src 'none'; style-src 'self' 'unsafe-inline'; script-src 'self'; "

@@ -33,7 +33,7 @@ from govsync.render.html import (
 )
 from govsync.render.svg import graph_svg
 from govsync.statuses import Outcome, RecordType, outcome_of, record_type
-from govsync.ui.reading import EnvironmentView
+from govsync.ui.dashboard import EnvironmentView
 
 # History records shown on an environment's page (all of them on its history page).
 RECENT = 5

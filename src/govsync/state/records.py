@@ -257,7 +257,7 @@ def empty_snapshot(workspace: str) -> Snapshot:
 # -- a change of the governance record outside govsync (issue 30) --------------------
 
 # The history record a backend's trigger writes when the governance record of a
-# workspace changes in a write that is not govsync's own (``Storage.set_governance``
+# workspace changes in a write that is not govsync's own (``StateStore.set_governance``
 # marks its own): ``govsync audit export`` lists it.
 GOVERNANCE_CHANGED = "governance-changed"
 CHANGED_OUTSIDE = "an UPDATE of the governance record outside govsync"
@@ -265,7 +265,7 @@ CHANGED_OUTSIDE = "an UPDATE of the governance record outside govsync"
 
 # -- the agent's records (contract section 9) ------------------------------------------
 
-# The agent's values of a workspace (``Storage.agent``).
+# The agent's values of a workspace (``StateStore.agent``).
 AGENT_LEADER = "leader"
 AGENT_CYCLE = "cycle"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from govsync.manifests.loader import FileResult, read_file, read_files
-from govsync.manifests.model import Context
+from govsync.manifests.manifest import Context
 
 PARALLEL_BYTES = 1024 * 1024
 

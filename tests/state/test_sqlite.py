@@ -1,15 +1,15 @@
-"""State integrity (contract section 7): a damaged state is an error, never a new one.
+"""What only the SQLite backend has: its file checked, its backup kept in step, an
+older file upgraded, its URLs.  What every backend does is contract.py's.
 
-A state file that exists but is empty, truncated, not SQLite, missing a
-table, missing rows (the workspace's entry count disagrees) or holding
-malformed rows is a StateDamagedError naming the problem and the file, and
-the file is left exactly as it was.  The same through the command line: exit
+State integrity (contract section 7): a state file that exists but is empty,
+truncated, not SQLite, missing a table, missing rows (the workspace's entry
+count disagrees) or holding malformed rows is a StateDamagedError naming the
+problem and the file, and the file is left exactly as it was.  The same through the command line: exit
 1, one line, no traceback.  A new state is made only where no file exists.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import sqlite3
 from collections.abc import Callable
@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from statekit import Backend
 
 from govsync.cli import cli
 from govsync.errors import StateDamagedError, StateError
@@ -128,26 +127,6 @@ def test_a_damaged_sqlite_state_is_an_error_and_left_alone(state: Path, case: st
     assert not list(state.parent.glob("*.new-*"))
 
 
-def test_a_large_state_is_read_whole_as_the_cursor_yields_it(tmp_path: Path) -> None:
-    """A state of 12,345 entries is read whole (its rows are taken as SQLite
-    yields them), and damage near its end is named."""
-    path = tmp_path / "state.db"
-    n = 12_345
-    entries = [Entry(f"Space/s{i:05}", "Space", f"id-{i}", APPLIED,
-                     {"name": f"s{i}", "tags": [i, {"n": i}]}, {"id": f"id-{i}"}, "t")
-               for i in range(n)]
-    with open_store(str(path)) as store:
-        store.replace_all(WS, entries, None, None)
-    with open_store(str(path)) as store:
-        read = store.snapshot(WS).entries
-    assert list(read) == [e.address for e in entries]
-    assert list(read.values()) == entries
-    assert read["Space/s12344"].spec == {"name": "s12344", "tags": [12344, {"n": 12344}]}
-    sql(path, "UPDATE objects SET spec = '{\"name\": ' WHERE address = 'Space/s11000'")
-    with pytest.raises(StateDamagedError, match="entry 'Space/s11000': its spec is not JSON"):
-        open_and_read(path)
-
-
 @pytest.mark.parametrize("case", ["empty", "truncated", "not-sqlite", "no-objects-table",
                                   "rows-missing", "spec-not-json", "unknown-status"])
 @pytest.mark.parametrize("command", [("state", "list"), ("plan", str(EXAMPLES))])
@@ -207,18 +186,6 @@ def test_the_entry_count_follows_every_write(tmp_path: Path) -> None:
     sql(path, "DELETE FROM objects WHERE address = 'Space/3'")
     with pytest.raises(StateDamagedError, match="records 5 entries but the objects table holds 4"):
         open_and_read(path)
-
-
-def test_an_unknown_status_is_never_written(backend: Backend) -> None:
-    store, ws = backend.open(), backend.workspace()
-    bad = Entry("Space/a", "Space", "1", "exploded", {})  # type: ignore[arg-type]
-    with pytest.raises(StateError, match="unknown entry status 'exploded'"):
-        store.put(ws, bad)
-    with pytest.raises(StateError, match="unknown entry status 'exploded'"):
-        store.replace_all(ws, [bad], None, None)
-    assert store.snapshot(ws).entries == {}
-    store.put(ws, Entry("Space/a", "Space", "1", APPLIED, {}))
-    assert store.snapshot(ws).entries["Space/a"].status is EntryStatus.APPLIED
 
 
 # -- the backup -----------------------------------------------------------------------
@@ -305,19 +272,6 @@ def test_an_older_state_file_is_migrated_after_a_backup(tmp_path: Path) -> None:
 
 # -- endpoint, statuses, URLs --------------------------------------------------------------
 
-def test_the_endpoint_is_recorded_per_workspace(backend: Backend) -> None:
-    store, ws, other = backend.open(), backend.workspace(), backend.workspace()
-    assert store.snapshot(ws).endpoint is None
-    store.put(ws, Entry("Space/a", "Space", "1", APPLIED, {}))
-    store.set_endpoint(ws, "https://governance.example.com")
-    snap = backend.open().snapshot(ws)
-    assert snap.endpoint == "https://governance.example.com"
-    assert snap.serial == 1  # not an entry: a saved plan stays valid
-    assert store.snapshot(other).endpoint is None
-    store.set_endpoint(ws, "local")
-    assert store.snapshot(ws, responses=False).endpoint == "local"
-
-
 def test_entry_status_is_a_str_enum() -> None:
     assert [s.value for s in EntryStatus] == ["applied", "pending", "uncertain"]
     assert str(EntryStatus.APPLIED) == "applied" and APPLIED is EntryStatus.APPLIED
@@ -342,120 +296,8 @@ def test_sqlite_urls_and_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert (tmp_path / "a.db").exists() and (tmp_path / "b.db").exists()
 
 
-# -- PostgreSQL -------------------------------------------------------------------------
-
-@pytest.fixture
-def pg(postgres_url: str) -> Backend:
-    return Backend("postgres", postgres_url)
-
-
-def pg_sql(url: str, *statements: str) -> None:
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        for statement in statements:
-            conn.execute(statement.encode())
-
-
-@pytest.mark.postgres
-@pytest.mark.parametrize(("damage", "expected"), [
-    ("DELETE FROM govsync_objects WHERE workspace = '{ws}' AND address = 'Space/b'",
-     "it records 3 entries but govsync_objects holds 2"),
-    ("UPDATE govsync_objects SET spec = '[1]' WHERE workspace = '{ws}' AND address = 'Space/b'",
-     "entry 'Space/b': its spec is a JSON list, not an object"),
-    ("UPDATE govsync_objects SET status = 'exploded' WHERE workspace = '{ws}'"
-     " AND address = 'Space/c'", "entry 'Space/c' has the unknown status 'exploded'"),
-])
-def test_a_damaged_postgres_workspace_is_an_error(pg: Backend, damage: str,
-                                                  expected: str) -> None:
-    try:
-        store, ws = pg.open(), pg.workspace()
-        for name in "abc":
-            store.put(ws, Entry(f"Space/{name}", "Space", name, APPLIED, {"n": name}))
-        pg_sql(pg.url, damage.format(ws=ws))
-        with pytest.raises(StateDamagedError) as caught:
-            pg.open().snapshot(ws)
-        assert expected in str(caught.value)
-        assert "the PostgreSQL state at" in str(caught.value) and ws in str(caught.value)
-    finally:
-        pg.close()
-
-
-@pytest.mark.postgres
-def test_a_postgres_table_missing_while_the_others_exist(
-        postgres_url: str, pg_schema: tuple[str, str]) -> None:
-    url, schema = pg_schema
-    with open_store(url) as store:
-        store.put("prod", Entry("Space/a", "Space", "1", APPLIED, {}))
-    pg_sql(postgres_url, f"DROP TABLE {schema}.govsync_objects")
-    with pytest.raises(StateDamagedError, match="govsync_objects is missing"):
-        open_store(url)
-    tables = _tables(postgres_url, schema)
-    assert "govsync_objects" not in tables  # not re-created empty
-
-
-@pytest.mark.postgres
-def test_older_postgres_tables_are_migrated(postgres_url: str,
-                                            pg_schema: tuple[str, str]) -> None:
-    url, schema = pg_schema
-    with open_store(url) as store:
-        for name in "ab":
-            store.put("prod", Entry(f"Space/{name}", "Space", name, APPLIED, {}))
-    pg_sql(postgres_url, *(f"ALTER TABLE {schema}.govsync_workspaces DROP COLUMN {c}"
-                           for c in ("lock_epoch", "entry_count", "endpoint")))
-    with open_store(url) as store:
-        snap = store.snapshot("prod")
-        assert (len(snap.entries), snap.serial, snap.endpoint) == (2, 2, None)
-        store.set_endpoint("prod", "https://x.example")
-        assert store.snapshot("prod").endpoint == "https://x.example"
-
-
-def _tables(url: str, schema: str) -> set[str]:
-    import psycopg
-
-    with psycopg.connect(url) as conn:
-        return {r[0] for r in conn.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
-            (schema,))}
-
-
-def test_postgresql_state_without_the_extra_is_one_line(tmp_path: Path) -> None:
-    # Issue 11: a raw ModuleNotFoundError traceback before.
-    import subprocess
-    import sys
-
-    blocker = tmp_path / "no_psycopg"
-    blocker.mkdir()
-    (blocker / "psycopg.py").write_text("raise ModuleNotFoundError('no psycopg', name='psycopg')\n")
-    env = {**os.environ, "PYTHONPATH": str(blocker)}
-    result = subprocess.run(
-        [sys.executable, "-m", "govsync", "state", "list", "--state",
-         "postgresql://u:secret@db.example/govsync"],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
-    assert result.returncode == 1
-    assert result.stderr.strip().splitlines() == [
-        "Error: postgresql://u:***@db.example/govsync needs PostgreSQL support, which is not "
-        "installed: pip install 'govsync[postgres]'"]
-
-
-@pytest.mark.postgres
-def test_a_large_postgres_state_is_read_whole(pg: Backend) -> None:
-    """As for SQLite: every entry whole, damage near the end named."""
-    try:
-        store, ws = pg.open(), pg.workspace()
-        entries = [Entry(f"Space/s{i:05}", "Space", f"id-{i}", APPLIED,
-                         {"name": f"s{i}", "tags": [i, {"n": "é"}]}, {"id": f"id-{i}"}, "t")
-                   for i in range(12_345)]
-        store.replace_all(ws, entries, None, None)
-        read = pg.open().snapshot(ws).entries
-        assert list(read) == [e.address for e in entries]
-        assert list(read.values()) == entries
-        planning = pg.open().snapshot(ws, responses=False).entries
-        assert planning["Space/s12344"].read_spec() == {"name": "s12344",
-                                                       "tags": [12344, {"n": "é"}]}
-        pg_sql(pg.url, f"UPDATE govsync_objects SET spec = '\"x\"' WHERE workspace = '{ws}'"
-                       " AND address = 'Space/s11000'")
-        with pytest.raises(StateDamagedError, match="entry 'Space/s11000': its spec is a JSON str"):
-            pg.open().snapshot(ws)
-    finally:
-        pg.close()
+def test_sqlite_open_failure_is_a_state_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with pytest.raises(StateError):
+        open_store(str(blocker / "state.db"))

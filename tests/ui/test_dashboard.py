@@ -1,4 +1,4 @@
-"""ui/reading.py and ui/app.py in-process: what each environment shows, and the agent's
+"""ui/dashboard.py and ui/app.py in-process: what each environment shows, and the agent's
 word on its status when the agent plugs one in."""
 
 from __future__ import annotations

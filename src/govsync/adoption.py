@@ -45,7 +45,7 @@ from govsync.manifests.documents import API_VERSION
 from govsync.migrate.convert import references
 from govsync.migrate.writer import Output, Written, check, file_stem, files, write
 from govsync.migrate.yamlout import Document, FromEnv
-from govsync.state.model import Snapshot
+from govsync.state.records import Snapshot
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -136,7 +136,7 @@ def unfound(names: Iterable[str]) -> list[str]:
 
 
 # Gets in flight at once (a connector's AI provider, one per connector): the client's
-# lanes (cli/adopt.py makes it with as many).
+# lanes (cli/importing.py makes it with as many).
 READS_IN_FLIGHT = 64
 
 

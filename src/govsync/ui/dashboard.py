@@ -21,7 +21,7 @@ from govsync import approvals, audit, commands, governance, runtime
 from govsync.approvals import AllowedSigner
 from govsync.errors import ConfigError, GovsyncError, ManifestError, Problem
 from govsync.manifests import load as load_manifests
-from govsync.manifests.model import Context, ManifestSet
+from govsync.manifests.manifest import Context, ManifestSet
 from govsync.plan import Action, Plan
 from govsync.planfile import SavedPlan
 from govsync.project import Selection

@@ -7,7 +7,7 @@ import sys
 import click
 
 from govsync import runtime
-from govsync.adopt import READS_IN_FLIGHT, import_objects
+from govsync.adoption import READS_IN_FLIGHT, import_objects
 from govsync.cli.root import global_options
 from govsync.commands import read_snapshot, recorded_elsewhere
 from govsync.errors import MigrateError

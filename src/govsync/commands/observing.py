@@ -20,7 +20,7 @@ from govsync.errors import (
     UnauthorizedError,
 )
 from govsync.live import LiveValue
-from govsync.manifests.model import ManifestSet
+from govsync.manifests.manifest import ManifestSet
 from govsync.plan import (
     CODE_CHECK,
     REFRESH_CHECK,
