@@ -11,9 +11,9 @@ from typing import Any
 
 import httpx
 from click.testing import CliRunner
-from faultkit import KEY, FaultServer, drop_before, endless, huge, omit_once
 from refreshkit import Gov, copy_examples, write
 
+from faultkit import KEY, FaultServer, drop_before, endless, huge, omit_once
 from govsync.api.catalog import BY_NAME
 from govsync.cli import cli
 

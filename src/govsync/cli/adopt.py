@@ -44,7 +44,7 @@ def import_command(settings: Settings, kinds: tuple[str, ...], name_glob: str | 
     """
 
     try:
-        done = import_objects(runtime.client(settings, lanes=READS_IN_FLIGHT, reads=True), read_snapshot(settings), out_dir,
+        done = import_objects(runtime.client(settings, connections=READS_IN_FLIGHT, reads=True), read_snapshot(settings), out_dir,
                               kinds=kinds, name_glob=name_glob)
     except MigrateError as exc:
         for line in exc.problems:

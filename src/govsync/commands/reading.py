@@ -125,7 +125,7 @@ async def observe(settings: Settings, snapshot: Snapshot) -> refresh.Observed:
     from govsync import refresh
 
     try:
-        async with runtime.client(settings, lanes=refresh.LANES, reads=True) as client:
+        async with runtime.client(settings, connections=refresh.LANES, reads=True) as client:
             return await refresh.observe(client, snapshot.entries,
                                          settings.selection.ignore_changes)
     except UnauthorizedError as exc:
@@ -148,7 +148,7 @@ async def refreshed_async(settings: Settings, snapshot: Snapshot, make: MakePlan
         refresh.skipped(plan, "the state was applied against another endpoint")
         return plan, None
     try:
-        async with runtime.client(settings, lanes=refresh.LANES, reads=True) as client:
+        async with runtime.client(settings, connections=refresh.LANES, reads=True) as client:
             return await refresh.refreshed(client, snapshot.entries, make,
                                            settings.selection.ignore_changes,
                                            lambda: recorded_now(settings), observed,
