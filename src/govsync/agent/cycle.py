@@ -27,6 +27,7 @@ from govsync import commands, endpoints, governance, planfile, runtime
 from govsync.agent import partial
 from govsync.agent.applied import Applied
 from govsync.agentconfig import AgentSettings, Event
+from govsync.api.resource import Offers
 from govsync.apply import ChangeStatus
 from govsync.errors import (
     ApprovalError,
@@ -74,6 +75,10 @@ class Target:
     # The agent's checkout (None: the agent reads the project where it is): nothing the
     # agent reads or keeps lies outside it, nor its state inside it.
     root: str | None = None
+    # What the environment's endpoint was found to offer, kept from cycle to cycle (the
+    # loop hands each round's target the one before): a refresh whose endpoint lacked
+    # the reads sends its Gets only after its probe, not each cycle beside it.
+    offers: Offers = field(default_factory=Offers, compare=False)
 
     @property
     def workspace(self) -> str:
@@ -186,8 +191,8 @@ def problems(found: list[Problem]) -> str:
             f"lists them); the first: {where}{first.message if first else ''}")
 
 
-def _plan(cycle: Cycle, manifests: ManifestSet, settings: Settings) -> Plan:
-    found = commands.planned(manifests, settings)
+def _plan(cycle: Cycle, manifests: ManifestSet, target: Target) -> Plan:
+    found = commands.planned(manifests, target.settings, target.offers)
     plan, errors = found.plan, found.rule_errors
     holder = str(found.running) if found.running is not None else ""
     cycle.status, cycle.reason = status_of(plan, len(errors), holder, "")
@@ -211,7 +216,7 @@ def _run(cycle: Cycle, target: Target, paused: Mapping[str, Any] | None, frozen:
         return
     manifests = load_manifests(selection.paths(()), read=read,
                                context=Context(selection.variables(), selection.name))
-    plan = _plan(cycle, manifests, settings)
+    plan = _plan(cycle, manifests, target)
     # Drifted: what the manifests ask (and what is missing) is applied; what changed
     # outside govsync is only reported.
     appliable = (cycle.status in (Status.OUT_OF_SYNC, Status.UNCERTAIN, Status.DRIFTED)
@@ -328,7 +333,8 @@ def _apply(cycle: Cycle, target: Target, manifests: ManifestSet, saved: SavedPla
         else commands.Saved(saved) if saved.authenticated
         else commands.Reviewed(manifests, saved))
     try:
-        _, result = commands.apply(source, settings, commands.ApplyOptions(stopping=stopping))
+        _, result = commands.apply(source, settings, commands.ApplyOptions(
+            stopping=stopping, offers=target.offers))
     except StateLockedError as exc:
         cycle.status, cycle.reason = Status.LOCKED, f"not applied: {exc}"
         return False
@@ -355,7 +361,7 @@ def _apply(cycle: Cycle, target: Target, manifests: ManifestSet, saved: SavedPla
         cycle.applied = None  # nothing was sent (the workspace recorded its governance)
     failed = [o for o in result.outcomes if o.status == ChangeStatus.FAILED]
     after = Cycle(cycle.environment, cycle.workspace, Status.ERROR, "", cycle.revision)
-    _plan(after, manifests, settings)
+    _plan(after, manifests, target)
     cycle.status, cycle.reason = after.status, after.reason
     cycle.summary, cycle.changes = after.summary, after.changes
     if interrupted:
@@ -386,7 +392,7 @@ def apply_rest(cycle: Cycle, target: Target, manifests: ManifestSet, plan: Plan,
         return
     failed = "" if cycle.applied.ok else cycle.reason
     after = Cycle(cycle.environment, cycle.workspace, Status.ERROR, "", cycle.revision)
-    _plan(after, manifests, target.settings)  # the whole environment's
+    _plan(after, manifests, target)  # the whole environment's
     cycle.summary, cycle.changes = after.summary, after.changes
     cycle.status = Status.ERROR if failed else after.status
     cycle.reason = f"{failed or after.reason}; applied the rest, {shown}"

@@ -10,7 +10,6 @@ import sys
 import click
 
 from govsync import commands, render
-from govsync.cli.early import early_refresh
 from govsync.cli.root import (
     FORMATS,
     allow_endpoint_change_option,
@@ -66,12 +65,12 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
     if out_file and not os.path.isdir(os.path.dirname(os.path.abspath(out_file))):
         # Before the plan, which may make the workspace for the file: nothing is left.
         raise ConfigError(f"cannot write the plan to {out_file}: its folder does not exist")
-    # The state opened once; the server read while the manifests are.
-    with commands.Workspace(settings) as workspace, early_refresh(settings, workspace) as early:
+    # The state opened once, for the plan and its file.
+    with commands.Workspace(settings) as workspace:
         manifests = load(paths, settings.selection, short=True)
         result = commands.plan(manifests, settings, saving=bool(out_file),
                                read_secrets=not without_secrets, workspace=workspace,
-                               early=early, allow_endpoint_change=allow_endpoint_change)
+                               allow_endpoint_change=allow_endpoint_change)
         _show_plan(result, fmt, settings, manifests)
         review_only = (commands.write_plan(result, settings, out_file, manifests,
                                            workspace=workspace) if out_file else "")

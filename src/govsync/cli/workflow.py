@@ -12,7 +12,6 @@ from typing import Any
 import click
 
 from govsync import approvals, commands, envvars, planfile, render
-from govsync.cli.early import early_refresh
 from govsync.cli.interrupt import graceful
 from govsync.cli.root import (
     FORMATS,
@@ -263,10 +262,9 @@ def drift(paths: tuple[str, ...], settings: Settings, fmt: str, without_secrets:
       govsync drift manifests/ --endpoint https://api.example.com --format markdown
     """
 
-    with commands.Workspace(settings) as workspace, early_refresh(settings, workspace) as early:
-        report = commands.drift(load(paths, settings.selection, short=True), settings,
-                                read_secrets=not without_secrets, early=early,
-                                allow_endpoint_change=allow_endpoint_change)
+    report = commands.drift(load(paths, settings.selection, short=True), settings,
+                            read_secrets=not without_secrets,
+                            allow_endpoint_change=allow_endpoint_change)
     o = out()
     if fmt == "json":
         click.echo(render.drift_json(report), nl=False)

@@ -38,9 +38,6 @@ LAZY = {
     "AuditFields": "govsync.commands.preflight",
     "Preflight": "govsync.commands.preflight",
     "required": "govsync.commands.preflight",
-    "Early": "govsync.commands.reading",
-    "early_snapshot": "govsync.commands.reading",
-    "observe": "govsync.commands.reading",
     "ApplyOptions": "govsync.commands.sources",
     "Manifests": "govsync.commands.sources",
     "Reviewed": "govsync.commands.sources",
@@ -68,7 +65,6 @@ if TYPE_CHECKING:
     from govsync.commands.endpoint import normal_endpoint
     from govsync.commands.planning import Planned, plan, planned
     from govsync.commands.preflight import AuditFields, Preflight, required
-    from govsync.commands.reading import Early, early_snapshot, observe
     from govsync.commands.saving import inspect_saved, write_plan
     from govsync.commands.sources import ApplyOptions, Manifests, Reviewed, Saved, Source
     from govsync.commands.state_commands import (
@@ -94,7 +90,6 @@ __getattr__, __dir__ = lazy.face(__name__, LAZY)
 __all__ = [
     "ApplyOptions",
     "AuditFields",
-    "Early",
     "Manifests",
     "Planned",
     "Preflight",
@@ -106,10 +101,8 @@ __all__ = [
     "apply",
     "audit_export",
     "drift",
-    "early_snapshot",
     "inspect_saved",
     "normal_endpoint",
-    "observe",
     "plan",
     "planned",
     "read_snapshot",

@@ -60,7 +60,8 @@ def apply(source: Source, settings: Settings,
         record = locked(source, store, snapshot, settings)
         try:
             async def run() -> tuple[Plan, ApplyResult]:
-                ready = await preflight(source, store, snapshot, settings, record)
+                ready = await preflight(source, store, snapshot, settings, record,
+                                        options.offers)
                 return await _send(source, ready, store, snapshot, settings, options)
 
             return runtime.run(run())

@@ -45,6 +45,7 @@ from govsync.values import Resolver
 
 if TYPE_CHECKING:
     from govsync import refresh
+    from govsync.api.resource import Offers
 
 
 @dataclass(frozen=True)
@@ -144,8 +145,9 @@ def locked(source: Source, store: StateStore, snapshot: Snapshot,
 
 
 async def preflight(source: Source, store: StateStore, snapshot: Snapshot, settings: Settings,
-                    record: Governance | None) -> Preflight:
-    """The plan to apply, checked (under the lock) before anything is sent."""
+                    record: Governance | None, offers: Offers | None = None) -> Preflight:
+    """The plan to apply, checked (under the lock) before anything is sent (``offers``:
+    what the endpoint was found to offer before)."""
 
     selection = settings.selection
     proposed = governance.of_project(selection.project, selection.environment)
@@ -157,13 +159,14 @@ async def preflight(source: Source, store: StateStore, snapshot: Snapshot, setti
     match source:
         case Saved(saved):
             plan = saved.plan
-            await check_creates(plan, settings, snapshot, owners)
+            await check_creates(plan, settings, snapshot, owners, offers)
         case Manifests(manifests) | Reviewed(manifests, _):
             plan, observed = await refreshed_async(
                 settings, snapshot, lambda observation: make_plan(
                     manifests, snapshot, environ=settings.environ, targets=settings.targets,
                     prune=selection.prune, replace=settings.replace,
-                    heal=selection.self_heal, observation=observation), owners=owners)
+                    heal=selection.self_heal, observation=observation), owners=owners,
+                offers=offers)
             refused_partial(observed, "nothing was applied")
             governed_by(plan, record, proposed, selection.name)
             check_rules(plan, manifests, governance.rules_to_check(record, proposed),
