@@ -228,9 +228,8 @@ class _Releasing(httpx.AsyncByteStream):
         self._stream = stream
         self._release: Callable[[], None] | None = release
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self._stream:
-            yield chunk
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self._stream.__aiter__()  # type: ignore[no-any-return]
 
     async def aclose(self) -> None:
         try:
