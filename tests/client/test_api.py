@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from govsync import errors
-from govsync.api.catalog import OPERATIONS
-from govsync.api.client import AsyncClient, unwrap
+from govsync.api.catalog import OPERATIONS, unwrap
+from govsync.api.client import AsyncClient
 from govsync.api.models import CreateSpaceRequest, ListGroupsRequest
 from govsync.runtime import connect
 

@@ -23,12 +23,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from govsync import commands, endpoints, governance, planfile, runtime
+from govsync import endpoints, governance, planfile, runtime
 from govsync.agent import partial
 from govsync.agent.applied import Applied
 from govsync.agentconfig import AgentSettings, Event
 from govsync.api.resource import Offers
 from govsync.apply import ChangeStatus
+from govsync.commands.applying import apply
+from govsync.commands.endpoint import normal_endpoint
+from govsync.commands.planning import planned
+from govsync.commands.preflight import required
+from govsync.commands.sources import ApplyOptions, Manifests, Reviewed, Saved, Source
 from govsync.errors import (
     ApprovalError,
     BlockedPlanError,
@@ -192,7 +197,7 @@ def problems(found: list[Problem]) -> str:
 
 
 def _plan(cycle: Cycle, manifests: ManifestSet, target: Target) -> Plan:
-    found = commands.planned(manifests, target.settings, target.offers)
+    found = planned(manifests, target.settings, target.offers)
     plan, errors = found.plan, found.rule_errors
     holder = str(found.running) if found.running is not None else ""
     cycle.status, cycle.reason = status_of(plan, len(errors), holder, "")
@@ -236,7 +241,7 @@ def _run(cycle: Cycle, target: Target, paused: Mapping[str, Any] | None, frozen:
         return
     if stopping is not None and stopping.is_set():
         return
-    if commands.required(plan, settings) or found:
+    if required(plan, settings) or found:
         _apply_approved(cycle, target, manifests, stopping, found)
     elif held:
         apply_rest(cycle, target, manifests, plan, stopping)
@@ -263,7 +268,7 @@ def _governors(target: Target) -> tuple[list[governance.Governor], bool]:
     when it is new on a governed endpoint and no operator accepted it there
     (``govsync agent accept``)."""
     settings = target.settings
-    endpoint = commands.normal_endpoint(settings.endpoint) if settings.endpoint else None
+    endpoint = normal_endpoint(settings.endpoint) if settings.endpoint else None
     if endpoint is None or not exists(settings.state):
         return [], True
     with runtime.open_state(settings) as store:
@@ -278,7 +283,7 @@ def _governors(target: Target) -> tuple[list[governance.Governor], bool]:
 
 
 def _unaccepted(target: Target, found: list[governance.Governor]) -> str:
-    endpoint = safe_url(commands.normal_endpoint(target.settings.endpoint or ""))
+    endpoint = safe_url(normal_endpoint(target.settings.endpoint or ""))
     return (f"not planned: environment {target.name} is new (workspace {target.workspace!r} "
             f"records no governance) on endpoint {endpoint}, which {found[0].named()} "
             "governs: a commit may not add or rename an environment onto a governed "
@@ -328,12 +333,12 @@ def _apply(cycle: Cycle, target: Target, manifests: ManifestSet, saved: SavedPla
     settings = target.settings
     # An approved plan the workspace's key authenticates is applied as saved; one made
     # for review only (without secrets) holds a plan made now to its changes.
-    source: commands.Source = (
-        commands.Manifests(manifests) if saved is None
-        else commands.Saved(saved) if saved.authenticated
-        else commands.Reviewed(manifests, saved))
+    source: Source = (
+        Manifests(manifests) if saved is None
+        else Saved(saved) if saved.authenticated
+        else Reviewed(manifests, saved))
     try:
-        _, result = commands.apply(source, settings, commands.ApplyOptions(
+        _, result = apply(source, settings, ApplyOptions(
             stopping=stopping, offers=target.offers))
     except StateLockedError as exc:
         cycle.status, cycle.reason = Status.LOCKED, f"not applied: {exc}"

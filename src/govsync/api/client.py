@@ -48,7 +48,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, Union
 import httpx
 
 from govsync import __version__, errors, paths, redact
-from govsync.api.catalog import BY_NAME, Operation
+from govsync.api.catalog import Operation
+from govsync.api.catalog import operation as operation_row
 from govsync.api.kinds import identifying_fields
 from govsync.api.retry import RetryEvent, RetryPolicy
 from govsync.api.status import SPEC_CODES as _CODES
@@ -61,7 +62,7 @@ from govsync.values import SENSITIVE, SHORTEST_SECRET, scrub
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = ["AsyncClient", "RetryEvent", "RetryPolicy", "check_endpoint", "unwrap"]
+__all__ = ["AsyncClient", "RetryEvent", "RetryPolicy", "check_endpoint"]
 
 log = logging.getLogger(__name__)
 # A library's loggers say nothing unless asked (GOVSYNC_LOG): without a handler of
@@ -97,26 +98,6 @@ def _log_reason(error: errors.ApiError) -> str:
     if isinstance(error, errors.ApiStatusError):
         return f"{error.status} {error.code}".strip()
     return type(error).__name__
-
-
-def unwrap(operation: str | Operation, body: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
-    """The object a response carries and its id, following the catalog row."""
-    op = _operation(operation)
-    obj = body.get(op.response_key) if op.response_key else body
-    if not isinstance(obj, Mapping):
-        raise errors.ApiError(f"the answer has no object under {op.response_key!r}",
-                              operation=op.name)
-    ident = obj.get(op.id_field)
-    return dict(obj), ident if isinstance(ident, str) else None
-
-
-def _operation(operation: str | Operation) -> Operation:
-    if isinstance(operation, Operation):
-        return operation
-    try:
-        return BY_NAME[operation]
-    except KeyError:
-        raise ValueError(f"unknown API operation {operation!r}") from None
 
 
 def _snake(name: str) -> str:
@@ -185,7 +166,7 @@ class _Core:
     def call(self, operation: str | Operation, body: Body | None,
              headers: Mapping[str, str] | None, secrets: Sequence[str] = ()
              ) -> Steps[dict[str, Any]]:
-        op = _operation(operation)
+        op = operation_row(operation)
         payload = _payload(body)
         hidden, unsaid = self._secrets([*_secret_values(op, payload), *secrets])
         scrub = _scrubber(hidden)

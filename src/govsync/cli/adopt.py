@@ -9,7 +9,7 @@ import click
 from govsync import runtime
 from govsync.adopt import READS_IN_FLIGHT, import_objects
 from govsync.cli.root import global_options
-from govsync.commands import read_snapshot
+from govsync.commands.workspace import read_snapshot
 from govsync.errors import MigrateError
 from govsync.settings import Settings
 

@@ -17,11 +17,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from govsync import audit, endpoints, runtime
 from govsync.api.catalog import readable_kinds
 from govsync.api.retry import RetryPolicy
+from govsync.apply import Applier, ApplyResult
 from govsync.commands.endpoint import endpoint_change, identity
 from govsync.commands.preflight import Preflight, applied_already, locked, preflight, scoped
 from govsync.commands.reading import check_live, refreshing
@@ -30,11 +30,9 @@ from govsync.commands.workspace import check_secrets_set
 from govsync.errors import ConfigError, GovsyncError, PlanError, StateError
 from govsync.plan import Action, Plan
 from govsync.planfile import plan_digest
+from govsync.scheduling import Throttle
 from govsync.settings import Settings
 from govsync.state import APPLIED, PENDING, UNCERTAIN, LockHolder, Snapshot, StateStore
-
-if TYPE_CHECKING:
-    from govsync.apply import ApplyResult
 
 
 def apply(source: Source, settings: Settings,
@@ -83,9 +81,6 @@ def _held(store: StateStore, workspace: str, holder: LockHolder,
 async def _send(source: Source, ready: Preflight, store: StateStore, snapshot: Snapshot,
                 settings: Settings, options: ApplyOptions) -> tuple[Plan, ApplyResult]:
     """Apply a checked plan: what is sent, recorded as it is answered."""
-    from govsync.apply import Applier, ApplyResult
-    from govsync.scheduling import Throttle
-
     plan, record, target = ready.plan, ready.recorded, ready.target
     evidence = source.evidence
     work = plan.work(forget_orphans=options.forget_orphans)

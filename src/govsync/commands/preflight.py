@@ -18,7 +18,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from govsync import approvals, audit, governance, planfile, render
+from govsync import approvals, audit, governance, planfile
 from govsync.approvals import Approver
 from govsync.commands.endpoint import identity
 from govsync.commands.planning import check_rules, governed_by
@@ -38,6 +38,7 @@ from govsync.governance import Governance
 from govsync.plan import Action, Plan, make_plan
 from govsync.planfile import SavedPlan, review_digest, reviewed_change
 from govsync.redact import url as safe_url
+from govsync.render.reasons import blocked_advice, blocked_lines
 from govsync.rules import check_sent
 from govsync.settings import Settings
 from govsync.state import Snapshot, StateStore
@@ -179,8 +180,8 @@ async def preflight(source: Source, store: StateStore, snapshot: Snapshot, setti
         blocked = plan.blocked()
         raise BlockedPlanError("\n".join([
             f"the plan has {len(blocked)} blocked change(s):",
-            *render.blocked_lines(blocked),
-            f"{render.blocked_advice(blocked)}; nothing was applied"]))
+            *blocked_lines(blocked),
+            f"{blocked_advice(blocked)}; nothing was applied"]))
     target = (Governance.from_dict(plan.governance["to"], settings.workspace)
               if plan.governance else record or proposed)
     # The approvals the workspace recorded; for a workspace never applied, those

@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from govsync import envvars, live, render, runtime
+from govsync import envvars, live, runtime
 from govsync.api.kinds import BY_KIND
 from govsync.commands.endpoint import endpoint_change, key_rejected
 from govsync.errors import (
@@ -31,6 +31,7 @@ from govsync.plan import (
     say_unread,
     unrecorded,
 )
+from govsync.render.reasons import reason_words
 from govsync.settings import Settings
 from govsync.state import Entry, Snapshot, exists
 
@@ -130,7 +131,7 @@ async def check_creates(plan: Plan, settings: Settings, snapshot: Snapshot,
         why = unrecorded(BY_KIND[change.kind], change.address, seen, recorded, mine)
         if why is not None:
             shown = dataclasses.replace(change, action=Action.BLOCKED, id=why.id, why=why)
-            refused.append(f"{change.address}: {render.reason_words(shown)}")
+            refused.append(f"{change.address}: {reason_words(shown)}")
     if refused:
         raise BlockedPlanError(f"the plan cannot be applied as it was made: {'; '.join(refused)}"
                                "; nothing was applied: plan again")
