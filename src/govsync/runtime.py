@@ -11,19 +11,18 @@ functions that make them: offline commands never load them.
 from __future__ import annotations
 
 import os
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from govsync import envvars
 from govsync.api.kinds import SEEDED_KINDS
-from govsync.api.retry import RetryPolicy
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.errors import ConfigError
 from govsync.settings import Settings
 from govsync.state import StateStore, open_store
 
 if TYPE_CHECKING:
-    from govsync.api.client import AsyncClient
+    from govsync.api.client import AsyncClient, RetryEvent
 
 T = TypeVar("T")
 
@@ -52,25 +51,27 @@ def open_state(settings: Settings) -> StateStore:
 
 
 def client(settings: Settings, *, connections: int = 1, reads: bool = False,
-           retry: RetryPolicy = RetryPolicy()) -> AsyncClient:
+           max_retries: int = 4, on_retry: Callable[[RetryEvent], None] | None = None
+           ) -> AsyncClient:
     """An API client for the configured endpoint (ConfigError when none), whose
     answers and messages never hold a secret this run knows (``Settings.secrets``).
     ``connections`` and ``reads``: how many calls it sends at once, and whether they
-    are many reads (``api.transport.open_transport``)."""
+    are many reads (``api.transport.open_transport``); ``max_retries`` and
+    ``on_retry``: its retry policy's."""
     return connect(settings.endpoint, settings.api_key, insecure_http=settings.insecure_http,
                    local_db=settings.local_db, local_seed=settings.local_seed,
                    local_operations=settings.environ.get(envvars.LOCAL_OPERATIONS),
                    key_variable=settings.key_variable, environment=settings.selection.name,
                    hidden=settings.secrets(), connections=connections, reads=reads,
-                   retry=retry)
+                   max_retries=max_retries, on_retry=on_retry)
 
 
 def connect(endpoint: str | None, api_key: str | None, *, insecure_http: bool = False,
             local_db: str | os.PathLike[str] | None = None, local_seed: str | None = None,
             local_operations: str | None = None, key_variable: str = API_KEY_ENV,
             environment: str | None = None, hidden: Sequence[str] = (),
-            connections: int = 1, reads: bool = False,
-            retry: RetryPolicy = RetryPolicy()) -> AsyncClient:
+            connections: int = 1, reads: bool = False, max_retries: int = 4,
+            on_retry: Callable[[RetryEvent], None] | None = None) -> AsyncClient:
     """An AsyncClient for ``--endpoint``: a URL, or ``local`` (in-process, no key needed;
     ``local_operations`` ``spec``: the spec's operations only), over the transport
     ``api.transport.open_transport`` chooses for it. ``key_variable`` and
@@ -100,6 +101,7 @@ def connect(endpoint: str | None, api_key: str | None, *, insecure_http: bool = 
         base_url = endpoint
         way = transport.open_transport(endpoint, connections=connections, reads=reads,
                                        insecure_http=insecure_http)
+    retry = client.RetryPolicy(max_retries=max_retries, on_retry=on_retry)
     return client.AsyncClient(base_url, api_key, transport=way, retry=retry,
                               key_variable=key_variable, environment=environment,
                               hidden=hidden)

@@ -15,7 +15,7 @@ from govsync.errors import PlanError
 from govsync.plan import Change
 
 if TYPE_CHECKING:
-    from govsync.api.retry import RetryEvent
+    from govsync.api.client import RetryEvent
 
 
 class Throttle:

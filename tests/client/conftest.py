@@ -17,8 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from govsync.api.client import AsyncClient
-from govsync.api.retry import RetryPolicy
+from govsync.api.client import AsyncClient, RetryPolicy
 
 KEY = "test-key-0123"
 VIEWER = "viewer-key-4567"

@@ -11,8 +11,7 @@ import httpx
 import pytest
 
 from govsync import errors
-from govsync.api.client import AsyncClient
-from govsync.api.retry import RetryEvent, RetryPolicy
+from govsync.api.client import AsyncClient, RetryEvent, RetryPolicy
 
 pytestmark = pytest.mark.anyio
 

@@ -11,8 +11,7 @@ import httpx
 import pytest
 
 from govsync import errors
-from govsync.api.client import AsyncClient
-from govsync.api.retry import RetryPolicy
+from govsync.api.client import AsyncClient, RetryPolicy
 from govsync.api.transport import open_transport
 from govsync.runtime import connect
 

@@ -15,8 +15,7 @@ import pytest
 
 import testkit
 from govsync import errors
-from govsync.api.client import AsyncClient
-from govsync.api.retry import RetryPolicy
+from govsync.api.client import AsyncClient, RetryPolicy
 from govsync.api.transport import open_transport
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]

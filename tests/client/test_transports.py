@@ -24,8 +24,7 @@ import pytest
 import testkit
 from govsync import errors
 from govsync.api import client as client_module
-from govsync.api.client import LOCAL_BASE_URL, AsyncClient
-from govsync.api.retry import RetryEvent, RetryPolicy
+from govsync.api.client import LOCAL_BASE_URL, AsyncClient, RetryEvent, RetryPolicy
 from govsync.api.transport import Lanes, open_transport
 from govsync.server import Store, create_app
 

@@ -11,9 +11,8 @@ from typing import Any
 
 import httpx
 
-from govsync.api.client import AsyncClient
+from govsync.api.client import AsyncClient, RetryEvent
 from govsync.api.kinds import BY_KIND
-from govsync.api.retry import RetryEvent
 from govsync.apply import Applier, ChangeStatus, Throttle, chain_lengths, request_body
 from govsync.manifests import ManifestSet
 from govsync.plan import Action, Change, make_plan

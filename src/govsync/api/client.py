@@ -1,7 +1,7 @@
 """The client of the control API, generated from the operation catalog.
 
     AsyncClient(base_url, api_key, transport=..., retry=...)
-    RetryPolicy(max_retries, backoff, ...)   how failed calls are tried again (retry.py)
+    RetryPolicy(max_retries, backoff, ...)   how failed calls are tried again
     check_endpoint(endpoint, key)            what ``runtime.connect`` connects with
 
 The client calls any catalog operation by name (``call("CreateSpace", body)``)
@@ -41,6 +41,7 @@ import random
 import re
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, TypeVar, Union
@@ -51,7 +52,6 @@ from govsync import __version__, errors, paths, redact
 from govsync.api.catalog import Operation
 from govsync.api.catalog import operation as operation_row
 from govsync.api.kinds import identifying_fields
-from govsync.api.retry import RetryEvent, RetryPolicy
 from govsync.api.status import SPEC_CODES as _CODES
 from govsync.api.status import DetailType
 from govsync.api.transport import Lanes, key_auth, open_transport, shown_url
@@ -90,6 +90,32 @@ _CLEAN_RETRY_STATUSES = frozenset({429, 500, 503})
 _GATEWAY_STATUSES = frozenset({502, 504})
 # The answers that refuse the key (unknown, or not allowed the operation).
 _KEY_STATUSES = frozenset({errors.UnauthorizedError.status, errors.ForbiddenError.status})
+
+
+@dataclass(frozen=True)
+class RetryEvent:
+    """Passed to ``on_retry`` before the client sleeps and tries again."""
+
+    operation: str
+    attempt: int  # the attempt that failed, from 1
+    status: int | None  # the HTTP status, None when no answer came
+    delay: float  # seconds until the next attempt
+    reason: str  # "503", "ConnectError", ...
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """``max_retries`` more attempts at most, each after a full-jitter exponential
+    backoff (``backoff`` seconds doubled each time, at most ``max_backoff``, drawn
+    from ``rng``) or the server's ``Retry-After``; ``on_retry`` hears of each before
+    the wait; ``sleep`` waits (anyio's by default)."""
+
+    max_retries: int = 4
+    backoff: float = 0.25
+    max_backoff: float = 8.0
+    on_retry: Callable[[RetryEvent], None] | None = None
+    rng: random.Random | None = None
+    sleep: Callable[[float], Awaitable[object] | object] | None = None
 
 
 def _log_reason(error: errors.ApiError) -> str:

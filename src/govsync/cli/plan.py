@@ -26,7 +26,6 @@ from govsync.commands.workspace import Workspace
 from govsync.errors import ConfigError
 from govsync.manifests.model import ManifestSet
 from govsync.plan import Plan
-from govsync.render.planjson import plan_json_chunks
 from govsync.render.reasons import blocked_advice
 from govsync.render.text import plan_text
 from govsync.settings import Settings
@@ -111,6 +110,8 @@ def _save(result: Plan, settings: Settings, out_file: str, manifests: ManifestSe
 def _show_plan(result: Plan, fmt: str, settings: Settings, manifests: ManifestSet) -> None:
     o = out()
     if fmt == "json":
+        from govsync.render.planjson import plan_json_chunks  # only for this format
+
         for chunk in plan_json_chunks(result):
             click.echo(chunk, nl=False)
     elif fmt == "markdown":

@@ -20,7 +20,6 @@ from collections.abc import Iterator
 
 from govsync import audit, endpoints, runtime
 from govsync.api.catalog import readable_kinds
-from govsync.api.retry import RetryPolicy
 from govsync.apply import Applier, ApplyResult
 from govsync.commands.endpoint import endpoint_change, identity
 from govsync.commands.preflight import Preflight, applied_already, locked, preflight, scoped
@@ -98,7 +97,7 @@ async def _send(source: Source, ready: Preflight, store: StateStore, snapshot: S
     hashing = None
     # The client is made before anything is shown: no endpoint is an error now.
     async with runtime.client(settings, connections=options.parallelism,
-                              retry=RetryPolicy(on_retry=throttle.on_retry)) as client:
+                              on_retry=throttle.on_retry) as client:
         if not isinstance(source, Saved):
             # Owner groups of the policies this apply creates (the field cannot
             # change after create), so an apply with nothing to do sends nothing.

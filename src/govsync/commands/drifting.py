@@ -4,7 +4,6 @@ exists (a module of its own: a plan does not load the drift report)."""
 from __future__ import annotations
 
 from govsync import envvars, live, runtime
-from govsync.api.retry import RetryPolicy
 from govsync.commands.endpoint import endpoint_change, key_rejected
 from govsync.commands.reading import (
     moved_error,
@@ -46,7 +45,7 @@ def drift(manifests: ManifestSet, settings: Settings, *,
         raise ApiError(moved_error(values, moved))
     if settings.endpoint:
         async def read() -> dict[str, set[str]]:
-            async with runtime.client(settings, retry=RetryPolicy(max_retries=1)) as client:
+            async with runtime.client(settings, max_retries=1) as client:
                 return await live.read(client, values)
 
         try:

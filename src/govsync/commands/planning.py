@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from govsync import governance, runtime
-from govsync.api.retry import RetryPolicy
 from govsync.commands.endpoint import endpoint_change, identity
 from govsync.commands.reading import (
     check_live,
@@ -176,7 +175,7 @@ def _check_live(plan: Plan, manifests: ManifestSet, settings: Settings,
         raise ApiError(moved_error(values, moved))
 
     async def check() -> None:
-        async with runtime.client(settings, reads=True, retry=RetryPolicy(max_retries=1)) as client:
+        async with runtime.client(settings, reads=True, max_retries=1) as client:
             await check_live(plan, manifests, client, targeted, unreachable=True)
 
     runtime.run(check())
