@@ -143,11 +143,12 @@ def main() -> None:
 CHECK = """
 import sys
 from govsync import policycode
+from govsync.policycode import sandbox
 from govsync.manifests import load
 manifests = load([sys.argv[1]])
 sources = [policycode.Source(m.kind.code, m.template["code"])
            for m in manifests.objects.values() if m.kind.code]
-assert not any(c.errors for c in policycode.check(sources))
+assert not any(c.errors for c in sandbox.check(sources))
 """
 
 

@@ -65,9 +65,11 @@ def populate(db: str, entries: list) -> None:  # type: ignore[type-arg]
 async def refresh_once(url: str, entries: list) -> tuple[float, int, int]:  # type: ignore[type-arg]
     from govsync import refresh
     from govsync.api.client import AsyncClient
+    from govsync.api.transport import open_transport
 
     by_address = {e.address: e for e in entries}
-    async with AsyncClient(url, KEY, insecure_http=True, lanes=LANES, reads=True) as client:
+    way = open_transport(url, connections=LANES, reads=True, insecure_http=True)
+    async with AsyncClient(url, KEY, transport=way) as client:
         began = time.perf_counter()
         reading = await refresh.read(client, by_address)
         seconds = time.perf_counter() - began

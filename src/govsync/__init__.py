@@ -23,34 +23,36 @@ loads nothing else, and ``govsync validate`` none of the commands.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from govsync import lazy
+import importlib
+import sys
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-# Each name and the module it comes from; the commands' through their own face.
+# Each name and the module it comes from: the library's one lazy face, at its edge (the
+# package `python -m govsync` and every program loads first), so `import govsync` loads nothing
+# more; docs/architecture.md's test reads it as this package's imports.
 LAZY = {
-    "ApplyOptions": "govsync.commands",
-    "Manifests": "govsync.commands",
-    "Planned": "govsync.commands",
-    "Reviewed": "govsync.commands",
-    "Saved": "govsync.commands",
-    "Source": "govsync.commands",
-    "audit_export": "govsync.commands",
-    "inspect_saved": "govsync.commands",
-    "planned": "govsync.commands",
-    "state_entry": "govsync.commands",
-    "state_export": "govsync.commands",
-    "state_forget": "govsync.commands",
-    "state_history": "govsync.commands",
-    "state_import": "govsync.commands",
-    "state_import_all": "govsync.commands",
-    "state_move": "govsync.commands",
-    "state_readonly_role": "govsync.commands",
-    "state_resolve": "govsync.commands",
-    "state_unlock": "govsync.commands",
-    "write_plan": "govsync.commands",
+    "ApplyOptions": "govsync.commands.sources",
+    "Manifests": "govsync.commands.sources",
+    "Planned": "govsync.commands.planning",
+    "Reviewed": "govsync.commands.sources",
+    "Saved": "govsync.commands.sources",
+    "Source": "govsync.commands.sources",
+    "audit_export": "govsync.commands.state_commands",
+    "inspect_saved": "govsync.commands.saving",
+    "planned": "govsync.commands.planning",
+    "state_entry": "govsync.commands.state_commands",
+    "state_export": "govsync.commands.state_commands",
+    "state_forget": "govsync.commands.state_commands",
+    "state_history": "govsync.commands.state_commands",
+    "state_import": "govsync.commands.state_commands",
+    "state_import_all": "govsync.commands.state_commands",
+    "state_move": "govsync.commands.state_commands",
+    "state_readonly_role": "govsync.commands.state_commands",
+    "state_resolve": "govsync.commands.state_commands",
+    "state_unlock": "govsync.commands.state_commands",
+    "write_plan": "govsync.commands.saving",
     "Settings": "govsync.settings",
     "Manifest": "govsync.manifests",
     "ManifestSet": "govsync.manifests",
@@ -74,16 +76,11 @@ LAZY = {
 }
 
 if TYPE_CHECKING:
-    from govsync.commands import (
-        ApplyOptions,
-        Manifests,
-        Planned,
-        Reviewed,
-        Saved,
-        Source,
+    from govsync.commands.planning import Planned, planned
+    from govsync.commands.saving import inspect_saved, write_plan
+    from govsync.commands.sources import ApplyOptions, Manifests, Reviewed, Saved, Source
+    from govsync.commands.state_commands import (
         audit_export,
-        inspect_saved,
-        planned,
         state_entry,
         state_export,
         state_forget,
@@ -94,7 +91,6 @@ if TYPE_CHECKING:
         state_readonly_role,
         state_resolve,
         state_unlock,
-        write_plan,
     )
     from govsync.drift import DriftReport
     from govsync.errors import (
@@ -113,7 +109,19 @@ if TYPE_CHECKING:
     from govsync.state import Entry, Snapshot, StateStore, open_store
 
 
-__getattr__, __dir__ = lazy.face(__name__, LAZY)
+def __getattr__(name: str) -> Any:
+    """A name of ``LAZY``, imported from its module when first asked for, then kept."""
+    try:
+        module = LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), name)
+    setattr(sys.modules[__name__], name, value)
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *LAZY})
 
 
 __all__ = [

@@ -32,7 +32,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
 from govsync import writes
-from govsync.api.catalog import BY_NAME
+from govsync.api.catalog import BY_NAME, unwrap
 from govsync.api.kinds import BY_KIND, Kind
 from govsync.api.resource import Objects, Unfindable
 from govsync.errors import (
@@ -388,7 +388,6 @@ class Applier:
                 self._key_refused(exc, operation)
             code = exc.code if isinstance(exc, ApiStatusError) else ""
             return _outcome(change, ChangeStatus.FAILED, exc.message, code)
-        from govsync.api.client import unwrap
 
         try:
             obj, object_id = unwrap(operation, answer)

@@ -7,7 +7,7 @@ gives and, for every other hook the code reads (``input.hooks.<name>``), what th
 Hook's JavaScript returns on the input (run sandboxed, within its ``timeoutMs``, with
 the case's ``env``); a ``draft`` hook is neither run nor passed, as the service passes
 only active ones.  ``time.now_ns()`` reads the case's ``now``.  Every case of one
-policy is decided in one call of the bounded worker (``policycode.decide``): a hook
+policy is decided in one call of the bounded worker (``policycode.sandbox.decide``): a hook
 that throws or never returns, an engine that crashes or loops is that case's error.
 """
 
@@ -179,7 +179,9 @@ def _decide(codes: Sequence[str], its: Sequence[Suite], hooks: Mapping[str, _Hoo
     pairs = [(suite, case) for suite in its for case in suite.cases]
     trials = [_trial(case, reads, hooks, clock) for _, case in pairs]
     table = {name: hooks[name].code for name in {n for t in trials for n in t.run}}
-    verdicts = policycode.decide(list(codes), trials, table) if trials else []
+    from govsync.policycode import sandbox  # the worker's module: where cases run
+
+    verdicts = sandbox.decide(list(codes), trials, table) if trials else []
     return [(s, c, v) for (s, c), v in zip(pairs, verdicts, strict=True)]
 
 
@@ -261,7 +263,9 @@ def annotate(plan: Plan, manifests: ManifestSet, recorded: Mapping[str, str],
     for suite in suites(manifests):
         by_policy.setdefault(suite.policy.address, []).append(suite)
     codes = [_code(manifests.objects[c.address]) for c in changes]
-    checked = policycode.check([policycode.Source(policycode.Role.POLICY, code)
+    from govsync.policycode import sandbox  # the worker's module: where code is
+
+    checked = sandbox.check([policycode.Source(policycode.Role.POLICY, code)
                                 for code in codes])
     for change, code, report in zip(changes, codes, checked, strict=True):
         before = recorded.get(change.address)

@@ -11,7 +11,7 @@ functions that make them: offline commands never load them.
 from __future__ import annotations
 
 import os
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from govsync import envvars
@@ -22,7 +22,7 @@ from govsync.settings import Settings
 from govsync.state import StateStore, open_store
 
 if TYPE_CHECKING:
-    from govsync.api.client import AsyncClient
+    from govsync.api.client import AsyncClient, RetryEvent
 
 T = TypeVar("T")
 
@@ -50,30 +50,37 @@ def open_state(settings: Settings) -> StateStore:
     return open_store(settings.state)
 
 
-def client(settings: Settings, **kw: Any) -> AsyncClient:
+def client(settings: Settings, *, connections: int = 1, reads: bool = False,
+           max_retries: int = 4, on_retry: Callable[[RetryEvent], None] | None = None
+           ) -> AsyncClient:
     """An API client for the configured endpoint (ConfigError when none), whose
-    answers and messages never hold a secret this run knows (``Settings.secrets``)."""
+    answers and messages never hold a secret this run knows (``Settings.secrets``).
+    ``connections`` and ``reads``: how many calls it sends at once, and whether they
+    are many reads (``api.transport.open_transport``); ``max_retries`` and
+    ``on_retry``: its retry policy's."""
     return connect(settings.endpoint, settings.api_key, insecure_http=settings.insecure_http,
                    local_db=settings.local_db, local_seed=settings.local_seed,
                    local_operations=settings.environ.get(envvars.LOCAL_OPERATIONS),
                    key_variable=settings.key_variable, environment=settings.selection.name,
-                   hidden=settings.secrets(), **kw)
+                   hidden=settings.secrets(), connections=connections, reads=reads,
+                   max_retries=max_retries, on_retry=on_retry)
 
 
 def connect(endpoint: str | None, api_key: str | None, *, insecure_http: bool = False,
             local_db: str | os.PathLike[str] | None = None, local_seed: str | None = None,
             local_operations: str | None = None, key_variable: str = API_KEY_ENV,
-            environment: str | None = None, **kw: Any) -> AsyncClient:
+            environment: str | None = None, hidden: Sequence[str] = (),
+            connections: int = 1, reads: bool = False, max_retries: int = 4,
+            on_retry: Callable[[RetryEvent], None] | None = None) -> AsyncClient:
     """An AsyncClient for ``--endpoint``: a URL, or ``local`` (in-process, no key needed;
-    ``local_operations`` ``spec``: the spec's operations only). ``key_variable`` and
+    ``local_operations`` ``spec``: the spec's operations only), over the transport
+    ``api.transport.open_transport`` chooses for it. ``key_variable`` and
     ``environment``: where the key came from, for the messages."""
-    from govsync.api.client import LOCAL_BASE_URL, AsyncClient, check_endpoint
+    from govsync.api import client, transport
 
     shown = f"{key_variable} (the key of environment {environment})" if environment else key_variable
-    endpoint, api_key = check_endpoint(endpoint, api_key, shown)
-    kw.update(key_variable=key_variable, environment=environment)
+    endpoint, api_key = client.check_endpoint(endpoint, api_key, shown)
     if endpoint == "local":  # the server's modules load only for the embedded server
-        from govsync.api.transport import asgi_transport
         from govsync.server import Operations, Store, create_app
 
         try:
@@ -86,10 +93,18 @@ def connect(endpoint: str | None, api_key: str | None, *, insecure_http: bool = 
         if os.fspath(local_db) != ":memory:":
             os.makedirs(os.path.dirname(os.path.abspath(local_db)), exist_ok=True)
         store = Store(str(local_db))
-        transport = asgi_transport(create_app(store, api_keys=None, operations=operations),
-                                   store.close)
-        return AsyncClient(LOCAL_BASE_URL, api_key, transport=transport, **kw)
-    return AsyncClient(endpoint, api_key, insecure_http=insecure_http, **kw)
+        base_url = client.LOCAL_BASE_URL
+        way = transport.open_transport(
+            base_url, app=create_app(store, api_keys=None, operations=operations),
+            on_close=store.close)
+    else:
+        base_url = endpoint
+        way = transport.open_transport(endpoint, connections=connections, reads=reads,
+                                       insecure_http=insecure_http)
+    retry = client.RetryPolicy(max_retries=max_retries, on_retry=on_retry)
+    return client.AsyncClient(base_url, api_key, transport=way, retry=retry,
+                              key_variable=key_variable, environment=environment,
+                              hidden=hidden)
 
 
 def seed_local(seed: str | None, local_db: str) -> None:

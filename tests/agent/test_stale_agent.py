@@ -26,7 +26,7 @@ import psycopg
 import pytest
 from agentkit import KEY, Agent, Repo, hooks, workspace
 
-from govsync.commands import ApplyOptions
+from govsync.commands.sources import ApplyOptions
 from testkit import drop_pg_workspaces, in_flight
 from testkit import serve as serve_process
 from testkit import stop as stop_process

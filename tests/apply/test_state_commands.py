@@ -25,7 +25,8 @@ from applykit import (
     write_hooks,
 )
 
-from govsync.api.client import AsyncClient, unwrap
+from govsync.api.catalog import unwrap
+from govsync.api.client import AsyncClient
 
 
 def saved_plan(gov: Govsync, manifests: Path, path: Path) -> Path:

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from govsync.api.client import AsyncClient
+from govsync.api.client import AsyncClient, RetryPolicy
 
 KEY = "test-key-0123"
 VIEWER = "viewer-key-4567"
@@ -149,9 +149,11 @@ def sleeps() -> Sleeps:
 def aclient_for(sleeps: Sleeps) -> Any:
     """Build an AsyncClient over an ASGI app; retries sleep in ``sleeps``."""
 
-    def build(app: Any, key: str | None = KEY, **kw: Any) -> AsyncClient:
-        kw.setdefault("sleep", sleeps)
-        return AsyncClient(BASE, key, transport=httpx.ASGITransport(app), **kw)
+    def build(app: Any, key: str | None = KEY, **retry: Any) -> AsyncClient:
+        """``retry``: the fields of the client's RetryPolicy (sleep: ``sleeps``)."""
+        retry.setdefault("sleep", sleeps)
+        return AsyncClient(BASE, key, transport=httpx.ASGITransport(app),
+                           retry=RetryPolicy(**retry))
 
     return build
 

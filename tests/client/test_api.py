@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from govsync import errors
-from govsync.api.catalog import OPERATIONS
-from govsync.api.client import AsyncClient, unwrap
+from govsync.api.catalog import OPERATIONS, unwrap
+from govsync.api.client import AsyncClient
 from govsync.api.models import CreateSpaceRequest, ListGroupsRequest
 from govsync.runtime import connect
 
@@ -135,8 +135,8 @@ async def test_connect_local_runs_the_server_in_process(tmp_path: Path) -> None:
     # The objects outlive the client: a second connection sees the same store.
     async with connect("local", None, local_db=db) as second:
         await second.call("CreateSpace", {"name": "second"})
-        objects = (await second._http.get("/_govsync/objects")).json()
-    assert [s["id"] for s in objects["Space"]][0] == created["space"]["id"]
-    assert [s["name"] for s in objects["Space"]] == ["local-space", "second"]
+        spaces = (await second.call("ListSpaces", {"limit": 10}))["spaces"]
+    assert [s["id"] for s in spaces][0] == created["space"]["id"]
+    assert [s["name"] for s in spaces] == ["local-space", "second"]
     assert repr(client) == "AsyncClient(base_url='http://localhost')"
 

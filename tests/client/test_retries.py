@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from govsync import errors
-from govsync.api.client import AsyncClient, RetryEvent
+from govsync.api.client import AsyncClient, RetryEvent, RetryPolicy
 
 pytestmark = pytest.mark.anyio
 
@@ -138,7 +138,8 @@ def _closed_port() -> int:
 async def test_connection_refused_is_retried_then_transport_error(sleeps: list[float]) -> None:
     events: list[RetryEvent] = []
     url = f"http://127.0.0.1:{_closed_port()}"
-    async with AsyncClient(url, "k", max_retries=2, sleep=sleeps, on_retry=events.append) as client:
+    async with AsyncClient(url, "k", retry=RetryPolicy(max_retries=2, sleep=sleeps,
+                                                       on_retry=events.append)) as client:
         with pytest.raises(errors.TransportError) as caught:
             await client.call("CreateSpace", SPACE)
     assert [(e.attempt, e.status, e.reason) for e in events] == [

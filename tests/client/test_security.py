@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from govsync import errors
-from govsync.api.client import AsyncClient
+from govsync.api.client import AsyncClient, RetryPolicy
+from govsync.api.transport import open_transport
 from govsync.runtime import connect
 
 pytestmark = pytest.mark.anyio
@@ -50,8 +51,8 @@ async def test_key_is_in_no_log_record_repr_or_exception(
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    async with AsyncClient(f"http://127.0.0.1:{port}", CANARY, max_retries=1,
-                           sleep=lambda s: None) as client:
+    async with AsyncClient(f"http://127.0.0.1:{port}", CANARY,
+                           retry=RetryPolicy(max_retries=1, sleep=lambda s: None)) as client:
         with pytest.raises(errors.TransportError) as caught:
             await client.call("ListGroups", {})
         raised.append(caught.value)
@@ -98,7 +99,11 @@ async def test_plain_http_to_a_remote_host_is_refused(url: str) -> None:
         AsyncClient(url, "k")
     with pytest.raises(errors.ConfigError, match="--insecure-http"):
         connect(url, "k")
-    await AsyncClient(url, "k", insecure_http=True).aclose()
+    for connections, reads in ((1, False), (4, False), (4, True)):
+        with pytest.raises(errors.ConfigError, match="--insecure-http"):
+            open_transport(url, connections=connections, reads=reads)
+        await AsyncClient(url, "k", transport=open_transport(
+            url, connections=connections, reads=reads, insecure_http=True)).aclose()
     await connect(url, "k", insecure_http=True).aclose()
 
 
@@ -126,14 +131,19 @@ def test_keys_a_header_cannot_carry_are_refused_without_echo(key: str) -> None:
 
 async def test_certificate_verification_stays_on() -> None:
     async with AsyncClient("https://api.example.com", "k") as client:
-        pool = client._http._transport._pool  # type: ignore[attr-defined]
+        pool = client._transport._pool  # type: ignore[attr-defined]
         assert pool._ssl_context.verify_mode.name == "CERT_REQUIRED"
+    for connections, reads in ((4, False), (4, True)):
+        lanes = open_transport("https://api.example.com", connections=connections, reads=reads)
+        lane = lanes._make()  # type: ignore[attr-defined]
+        tls = lane._tls if reads else lane._pool._ssl_context
+        assert tls.verify_mode.name == "CERT_REQUIRED" and tls.check_hostname
 
 
 async def test_auth_repr_hides_the_key() -> None:
     async with AsyncClient("https://api.example.com", CANARY) as client:
-        assert CANARY not in repr(client._http.auth)
-        assert isinstance(client._http.auth, httpx.Auth)
+        assert CANARY not in repr(client._auth)
+        assert isinstance(client._auth, httpx.Auth)
 
 
 async def test_every_answer_is_scrubbed_of_the_secrets_the_client_knows() -> None:

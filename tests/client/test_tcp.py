@@ -15,7 +15,8 @@ import pytest
 
 import testkit
 from govsync import errors
-from govsync.api.client import AsyncClient
+from govsync.api.client import AsyncClient, RetryPolicy
+from govsync.api.transport import open_transport
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
@@ -49,24 +50,31 @@ LANES = pytest.mark.parametrize(("lanes", "reads"), [(1, False), (4, False), (1,
                                                      (4, True)])
 
 
+def client(url: str, key: str | None, lanes: int = 1, reads: bool = False,
+           **retry: Any) -> AsyncClient:
+    """A client over the transport ``open_transport`` makes for ``lanes`` and ``reads``."""
+    return AsyncClient(url, key, transport=open_transport(url, connections=lanes, reads=reads),
+                       retry=RetryPolicy(**retry))
+
+
 @LANES
 async def test_client_over_tcp(serve: Callable[..., str], lanes: int, reads: bool) -> None:
     url = serve()
-    async with AsyncClient(url, KEY, lanes=lanes, reads=reads) as client:
-        created = await client.call("CreateSpace", {"name": "over-tcp"})
+    async with client(url, KEY, lanes=lanes, reads=reads) as api:
+        created = await api.call("CreateSpace", {"name": "over-tcp"})
         assert created["space"]["name"] == "over-tcp"
-        assert "groups" in await client.call("ListGroups", {})
+        assert "groups" in await api.call("ListGroups", {})
         with pytest.raises(errors.InvalidRequestError):
-            await client.call("CreateSpace", {})
-        groups = await client.list_all_groups(page_size=2)
+            await api.call("CreateSpace", {})
+        groups = await api.list_all_groups(page_size=2)
     assert groups == []
     assert [s["name"] for s in _spaces(url)] == ["over-tcp"]
-    async with AsyncClient(url, "not-the-key", lanes=lanes, reads=reads) as client:
+    async with client(url, "not-the-key", lanes=lanes, reads=reads) as api:
         with pytest.raises(errors.UnauthorizedError):
-            await client.call("ListGroups", {})
-    async with AsyncClient(url, None, lanes=lanes, reads=reads) as client:
+            await api.call("ListGroups", {})
+    async with client(url, None, lanes=lanes, reads=reads) as api:
         with pytest.raises(errors.UnauthorizedError):
-            await client.call("ListGroups", {})
+            await api.call("ListGroups", {})
 
 
 @LANES
@@ -76,8 +84,8 @@ async def test_many_calls_in_flight_over_tcp(serve: Callable[..., str], lanes: i
     import asyncio
 
     url = serve("--latency-ms", "20")
-    async with AsyncClient(url, KEY, lanes=lanes, reads=reads) as client:
-        made = await asyncio.gather(*(client.call("CreateSpace", {"name": f"s{i}"}) for i in range(12)))
+    async with client(url, KEY, lanes=lanes, reads=reads) as api:
+        made = await asyncio.gather(*(api.call("CreateSpace", {"name": f"s{i}"}) for i in range(12)))
     assert sorted(m["space"]["name"] for m in made) == sorted(f"s{i}" for i in range(12))
     assert sorted(s["name"] for s in _spaces(url)) == sorted(f"s{i}" for i in range(12))
 
@@ -89,12 +97,12 @@ async def test_faults_over_tcp_never_repeat_a_create_after_a_drop(
     """With --fault-rate 1.0 every write fails: 500 (retried) or a dropped connection."""
     url = serve("--fault-rate", "1.0")
     outcomes: dict[str, type[Exception]] = {}
-    async with AsyncClient(url, KEY, max_retries=4, sleep=lambda s: None,
-                           lanes=lanes, reads=reads) as client:
+    async with client(url, KEY, lanes=lanes, reads=reads, max_retries=4,
+                      sleep=lambda s: None) as api:
         for i in range(8):
             name = f"faulty-{i}"
             with pytest.raises((errors.ServerError, errors.AmbiguousError)) as caught:
-                await client.call("CreateSpace", {"name": name})
+                await api.call("CreateSpace", {"name": name})
             outcomes[name] = type(caught.value)
     stored = [s["name"] for s in _spaces(url)]
     for name, outcome in outcomes.items():
@@ -108,10 +116,10 @@ async def test_a_read_lane_that_cannot_connect_says_nothing_was_sent() -> None:
     """Nothing listens: the read lanes' failure is the client's "could not reach" (a
     connection never made), retried, as httpx's own transport says it."""
     url = f"http://127.0.0.1:{testkit.free_port()}"
-    async with AsyncClient(url, KEY, lanes=4, reads=True, max_retries=1,
-                           sleep=lambda s: None) as client:
+    async with client(url, KEY, lanes=4, reads=True, max_retries=1,
+                      sleep=lambda s: None) as api:
         with pytest.raises(errors.TransportError, match="could not reach .* after 2 attempts"):
-            await client.call("ListGroups", {})
+            await api.call("ListGroups", {})
 
 
 @LANES
@@ -126,12 +134,12 @@ async def test_every_transport_honours_the_environments_proxy(
         monkeypatch.delenv(name, raising=False)
         monkeypatch.delenv(name.upper(), raising=False)
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{testkit.free_port()}")
-    async with AsyncClient(url, KEY, lanes=lanes, reads=reads, max_retries=0) as client:
+    async with client(url, KEY, lanes=lanes, reads=reads, max_retries=0) as api:
         with pytest.raises(errors.TransportError, match="could not reach"):
-            await client.call("ListGroups", {})
+            await api.call("ListGroups", {})
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-    async with AsyncClient(url, KEY, lanes=lanes, reads=reads, max_retries=0) as client:
-        assert "groups" in await client.call("ListGroups", {})
+    async with client(url, KEY, lanes=lanes, reads=reads, max_retries=0) as api:
+        assert "groups" in await api.call("ListGroups", {})
 
 
 def _connections_to(port: int) -> int:
@@ -159,18 +167,18 @@ async def test_warm_opens_the_read_lanes_sends_nothing_and_never_more_than_lanes
     that follow say so, as without it."""
     url = serve()
     port = int(url.rsplit(":", 1)[1])
-    async with AsyncClient(url, KEY, lanes=4, reads=True) as client:
-        await client.warm(10)
+    async with client(url, KEY, lanes=4, reads=True) as api:
+        await api.warm(10)
         assert _connections_to(port) == 4
         health = httpx.get(f"{url}/_govsync/health", headers={"X-API-KEY": KEY}).json()
         assert health["inFlight"] == 0 and _spaces(url) == []
-        await client.warm(10)  # the lanes are made: nothing more
+        await api.warm(10)  # the lanes are made: nothing more
         assert _connections_to(port) == 4
-        made = await asyncio.gather(*(client.call("CreateSpace", {"name": f"w{i}"})
+        made = await asyncio.gather(*(api.call("CreateSpace", {"name": f"w{i}"})
                                       for i in range(6)))
         assert len(made) == 6 and _connections_to(port) == 4
     down = f"http://127.0.0.1:{testkit.free_port()}"
-    async with AsyncClient(down, KEY, lanes=4, reads=True, max_retries=0) as client:
-        await client.warm(4)
+    async with client(down, KEY, lanes=4, reads=True, max_retries=0) as api:
+        await api.warm(4)
         with pytest.raises(errors.TransportError, match="could not reach"):
-            await client.call("ListGroups", {})
+            await api.call("ListGroups", {})

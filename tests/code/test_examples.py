@@ -12,6 +12,7 @@ import pytest
 from govsync import policycode
 from govsync.manifests import load
 from govsync.manifests.manifest import ManifestSet
+from govsync.policycode import sandbox
 from testkit import EXAMPLE_MANIFESTS, ROOT
 
 TEMPLATES = ROOT / "src" / "govsync" / "templates" / "manifests"
@@ -37,7 +38,7 @@ def code(manifests: ManifestSet, address: str) -> str:
 
 def decide(manifests: ManifestSet, address: str, stage: str, input: dict[str, Any],
            **kwargs: Any) -> Any:
-    evaluation = policycode.evaluate(code(manifests, address), stage, input, **kwargs)
+    evaluation = sandbox.evaluate(code(manifests, address), stage, input, **kwargs)
     assert evaluation.error is None, evaluation.error
     return evaluation.decision
 
@@ -48,7 +49,7 @@ def test_every_example_policy_and_permission_compiles(examples: ManifestSet) -> 
     for manifest in coded:
         if manifest.kind.code is policycode.Role.HOOK:
             continue
-        validity = policycode.validity(manifest.template["code"])
+        validity = sandbox.validity(manifest.template["code"])
         assert validity.valid, (manifest.address, validity.error)
         assert validity.ast
 
@@ -58,7 +59,7 @@ def test_mask_pii_masks_found_columns_for_everyone_outside_data_platform(
     row = [{"path": "customers.email", "data_label": "email", "value": "jo@example.com"},
            {"path": "customers.iban", "data_label": "iban", "value": "DE89370400440532013000"},
            {"path": "customers.city", "data_label": "", "value": "Lyon"}]
-    found = policycode.run_hook(code(examples, "Hook/mask_pii"), {"row": row}, timeout_ms=800)
+    found = sandbox.run_hook(code(examples, "Hook/mask_pii"), {"row": row}, timeout_ms=800)
     assert found.error is None and found.value == {
         "columns": ["customers.email", "customers.iban"]}
     hooks = {"mask_pii": found.value}
@@ -162,8 +163,8 @@ def test_the_init_template_policy_blocks_writes_without_a_ticket() -> None:
     template = load([str(TEMPLATES)], )
     text = code(template, "Policy/writes-need-ticket")
     write = {"query": {"query": "DELETE FROM t", "statement_type": "DELETE"}}
-    blocked = policycode.evaluate(text, "pre_request", write,
+    blocked = sandbox.evaluate(text, "pre_request", write,
                                   hooks={"ticket_check": {"approved": False}})
     assert blocked.decision["action"] == "block"
-    assert policycode.evaluate(text, "pre_request", write,
+    assert sandbox.evaluate(text, "pre_request", write,
                                hooks={"ticket_check": {"approved": True}}).decision is None

@@ -4,9 +4,11 @@ The page lists the modules top to bottom.  A module imports only modules
 listed further down (modules on one line, or inside one package, may import
 each other), and never in a cycle.  Imports sit at the top of modules: one
 inside a function is allowed only for a heavy package (HEAVY) or a module of
-govsync that imports one at its top (so offline commands never pay for it).  A
-module only one command needs is imported at the top of that command's module in
-cli/, which loads when the command runs (govsync.cli.root.COMMANDS).
+govsync that imports one at its top (so offline commands never pay for it), and
+there are at most FUNCTION_LEVEL_BUDGET imports of govsync's own modules inside
+functions in all.  A module only one command needs is imported at the top of that
+command's module in cli/, which loads when the command runs
+(govsync.cli.root.COMMANDS).
 Names under ``if TYPE_CHECKING:`` follow the layering too, so they cannot hide
 an upward edge.  Every module of the package is on the page.
 """
@@ -115,9 +117,15 @@ def is_heavy(name: str, top: str) -> bool:
 
 
 # Tables of modules a module imports by name (importlib) when it needs them:
-# project.py's SECTIONS (a project file's section -> the module that parses it), a
-# package face's LAZY (a name -> the module that holds it, PEP 562).
+# project.py's SECTIONS (a project file's section -> the module that parses it), and
+# the package's one face, govsync/__init__.py's LAZY (a name -> the module that holds it,
+# PEP 562: the library's names, loaded when a program first asks for one).
 TABLES = ("SECTIONS", "LAZY")
+# Issue 22's rule (issue 42 brought the count under it): imports of govsync's own
+# modules inside functions, each statement once per module it loads.  They hide the
+# graph and save nothing for a light module: they belong to the command line's edge
+# (cli/) and to the modules that bring a heavy package.
+FUNCTION_LEVEL_BUDGET = 40
 
 
 def sections(tree: ast.Module) -> Iterator[tuple[str, int]]:
@@ -127,7 +135,7 @@ def sections(tree: ast.Module) -> Iterator[tuple[str, int]]:
                 and isinstance(node.targets[0], ast.Name) and node.targets[0].id in TABLES):
             table = ast.literal_eval(node.value)
             for target in table.values():
-                assert target in MODULES, f"SECTIONS names {target}, not a module of govsync"
+                assert target in MODULES, f"{node.targets[0].id} names {target}, not a module"
                 yield target, node.lineno
 
 
@@ -135,8 +143,8 @@ def sections(tree: ast.Module) -> Iterator[tuple[str, int]]:
 def imports(module: str) -> tuple[tuple[str, int, str, bool, bool], ...]:
     """(imported, line, top name, inside a function, under TYPE_CHECKING) of a module
     (parsed once a process: several tests walk every module).  The modules a
-    ``SECTIONS`` or ``LAZY`` table names count as imports at the top: they are edges
-    of the graph like any other, only loaded later."""
+    ``SECTIONS`` table names count as imports at the top: they are edges of the graph
+    like any other, only loaded later."""
     tree = ast.parse(MODULES[module].read_text())
     tabled = tuple((target, line, "govsync", False, False) for target, line in sections(tree))
 
@@ -244,6 +252,28 @@ def test_imports_sit_at_the_top_unless_heavy(module: str) -> None:
     assert not wrong, "\n".join(wrong)
 
 
+def function_level_imports() -> list[str]:
+    """Each import of a module of govsync inside a function: ``module:line target``."""
+    found = set()
+    for module in MODULES:
+        for name, line, top, inner, _ in imports(module):
+            target = resolve(name)
+            if inner and top == "govsync" and target is not None:
+                found.add(f"{MODULES[module].relative_to(PACKAGE.parent)}:{line} {target}")
+    return sorted(found)
+
+
+def test_few_imports_of_govsyncs_own_modules_sit_inside_functions() -> None:
+    found = function_level_imports()
+    assert len(found) <= FUNCTION_LEVEL_BUDGET, (
+        f"{len(found)} imports of govsync's modules inside functions, over the budget of "
+        f"{FUNCTION_LEVEL_BUDGET}: import at the top (a command's own module of cli/ for "
+        "what only it needs):\n" + "\n".join(found))
+    # The count sees real ones: the embedded server, loaded only for `local`.
+    assert any(f.startswith("govsync/runtime.py:") and f.endswith(" govsync.server")
+               for f in found), found
+
+
 def test_no_import_cycle() -> None:
     import networkx as nx  # a quarter of a second: loaded by the two tests that use it
 
@@ -276,9 +306,9 @@ def test_the_page_is_checked_against_real_edges() -> None:
     # project.py's SECTIONS (imported by name, when a file has the section) are edges too.
     assert {"govsync.rules", "govsync.approvals", "govsync.agentconfig"} <= {
         t for t, _ in edges("govsync.project")}
-    # So are the modules of commands/'s face, which loads them by name (LAZY).
-    assert {"govsync.commands.applying", "govsync.commands.planning"} <= {
-        t for t, _ in imports_outside_type_checking("govsync.commands")}
+    # A command's module of cli/ imports what only it needs at its top.
+    assert {"govsync.commands.applying", "govsync.apply"} <= {
+        t for t, _ in imports_outside_type_checking("govsync.cli.apply")}
     every = {(m, t) for m in LAYER_OF for t, _ in edges(m)}
     assert len(every) > 100, f"only {len(every)} imports between govsync's modules found"
     assert all(not points_up(m, t) for m, t in every)

@@ -498,7 +498,9 @@ def test_an_unsaved_apply_records_the_hash_of_the_plan_it_applied(
     digest (computed on a worker thread while the requests are in flight), the
     live checks included: the policy's owner group is checked first."""
     monkeypatch.chdir(tmp_path)  # the embedded server's database is under .govsync/
-    from govsync import commands, planfile
+    from govsync import planfile
+    from govsync.commands.applying import apply
+    from govsync.commands.sources import Manifests
     from govsync.manifests import load
     from govsync.settings import Settings
     from govsync.state import open_store
@@ -511,7 +513,7 @@ def test_an_unsaved_apply_records_the_hash_of_the_plan_it_applied(
         "spec: {code: \"package p\\nallow := true\", groupName: data-platform}\n")
     settings = Settings(endpoint="local", state=str(tmp_path / "state.db"),
                         local_seed=str(ROOT / "examples" / "server-seed.yaml"), environ={})
-    plan, result = commands.apply(commands.Manifests(load([str(tmp_path / "m.yaml")])), settings)
+    plan, result = apply(Manifests(load([str(tmp_path / "m.yaml")])), settings)
     assert not result.stopped and len(result.outcomes) == 3
     assert [c.name for c in plan.checks] == ["refresh", "policy code", "groups"]
     with open_store(settings.state) as store:

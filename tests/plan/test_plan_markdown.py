@@ -175,13 +175,14 @@ def test_truncated_markdown_keeps_its_sections_closed(gov: Gov, manifests: Path)
     the fullest of them that breaks, if any does."""
     import dataclasses
 
-    from govsync import commands, render
+    from govsync.commands.planning import plan
     from govsync.manifests import load
+    from govsync.render.markdown import plan_markdown
     from govsync.settings import Settings
 
     bulk = manifests / "bulk.yaml"
     bulk.write_text(blocked_users(1500, 0), encoding="utf-8")
-    full = commands.plan(load([str(manifests)]), Settings())
+    full = plan(load([str(manifests)]), Settings())
 
     def markdown(n: int, pad: int) -> str:
         changes = []
@@ -191,7 +192,7 @@ def test_truncated_markdown_keeps_its_sections_closed(gov: Gov, manifests: Path)
             if c.address == "BlockedUser/pad":
                 c = dataclasses.replace(c, request={"id": "usr-" + "p" * pad})
             changes.append(c)
-        return render.plan_markdown(dataclasses.replace(full, changes=changes))
+        return plan_markdown(dataclasses.replace(full, changes=changes))
 
     def shown(n: int, pad: int) -> bool:
         return "<details><summary><b>BlockedUser</b>" in markdown(n, pad)

@@ -5,14 +5,17 @@ not read."""
 from __future__ import annotations
 
 import dataclasses
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
-from refreshkit import Gov, copy_examples
+from refreshkit import Gov, copy_examples, write
 
+from govsync import project
+from govsync.agent.cycle import Target, run
+from govsync.agentconfig import AgentSettings
+from govsync.project import Selection
+from govsync.settings import Settings
+from govsync.statuses import Status
 from testkit import EXAMPLE_SEED, serve, stop
 
 KEY = "spec-only-key"
@@ -48,32 +51,46 @@ def test_plan_apply_and_drift_as_before(spec_only: Gov) -> None:
     assert again["summary"]["blocked"] == 0
 
 
-def test_the_gets_sent_beside_the_probe_reach_it_once_a_process(gov: Gov) -> None:
+def test_the_gets_sent_beside_the_probe_reach_it_once_an_environment(gov: Gov) -> None:
     """A refresh sends the Gets of the kinds without a List beside the probe; an endpoint
-    without the reads answers each 404.  A process that has found it so (an agent
-    refreshes every cycle) sends them only after the probe from then on: none.  Here
-    the in-process apply's duplicate lookup finds it so; a new process, once."""
+    without the reads answers each 404.  Whoever reads the endpoint again keeps what it
+    found (``api.resource.Offers``): an agent, per environment, so its next cycles send
+    them only after the probe: none.  A new environment's (or a command's), once."""
     log = gov.folder / "spec-only.log"
     proc, url = serve(["--operations", "spec", "--api-key", KEY, "--seed", str(EXAMPLE_SEED),
                        "--db", str(gov.folder / "spec-only.db"), "-v"], key=KEY, output=log)
     try:
         at = dataclasses.replace(gov, env={**gov.env, "GOVSYNC_ENDPOINT": url,
                                            "GOVSYNC_API_KEY": KEY})
-        manifests = str(copy_examples(gov.folder))
-        at.ok("apply", manifests, "--auto-approve")
+        copy_examples(gov.folder)
+        write(gov.folder, "govsync.yaml", """\
+            apiVersion: govsync/v1
+            kind: Project
+            paths: [manifests/]
+            """)
+        at.ok("apply", "--auto-approve")
 
         def gets() -> int:
             return sum("/Get" in line for line in log.read_text().splitlines())
 
+        def environment() -> Target:
+            settings = Settings(endpoint=url, api_key=KEY, state=gov.state,
+                                workspace=gov.workspace, environ=gov.env,
+                                selection=Selection(project.load(
+                                    str(gov.folder / "govsync.yaml")), None))
+            return Target("default", settings, AgentSettings())
+
         before = gets()
-        at.ok("plan", manifests, "--detailed-exitcode")
-        assert gets() == before  # this process knows: the probe first, then nothing
-        env = {**{k: v for k, v in os.environ.items() if not k.startswith("GOVSYNC_")},
-               "GOVSYNC_STATE": at.state, "GOVSYNC_WORKSPACE": at.workspace, **at.env}
-        fresh = subprocess.run([sys.executable, "-m", "govsync", "plan", manifests,
-                                "--detailed-exitcode"], env=env, capture_output=True,
-                               text=True, timeout=120)
-        assert fresh.returncode == 0, fresh.stdout + fresh.stderr
-        assert gets() > before  # a new process sends them beside its probe, once
+        target = environment()
+        first = run(target, revision="r1", paused=None, frozen=None)
+        assert first.status == Status.SYNCED, first.reason
+        assert gets() > before  # its first cycle sends them beside its probe
+        assert target.offers.reads is False
+        before = gets()
+        again = run(target, revision="r1", paused=None, frozen=None)
+        assert again.status == Status.SYNCED, again.reason
+        assert gets() == before  # it knows: the probe first, then nothing
+        run(environment(), revision="r1", paused=None, frozen=None)
+        assert gets() > before  # another environment's first cycle, once
     finally:
         stop(proc)

@@ -1,4 +1,4 @@
-"""Who holds the workspace lock reaches a plan as data (``commands.planned(...).running``), on both
+"""Who holds the workspace lock reaches a plan as data (``commands.planning.planned(...).running``), on both
 backends: the agent reads it there, not out of the lock check's wording."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from contract import Harness
 
-from govsync import commands
+from govsync.commands.planning import planned
 from govsync.manifests import load
 from govsync.settings import Settings
 from govsync.state import LockHolder
@@ -23,13 +23,13 @@ def test_a_plan_names_the_lock_holder_as_data(backend: Harness, ws: str,
     settings = Settings(state=backend.url, workspace=ws)
     store = backend.open()
     store.snapshot(ws)
-    assert commands.planned(manifests, settings).running is None
+    assert planned(manifests, settings).running is None
     holder = LockHolder.from_dict({"user": "ana", "host": "ci-7", "pid": 4242,
                                    "command": "govsync apply", "since": "2025-01-01T00:00:00Z"})
     store.acquire(ws, holder)
-    found = commands.planned(manifests, settings)
+    found = planned(manifests, settings)
     assert found.running == holder
     (lock,) = [c for c in found.plan.checks if c.name == "lock"]
     assert str(holder) in lock.detail
     store.release(ws)
-    assert commands.planned(manifests, settings).running is None
+    assert planned(manifests, settings).running is None

@@ -208,6 +208,7 @@ HEAVY = ("pydantic", "httpx", "cel_expr_python", "cryptography", "networkx", "st
          "govsync.fmt", "govsync.init", "govsync.docs", "subprocess", "pathlib", "pickle")
 PLAN_ONLY = ("govsync.cli.workflow", "govsync.commands", "govsync.render", "govsync.apply",
              "govsync.runtime", "govsync.cli.state", "govsync.cli.tools", "govsync.cli.service",
+             "govsync.cli.apply", "govsync.cli.agent", "govsync.cli.dashboard",
              "govsync.plan", "govsync.state", "govsync.planfile", "govsync.governance",
              "zoneinfo", "signal")
 # The project file's sections with a module of their own (project.SECTIONS, issue 31):
@@ -215,11 +216,13 @@ PLAN_ONLY = ("govsync.cli.workflow", "govsync.commands", "govsync.render", "govs
 SECTIONS = ("govsync.rules", "govsync.ruleeval", "govsync.bounded", "govsync.approvals",
             "govsync.sshsig", "govsync.agentconfig")
 # Apply's engine and the other review commands, which a plan does not run (issue 31).
-APPLY_ONLY = ("govsync.cli.workflow", "govsync.commands.applying", "govsync.commands.preflight",
+APPLY_ONLY = ("govsync.cli.workflow", "govsync.cli.apply", "govsync.commands.applying", "govsync.commands.preflight",
               "govsync.commands.sources", "govsync.commands.state_commands", "govsync.apply",
               "urllib.parse")
-# What a plan of a state not made yet, shown as text, does not need (issue 31).
-FRESH_PLAN = ("govsync.commands.saving", "govsync.planfile", "govsync.audit", "govsync.drift", "govsync.commands.drifting", "govsync.render.linediff", "sqlite3", "govsync.state.sqlite", "socket", "getpass", "difflib", "csv",
+# What a plan of a state not made yet, shown as text, does not need (issue 31).  (The
+# line diffs' module is loaded by the renderers' lines, render/lines.py, since issue 42
+# took the lazy package faces away; difflib, which only compares, is not.)
+FRESH_PLAN = ("govsync.commands.saving", "govsync.planfile", "govsync.audit", "govsync.drift", "govsync.commands.drifting", "sqlite3", "govsync.state.sqlite", "socket", "getpass", "difflib", "csv",
               "govsync.render.markdown", "govsync.render.graph", "signal")
 # Loaded where a log is asked for (GOVSYNC_LOG) or written (issue 31).
 LOGGING = ("logging", "govsync.logs")

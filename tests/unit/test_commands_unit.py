@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from govsync import commands, planfile
+from govsync import planfile
+from govsync.commands import applying, planning, saving
+from govsync.commands.sources import Reviewed, Saved
+from govsync.commands.workspace import Workspace
 from govsync.errors import ConfigError
 from govsync.manifests import ManifestSet, load
 from govsync.settings import Settings
@@ -26,9 +29,9 @@ def manifests(tmp_path: Path) -> ManifestSet:
 def saved_plan(tmp_path: Path, settings: Settings) -> planfile.SavedPlan:
     """``plan --out`` of a workspace never written, as the command makes it."""
     found = manifests(tmp_path)
-    with commands.Workspace(settings) as workspace:
-        made = commands.plan(found, settings, saving=True, workspace=workspace)
-        why = commands.write_plan(made, settings, str(tmp_path / "plan.json"), found,
+    with Workspace(settings) as workspace:
+        made = planning.plan(found, settings, saving=True, workspace=workspace)
+        why = saving.write_plan(made, settings, str(tmp_path / "plan.json"), found,
                                   workspace=workspace)
     assert why == ""
     return planfile.read(str(tmp_path / "plan.json"))
@@ -52,9 +55,9 @@ def test_a_saved_plan_takes_no_target_and_a_reviewed_plan_keeps_its_own(
     saved = saved_plan(tmp_path, settings)
     targeted = dataclasses.replace(settings, targets=("Space/a",))
     with pytest.raises(ConfigError, match="--target does not apply to a saved plan"):
-        commands.apply(commands.Saved(saved), targeted)
+        applying.apply(Saved(saved), targeted)
     with pytest.raises(ConfigError, match="--target differs from the reviewed plan's"):
-        commands.apply(commands.Reviewed(manifests(tmp_path), saved), targeted)
+        applying.apply(Reviewed(manifests(tmp_path), saved), targeted)
     with open_store(settings.state) as store:  # refused before anything was recorded
         assert store.history(settings.workspace, 10) == []
 
@@ -65,13 +68,13 @@ def test_the_agents_plan_names_the_lock_holder_as_data(tmp_path: Path) -> None:
     with open_store(settings.state) as store:
         store.acquire(settings.workspace, holder)
         try:
-            found = commands.planned(manifests(tmp_path), settings)
+            found = planning.planned(manifests(tmp_path), settings)
         finally:
             store.release(settings.workspace)
     assert found.running == holder
     (lock,) = [c for c in found.plan.checks if c.name == "lock"]
     assert f"({holder})" in lock.detail
-    assert commands.planned(manifests(tmp_path), settings).running is None
+    assert planning.planned(manifests(tmp_path), settings).running is None
 
 
 class _Result:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from govsync.plan import FieldChange
-from govsync.render import created_lines, field_change_lines
 from govsync.render.linediff import Line, Tag, diff, field_lines, lines_of, multiline
+from govsync.render.lines import created_lines, field_change_lines
 
 CODE = "".join(f"line {i}\n" for i in range(1, 21))
 

@@ -6,11 +6,13 @@ from collections.abc import Callable
 
 import pytest
 
-from govsync import planfile, render
+from govsync import planfile
 from govsync.api.kinds import BY_KIND
 from govsync.errors import ManifestError
 from govsync.manifests import ManifestSet
 from govsync.plan import Action, field_diff, make_plan
+from govsync.render.markdown import plan_markdown
+from govsync.render.text import plan_text
 from govsync.state import APPLIED, UNCERTAIN, Entry, Snapshot
 from govsync.state.sqlite import SqliteStore
 
@@ -99,11 +101,11 @@ def test_field_diff_masks_secrets_at_and_below_their_paths() -> None:
 def test_user_data_that_looks_like_a_marker_is_shown_and_sent_as_written(
         manifests: Callable[[str], ManifestSet], snapshot: Snapshot, tmp_path) -> None:
     plan = make_plan(manifests(LOOKALIKE), snapshot, environ={})
-    text = render.plan_text(plan)
+    text = plan_text(plan)
     assert '"secretish": {"$secret": "x"}' in text
     assert '"refish": {"$ref": "x"}' in text
     assert "(sensitive)" not in text
-    assert render.plan_markdown(plan).count("(known after apply)") == 1  # connectorId only
+    assert plan_markdown(plan).count("(known after apply)") == 1  # connectorId only
     # through a saved plan, too
     path = tmp_path / "p.json"
     planfile.write(plan, str(path), b"k" * 32)

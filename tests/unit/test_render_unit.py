@@ -9,9 +9,12 @@ from collections.abc import Callable
 import click
 import pytest
 
-from govsync import render
 from govsync.manifests import ManifestSet
 from govsync.plan import Plan, make_plan
+from govsync.render.lines import ansi
+from govsync.render.markdown import plan_markdown
+from govsync.render.planjson import plan_json, plan_json_chunks, plan_public
+from govsync.render.text import plan_text
 from govsync.state import APPLIED, UNCERTAIN, Entry
 from govsync.state.sqlite import SqliteStore
 from govsync.values import Resolver
@@ -82,7 +85,7 @@ def _heads(text: str) -> list[str]:
 
 
 def test_text_marks_each_action_with_its_symbol(mixed: Plan) -> None:
-    text = render.plan_text(mixed)
+    text = plan_text(mixed)
     assert _heads(text) == [
         "! AIProviderIntegration/ai  (blocked)",
         "~ Hook/hook_one  (update)",
@@ -97,12 +100,12 @@ def test_text_marks_each_action_with_its_symbol(mixed: Plan) -> None:
     assert text.endswith("Plan: 1 to create, 2 to update, 1 blocked, 1 orphaned, "
                          "1 uncertain, 1 unchanged.\n")
     assert "Space/same" not in text
-    assert "  Space/same  (no-op)" in render.plan_text(mixed, verbose=True).splitlines()
+    assert "  Space/same  (no-op)" in plan_text(mixed, verbose=True).splitlines()
 
 
 def test_text_in_color_styles_the_head_line(first: Plan) -> None:
-    plain = render.plan_text(first)
-    colored = render.plan_text(first, color=True)
+    plain = plan_text(first)
+    colored = plan_text(first, color=True)
     assert "\x1b[" not in plain and "\x1b[" in colored
     assert re.sub(r"\x1b\[[0-9;]*m", "", colored) == plain
 
@@ -112,32 +115,32 @@ def test_no_changes_says_so(first: Plan, manifests: Callable[[str], ManifestSet]
     _record(store, first, {"AI_KEY": FIRST_SECRET})
     text = OBJECTS % {"timeout": 100, "description": "a"}
     plan = make_plan(manifests(text), store.snapshot("default"), environ={"AI_KEY": FIRST_SECRET})
-    assert render.plan_text(plan).splitlines() == [
+    assert plan_text(plan).splitlines() == [
         "No changes. The manifests match the recorded state.",
         "Plan: 0 to create, 0 to update, 0 blocked, 0 orphaned, 0 uncertain, 4 unchanged.",
     ]
-    assert "No changes. The manifests match the recorded state." in render.plan_markdown(plan)
+    assert "No changes. The manifests match the recorded state." in plan_markdown(plan)
 
 
 def test_secrets_are_shown_as_sensitive_and_never_as_values(
     first: Plan, mixed: Plan, store: SqliteStore,
 ) -> None:
-    assert "      apiKey: (sensitive)\n" in render.plan_text(first)
-    assert "      apiKey: (sensitive) -> (sensitive)\n" in render.plan_text(mixed)
-    assert "      apiKey: (sensitive) -> (sensitive)\n" in render.plan_markdown(mixed)
-    (ai,) = [c for c in json.loads(render.plan_json(mixed))["changes"]
+    assert "      apiKey: (sensitive)\n" in plan_text(first)
+    assert "      apiKey: (sensitive) -> (sensitive)\n" in plan_text(mixed)
+    assert "      apiKey: (sensitive) -> (sensitive)\n" in plan_markdown(mixed)
+    (ai,) = [c for c in json.loads(plan_json(mixed))["changes"]
              if c["address"] == "AIProviderIntegration/ai"]
     assert ai["diff"] == [{"field": "apiKey", "before": "(sensitive)", "after": "(sensitive)"}]
     fingerprint = store.snapshot("default").fingerprint
     hidden = [FIRST_SECRET, SECOND_SECRET, fingerprint(FIRST_SECRET), fingerprint(SECOND_SECRET)]
     for plan in (first, mixed):
-        for shown in (render.plan_text(plan, verbose=True), render.plan_markdown(plan),
-                      render.plan_json(plan)):
+        for shown in (plan_text(plan, verbose=True), plan_markdown(plan),
+                      plan_json(plan)):
             assert not [value for value in hidden if value in shown]
 
 
 def test_json_is_one_line_with_every_change_and_the_summary(mixed: Plan) -> None:
-    text = render.plan_json(mixed)
+    text = plan_json(mixed)
     assert text.endswith("}\n") and text.count("\n") == 1
     body = json.loads(text)
     assert list(body) == ["formatVersion", "workspace", "lineage", "serial", "changes",
@@ -160,8 +163,8 @@ def test_json_written_in_chunks_is_the_whole_document(mixed: Plan, copies: int) 
     import dataclasses
 
     plan = dataclasses.replace(mixed, changes=(mixed.changes * copies)[:copies])
-    whole = json.dumps(render.plan_public(plan), ensure_ascii=False, separators=(",", ":"))
-    chunks = list(render.plan_json_chunks(plan))
+    whole = json.dumps(plan_public(plan), ensure_ascii=False, separators=(",", ":"))
+    chunks = list(plan_json_chunks(plan))
     assert "".join(chunks) == whole + "\n"
     assert len(chunks) == 2 + -(-copies // 1000)
 
@@ -176,7 +179,7 @@ def _closed(markdown: str) -> bool:
 
 
 def test_markdown_has_the_summary_table_and_a_section_per_kind(mixed: Plan) -> None:
-    markdown = render.plan_markdown(mixed)
+    markdown = plan_markdown(mixed)
     assert markdown.startswith("### govsync plan: workspace `default`\n")
     assert "| 1 | 2 | 1 | 1 | 1 | 1 |" in markdown.splitlines()
     assert "> **1 blocked change(s)**" in markdown
@@ -206,11 +209,11 @@ metadata: {{name: space-{i}}}
 spec: {{description: "fence ``` inside"}}
 """ for i in range(2))
     plan = make_plan(manifests(hooks + spaces), store.snapshot("default"), environ={})
-    whole = render.plan_markdown(plan)
+    whole = plan_markdown(plan)
     assert [kind for kind, _ in _sections(whole)] == ["Hook", "Space"] and _closed(whole)
 
     limit = len(whole) // 2
-    cut = render.plan_markdown(plan, limit=limit)
+    cut = plan_markdown(plan, limit=limit)
     assert len(cut) <= limit
     # The Hook section is too big and left out whole; the Space section after it still fits.
     assert _sections(cut) == [("Space", "2 create")]
@@ -219,7 +222,7 @@ spec: {{description: "fence ``` inside"}}
                         f"{limit:,} characters. Run `govsync plan` to see them all.\n")
 
     head = whole[:whole.index("<details>")]
-    tiny = render.plan_markdown(plan, limit=len(head) + 200)
+    tiny = plan_markdown(plan, limit=len(head) + 200)
     assert _sections(tiny) == [] and len(tiny) <= len(head) + 200
     assert "42 change(s) not shown (Hook, Space)" in tiny
 
@@ -229,4 +232,4 @@ def test_the_colours_are_clicks_without_click() -> None:
     # sees exactly what click.style wrote before.
     for fg in (None, "black", "red", "green", "yellow", "blue", "magenta", "cyan", "white"):
         for bold in (None, True, False):
-            assert render.ansi("x y", fg, bold=bold) == click.style("x y", fg=fg, bold=bold)
+            assert ansi("x y", fg, bold=bold) == click.style("x y", fg=fg, bold=bold)

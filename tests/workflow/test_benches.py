@@ -103,6 +103,9 @@ def test_bench_plan_and_startup(tmp_path: Path) -> None:
           "--objects", "50", "--out", str(startup), cwd=tmp_path)
     text = startup.read_text()
     assert "validate / floor" in text and "`import yaml, click` s" in text
+    halves = bench(str(ROOT / "bench/plan/two_processes.py"), "--objects", "200", "--runs",
+                   "1", cwd=tmp_path)
+    assert "read on two free cores:" in halves, halves
 
 
 def test_bench_code_prints_validate_with_and_without_code_and_the_engines_share(

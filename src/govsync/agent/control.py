@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from govsync import commands, governance, runtime
+from govsync import governance, runtime
 from govsync.agent.cycle import ACCEPTED
 from govsync.agent.loop import PAUSE
+from govsync.commands.endpoint import normal_endpoint
 from govsync.errors import ConfigError
 from govsync.redact import url as safe_url
 from govsync.settings import Settings
@@ -60,7 +61,7 @@ def accept(settings: Settings, reason: str) -> str:
     if not settings.endpoint:
         raise ConfigError("the environment names no endpoint: pass --endpoint URL (the one "
                           "the agent applies it to)")
-    endpoint = commands.normal_endpoint(settings.endpoint)
+    endpoint = normal_endpoint(settings.endpoint)
     with runtime.open_state(settings) as store:
         workspace = settings.workspace
         if store.snapshot(workspace, responses=False, create=False).governance is not None:

@@ -23,11 +23,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from govsync import commands, endpoints, governance, planfile, policytests, runtime
+from govsync import endpoints, governance, planfile, policytests, runtime
 from govsync.agent import partial
 from govsync.agent.applied import Applied
 from govsync.agentconfig import AgentSettings, Event
+from govsync.api.resource import Offers
 from govsync.apply import ChangeStatus
+from govsync.commands.applying import apply
+from govsync.commands.endpoint import normal_endpoint
+from govsync.commands.planning import planned
+from govsync.commands.preflight import required
+from govsync.commands.sources import ApplyOptions, Manifests, Reviewed, Saved, Source
 from govsync.errors import (
     ApprovalError,
     BlockedPlanError,
@@ -74,6 +80,10 @@ class Target:
     # The agent's checkout (None: the agent reads the project where it is): nothing the
     # agent reads or keeps lies outside it, nor its state inside it.
     root: str | None = None
+    # What the environment's endpoint was found to offer, kept from cycle to cycle (the
+    # loop hands each round's target the one before): a refresh whose endpoint lacked
+    # the reads sends its Gets only after its probe, not each cycle beside it.
+    offers: Offers = field(default_factory=Offers, compare=False)
 
     @property
     def workspace(self) -> str:
@@ -186,8 +196,8 @@ def problems(found: list[Problem]) -> str:
             f"lists them); the first: {where}{first.message if first else ''}")
 
 
-def _plan(cycle: Cycle, manifests: ManifestSet, settings: Settings) -> Plan:
-    found = commands.planned(manifests, settings)
+def _plan(cycle: Cycle, manifests: ManifestSet, target: Target) -> Plan:
+    found = planned(manifests, target.settings, target.offers)
     plan, errors = found.plan, found.rule_errors
     holder = str(found.running) if found.running is not None else ""
     cycle.status, cycle.reason = status_of(plan, len(errors), holder, "")
@@ -211,7 +221,7 @@ def _run(cycle: Cycle, target: Target, paused: Mapping[str, Any] | None, frozen:
         return
     manifests = load_manifests(selection.paths(()), read=read,
                                context=Context(selection.variables(), selection.name))
-    plan = _plan(cycle, manifests, settings)
+    plan = _plan(cycle, manifests, target)
     # OutOfSync: the git change is applied, and what changed outside govsync is put back
     # with it (contract 12, amended).  Drifted (only outside changes): what is missing is
     # made again; what changed is put back only with selfHeal.
@@ -238,7 +248,7 @@ def _run(cycle: Cycle, target: Target, paused: Mapping[str, Any] | None, frozen:
     if failing:
         cycle.status, cycle.reason = Status.BLOCKED, f"not applied: {failing}; {cycle.reason}"
         return
-    if commands.required(plan, settings) or found:
+    if required(plan, settings) or found:
         _apply_approved(cycle, target, manifests, stopping, found)
     elif held:
         apply_rest(cycle, target, manifests, plan, stopping)
@@ -280,7 +290,7 @@ def _governors(target: Target) -> tuple[list[governance.Governor], bool]:
     when it is new on a governed endpoint and no operator accepted it there
     (``govsync agent accept``)."""
     settings = target.settings
-    endpoint = commands.normal_endpoint(settings.endpoint) if settings.endpoint else None
+    endpoint = normal_endpoint(settings.endpoint) if settings.endpoint else None
     if endpoint is None or not exists(settings.state):
         return [], True
     with runtime.open_state(settings) as store:
@@ -295,7 +305,7 @@ def _governors(target: Target) -> tuple[list[governance.Governor], bool]:
 
 
 def _unaccepted(target: Target, found: list[governance.Governor]) -> str:
-    endpoint = safe_url(commands.normal_endpoint(target.settings.endpoint or ""))
+    endpoint = safe_url(normal_endpoint(target.settings.endpoint or ""))
     return (f"not planned: environment {target.name} is new (workspace {target.workspace!r} "
             f"records no governance) on endpoint {endpoint}, which {found[0].named()} "
             "governs: a commit may not add or rename an environment onto a governed "
@@ -345,12 +355,13 @@ def _apply(cycle: Cycle, target: Target, manifests: ManifestSet, saved: SavedPla
     settings = target.settings
     # An approved plan the workspace's key authenticates is applied as saved; one made
     # for review only (without secrets) holds a plan made now to its changes.
-    source: commands.Source = (
-        commands.Manifests(manifests) if saved is None
-        else commands.Saved(saved) if saved.authenticated
-        else commands.Reviewed(manifests, saved))
+    source: Source = (
+        Manifests(manifests) if saved is None
+        else Saved(saved) if saved.authenticated
+        else Reviewed(manifests, saved))
     try:
-        _, result = commands.apply(source, settings, commands.ApplyOptions(stopping=stopping))
+        _, result = apply(source, settings, ApplyOptions(
+            stopping=stopping, offers=target.offers))
     except StateLockedError as exc:
         cycle.status, cycle.reason = Status.LOCKED, f"not applied: {exc}"
         return False
@@ -377,7 +388,7 @@ def _apply(cycle: Cycle, target: Target, manifests: ManifestSet, saved: SavedPla
         cycle.applied = None  # nothing was sent (the workspace recorded its governance)
     failed = [o for o in result.outcomes if o.status == ChangeStatus.FAILED]
     after = Cycle(cycle.environment, cycle.workspace, Status.ERROR, "", cycle.revision)
-    _plan(after, manifests, settings)
+    _plan(after, manifests, target)
     cycle.status, cycle.reason = after.status, after.reason
     cycle.summary, cycle.changes = after.summary, after.changes
     if interrupted:
@@ -408,7 +419,7 @@ def apply_rest(cycle: Cycle, target: Target, manifests: ManifestSet, plan: Plan,
         return
     failed = "" if cycle.applied.ok else cycle.reason
     after = Cycle(cycle.environment, cycle.workspace, Status.ERROR, "", cycle.revision)
-    _plan(after, manifests, target.settings)  # the whole environment's
+    _plan(after, manifests, target)  # the whole environment's
     cycle.summary, cycle.changes = after.summary, after.changes
     cycle.status = Status.ERROR if failed else after.status
     cycle.reason = f"{failed or after.reason}; applied the rest, {shown}"

@@ -230,7 +230,9 @@ class Agent:
                     self._forget(name)
             for name, target in targets.items():
                 known = self.known.setdefault(name, Known(target))
-                known.target = target
+                # A new round's target, with what the environment's endpoint was found
+                # to offer in the rounds before.
+                known.target = dataclasses.replace(target, offers=known.target.offers)
                 self.notifications.check(target)
         for name in targets:
             if self.stopping.is_set():

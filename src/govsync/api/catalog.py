@@ -10,9 +10,11 @@ operations.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from govsync import errors
 from govsync.api._generated_checks import WRAPS
 
 if TYPE_CHECKING:
@@ -437,6 +439,28 @@ OPERATIONS: tuple[Operation, ...] = SPEC + LIFECYCLE + CODE
 
 BY_NAME: dict[str, Operation] = {op.name: op for op in OPERATIONS}
 BY_PATH: dict[str, Operation] = {op.path: op for op in OPERATIONS}
+
+
+def operation(name: str | Operation) -> Operation:
+    """The row of an operation named ``name`` (ValueError for a name no row has)."""
+    if isinstance(name, Operation):
+        return name
+    try:
+        return BY_NAME[name]
+    except KeyError:
+        raise ValueError(f"unknown API operation {name!r}") from None
+
+
+def unwrap(name: str | Operation, body: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """The object an answer of the operation carries, and its id, as its row says
+    (ApiError for an answer without one)."""
+    op = operation(name)
+    obj = body.get(op.response_key) if op.response_key else body
+    if not isinstance(obj, Mapping):
+        raise errors.ApiError(f"the answer has no object under {op.response_key!r}",
+                              operation=op.name)
+    ident = obj.get(op.id_field)
+    return dict(obj), ident if isinstance(ident, str) else None
 
 
 def readable_kinds() -> frozenset[str]:

@@ -1,14 +1,19 @@
 """The client of the control API, generated from the operation catalog.
 
-    AsyncClient(base_url, api_key)  over httpx.AsyncClient
-    check_endpoint(endpoint, key)   what ``runtime.connect`` connects with
+    AsyncClient(base_url, api_key, transport=..., retry=...)
+    RetryPolicy(max_retries, backoff, ...)   how failed calls are tried again
+    check_endpoint(endpoint, key)            what ``runtime.connect`` connects with
 
 The client calls any catalog operation by name (``call("CreateSpace", body)``)
-and reads every group (``list_all_groups()``).
+and reads every group (``list_all_groups()``).  It holds the endpoint's base URL,
+the key (an ``httpx.Auth`` whose repr hides it), the one httpx transport every
+request travels by (``transport.open_transport`` chooses it: in-process, httpx's
+pool, or lanes) and the retry policy; each request is sent one way, straight to
+that transport, and each answer read one way, at most ``MAX_ANSWER_BYTES`` of it.
 Request building, error mapping and the retry policy live in ``_Core``,
 which does no I/O: each call is a generator that yields what it needs done
 (send this request, sleep this long) and receives the outcome; the client
-drives it with its own transport and sleep.
+drives it with its transport and the policy's sleep.
 
 Retry policy (``max_retries`` extra attempts, full-jitter exponential
 backoff, ``Retry-After`` honoured up to ``MAX_RETRY_AFTER`` seconds):
@@ -22,8 +27,7 @@ backoff, ``Retry-After`` honoured up to ``MAX_RETRY_AFTER`` seconds):
   AmbiguousError at once: a create is never sent twice.
 - any other status: the ApiStatusError subclass of errors.py, not retried.
 
-The API key goes into each request through an ``httpx.Auth`` whose repr hides
-it; it, the request's secret values and the secrets the client was given
+The key, the request's secret values and the secrets the client was given
 (``hidden``: what govsync knows, ``runtime.client``) are scrubbed from every
 message and from every answer (``values.scrub``): a server, or a proxy, that
 echoes one of them in what it returns has it shown, written and recorded as
@@ -32,8 +36,6 @@ echoes one of them in what it returns has it shown, written and recorded as
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import logging
 import random
 import re
@@ -43,18 +45,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, TypeVar, Union
-from urllib.parse import urlsplit
-from urllib.request import getproxies, proxy_bypass  # loaded by httpx already
 
 import httpx
 
 from govsync import __version__, errors, paths, redact
-from govsync.api.catalog import BY_NAME, Operation
+from govsync.api.catalog import Operation
+from govsync.api.catalog import operation as operation_row
 from govsync.api.kinds import identifying_fields
-from govsync.api.lanes import StreamLane
 from govsync.api.status import SPEC_CODES as _CODES
 from govsync.api.status import DetailType
-from govsync.api.transport import check_base_url, key_auth
+from govsync.api.transport import Lanes, key_auth, open_transport, shown_url
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.envvars import ENDPOINT as ENDPOINT_ENV
 from govsync.values import SENSITIVE, SHORTEST_SECRET, scrub
@@ -62,7 +62,7 @@ from govsync.values import SENSITIVE, SHORTEST_SECRET, scrub
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = ["AsyncClient", "RetryEvent", "check_endpoint", "unwrap"]
+__all__ = ["AsyncClient", "RetryEvent", "RetryPolicy", "check_endpoint"]
 
 log = logging.getLogger(__name__)
 # A library's loggers say nothing unless asked (GOVSYNC_LOG): without a handler of
@@ -103,32 +103,27 @@ class RetryEvent:
     reason: str  # "503", "ConnectError", ...
 
 
+@dataclass(frozen=True)
+class RetryPolicy:
+    """``max_retries`` more attempts at most, each after a full-jitter exponential
+    backoff (``backoff`` seconds doubled each time, at most ``max_backoff``, drawn
+    from ``rng``) or the server's ``Retry-After``; ``on_retry`` hears of each before
+    the wait; ``sleep`` waits (anyio's by default)."""
+
+    max_retries: int = 4
+    backoff: float = 0.25
+    max_backoff: float = 8.0
+    on_retry: Callable[[RetryEvent], None] | None = None
+    rng: random.Random | None = None
+    sleep: Callable[[float], Awaitable[object] | object] | None = None
+
+
 def _log_reason(error: errors.ApiError) -> str:
     """How a failed call is logged: its status and code, or the kind of failure; never
     its message (which quotes the server's words)."""
     if isinstance(error, errors.ApiStatusError):
         return f"{error.status} {error.code}".strip()
     return type(error).__name__
-
-
-def unwrap(operation: str | Operation, body: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
-    """The object a response carries and its id, following the catalog row."""
-    op = _operation(operation)
-    obj = body.get(op.response_key) if op.response_key else body
-    if not isinstance(obj, Mapping):
-        raise errors.ApiError(f"the answer has no object under {op.response_key!r}",
-                              operation=op.name)
-    ident = obj.get(op.id_field)
-    return dict(obj), ident if isinstance(ident, str) else None
-
-
-def _operation(operation: str | Operation) -> Operation:
-    if isinstance(operation, Operation):
-        return operation
-    try:
-        return BY_NAME[operation]
-    except KeyError:
-        raise ValueError(f"unknown API operation {operation!r}") from None
 
 
 def _snake(name: str) -> str:
@@ -175,10 +170,8 @@ class _Core:
     """Request building, answer and error mapping, retry policy: no I/O."""
 
     def __init__(self, *, base_url: str, api_key: str | None, build: Callable[..., httpx.Request],
-                 timeout: float, max_retries: int, backoff: float, max_backoff: float,
-                 on_retry: Callable[[RetryEvent], None] | None, rng: random.Random | None,
-                 key_variable: str = API_KEY_ENV, environment: str | None = None,
-                 hidden: Sequence[str] = ()) -> None:
+                 timeout: float, retry: RetryPolicy, key_variable: str = API_KEY_ENV,
+                 environment: str | None = None, hidden: Sequence[str] = ()) -> None:
         self.shown_url = base_url
         self._key = api_key
         self._hidden = frozenset(s for s in (*hidden, api_key or "") if s)
@@ -190,16 +183,16 @@ class _Core:
         self._environment = environment
         self._build = build
         self._timeout = timeout
-        self._max_retries = max(0, max_retries)
-        self._backoff = backoff
-        self._max_backoff = max_backoff
-        self._on_retry = on_retry
-        self._rng = rng or random.Random()
+        self._max_retries = max(0, retry.max_retries)
+        self._backoff = retry.backoff
+        self._max_backoff = retry.max_backoff
+        self._on_retry = retry.on_retry
+        self._rng = retry.rng or random.Random()
 
     def call(self, operation: str | Operation, body: Body | None,
              headers: Mapping[str, str] | None, secrets: Sequence[str] = ()
              ) -> Steps[dict[str, Any]]:
-        op = _operation(operation)
+        op = operation_row(operation)
         payload = _payload(body)
         hidden, unsaid = self._secrets([*_secret_values(op, payload), *secrets])
         scrub = _scrubber(hidden)
@@ -381,127 +374,71 @@ def _error_fields(response: httpx.Response, scrub: Callable[[str], str]) -> tupl
     return code, message, details
 
 
-@functools.cache
-def _tls_context() -> Any:
-    """The default verifying TLS context (certifi's roots, as httpx uses), built once."""
-    import ssl
-
-    import certifi
-
-    return ssl.create_default_context(cafile=certifi.where())
-
-
-def environment_proxy(url: str) -> str | None:
-    """The proxy the environment names for ``url`` (HTTPS_PROXY, HTTP_PROXY, ALL_PROXY,
-    less what NO_PROXY exempts), as httpx's ``trust_env`` reads it; None: none."""
-    found = getproxies()
-    split = urlsplit(url)
-    proxy = found.get(split.scheme) or found.get("all")
-    if not proxy or proxy_bypass(split.hostname or ""):
-        return None
-    return proxy if "://" in proxy else f"http://{proxy}"
-
-
-def _unused_context() -> Any:
-    """A bare TLS context for plain-HTTP transports, which never use one."""
-    import ssl
-
-    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-
-
-def _poster(http: httpx.AsyncClient) -> Callable[..., httpx.Request]:
-    """``http.build_request`` for the client's POSTs, the same request made for less:
-    httpx merges the base URL and the client's headers again on every call (two
-    URL parses, a sixth of apply's CPU per request); here each operation's URL
-    is merged once, by httpx, and the client's headers and timeouts are read
-    once.  No cookies: the API is authenticated by its key, and a server's
-    cookie (a load balancer's stickiness) is never sent back, on one lane or
-    many."""
+def _poster(base_url: str, timeout: float) -> Callable[..., httpx.Request]:
+    """The requests the client sends: each operation's URL under the base URL (merged
+    once an operation, as httpx's client merges a base URL: its path with one
+    trailing slash, then the operation's path), the client's headers (httpx's own
+    defaults, JSON accepted, govsync named) and its timeouts.  No cookies: the API is
+    authenticated by its key, and a server's cookie (a load balancer's stickiness) is
+    never sent back."""
+    base = httpx.URL(base_url)
+    if not base.raw_path.endswith(b"/"):
+        base = base.copy_with(raw_path=base.raw_path + b"/")
     urls: dict[str, httpx.URL] = {}
-    timeout = http.timeout.as_dict()
+    common = httpx.Headers({
+        "Accept": "application/json", "Accept-Encoding": "gzip, deflate",
+        "Connection": "keep-alive", "User-Agent": f"govsync/{__version__}"})
+    timeouts = httpx.Timeout(timeout).as_dict()
 
     def build(method: str, path: str, *, json: Any, headers: Mapping[str, str]) -> httpx.Request:
         url = urls.get(path)
         if url is None:
-            url = urls[path] = http.build_request(method, path).url
-        merged = http.headers.copy()
+            url = urls[path] = base.copy_with(raw_path=base.raw_path + path.lstrip("/").encode())
+        merged = common.copy()
         merged.update(headers)
         return httpx.Request(method, url, json=json, headers=merged,
-                             extensions={"timeout": timeout})
+                             extensions={"timeout": timeouts})
 
     return build
 
 
-def _headers() -> dict[str, str]:
-    return {"Accept": "application/json", "User-Agent": f"govsync/{__version__}"}
-
-
 class AsyncClient:
-    """The API client; one method per operation, e.g. ``await client.list_groups({...})``."""
+    """The API client of one endpoint: ``await client.call("ListGroups", {...})``.
+
+    It holds four things: the endpoint's ``base_url``; the key (``api_key``, sent as
+    X-API-KEY by an ``httpx.Auth`` that never shows it; None: no key is sent); the
+    ``transport`` every request travels by (``transport.open_transport(base_url)``
+    when none is given: the plain-http guard, TLS, the environment's proxy, httpx's
+    pool); and the ``retry`` policy.  Beside them, ``timeout`` (seconds, for
+    connecting, writing, reading and a pool slot, and said to a Connect endpoint),
+    and what its messages and answers need: ``key_variable``, where the key was read
+    from, and ``environment``, the project's environment it is for (both named by an
+    authentication error); ``hidden``, secrets kept out of every answer and message
+    beside the key.
+
+    Every request is built once a call, gets the key, goes to the transport's
+    ``handle_async_request`` and has its answer read within ``MAX_ANSWER_BYTES``, on
+    every transport alike; ``warm`` opens a pooled transport's connections ahead of
+    the calls that will take them."""
 
     def __init__(self, base_url: str, api_key: str | None = None, *,
-                 transport: httpx.AsyncBaseTransport | None = None, timeout: float = 30.0,
-                 max_retries: int = 4, backoff: float = 0.25, max_backoff: float = 8.0,
-                 insecure_http: bool = False, on_retry: Callable[[RetryEvent], None] | None = None,
-                 rng: random.Random | None = None,
-                 sleep: Callable[[float], Awaitable[object] | object] | None = None,
-                 lanes: int = 1, reads: bool = False, key_variable: str = API_KEY_ENV,
-                 environment: str | None = None, hidden: Sequence[str] = ()) -> None:
-        """``key_variable``: where ``api_key`` was read from, and ``environment``: the
-        project's environment it is for, both named by an authentication error.
-        ``hidden``: secrets kept out of every answer and message, beside the key.
-        ``reads``: a client for many reads at once (a refresh): its lanes are
-        ``lanes.StreamLane``, a third of httpcore's CPU a call."""
-        self._shown_url = check_base_url(base_url, insecure_http)
+                 transport: httpx.AsyncBaseTransport | None = None,
+                 retry: RetryPolicy = RetryPolicy(), timeout: float = 30.0,
+                 key_variable: str = API_KEY_ENV, environment: str | None = None,
+                 hidden: Sequence[str] = ()) -> None:
+        self._shown_url, _ = shown_url(base_url)
         if api_key is not None and (not api_key or not api_key.isprintable()
                                     or not api_key.isascii()):
             raise errors.ConfigError("the API key is empty or has characters an HTTP header "
                                      f"cannot carry (check {key_variable})")
-        options: dict[str, Any] = {
-            "base_url": base_url, "auth": key_auth(api_key),
-            "timeout": timeout, "headers": _headers(), "follow_redirects": False}
-        # One TLS context for every connection (building one costs ~20 ms).
-        # Plain http:// never negotiates TLS (redirects are off), but httpx
-        # builds a context per transport unless given one (1-2 ms each, 16
-        # lanes): they all share one bare context, which is never used.
-        tls: dict[str, Any] = {}
-        if transport is None:
-            tls["verify"] = _tls_context() if base_url.startswith("https:") else _unused_context()
-        # The proxy the environment names for this endpoint: the client honours it
-        # (httpx's trust_env), and so must its lanes.
-        proxy = environment_proxy(base_url) if transport is None else None
-        self._proxy = proxy
-        if reads and transport is None and proxy is None:
-            # Every call goes through a lane: httpcore (and anyio, 60 ms of imports at
-            # the first client) is not loaded for a transport that is never used.
-            transport = StreamLane(tls["verify"])
-            self._http = httpx.AsyncClient(transport=transport, **options)
-            transport = None
-        else:
-            self._http = httpx.AsyncClient(transport=transport, **tls, **options)
-        self._sleep = sleep
-        # Lanes: for many calls in flight over the network, N transports of
-        # one connection each.  httpcore's pool walks every pooled connection
-        # (and polls each idle socket) for every request it assigns, so one
-        # pool shared by 16 concurrent callers costs more CPU than the calls.
-        # A lane is a bare transport: the request was built by the client
-        # (URL, headers, timeouts) and gets the key from the same auth; the
-        # client's per-send layers (auth flow, redirects, cookies) are a third
-        # of the CPU of a call and do nothing here.
-        # Lanes are made as calls need them (64 made at once cost 35 ms of a plan
-        # whose refresh reads a few kinds in pages).
-        self._lanes: asyncio.Queue[httpx.AsyncBaseTransport] | None = None
-        self._made = 0  # lanes made so far (at most lanes)
-        self._reads = reads
-        self._lane_count = lanes
-        self._tls = tls
-        self._auth = options["auth"]
-        if (lanes > 1 or reads) and transport is None:
-            self._lanes = asyncio.Queue()
+        self._transport = transport if transport is not None else open_transport(base_url)
+        self._url = httpx.URL(base_url)
+        self._timeout = timeout
+        self._auth = key_auth(api_key)
+        self._sleep = retry.sleep
         # The key lives in the core (and the auth), never in this object's attributes.
         self._core = _Core(base_url=self._shown_url, api_key=api_key, timeout=timeout,
-                           build=_poster(self._http), max_retries=max_retries,
-                           backoff=backoff, max_backoff=max_backoff, on_retry=on_retry, rng=rng,
+                           build=_poster(base_url, timeout), retry=retry,
                            key_variable=key_variable, environment=environment,
                            hidden=hidden)
 
@@ -524,6 +461,13 @@ class AsyncClient:
         """Every group, following ``listMetadata.nextCursor`` page by page."""
         return await self._drive(self._core.all_groups(query, page_size))
 
+    async def warm(self, connections: int) -> None:
+        """Open up to ``connections`` more connections now, for the calls that will
+        follow, where the transport is a pool that can (``transport.Lanes.warm``: a
+        refresh's stream lanes); nothing is sent on them."""
+        if isinstance(self._transport, Lanes):
+            await self._transport.warm(self._url, connections, self._timeout)
+
     async def _drive(self, steps: Steps[T]) -> T:
         outcome: Answer = None
         try:
@@ -541,67 +485,20 @@ class AsyncClient:
             return stop.value  # type: ignore[no-any-return]
 
     async def _send(self, request: httpx.Request) -> httpx.Response:
-        if self._lanes is None:
-            response = await self._http.send(request, stream=True)
-            try:
-                await _read_capped(response)
-            finally:
-                await response.aclose()
-            return response
+        """One request, the one way: the key added, the transport's answer read whole
+        (at most ``MAX_ANSWER_BYTES``) and closed.  No redirect is followed (the API
+        answers its POSTs itself) and no cookie kept."""
         if self._auth is not None:
             flow = self._auth.auth_flow(request)
             request = next(flow)
             flow.close()
-        if self._lanes.empty() and self._made < self._lane_count:
-            lane = self._new_lane()
-            self._made += 1
-        else:
-            lane = await self._lanes.get()
+        response = await self._transport.handle_async_request(request)
+        response.request = request
         try:
-            response = await lane.handle_async_request(request)
-            try:
-                await _read_capped(response)
-            finally:
-                await response.aclose()
-            response.request = request
-            return response
+            await _read_capped(response)
         finally:
-            self._lanes.put_nowait(lane)
-
-    async def warm(self, lanes: int) -> None:
-        """Open up to ``lanes`` more connections now, for the calls that will follow (a
-        refresh opens them while its first reads are answered: its Gets then find them
-        open).  Only where every call has a stream lane; never beyond the client's
-        lanes.  Nothing is sent on them."""
-        if self._lanes is None or not self._streams:
-            return
-        made: list[StreamLane] = []
-        while self._made < self._lane_count and len(made) < lanes:
-            lane = self._new_lane()
-            assert isinstance(lane, StreamLane)
-            made.append(lane)
-            self._made += 1
-        url, timeout = self._http.base_url, self._http.timeout.connect
-
-        async def opened(lane: StreamLane) -> None:
-            try:
-                await lane.warm(url, timeout)
-            finally:
-                assert self._lanes is not None
-                self._lanes.put_nowait(lane)
-
-        await asyncio.gather(*(opened(lane) for lane in made))
-
-    @property
-    def _streams(self) -> bool:
-        """Whether the lanes are StreamLanes (a client for reads, with no proxy)."""
-        return self._reads and self._proxy is None
-
-    def _new_lane(self) -> httpx.AsyncBaseTransport:
-        if self._streams:
-            return StreamLane(self._tls.get("verify"))
-        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-        return httpx.AsyncHTTPTransport(limits=limits, proxy=self._proxy, **self._tls)
+            await response.aclose()
+        return response
 
     async def _pause(self, seconds: float) -> None:
         if self._sleep is None:
@@ -613,19 +510,13 @@ class AsyncClient:
             await result
 
     async def aclose(self) -> None:
-        await self._http.aclose()
-        # The idle lanes only: closing one that carries a call would wait for its
-        # answer (httpcore's connection holds its lock meanwhile), and an aborted
-        # apply (a second Ctrl-C) leaves its calls in flight without waiting.
-        while self._lanes is not None and not self._lanes.empty():
-            await self._lanes.get_nowait().aclose()
+        await self._transport.aclose()
 
     async def __aenter__(self) -> AsyncClient:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
-
 
 
 class AnswerTooLarge(Exception):

@@ -28,6 +28,7 @@ import asyncio
 import math
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from govsync.api.catalog import Operation
@@ -138,14 +139,27 @@ def name_filter(name: str) -> dict[str, Any]:
 _PROBE = next(k.list for k in KINDS if k.list is not None and not k.list.scope_required)
 
 
+@dataclass
+class Offers:
+    """What one endpoint was last found to offer: whether it has the reads of
+    api-lifecycle.md (None: never learned).  Kept by whoever reads the endpoint again:
+    an agent keeps one per environment across its cycles, a command one for its run.
+    Each object layer learns afresh (an endpoint may gain its reads) and records here
+    what it learned; what was found before only says whether a refresh may send its
+    Gets before its probe has answered (``refresh.reading.Reader.may_read_ahead``)."""
+
+    reads: bool | None = None
+
+
 class Objects:
     """The objects of the API's kinds, read through one client, at most ``concurrency``
-    reads in flight."""
+    reads in flight; what the endpoint offers, once learned, recorded in ``offers``."""
 
     def __init__(self, client: AsyncClient, *, concurrency: int = CONCURRENCY,
-                 offers_reads: bool | None = None) -> None:
+                 offers_reads: bool | None = None, offers: Offers | None = None) -> None:
         self.client = client
         self.calls = 0
+        self.offers = offers if offers is not None else Offers()
         # Whether the endpoint has the reads of api-lifecycle.md (None: not learned).
         self.offers_reads = offers_reads
         self._slots = asyncio.Semaphore(concurrency)
@@ -175,15 +189,15 @@ class Objects:
         try:
             await self.call(_PROBE, {"limit": 1})
         except NotFoundError:
-            self.offers_reads = False
+            self.offers_reads = self.offers.reads = False
         else:
-            self.offers_reads = True
+            self.offers_reads = self.offers.reads = True
         return self.offers_reads
 
     def learned(self, offered: bool) -> None:
         """A List answered (or answered 404 not_found): what the endpoint offers is known."""
         if self.offers_reads is None:
-            self.offers_reads = offered
+            self.offers_reads = self.offers.reads = offered
 
     # -- reading --------------------------------------------------------------------------
 

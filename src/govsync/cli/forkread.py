@@ -1,8 +1,9 @@
 """Reading a large set of manifests in two processes: for the command line only.
 
 Forking is a process-wide act (unsafe with live threads), so only the entry
-point chooses it, by passing ``forked_reader`` to ``load`` (and ``cli.early``'s
-refresh to a plan); the library reads in the calling process.
+point chooses it, by passing ``forked_reader`` to ``load``; the library reads in the
+calling process.  What it wins where a second core is free, and costs where none is:
+BENCHMARKS.md, "Reading in two processes".
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import click
 from govsync import runtime
 from govsync.adoption import READS_IN_FLIGHT, import_objects
 from govsync.cli.root import global_options
-from govsync.commands import read_snapshot, recorded_elsewhere
+from govsync.commands.workspace import read_snapshot, recorded_elsewhere
 from govsync.errors import MigrateError
 from govsync.settings import Settings
 
@@ -44,7 +44,7 @@ def import_command(settings: Settings, kinds: tuple[str, ...], name_glob: str | 
     """
 
     try:
-        done = import_objects(runtime.client(settings, lanes=READS_IN_FLIGHT, reads=True),
+        done = import_objects(runtime.client(settings, connections=READS_IN_FLIGHT, reads=True),
                               read_snapshot(settings), out_dir, kinds=kinds,
                               name_glob=name_glob,
                               elsewhere=lambda ids: recorded_elsewhere(settings, ids))

@@ -9,8 +9,6 @@ import sys
 
 import click
 
-from govsync import commands, render
-from govsync.cli.early import early_refresh
 from govsync.cli.root import (
     FORMATS,
     allow_endpoint_change_option,
@@ -23,10 +21,13 @@ from govsync.cli.root import (
     replace_option,
     target_option,
 )
+from govsync.commands import planning
+from govsync.commands.workspace import Workspace
 from govsync.errors import ConfigError
 from govsync.manifests.manifest import ManifestSet
 from govsync.plan import Plan
-from govsync.render import blocked_advice
+from govsync.render.reasons import blocked_advice
+from govsync.render.text import plan_text
 from govsync.settings import Settings
 
 
@@ -66,15 +67,14 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
     if out_file and not os.path.isdir(os.path.dirname(os.path.abspath(out_file))):
         # Before the plan, which may make the workspace for the file: nothing is left.
         raise ConfigError(f"cannot write the plan to {out_file}: its folder does not exist")
-    # The state opened once; the server read while the manifests are.
-    with commands.Workspace(settings) as workspace, early_refresh(settings, workspace) as early:
+    # The state opened once, for the plan and its file.
+    with Workspace(settings) as workspace:
         manifests = load(paths, settings.selection, short=True)
-        result = commands.plan(manifests, settings, saving=bool(out_file),
+        result = planning.plan(manifests, settings, saving=bool(out_file),
                                read_secrets=not without_secrets, workspace=workspace,
-                               early=early, allow_endpoint_change=allow_endpoint_change)
+                               allow_endpoint_change=allow_endpoint_change)
         _show_plan(result, fmt, settings, manifests)
-        review_only = (commands.write_plan(result, settings, out_file, manifests,
-                                           workspace=workspace) if out_file else "")
+        review_only = _save(result, settings, out_file, manifests, workspace) if out_file else ""
     o = out()
     blocked = len(result.blocked())
     why = (f"{blocked} blocked change(s), so apply will refuse this plan: "
@@ -98,17 +98,30 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
         sys.exit(2)
 
 
+def _save(result: Plan, settings: Settings, out_file: str, manifests: ManifestSet,
+          workspace: Workspace) -> str:
+    """``plan --out``: the saved plan written (its file format, the plan key and the
+    audit fields load only here)."""
+    from govsync.commands.saving import write_plan
+
+    return write_plan(result, settings, out_file, manifests, workspace=workspace)
+
+
 def _show_plan(result: Plan, fmt: str, settings: Settings, manifests: ManifestSet) -> None:
     o = out()
     if fmt == "json":
-        for chunk in render.plan_json_chunks(result):
+        from govsync.render.planjson import plan_json_chunks  # only for this format
+
+        for chunk in plan_json_chunks(result):
             click.echo(chunk, nl=False)
     elif fmt == "markdown":
-        click.echo(render.plan_markdown(result), nl=False)
+        from govsync.render.markdown import plan_markdown  # only for this format
+
+        click.echo(plan_markdown(result), nl=False)
     elif fmt == "html":
         from govsync.ui import plan_file
 
         click.echo(plan_file(result, settings.selection, manifests), nl=False)
     else:
-        click.echo(render.plan_text(result, color=o.color, verbose=o.verbose > 0), nl=False,
+        click.echo(plan_text(result, color=o.color, verbose=o.verbose > 0), nl=False,
                    color=o.color)

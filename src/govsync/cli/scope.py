@@ -9,12 +9,14 @@
   saved plan records; an ``--env``, ``--workspace`` or ``--state`` that names
   another is an error naming both.
 - A new SQLite state made where no project file is: said in one line.
+- A command that changes something names what (``where``) when it asks for `yes`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -22,7 +24,7 @@ from typing import TYPE_CHECKING
 import click
 
 from govsync import envvars, redact
-from govsync.errors import ConfigError
+from govsync.errors import ConfigError, GovsyncError
 from govsync.project import Selection, SettingValue, same_setting
 from govsync.settings import Settings, resolve
 
@@ -135,3 +137,42 @@ def new_state_said(settings: Settings, *, defaulted: bool) -> Iterator[None]:
             click.echo(f"Note: made a new state at {path} (there is no govsync.yaml here or "
                        "above; pass --state, or run from the project's folder, to use "
                        "another).", err=True)
+
+
+def where(settings: Settings) -> str:
+    """What a command acts on: environment, workspace, endpoint and state (masked)."""
+
+    env = settings.selection.name
+    return (f"environment {env}, " if env else "") + (
+        f"workspace {settings.workspace!r}, endpoint "
+        f"{redact.url(settings.endpoint) if settings.endpoint else '(none)'}, state "
+        f"{redact.url(settings.state)}")
+
+
+def prompt(settings: Settings) -> str:
+    """The confirmation question, naming what it will change (contract section 5)."""
+    return f"Apply these changes to {where(settings)}? Only 'yes' will be accepted"
+
+
+def confirmed(prompt: str, *, cancelled: str = "apply cancelled",
+              skip: str = "--auto-approve", does: str = "applies") -> bool:
+    """Ask for `yes`: at a terminal, or as one line of standard input (``echo yes |``),
+    as Terraform does.  End of input or any other answer cancels (GovsyncError:
+    ``cancelled``, naming the flag that ``skip``s the question)."""
+    stdin = sys.stdin
+    if stdin.isatty():
+        answer = str(click.prompt(prompt, default="", show_default=False))
+    else:
+        click.echo(f"{prompt}: ", nl=False, err=True)
+        line = stdin.readline()
+        if not line:
+            click.echo("", err=True)
+            raise GovsyncError(f"{cancelled}: standard input ended before an answer; "
+                               f"nothing was changed (pipe `yes`, or pass {skip})")
+        answer = line
+        click.echo(answer.strip(), err=True)
+    if answer.strip() != "yes":
+        said = f"the answer was {answer.strip()[:40]!r}" if answer.strip() else "no answer"
+        raise GovsyncError(f"{cancelled}: {said}, and only 'yes' {does}; "
+                           "nothing was changed")
+    return True

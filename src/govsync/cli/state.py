@@ -7,10 +7,11 @@ from typing import Any
 
 import click
 
-from govsync import commands
 from govsync.cli.root import echo_json, global_options, json_errors, load, out
-from govsync.commands import read_snapshot
+from govsync.commands import state_commands
+from govsync.commands.workspace import read_snapshot
 from govsync.errors import GovsyncError, StateError
+from govsync.render.documents import state_history_public, state_list_public
 from govsync.settings import Settings
 
 
@@ -39,8 +40,6 @@ def state_list(settings: Settings, fmt: str) -> None:
 
     snap = read_snapshot(settings)
     if fmt == "json":
-        from govsync.render.documents import state_list_public
-
         echo_json(state_list_public(snap))
         return
     for e in snap.entries.values():
@@ -64,7 +63,7 @@ def state_show(address: str, settings: Settings) -> None:
       govsync state show Hook/risk_score
     """
 
-    echo_json(commands.state_entry(settings, address).as_dict())
+    echo_json(state_commands.state_entry(settings, address).as_dict())
 
 
 @state.command("forget")
@@ -80,7 +79,7 @@ def state_forget(addresses: tuple[str, ...], settings: Settings) -> None:
       govsync state forget Space/old-analytics Hook/old-risk
     """
 
-    for entry in commands.state_forget(settings, list(addresses)):
+    for entry in state_commands.state_forget(settings, list(addresses)):
         click.echo(f"Forgot {entry.address} (id {entry.id}); it stays on the server.")
 
 
@@ -105,7 +104,7 @@ def state_import(address: str, object_id: str, paths: tuple[str, ...], settings:
     """
 
     default = () if settings.selection.project is not None else (".",)
-    entry, checked = commands.state_import(settings, address, object_id,
+    entry, checked = state_commands.state_import(settings, address, object_id,
                                            load(paths or default, settings.selection))
     if checked.startswith("verified by "):
         click.echo(f"Recorded {entry.address} as {entry.id}, {checked}.")
@@ -129,7 +128,7 @@ def state_mv(old: str, new: str, settings: Settings) -> None:
       govsync state mv DataLabel/ssn DataLabel/national-id
     """
 
-    entry = commands.state_move(settings, old, new)
+    entry = state_commands.state_move(settings, old, new)
     click.echo(f"Moved {old} to {new} (id {entry.id}); nothing was sent.")
 
 
@@ -151,7 +150,7 @@ def state_resolve(addresses: tuple[str, ...], object_id: str | None, absent: boo
 
     if bool(object_id) == absent:
         raise click.UsageError("give exactly one of --id ID and --absent")
-    for entry in commands.state_resolve(settings, list(addresses), None if absent else object_id):
+    for entry in state_commands.state_resolve(settings, list(addresses), None if absent else object_id):
         click.echo(f"Resolved {entry.address}: " + (
             "absent; the next apply creates it." if absent else f"exists as {object_id}."))
 
@@ -167,7 +166,7 @@ def state_export(settings: Settings) -> None:
       govsync state import-all backup.json --state postgresql://ci@db/govsync
     """
 
-    echo_json(commands.state_export(settings))
+    echo_json(state_commands.state_export(settings))
 
 
 @state.command("import-all")
@@ -186,7 +185,7 @@ def state_import_all(file: Any, settings: Settings) -> None:
         data = json.load(file)
     except ValueError as exc:
         raise StateError(f"{file.name} is not JSON: {exc}") from exc
-    serial = commands.state_import_all(settings, data)
+    serial = state_commands.state_import_all(settings, data)
     click.echo(f"Imported {len(data.get('entries', []))} entries (serial {serial}).")
 
 
@@ -210,7 +209,7 @@ def state_readonly_role(role: str, settings: Settings) -> None:
       govsync state readonly-role govsync_reader | psql -v ON_ERROR_STOP=1 "$GOVSYNC_STATE"
     """
 
-    for statement in commands.state_readonly_role(settings, role):
+    for statement in state_commands.state_readonly_role(settings, role):
         click.echo(statement)
 
 
@@ -224,7 +223,7 @@ def state_unlock(settings: Settings) -> None:
       govsync state unlock --workspace prod
     """
 
-    holder, free = commands.state_unlock(settings)
+    holder, free = state_commands.state_unlock(settings)
     if not free:
         raise GovsyncError(
             f"the workspace is still locked by a running process ({holder or 'unknown holder'}): "
@@ -247,10 +246,8 @@ def state_history(settings: Settings, limit: int, fmt: str) -> None:
       govsync state history --limit 5
     """
 
-    records = commands.state_history(settings, limit)
+    records = state_commands.state_history(settings, limit)
     if fmt == "json":
-        from govsync.render.documents import state_history_public
-
         echo_json(state_history_public(settings.workspace, records))
         return
     for r in records:
@@ -288,7 +285,7 @@ def audit_export(settings: Settings, since: str | None, fmt: str) -> None:
       govsync audit export --since 2025-01-01 --format csv
     """
 
-    click.echo(commands.audit_export(settings, since=since, fmt=fmt), nl=False)
+    click.echo(state_commands.audit_export(settings, since=since, fmt=fmt), nl=False)
 
 
 # -- moving in from another tool --------------------------------------------------------

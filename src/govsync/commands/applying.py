@@ -17,10 +17,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from govsync import audit, endpoints, runtime
 from govsync.api.catalog import readable_kinds
+from govsync.apply import Applier, ApplyResult
 from govsync.commands.endpoint import endpoint_change, identity
 from govsync.commands.observing import check_live, refreshing
 from govsync.commands.preflight import Preflight, applied_already, locked, preflight, scoped
@@ -29,11 +29,9 @@ from govsync.commands.workspace import check_secrets_set
 from govsync.errors import ConfigError, GovsyncError, PlanError, StateError
 from govsync.plan import Action, Plan
 from govsync.planfile import plan_digest
+from govsync.scheduling import Throttle
 from govsync.settings import Settings
 from govsync.state import APPLIED, PENDING, UNCERTAIN, LockHolder, Snapshot, StateStore
-
-if TYPE_CHECKING:
-    from govsync.apply import ApplyResult
 
 
 def apply(source: Source, settings: Settings,
@@ -59,7 +57,8 @@ def apply(source: Source, settings: Settings,
         record = locked(source, store, snapshot, settings)
         try:
             async def run() -> tuple[Plan, ApplyResult]:
-                ready = await preflight(source, store, snapshot, settings, record)
+                ready = await preflight(source, store, snapshot, settings, record,
+                                        options.offers)
                 return await _send(source, ready, store, snapshot, settings, options)
 
             return runtime.run(run())
@@ -81,9 +80,6 @@ def _held(store: StateStore, workspace: str, holder: LockHolder,
 async def _send(source: Source, ready: Preflight, store: StateStore, snapshot: Snapshot,
                 settings: Settings, options: ApplyOptions) -> tuple[Plan, ApplyResult]:
     """Apply a checked plan: what is sent, recorded as it is answered."""
-    from govsync.apply import Applier, ApplyResult
-    from govsync.scheduling import Throttle
-
     plan, record, target = ready.plan, ready.recorded, ready.target
     evidence = source.evidence
     work = plan.work(forget_orphans=options.forget_orphans)
@@ -100,8 +96,8 @@ async def _send(source: Source, ready: Preflight, store: StateStore, snapshot: S
     fields = ready.audit
     hashing = None
     # The client is made before anything is shown: no endpoint is an error now.
-    async with runtime.client(settings, on_retry=throttle.on_retry,
-                              lanes=options.parallelism) as client:
+    async with runtime.client(settings, connections=options.parallelism,
+                              on_retry=throttle.on_retry) as client:
         if not isinstance(source, Saved):
             # Owner groups of the policies this apply creates (the field cannot
             # change after create), so an apply with nothing to do sends nothing.

@@ -6,7 +6,6 @@ from __future__ import annotations
 from govsync import envvars, live, runtime
 from govsync.commands.endpoint import endpoint_change, key_rejected
 from govsync.commands.observing import (
-    Early,
     moved_error,
     refreshed,
     refreshing,
@@ -21,25 +20,22 @@ from govsync.settings import Settings
 
 
 def drift(manifests: ManifestSet, settings: Settings, *,
-          read_secrets: bool = True, early: Early | None = None,
-          allow_endpoint_change: bool = False) -> DriftReport:
+          read_secrets: bool = True, allow_endpoint_change: bool = False) -> DriftReport:
     """The scheduled check: manifests against state, and live checks where a read exists.
 
     With an endpoint configured, an unreachable API is an error (exit 1): a
-    drift job must not report "in sync" when it could not look.  ``early``: a refresh
-    the caller began before the manifests were read.
+    drift job must not report "in sync" when it could not look.
     """
 
     if read_secrets:
         check_secrets_set(manifests, settings)
     settings = with_secrets(settings, manifests)
-    snapshot = (early.snapshot if early is not None
-                else read_snapshot(settings, responses=refreshing(settings)))
+    snapshot = read_snapshot(settings, responses=refreshing(settings))
     found, observed, _ = refreshed(settings, snapshot, lambda observation: make_plan(
         manifests, snapshot, environ=settings.environ, targets=settings.targets,
         read_secrets=read_secrets, prune=settings.selection.prune,
         replace=settings.replace, ignore=settings.selection.ignore_changes,
-        observation=observation), early=early)
+        observation=observation))
     refused_partial(observed, "drift cannot say what it could not read")
     values = live.wanted(manifests)
     existing: dict[str, set[str]] | None = None

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple
 
-from govsync import envvars, governance, live, render, runtime
+from govsync import envvars, live, runtime
 from govsync.api.kinds import BY_KIND
 from govsync.commands.endpoint import endpoint_change, key_rejected
 from govsync.errors import (
     ApiError,
     BlockedPlanError,
-    GovsyncError,
     ManifestError,
     Problem,
     TransportError,
@@ -34,27 +33,17 @@ from govsync.plan import (
     say_unread,
     unrecorded,
 )
+from govsync.render.reasons import reason_words
 from govsync.settings import Settings
-from govsync.state import Entry, Snapshot, StateStore, exists
-from govsync.values import SHORTEST_SECRET, holds
+from govsync.state import Entry, Snapshot, exists
 
 if TYPE_CHECKING:
     from govsync import refresh
     from govsync.api.client import AsyncClient
+    from govsync.api.resource import Offers
 
 # A plan made from the manifests and what the server showed (nothing: an offline plan).
 MakePlan = Callable[[Observation], Plan]
-
-
-class Early(Protocol):
-    """A refresh begun before the manifests were read (the command line reads the
-    server in a second process meanwhile): the snapshot it started from, which the
-    plan then uses, and what it observed (None: it did not finish, so the plan reads
-    the server itself, as without it)."""
-
-    snapshot: Snapshot
-
-    def observed(self) -> refresh.Observed | None: ...
 
 
 def refreshing(settings: Settings) -> bool:
@@ -88,40 +77,18 @@ def unread(plan: Plan, settings: Settings, codes: Mapping[str, str] | None = Non
     return plan
 
 
-def refreshed(settings: Settings, snapshot: Snapshot, make: MakePlan,
-              early: Early | None = None, *, owners: refresh.Owners | None = None,
-              running: bool = False, codes: Mapping[str, str] | None = None) -> Refreshed:
-    """The plan ``make`` makes, after a refresh where this run reads the server
-    (``early``: one begun already, from ``snapshot``), and the service asked about the
-    policies' ``codes`` (address -> code) meanwhile."""
+def refreshed(settings: Settings, snapshot: Snapshot, make: MakePlan, *,
+              owners: refresh.Owners | None = None, running: bool = False,
+              codes: Mapping[str, str] | None = None,
+              offers: Offers | None = None) -> Refreshed:
+    """The plan ``make`` makes, after a refresh where this run reads the server, and the
+    service asked about the policies' ``codes`` (address -> code) meanwhile (``offers``:
+    what the endpoint was found to offer before, kept by the caller)."""
     if not refreshing(settings):
         plan, seen = offline(make, owners)
         return Refreshed(unread(plan, settings, codes), None, seen)
-    observed = early.observed() if early is not None else None
-    if observed is not None and _holds_secret(observed, settings):
-        observed = None  # read before the manifests' secrets were known: read again
-    if observed is not None and not codes:
-        from govsync import refresh
-
-        seen = observed.observation(running=running)
-        plan = make(seen)
-        if not any(c.action in (Action.CREATE, Action.IMPORT, Action.REPLACE, Action.DELETE,
-                                Action.UNCERTAIN) for c in plan.changes):
-            # Nothing to look up on the server: no client, no event loop.
-            refresh.annotate(plan, observed)
-            return Refreshed(plan, observed, seen)
-    return runtime.run(refreshed_async(settings, snapshot, make, observed, owners=owners,
-                                       running=running, codes=codes))
-
-
-def _holds_secret(observed: refresh.Observed, settings: Settings) -> bool:
-    """Whether a refresh read before the manifests were (without their secrets, which
-    the client scrubs from every answer) holds one of them."""
-    hidden = [s for s in settings.hidden if len(s) >= SHORTEST_SECRET]
-    if not hidden:
-        return False
-    reading = observed.reading
-    return holds(reading.live, hidden) or holds(reading.listed, hidden)
+    return runtime.run(refreshed_async(settings, snapshot, make, owners=owners,
+                                       running=running, codes=codes, offers=offers))
 
 
 def offline(make: MakePlan, owners: refresh.Owners | None) -> tuple[Plan, Observation]:
@@ -138,47 +105,13 @@ def offline(make: MakePlan, owners: refresh.Owners | None) -> tuple[Plan, Observ
     return make(seen), seen
 
 
-def early_snapshot(settings: Settings, store: StateStore | None) -> Snapshot | None:
-    """The snapshot a refresh may read the server for before the manifests are read:
-    None where the plan would not read it (no refresh, nothing recorded, the state
-    applied against another endpoint or governed for another environment).  The plan
-    says those, in their place: a state that cannot be read is None here too."""
-    if store is None or not refreshing(settings):
-        return None
-    try:
-        snapshot = store.snapshot(settings.workspace, responses=True, create=False)
-        record = governance.recorded(snapshot.governance, settings.workspace)
-        selection = settings.selection
-        governance.check_environment(record, selection.name, settings.workspace,
-                                     selection.project)
-    except GovsyncError:
-        return None
-    if not snapshot.entries or endpoint_change(snapshot, settings):
-        return None
-    return snapshot
-
-
-async def observe(settings: Settings, snapshot: Snapshot) -> refresh.Observed:
-    """Read every object ``snapshot`` records and compare it with what govsync applied:
-    the part of a refresh that needs the state only."""
-    from govsync import refresh
-
-    try:
-        async with runtime.client(settings, lanes=refresh.LANES, reads=True) as client:
-            return await refresh.observe(client, snapshot.entries,
-                                         settings.selection.ignore_changes)
-    except UnauthorizedError as exc:
-        raise key_rejected(exc) from exc
-
-
-async def refreshed_async(settings: Settings, snapshot: Snapshot, make: MakePlan,
-                          observed: refresh.Observed | None = None, *,
+async def refreshed_async(settings: Settings, snapshot: Snapshot, make: MakePlan, *,
                           owners: refresh.Owners | None = None, running: bool = False,
-                          codes: Mapping[str, str] | None = None) -> Refreshed:
-    """Read every recorded object (``observed``: read already, from ``snapshot``), look up
-    what the plan would create, ask the service about the policies' ``codes`` meanwhile,
-    then plan from all of it.  Not where the state belongs to another endpoint, whose ids
-    would all look missing here."""
+                          codes: Mapping[str, str] | None = None,
+                          offers: Offers | None = None) -> Refreshed:
+    """Read every recorded object, look up what the plan would create, ask the service
+    about the policies' ``codes`` meanwhile, then plan from all of it.  Not where the
+    state belongs to another endpoint, whose ids would all look missing here."""
     if not refreshing(settings):
         plan, seen = offline(make, owners)
         return Refreshed(unread(plan, settings, codes), None, seen)
@@ -191,11 +124,11 @@ async def refreshed_async(settings: Settings, snapshot: Snapshot, make: MakePlan
                              "another endpoint")
         return Refreshed(plan, None, seen)
     try:
-        async with runtime.client(settings, lanes=refresh.LANES, reads=True) as client:
+        async with runtime.client(settings, connections=refresh.LANES, reads=True) as client:
             return Refreshed(*await refresh.refreshed(
                 client, snapshot.entries, make, settings.selection.ignore_changes,
-                lambda: recorded_now(settings), observed, owners=owners, running=running,
-                codes=codes))
+                lambda: recorded_now(settings), owners=owners, running=running,
+                codes=codes, offers=offers))
     except UnauthorizedError as exc:
         raise key_rejected(exc) from exc
 
@@ -210,9 +143,11 @@ def recorded_now(settings: Settings) -> Mapping[str, Entry]:
 
 
 async def check_creates(plan: Plan, settings: Settings, snapshot: Snapshot,
-                        owners: refresh.Owners | None = None) -> None:
+                        owners: refresh.Owners | None = None,
+                        offers: Offers | None = None) -> None:
     """A saved plan's creates, at apply time: none of an object that now exists on the
-    server unrecorded (BlockedPlanError follows; nothing is sent)."""
+    server unrecorded (BlockedPlanError follows; nothing is sent).  ``offers``: what
+    the endpoint was found to offer before."""
     from govsync import refresh
 
     looked = creating(plan)
@@ -220,7 +155,7 @@ async def check_creates(plan: Plan, settings: Settings, snapshot: Snapshot,
         return
     try:
         async with runtime.client(settings) as client:
-            reader = refresh.Reader(client, refresh.Reading())
+            reader = refresh.Reader(client, refresh.Reading(), offers=offers)
             found = await refresh.look_up(reader, looked)
     except UnauthorizedError as exc:
         raise key_rejected(exc) from exc
@@ -238,7 +173,7 @@ async def check_creates(plan: Plan, settings: Settings, snapshot: Snapshot,
         why = unrecorded(BY_KIND[change.kind], change.address, seen, recorded, mine)
         if why is not None:
             shown = dataclasses.replace(change, action=Action.BLOCKED, id=why.id, why=why)
-            refused.append(f"{change.address}: {render.reason_words(shown)}")
+            refused.append(f"{change.address}: {reason_words(shown)}")
     if refused:
         raise BlockedPlanError(f"the plan cannot be applied as it was made: {'; '.join(refused)}"
                                "; nothing was applied: plan again")

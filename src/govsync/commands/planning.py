@@ -16,7 +16,6 @@ from govsync import governance, policytests, runtime
 from govsync.api.kinds import POLICY_KIND
 from govsync.commands.endpoint import endpoint_change, identity
 from govsync.commands.observing import (
-    Early,
     check_live,
     moved_error,
     refreshed,
@@ -31,7 +30,6 @@ from govsync.commands.workspace import (
 )
 from govsync.errors import (
     ApiError,
-    GovsyncError,
     ManifestError,
     PlanKeyUnavailable,
     Problem,
@@ -47,6 +45,7 @@ from govsync.state import LockHolder, Snapshot
 
 if TYPE_CHECKING:
     from govsync import refresh
+    from govsync.api.resource import Offers
     from govsync.rules import Rule
 
 
@@ -63,8 +62,7 @@ class Planned:
 
 def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False,
          read_secrets: bool = True, rule_errors: list[Problem] | None = None,
-         workspace: Workspace | None = None, early: Early | None = None,
-         allow_endpoint_change: bool = False) -> Plan:
+         workspace: Workspace | None = None, allow_endpoint_change: bool = False) -> Plan:
     """Diff the manifests against the workspace's state (no lock taken).
 
     Writes nothing, unless ``saving`` (``plan --out``) a workspace never written
@@ -75,7 +73,6 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False,
     to another environment than the one selected.  With ``rule_errors``, the errors of
     rules are put there and the plan returned all the same (the dashboard shows both).
     ``workspace``: the caller's open state (``plan --out`` then writes through it);
-    ``early``: a refresh the caller began from it before the manifests were read;
     ``allow_endpoint_change``: the live references are read at the endpoint given
     though the state records another."""
 
@@ -83,24 +80,26 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False,
         if workspace is None:
             workspace = stack.enter_context(Workspace(settings))
         return _plan(manifests, settings, workspace, saving=saving, read_secrets=read_secrets,
-                     rule_errors=rule_errors, early=early,
+                     rule_errors=rule_errors,
                      allow_endpoint_change=allow_endpoint_change).plan
 
 
-def planned(manifests: ManifestSet, settings: Settings) -> Planned:
-    """The agent's plan: with secrets, the rules' errors collected, the lock's holder."""
+def planned(manifests: ManifestSet, settings: Settings, offers: Offers | None = None
+            ) -> Planned:
+    """The agent's plan: with secrets, the rules' errors collected, the lock's holder.
+    ``offers``: what the endpoint was found to offer, kept across the agent's cycles."""
 
     errors: list[Problem] = []
     with Workspace(settings) as workspace:
         found = _plan(manifests, settings, workspace, saving=False, read_secrets=True,
-                      rule_errors=errors)
+                      rule_errors=errors, offers=offers)
     found.rule_errors = errors
     return found
 
 
 def _plan(manifests: ManifestSet, settings: Settings, workspace: Workspace, *, saving: bool,
           read_secrets: bool, rule_errors: list[Problem] | None,
-          early: Early | None = None, allow_endpoint_change: bool = False) -> Planned:
+          allow_endpoint_change: bool = False, offers: Offers | None = None) -> Planned:
     if read_secrets:
         check_secrets_set(manifests, settings)
     settings = with_secrets(settings, manifests)
@@ -110,8 +109,8 @@ def _plan(manifests: ManifestSet, settings: Settings, workspace: Workspace, *, s
     running, governed = None, {}
     store = workspace.existing()
     if store is not None:
-        snapshot = early.snapshot if early is not None else store.snapshot(
-            settings.workspace, responses=refreshing(settings), create=False)
+        snapshot = store.snapshot(settings.workspace, responses=refreshing(settings),
+                                  create=False)
         running = store.running(settings.workspace)
         if snapshot.governance is None and settings.endpoint:
             governed = store.governed()
@@ -119,10 +118,6 @@ def _plan(manifests: ManifestSet, settings: Settings, workspace: Workspace, *, s
         snapshot = read_snapshot(settings)
     record = governance.recorded(snapshot.governance, settings.workspace)
     governance.check_environment(record, selection.name, settings.workspace, selection.project)
-    # While a refresh begun early is read in a second process, the live references
-    # are checked here (with --target they depend on the plan, so after it).
-    ahead = (_LiveAhead(manifests, settings) if early is not None and not settings.targets
-             else None)
     seen: list[Observation] = [Observation()]
 
     def make(observation: Observation) -> Plan:
@@ -133,9 +128,10 @@ def _plan(manifests: ManifestSet, settings: Settings, workspace: Workspace, *, s
                          ignore=selection.ignore_changes, observation=observation)
 
     result, observed, observation = refreshed(
-        settings, snapshot, make, early, running=running is not None,
+        settings, snapshot, make, running=running is not None,
         owners=(lambda ids: store.recorded_elsewhere(settings.workspace, ids))
-        if store is not None else None, codes=codes_to_check(manifests, snapshot.entries))
+        if store is not None else None, codes=codes_to_check(manifests, snapshot.entries),
+        offers=offers)
     result.secrets_read = read_secrets
     tested(result, manifests, snapshot, observed, observation)
     governed_by(result, record, proposed, selection.name)
@@ -156,14 +152,11 @@ def _plan(manifests: ManifestSet, settings: Settings, workspace: Workspace, *, s
 
         result.checks.append(Check("endpoint", CheckStatus.WARNING,
                                    f"{changed}; apply will refuse without --allow-endpoint-change"))
-    if ahead is not None:
-        ahead.put(result)
-    else:
-        # With --target, the targeted objects' live references only.
-        _check_live(result, manifests, settings, [
-            c.address for c in result.changes if c.address in manifests.objects]
-            if settings.targets else None,
-            moved="" if allow_endpoint_change else changed)
+    # With --target, the targeted objects' live references only.
+    _check_live(result, manifests, settings, [
+        c.address for c in result.changes if c.address in manifests.objects]
+        if settings.targets else None,
+        moved="" if allow_endpoint_change else changed)
     if saving and read_secrets and not snapshot.lineage and _may_save(workspace):
         result = _in_new_workspace(result, manifests, workspace, seen[0])
     return Planned(result, running)
@@ -198,30 +191,10 @@ def _check_live(plan: Plan, manifests: ManifestSet, settings: Settings,
         raise ApiError(moved_error(values, moved))
 
     async def check() -> None:
-        async with runtime.client(settings, max_retries=1, reads=True) as client:
+        async with runtime.client(settings, reads=True, max_retries=1) as client:
             await check_live(plan, manifests, client, targeted, unreachable=True)
 
     runtime.run(check())
-
-
-class _LiveAhead:
-    """The live references checked before the plan is made: their checks, or the error
-    they raised, put on the plan where ``_check_live`` would have, so a plan says the
-    same in the same order either way."""
-
-    def __init__(self, manifests: ManifestSet, settings: Settings) -> None:
-        self._scratch = Plan(workspace=settings.workspace, lineage="", serial=0, digest="",
-                             changes=[])
-        self._error: GovsyncError | None = None
-        try:
-            _check_live(self._scratch, manifests, settings, None)
-        except GovsyncError as exc:
-            self._error = exc
-
-    def put(self, plan: Plan) -> None:
-        if self._error is not None:
-            raise self._error
-        plan.checks.extend(self._scratch.checks)
 
 
 def governed_by(plan: Plan, record: Governance | None, proposed: Governance,

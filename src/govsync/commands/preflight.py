@@ -18,7 +18,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from govsync import approvals, audit, governance, planfile, render
+from govsync import approvals, audit, governance, planfile
 from govsync.approvals import Approver
 from govsync.commands.endpoint import identity
 from govsync.commands.observing import check_creates, refreshed_async, refused_partial
@@ -38,6 +38,7 @@ from govsync.governance import Governance
 from govsync.plan import Action, Plan, codes_to_check, make_plan
 from govsync.planfile import SavedPlan, review_digest, reviewed_change
 from govsync.redact import url as safe_url
+from govsync.render.reasons import blocked_advice, blocked_lines
 from govsync.rules import check_sent
 from govsync.settings import Settings
 from govsync.state import Snapshot, StateStore
@@ -45,6 +46,7 @@ from govsync.values import Resolver
 
 if TYPE_CHECKING:
     from govsync import refresh
+    from govsync.api.resource import Offers
 
 
 @dataclass(frozen=True)
@@ -144,8 +146,9 @@ def locked(source: Source, store: StateStore, snapshot: Snapshot,
 
 
 async def preflight(source: Source, store: StateStore, snapshot: Snapshot, settings: Settings,
-                    record: Governance | None) -> Preflight:
-    """The plan to apply, checked (under the lock) before anything is sent."""
+                    record: Governance | None, offers: Offers | None = None) -> Preflight:
+    """The plan to apply, checked (under the lock) before anything is sent (``offers``:
+    what the endpoint was found to offer before)."""
 
     selection = settings.selection
     proposed = governance.of_project(selection.project, selection.environment)
@@ -157,14 +160,14 @@ async def preflight(source: Source, store: StateStore, snapshot: Snapshot, setti
     match source:
         case Saved(saved):
             plan = saved.plan
-            await check_creates(plan, settings, snapshot, owners)
+            await check_creates(plan, settings, snapshot, owners, offers)
         case Manifests(manifests) | Reviewed(manifests, _):
             plan, observed, seen = await refreshed_async(
                 settings, snapshot, lambda observation: make_plan(
                     manifests, snapshot, environ=settings.environ, targets=settings.targets,
                     prune=selection.prune, replace=settings.replace,
                     ignore=selection.ignore_changes, observation=observation), owners=owners,
-                codes=codes_to_check(manifests, snapshot.entries))
+                codes=codes_to_check(manifests, snapshot.entries), offers=offers)
             refused_partial(observed, "nothing was applied")
             tested(plan, manifests, snapshot, observed, seen)
             governed_by(plan, record, proposed, selection.name)
@@ -178,8 +181,8 @@ async def preflight(source: Source, store: StateStore, snapshot: Snapshot, setti
         blocked = plan.blocked()
         raise BlockedPlanError("\n".join([
             f"the plan has {len(blocked)} blocked change(s):",
-            *render.blocked_lines(blocked),
-            f"{render.blocked_advice(blocked)}; nothing was applied"]))
+            *blocked_lines(blocked),
+            f"{blocked_advice(blocked)}; nothing was applied"]))
     target = (Governance.from_dict(plan.governance["to"], settings.workspace)
               if plan.governance else record or proposed)
     # The approvals the workspace recorded; for a workspace never applied, those

@@ -14,6 +14,7 @@ from govsync.plan import Plan
 from govsync.planfile import SavedPlan
 
 if TYPE_CHECKING:
+    from govsync.api.resource import Offers
     from govsync.apply import Reporter
 
 
@@ -77,3 +78,5 @@ class ApplyOptions:
     # Once set (by another thread), the calls in flight end and are recorded, and
     # nothing more is sent (the agent on SIGTERM, a person's first Ctrl-C).
     stopping: threading.Event | None = None
+    # What the endpoint was found to offer before (the agent keeps one per environment).
+    offers: Offers | None = None

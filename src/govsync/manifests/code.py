@@ -11,7 +11,7 @@ starts, and the message says the line and column within the code.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from yaml.nodes import MappingNode, Node, ScalarNode
 
@@ -20,10 +20,7 @@ from govsync.api.kinds import HOOK_KIND
 from govsync.errors import Problem
 from govsync.manifests.manifest import Manifest, document_root
 from govsync.manifests.yamlio import read_text
-from govsync.policycode import hook_uses
-
-if TYPE_CHECKING:
-    from govsync.policycode import CodeProblem
+from govsync.policycode import CodeProblem, hook_uses
 
 FIELD = "code"
 
@@ -107,10 +104,12 @@ def check_code(objects: Mapping[str, Manifest]) -> tuple[list[Problem], list[Pro
             if m.kind.loads and isinstance(m.template.get(m.kind.loads), str)}
     drafts = {m.name for m in objects.values()
               if m.kind.name == HOOK_KIND and m.template.get("status") == "draft"}
-    # (policycode's entries load here: the worker's module, for manifests with code only)
-    reports = policycode.check([policycode.Source(m.kind.code, code)
-                                for m, code in coded if m.kind.code],
-                               keys=keys, drafts=drafts)
+    # The worker's module loads here, for manifests with code only.
+    from govsync.policycode import sandbox
+
+    reports = sandbox.check([policycode.Source(m.kind.code, code)
+                             for m, code in coded if m.kind.code],
+                            keys=keys, drafts=drafts)
     errors: list[Problem] = []
     warnings: list[Problem] = []
     for (manifest, _), report in zip(coded, reports, strict=True):

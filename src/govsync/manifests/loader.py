@@ -14,7 +14,6 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from govsync import policycode
 from govsync.api.kinds import HOOK_KIND, POLICY_KIND
 from govsync.errors import ManifestError, Problem
 from govsync.files import manifest_files
@@ -189,7 +188,9 @@ def load(paths: Sequence[str], *, read: Reader = read_files,
     coded = [d.manifest.kind.code for d in documents
              if code and d.manifest is not None and d.manifest.kind.code]
     if coded:  # the engines' workers start while the references and the graph are checked
-        policycode.warm({r for r in coded if r is not None}, len(coded))
+        from govsync.policycode import sandbox  # the worker's module: code only
+
+        sandbox.warm({r for r in coded if r is not None}, len(coded))
     directives = [d for r in results for d in r.directives]
     patches = _in_path_order([d for d in directives if d.kind == "Patch"], paths)
     if patches:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from govsync.api.kinds import BY_KIND, POLICY_KIND
-from govsync.api.resource import found_with, read_with
+from govsync.api.resource import Offers, found_with, read_with
 from govsync.plan import (
     REFRESH_CHECK,
     Action,
@@ -54,7 +54,7 @@ from govsync.state import Entry
 if TYPE_CHECKING:
     from govsync.api.client import AsyncClient
 
-__all__ = ["LANES", "Observed", "Owners", "Reader", "Reading", "annotate", "compare", "look_up", "observe",
+__all__ = ["LANES", "Observed", "Offers", "Owners", "Reader", "Reading", "annotate", "compare", "look_up", "observe",
            "outside_changes", "read", "refreshed", "skipped", "unread_reason", "verify_id"]
 
 # Who else records an object: (live ids) -> {id: (workspace, address)} of the other
@@ -89,13 +89,13 @@ class Observed:
 
 async def observe(client: AsyncClient, entries: Mapping[str, Entry],
                   ignore: Mapping[str, Sequence[str]] | None = None,
-                  *, concurrency: int = CONCURRENCY) -> Observed:
+                  *, concurrency: int = CONCURRENCY, offers: Offers | None = None) -> Observed:
     """Read every recorded object and compare it with what govsync last applied (each
     kind as soon as it is read, while the others are read)."""
     drift: list[Drifted] = []
     reading = await read(client, entries, concurrency=concurrency,
                          done=lambda read, reading: drift.extend(
-                             compare_read(read, reading, ignore)))
+                             compare_read(read, reading, ignore)), offers=offers)
     return Observed(reading, sorted(drift, key=by_address))
 
 
@@ -103,13 +103,12 @@ async def refreshed(client: AsyncClient, entries: Mapping[str, Entry],
                     make: Callable[[Observation], Plan],
                     ignore: Mapping[str, Sequence[str]] | None = None,
                     recheck: Callable[[], Mapping[str, Entry]] | None = None,
-                    observed: Observed | None = None, owners: Owners | None = None,
-                    running: bool = False, codes: Mapping[str, str] | None = None,
+                    owners: Owners | None = None, running: bool = False,
+                    codes: Mapping[str, str] | None = None, offers: Offers | None = None,
                     ) -> tuple[Plan, Observed, Observation]:
-    """Refresh (``observed``: read already), then look up on the server what the plan
-    would create and read what it imports, then the plan ``make`` makes from all that
-    (decided once), with the refresh's findings on it, and the observation it was made
-    from.
+    """Refresh, then look up on the server what the plan would create and read what it
+    imports, then the plan ``make`` makes from all that (decided once), with the
+    refresh's findings on it, and the observation it was made from.
 
     ``recheck``: the workspace's entries read again (the state was read before the
     server, without the lock: an apply running meanwhile records its intent before it
@@ -117,11 +116,12 @@ async def refreshed(client: AsyncClient, entries: Mapping[str, Entry],
     who else of the state records an id.  ``running``: an apply holds the lock.
     ``codes``: the policies' code the service is asked about (address -> code), asked
     while the server is read; a policy the plan then creates that was not among them
-    (a missing one) is asked after."""
+    (a missing one) is asked after.  ``offers``: what the endpoint was found to offer
+    before (the caller keeps it)."""
+    offers = offers if offers is not None else Offers()
     asking = asyncio.ensure_future(code.ask(client, codes or {}))
     try:
-        if observed is None:
-            observed = await observe(client, entries, ignore)
+        observed = await observe(client, entries, ignore, offers=offers)
     except BaseException:
         asking.cancel()
         raise
@@ -131,7 +131,7 @@ async def refreshed(client: AsyncClient, entries: Mapping[str, Entry],
     imports = [c for c in plan.changes if c.action == Action.IMPORT and c.id]
     ending = [c for c in plan.changes if c.action in (Action.DELETE, Action.REPLACE) and c.id]
     if looked or imports or ending:
-        reader = Reader(client, observed.reading)
+        reader = Reader(client, observed.reading, offers=offers)
         found = await look_up(reader, looked)
         read_back = await read_imports(reader, imports)
         ids = {i for ids in found.values() for i in ids} | {

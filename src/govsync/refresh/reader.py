@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from govsync import paths
 from govsync.api.catalog import Operation
 from govsync.api.kinds import BY_KIND, KINDS, Kind
-from govsync.api.resource import PAGE, Objects, key_of, listed, object_id, readable
+from govsync.api.resource import PAGE, Objects, Offers, key_of, listed, object_id, readable
 from govsync.errors import ApiError, ApiStatusError, NotFoundError, UnauthorizedError
 from govsync.state import APPLIED, Entry
 
@@ -111,21 +111,16 @@ def recorded(entries: Mapping[str, Entry], addresses: Iterable[str] | None = Non
     return out
 
 
-# Endpoints this process has found without the reads.  A refresh sends its Gets
-# beside the probe; to these it sends them only after the probe (which may find the
-# reads there now): an agent refreshes every cycle, and each of those Gets would be
-# answered 404 every time.
-_WITHOUT_READS: set[str] = set()
-
-
 class Reader(Objects):
     """The refresh's object layer (``api.resource.Objects``): its calls counted, and what
-    the endpoint offers kept, in ``reading``."""
+    the endpoint offers kept, in ``reading``; what it learns of the endpoint recorded in
+    ``offers`` (``Offers``: the caller's, kept across its runs, else this run's)."""
 
     def __init__(self, client: AsyncClient, reading: Reading,
-                 concurrency: int = CONCURRENCY) -> None:
+                 concurrency: int = CONCURRENCY, offers: Offers | None = None) -> None:
         self.reading = reading
-        super().__init__(client, concurrency=concurrency, offers_reads=reading.offers_reads)
+        super().__init__(client, concurrency=concurrency, offers_reads=reading.offers_reads,
+                         offers=offers)
 
     @property
     def offers_reads(self) -> bool | None:
@@ -134,19 +129,16 @@ class Reader(Objects):
     @offers_reads.setter
     def offers_reads(self, value: bool | None) -> None:
         self.reading.offers_reads = value
-        if value is False:
-            _WITHOUT_READS.add(self.client.base_url)
-        elif value:
-            _WITHOUT_READS.discard(self.client.base_url)
 
     async def call(self, op: Operation, body: Mapping[str, Any]) -> dict[str, Any]:
         self.reading.calls += 1
         return await super().call(op, body)
 
     def may_read_ahead(self) -> bool:
-        """Whether Gets may go out before the probe has answered: not where this process
-        found the endpoint without the reads."""
-        return self.client.base_url not in _WITHOUT_READS
+        """Whether Gets may go out before the probe has answered: not where the endpoint
+        was found without the reads before (``offers``: an agent refreshes every cycle,
+        and each of those Gets would be answered 404 every time)."""
+        return self.offers.reads is not False
 
     async def read(self, kind: Kind, entry: Entry) -> dict[str, Any] | None:
         """The live object of a recorded ``entry`` by the kind's Get (None: it answers 404)."""
@@ -162,12 +154,13 @@ class Reader(Objects):
 async def read(client: AsyncClient, entries: Mapping[str, Entry],
                addresses: Iterable[str] | None = None, *,
                concurrency: int = CONCURRENCY,
-               done: Callable[[list[Entry], Reading], None] | None = None) -> Reading:
+               done: Callable[[list[Entry], Reading], None] | None = None,
+               offers: Offers | None = None) -> Reading:
     """Read every applied entry of ``addresses`` (None: all) from the server;
     ``done(entries, reading)`` as soon as each kind's are read (the other kinds'
-    reads go on meanwhile)."""
+    reads go on meanwhile); ``offers``: what the endpoint was found to offer before."""
     reading = Reading()
-    reader = Reader(client, reading, concurrency)
+    reader = Reader(client, reading, concurrency, offers)
     by_kind = recorded(entries, addresses)
 
     async def one(kind: Kind, kind_entries: list[Entry]) -> None:

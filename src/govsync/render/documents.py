@@ -18,7 +18,8 @@ from govsync.formats import FORMAT_VERSION
 from govsync.plan import Action, Plan
 from govsync.planfile import SavedPlan
 from govsync.redact import url
-from govsync.render import created_lines, plan_text
+from govsync.render.lines import created_lines
+from govsync.render.text import plan_text
 from govsync.state import Snapshot
 from govsync.values import PlannedSecret, Ref
 

@@ -22,18 +22,18 @@ from typing import Any
 from urllib.parse import urlencode
 
 from govsync.plan import Action, Change, DriftKind, Plan
-from govsync.render import (
+from govsync.render import linediff
+from govsync.render.codetests import html_section
+from govsync.render.graph import Graph
+from govsync.render.lines import (
     OCCASIONAL,
     ORDER,
     SYMBOLS,
     TABLE_ORDER,
     fmt_value,
     governance_lines,
-    linediff,
     summary_line,
 )
-from govsync.render.codetests import html_section
-from govsync.render.graph import Graph
 from govsync.render.reasons import reason_words
 from govsync.render.svg import graph_svg
 from govsync.values import shown

@@ -9,9 +9,9 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from govsync import render
 from govsync.governance import Governance
 from govsync.plan import Action, DriftKind, FieldChange, Plan
+from govsync.render.linediff import field_lines, lines_of
 from govsync.values import KNOWN_AFTER_APPLY_TEXT, SENSITIVE
 
 if TYPE_CHECKING:
@@ -76,8 +76,8 @@ def _plain(text: str, fg: str | None) -> str:
     return text
 
 
-# The colour of each kind of diff line in a terminal, by linediff.Tag's values (a StrEnum: its members are these strings): linediff
-# is loaded (through render's LAZY) only where a multi-line string is shown (issue 31).
+# The colour of each kind of diff line in a terminal, by linediff.Tag's values (a StrEnum:
+# its members are these strings).
 _LINE_COLOURS: dict[str, str | None] = {"+": "green", "-": "red", "@": "cyan", " ": None,
                                         "\\": None}
 
@@ -112,7 +112,7 @@ def field_change_lines(d: FieldChange, *, markdown: bool = False, style: Style =
     if not (_multiline(d.before) or _multiline(d.after)):
         text = f"      {d.path}: {fmt_value(d.before)} -> {fmt_value(d.after)}{suffix}"
         return [_md(text) if markdown else text]
-    lines = render.field_lines(d.before, d.after)
+    lines = field_lines(d.before, d.after)
     assert lines is not None
     # A side that is not a string (absent: null) is named on the field's line.
     sides = [fmt_value(v) if not isinstance(v, str) else "" for v in (d.before, d.after)]
@@ -129,7 +129,7 @@ def created_lines(key: str, value: Any, *, markdown: bool = False, style: Style 
         text = f"      {key}: {fmt_value(value)}{suffix}"
         return [_md(text) if markdown else text]
     head = f"      {key}:{suffix}"
-    return _lines_below(_md(head) if markdown else head, render.lines_of(value), markdown,
+    return _lines_below(_md(head) if markdown else head, lines_of(value), markdown,
                         style)
 
 

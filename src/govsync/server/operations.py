@@ -37,7 +37,7 @@ from pydantic import BaseModel
 from govsync import paths
 from govsync.api.catalog import OPERATIONS, Operation, UpdateStyle, Verb, of_kind
 from govsync.api.kinds import BY_KIND
-from govsync.policycode import validity
+from govsync.policycode.sandbox import validity
 from govsync.server.errors import ApiFailure, invalid
 from govsync.server.listing import list_page
 from govsync.server.shapes import WRITE_ONLY_KEY, ById, Shape, shape_of

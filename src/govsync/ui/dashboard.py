@@ -1,7 +1,7 @@
 """What the dashboard shows of an environment, read from the project and the state.
 
 Read-only: manifests are loaded and planned without reading secrets' values
-(``commands.plan(..., read_secrets=False)``, a pull request's plan), without
+(``planning.plan(..., read_secrets=False)``, a pull request's plan), without
 calling the API (no endpoint: the dashboard reads the state and the project,
 nothing else), and the state is never written (a workspace that does not
 exist reads as empty).  What a page shows is an ``EnvironmentView``: built
@@ -17,8 +17,9 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from govsync import approvals, audit, commands, governance, runtime
+from govsync import approvals, audit, governance, runtime
 from govsync.approvals import AllowedSigner
+from govsync.commands import planning
 from govsync.errors import ConfigError, GovsyncError, ManifestError, Problem
 from govsync.manifests import load as load_manifests
 from govsync.manifests.manifest import Context, ManifestSet
@@ -116,7 +117,7 @@ def read_environment(name: str, settings: Settings, *, agent: AgentReport | None
         if git:
             view.revision = git["commit"][:12] + (" (with uncommitted changes)"
                                                   if git["dirty"] else "")
-        view.plan = commands.plan(manifests, settings, read_secrets=False, rule_errors=errors)
+        view.plan = planning.plan(manifests, settings, read_secrets=False, rule_errors=errors)
         view.graph = _graph(view.plan, dependency_graph(manifests.objects))
     except ManifestError as exc:
         view.error = (f"{len(exc.problems)} problem(s) in the manifests or the project; "

@@ -14,7 +14,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from govsync.plan import Action
-from govsync.render import summary_line
 from govsync.render.graph import LEGEND, change_graph
 from govsync.render.html import (
     Filter,
@@ -31,6 +30,7 @@ from govsync.render.html import (
     uncertain_section,
     url,
 )
+from govsync.render.lines import summary_line
 from govsync.render.svg import graph_svg
 from govsync.statuses import Outcome, RecordType, outcome_of, record_type
 from govsync.ui.dashboard import EnvironmentView
