@@ -56,6 +56,7 @@ from govsync.plan import (
     PolicyTests,
     Reason,
 )
+from govsync.planning.impact import Impact
 from govsync.values import PlannedSecret, Ref
 
 KIND = "govsync-plan"
@@ -448,6 +449,7 @@ def _change(c: Any) -> Change:
         moved_from=moved_from if action in (Action.MOVE, Action.BLOCKED) else None,
         kept=tuple(_strs(c.get("kept", []), f"{address}: kept")),
         tests=PolicyTests.from_saved(c["testRuns"]) if "testRuns" in c else None,
+        impact=Impact.from_dict(c["impact"]) if "impact" in c else None,
     )
 
 

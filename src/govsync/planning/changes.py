@@ -10,6 +10,7 @@ from enum import StrEnum
 from typing import Any, NamedTuple, TypedDict
 
 from govsync import __version__
+from govsync.planning.impact import Impact
 from govsync.planning.reasons import Reason, Why
 
 
@@ -181,6 +182,9 @@ class Change:
     # A created or code-changed policy's tests (policytests.annotate, after the plan is
     # decided): shown, seen by rules as change.tests, never sent.
     tests: PolicyTests | None = None
+    # A created or code-changed policy's impact over logged traffic (plan --impact,
+    # --impact-from): shown, seen by rules as change.impact, never sent.
+    impact: Impact | None = None
 
     def public(self, reason: str = "") -> dict[str, Any]:
         """What users see of a change (``--format json``): no request.  ``reason``: its
@@ -206,6 +210,8 @@ class Change:
             body["kept"] = list(self.kept)
         if self.tests is not None:
             body["tests"] = self.tests.as_dict()
+        if self.impact is not None:
+            body["impact"] = self.impact.as_dict()
         return body
 
     def patch_of(self, path: str) -> str | None:

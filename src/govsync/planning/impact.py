@@ -1,0 +1,149 @@
+"""What a policy change would stop, measured over logged traffic (contract section 13,
+"Impact"): the window it is measured over, and per created or code-changed policy the
+counts of decisions by stage and action of the new code beside the recorded code's, with
+a few examples.  ``change.impact`` on a plan; the renderers and rules read ``as_dict``."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, NamedTuple
+
+# How many examples a policy's impact shows.
+EXAMPLES = 5
+
+# "7d", "36h", "90m", "3600s", "2w": a positive whole number and a unit.
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_WINDOW = re.compile(r"(\d+)([smhdw])")
+
+
+class Window(NamedTuple):
+    """A window of logged traffic ending now: as written (``text``) and in seconds."""
+
+    text: str
+    seconds: int
+
+    @property
+    def evaluation_window(self) -> str:
+        """What CreatePolicyReport takes: seconds with an ``s`` suffix (``"604800s"``)."""
+        return f"{self.seconds}s"
+
+
+def parse_window(text: str) -> Window:
+    """``text`` as a window; ValueError saying what is accepted for anything else
+    (``0s``, ``-1d``, ``7 days``)."""
+    match = _WINDOW.fullmatch(text.strip())
+    seconds = int(match.group(1)) * _UNITS[match.group(2)] if match else 0
+    if seconds <= 0:
+        raise ValueError(f"{text!r} is not a window: write a positive whole number and a "
+                         "unit, s, m, h, d or w (for example 7d or 36h)")
+    return Window(text.strip(), seconds)
+
+
+class Source(StrEnum):
+    """Where a policy's impact was measured."""
+
+    REPORT = "report"   # the endpoint's impact reports (plan --impact)
+    FILE = "file"       # recorded inputs replayed locally (plan --impact-from)
+
+
+# stage -> action -> how many logged requests that code's decision is that action for
+# (never "allow": an allowed request is not an impact).
+Counts = dict[str, dict[str, int]]
+
+
+class Example(NamedTuple):
+    """One logged request the new code would decide other than allow."""
+
+    time: str
+    stage: str
+    decision: str
+    user: str | None = None
+    resource: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"time": self.time, "stage": self.stage, "decision": self.decision,
+                "user": self.user, "resource": self.resource}
+
+
+@dataclass(frozen=True)
+class Impact:
+    """One policy's impact.  ``known`` False: it could not be measured, and ``why`` says
+    why (a report failed, timed out, is not offered; a file could not be read); it never
+    blocks by itself.  ``recorded`` is None for a created policy (no code before).
+    ``evaluated``: how many logged requests were evaluated (None where the source does
+    not say)."""
+
+    known: bool
+    window: str
+    source: Source
+    why: str = ""
+    new: Counts | None = None
+    recorded: Counts | None = None
+    examples: tuple[Example, ...] = ()
+    evaluated: int | None = None
+    # Lines of a file of recorded inputs that could not be read (their line numbers).
+    skipped: tuple[int, ...] = ()
+
+    @classmethod
+    def unknown(cls, window: str, source: Source, why: str) -> Impact:
+        return cls(False, window, source, why)
+
+    @staticmethod
+    def total(counts: Counts | None) -> int:
+        return sum(n for actions in (counts or {}).values() for n in actions.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        """``"impact"`` of a change in JSON, what rules see as ``change.impact``, and what
+        a saved plan keeps (``from_dict`` reads it back)."""
+        return {"known": self.known, "why": self.why, "window": self.window,
+                "source": self.source, "new": self.new, "recorded": self.recorded,
+                "newTotal": self.total(self.new), "recordedTotal": self.total(self.recorded),
+                "evaluated": self.evaluated,
+                "examples": [e.as_dict() for e in self.examples],
+                "skippedLines": list(self.skipped)}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Impact:
+        """What ``as_dict`` wrote; TypeError or ValueError for anything else (a saved plan
+        may be hostile)."""
+        if not isinstance(data, dict):
+            raise TypeError("impact must be an object")
+        known, window, why = data.get("known"), data.get("window"), data.get("why", "")
+        if not isinstance(known, bool) or not isinstance(window, str) \
+                or not isinstance(why, str):
+            raise TypeError("impact's known is a boolean, window and why texts")
+        evaluated = data.get("evaluated")
+        if evaluated is not None and (not isinstance(evaluated, int)
+                                      or isinstance(evaluated, bool)):
+            raise TypeError("impact's evaluated is a count")
+        examples = []
+        for item in data.get("examples") or []:
+            if not isinstance(item, dict) or not all(
+                    isinstance(item.get(k), str) for k in ("time", "stage", "decision")) \
+                    or not all(item.get(k) is None or isinstance(item.get(k), str)
+                               for k in ("user", "resource")):
+                raise TypeError("an impact example is {time, stage, decision, user, "
+                                "resource}")
+            examples.append(Example(item["time"], item["stage"], item["decision"],
+                                    item.get("user"), item.get("resource")))
+        skipped = data.get("skippedLines") or []
+        if not isinstance(skipped, list) or not all(
+                isinstance(n, int) and not isinstance(n, bool) for n in skipped):
+            raise TypeError("impact's skippedLines are line numbers")
+        return cls(known, window, Source(str(data.get("source"))), why,
+                   _counts(data.get("new")), _counts(data.get("recorded")),
+                   tuple(examples), evaluated, tuple(skipped))
+
+
+def _counts(data: Any) -> Counts | None:
+    if data is None:
+        return None
+    if not isinstance(data, dict) or not all(
+            isinstance(stage, str) and isinstance(actions, dict)
+            and all(isinstance(a, str) and isinstance(n, int) and not isinstance(n, bool)
+                    and n >= 0 for a, n in actions.items())
+            for stage, actions in data.items()):
+        raise TypeError("impact counts are {stage: {action: count}}")
+    return {stage: dict(actions) for stage, actions in data.items()}
