@@ -53,6 +53,16 @@ class Source(StrEnum):
 Counts = dict[str, dict[str, int]]
 
 
+class Target(NamedTuple):
+    """A policy whose impact a plan measures: its address, its live id (None for one not
+    yet created), its new code and the recorded code (None for a created policy)."""
+
+    address: str
+    policy_id: str | None
+    code: str
+    recorded: str | None
+
+
 class Example(NamedTuple):
     """One logged request the new code would decide other than allow."""
 
