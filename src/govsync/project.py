@@ -45,6 +45,7 @@ from govsync.manifests.yamlio import RawDocument, iter_documents, locate, read_t
 if TYPE_CHECKING:
     from govsync.agentconfig import AgentSettings
     from govsync.approvals import Approvals
+    from govsync.impactconfig import ImpactSettings
     from govsync.rules import Rule
 
 PROJECT_FILE = "govsync.yaml"
@@ -53,9 +54,9 @@ ENV_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 TOP_KEYS = ("apiVersion", "kind", "paths", "workspace", "endpoint", "state", "apiKey",
             "viewerKey", "vars", "environments", "rules", "approvals", "agent", "ignoreChanges",
-            "prune", "selfHeal")
+            "prune", "selfHeal", "impact")
 ENV_KEYS = ("paths", "workspace", "endpoint", "state", "apiKey", "viewerKey", "vars", "agent",
-            "prune", "selfHeal")
+            "prune", "selfHeal", "impact")
 # Where a key comes from: ``{fromEnv: VARIABLE}``, never the key (the file is in git).
 KEY_FIELDS = {"apiKey": "api_key", "viewerKey": "viewer_key"}
 # Keys a user might put a credential under: refused with the reason.
@@ -66,7 +67,7 @@ _VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # command's start-up, and most projects have none of them).  Data, not code:
 # docs/architecture.md's test reads this table as imports of project.py.
 SECTIONS = {"rules": "govsync.rules", "approvals": "govsync.approvals",
-            "agent": "govsync.agentconfig"}
+            "agent": "govsync.agentconfig", "impact": "govsync.impactconfig"}
 
 
 def section(name: str) -> ModuleType:
@@ -94,6 +95,8 @@ class Environment:
     prune: bool | None = None
     # Outside changes planned as the updates that undo them (None: not set here).
     self_heal: bool | None = None
+    # What plan and the agent measure of a policy change's impact (None: not set here).
+    impact: ImpactSettings | None = None
 
 
 @dataclass(frozen=True)
@@ -308,9 +311,11 @@ def _environment(name: str, body: dict[str, Any], at: tuple[Any, ...], base: str
             problem((*at, key), f"{key} must be true ({meaning}) or false")
             flag = None
         flags[key] = flag
+    impact = (section("impact").parse(body["impact"], (*at, "impact"), base, problem)
+              if body.get("impact") is not None else None)
     return Environment(name, paths, strings["workspace"], strings["endpoint"], strings["state"],
                        dict(variables), agent, **keys, prune=flags["prune"],
-                       self_heal=flags["selfHeal"])
+                       self_heal=flags["selfHeal"], impact=impact)
 
 
 def _from_env(value: Any) -> str | None:
@@ -391,6 +396,13 @@ class Selection:
         if self.environment is not None and self.environment.self_heal is not None:
             return self.environment.self_heal
         return bool(self.project is not None and self.project.top.self_heal)
+
+    @property
+    def impact(self) -> ImpactSettings | None:
+        """The impact settings of the environment over the project's (None: neither)."""
+        top = self.project.top.impact if self.project is not None else None
+        env = self.environment.impact if self.environment is not None else None
+        return env.over(top) if env is not None else top
 
     @property
     def ignore_changes(self) -> Mapping[str, tuple[str, ...]]:

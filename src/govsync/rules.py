@@ -17,7 +17,9 @@ An expression sees three variables:
 * ``change``: ``{action, fields}`` of the object's change (plan only: a rule
   that mentions ``change`` is left to plan by ``validate``), and for a created or
   code-changed policy ``tests`` (``{passed, failed, errors, changed}``: its
-  PolicyTests' results, policytests.annotate);
+  PolicyTests' results, policytests.annotate) and, where the plan measured it,
+  ``impact`` (``{known, why, window, source, new, recorded, newTotal, recordedTotal,
+  evaluated, examples, skippedLines}``: impacts.py);
 * ``env``: the environment's name, or ``""`` without one.
 
 CEL is the language of Kubernetes' ValidatingAdmissionPolicy; the runtime is
@@ -193,11 +195,21 @@ def object_spec(manifest: Manifest, ids: Mapping[str, str]) -> Any:
 
 def as_change(change: Change) -> dict[str, Any]:
     """A change as a rule's ``change`` variable sees it: a created or code-changed
-    policy's with its tests (``change.tests``: passed, failed, errors, changed)."""
+    policy's with its tests (``change.tests``: passed, failed, errors, changed) and its
+    impact where measured (``change.impact``, as in JSON; counts of a created policy's
+    recorded code are ``{}``, an unknown evaluated count 0, so that a rule reads them
+    without has())."""
     body: dict[str, Any] = {"action": str(change.action), "fields": list(change.fields)}
     if change.tests is not None:
         found = change.tests.as_dict()
         body["tests"] = {key: found[key] for key in ("passed", "failed", "errors", "changed")}
+    if change.impact is not None:
+        impact = change.impact.as_dict()
+        impact["source"] = str(impact["source"])
+        for key in ("new", "recorded"):
+            impact[key] = impact[key] or {}
+        impact["evaluated"] = impact["evaluated"] or 0
+        body["impact"] = impact
     return body
 
 

@@ -21,6 +21,7 @@ from govsync.cli.root import (
     replace_option,
     target_option,
 )
+from govsync import impacts
 from govsync.commands import planning
 from govsync.commands.workspace import Workspace
 from govsync.errors import ConfigError
@@ -49,9 +50,17 @@ from govsync.settings import Settings
                    "a saved plan is for review only (apply --reviewed plans again with them).")
 @click.option("--detailed-exitcode", is_flag=True,
               help="Exit 0 when there are no changes, 2 when there are, 1 on error or blocked.")
+@click.option("--impact", "impact_window", metavar="WINDOW",
+              help="Measure what each created or code-changed policy would block, mask or "
+                   "rewrite over the requests logged in the last WINDOW (7d, 36h), with the "
+                   "endpoint's impact reports (GOVSYNC_REPORT_API_KEY where set).")
+@click.option("--impact-from", "impact_from", metavar="FILE",
+              help="Measure impact by replaying a file of recorded inputs locally (JSON "
+                   "lines {time, stage, input}), with the engine of validate and test.")
 @allow_endpoint_change_option
 def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: str,
-         without_secrets: bool, detailed_exitcode: bool, allow_endpoint_change: bool) -> None:
+         without_secrets: bool, detailed_exitcode: bool, allow_endpoint_change: bool,
+         impact_window: str | None, impact_from: str | None) -> None:
     """Show what apply would change: create, update, no-op, blocked, orphan, uncertain.
 
     Reads the state without locking it and sends no write to the API. With an
@@ -62,8 +71,12 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
       govsync plan manifests/ --out plan.json
       govsync plan manifests/ --format markdown > comment.md
       govsync plan manifests/ --format html > plan.html
+      govsync plan manifests/ --impact 7d
+      govsync plan manifests/ --impact-from recorded.jsonl
     """
 
+    # A window that is not one is an error before anything is read (exit 1).
+    impact = impacts.requested(settings.selection.impact, impact_window, impact_from)
     if out_file and not os.path.isdir(os.path.dirname(os.path.abspath(out_file))):
         # Before the plan, which may make the workspace for the file: nothing is left.
         raise ConfigError(f"cannot write the plan to {out_file}: its folder does not exist")
@@ -72,7 +85,7 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
         manifests = load(paths, settings.selection, short=True)
         result = planning.plan(manifests, settings, saving=bool(out_file),
                                read_secrets=not without_secrets, workspace=workspace,
-                               allow_endpoint_change=allow_endpoint_change)
+                               allow_endpoint_change=allow_endpoint_change, impact=impact)
         _show_plan(result, fmt, settings, manifests)
         review_only = _save(result, settings, out_file, manifests, workspace) if out_file else ""
     o = out()

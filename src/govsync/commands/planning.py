@@ -12,7 +12,7 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from govsync import governance, policytests, runtime
+from govsync import governance, impacts, policytests, runtime
 from govsync.api.kinds import POLICY_KIND
 from govsync.commands.endpoint import endpoint_change, identity
 from govsync.commands.observing import (
@@ -62,7 +62,8 @@ class Planned:
 
 def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False,
          read_secrets: bool = True, rule_errors: list[Problem] | None = None,
-         workspace: Workspace | None = None, allow_endpoint_change: bool = False) -> Plan:
+         workspace: Workspace | None = None, allow_endpoint_change: bool = False,
+         impact: impacts.Request | None = None) -> Plan:
     """Diff the manifests against the workspace's state (no lock taken).
 
     Writes nothing, unless ``saving`` (``plan --out``) a workspace never written
@@ -74,32 +75,35 @@ def plan(manifests: ManifestSet, settings: Settings, *, saving: bool = False,
     rules are put there and the plan returned all the same (the dashboard shows both).
     ``workspace``: the caller's open state (``plan --out`` then writes through it);
     ``allow_endpoint_change``: the live references are read at the endpoint given
-    though the state records another."""
+    though the state records another; ``impact``: what of the created or code-changed
+    policies' impact to measure (``impacts.requested``), beside the plan's reads."""
 
     with contextlib.ExitStack() as stack:
         if workspace is None:
             workspace = stack.enter_context(Workspace(settings))
         return _plan(manifests, settings, workspace, saving=saving, read_secrets=read_secrets,
-                     rule_errors=rule_errors,
-                     allow_endpoint_change=allow_endpoint_change).plan
+                     rule_errors=rule_errors, allow_endpoint_change=allow_endpoint_change,
+                     impact=impact).plan
 
 
-def planned(manifests: ManifestSet, settings: Settings, offers: Offers | None = None
-            ) -> Planned:
+def planned(manifests: ManifestSet, settings: Settings, offers: Offers | None = None,
+            impact: impacts.Request | None = None) -> Planned:
     """The agent's plan: with secrets, the rules' errors collected, the lock's holder.
-    ``offers``: what the endpoint was found to offer, kept across the agent's cycles."""
+    ``offers``: what the endpoint was found to offer, kept across the agent's cycles;
+    ``impact``: what of the policies' impact to measure (the environment's settings)."""
 
     errors: list[Problem] = []
     with Workspace(settings) as workspace:
         found = _plan(manifests, settings, workspace, saving=False, read_secrets=True,
-                      rule_errors=errors, offers=offers)
+                      rule_errors=errors, offers=offers, impact=impact)
     found.rule_errors = errors
     return found
 
 
 def _plan(manifests: ManifestSet, settings: Settings, workspace: Workspace, *, saving: bool,
           read_secrets: bool, rule_errors: list[Problem] | None,
-          allow_endpoint_change: bool = False, offers: Offers | None = None) -> Planned:
+          allow_endpoint_change: bool = False, offers: Offers | None = None,
+          impact: impacts.Request | None = None) -> Planned:
     if read_secrets:
         check_secrets_set(manifests, settings)
     settings = with_secrets(settings, manifests)
@@ -119,6 +123,9 @@ def _plan(manifests: ManifestSet, settings: Settings, workspace: Workspace, *, s
     record = governance.recorded(snapshot.governance, settings.workspace)
     governance.check_environment(record, selection.name, settings.workspace, selection.project)
     seen: list[Observation] = [Observation()]
+    # Impact measured beside the reads, from what the state shows; finished on the plan.
+    measuring = (impacts.start(impact, settings, manifests, snapshot.entries)
+                 if impact is not None else None)
 
     def make(observation: Observation) -> Plan:
         seen[0] = observation
@@ -134,6 +141,10 @@ def _plan(manifests: ManifestSet, settings: Settings, workspace: Workspace, *, s
         offers=offers)
     result.secrets_read = read_secrets
     tested(result, manifests, snapshot, observed, observation)
+    if measuring is not None:
+        live = observed.reading.live if observed is not None else {}
+        measuring.finish(result, manifests,
+                         policytests.recorded_code(result, snapshot.entries, live))
     governed_by(result, record, proposed, selection.name)
     check_rules(result, manifests, governance.rules_to_check(record, proposed),
                 selection.name, snapshot, rule_errors)
@@ -233,9 +244,9 @@ def _in_new_workspace(planned: Plan, manifests: ManifestSet, workspace: Workspac
     again.checks, again.environment, again.governance = (
         planned.checks, planned.environment, planned.governance)
     again.drift, again.refreshed = planned.drift, planned.refreshed
-    tests = {c.address: c.tests for c in planned.changes}
+    tests = {c.address: (c.tests, c.impact) for c in planned.changes}
     for change in again.changes:
-        change.tests = tests.get(change.address)
+        change.tests, change.impact = tests.get(change.address, (None, None))
     return again
 
 

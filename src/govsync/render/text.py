@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from govsync.plan import Action, Change, Plan
+from govsync.planning.impact import Impact
+from govsync.policycode import ACTIONS
 from govsync.render.codetests import text_lines
 from govsync.render.lines import (
     OUTSIDE_NOTE,
@@ -57,6 +59,8 @@ def plan_text(plan: Plan, *, color: bool = False, verbose: bool = False) -> str:
         if c.why:
             lines.append(style(f"      {reason_words(c)}", fg))
         lines += text_lines(c)
+        if c.impact is not None:
+            lines += impact_lines(c.impact)
     changed = governance_lines(plan)
     if changed:
         lines.append(style(f"# governance of workspace {plan.workspace!r}", "blue", bold=True)
@@ -69,6 +73,39 @@ def plan_text(plan: Plan, *, color: bool = False, verbose: bool = False) -> str:
         lines.append("No changes. The manifests match the recorded state.")
     lines.append(style(summary_line(plan), None, bold=True))
     return "\n".join(lines) + "\n"
+
+
+def impact_lines(impact: Impact) -> list[str]:
+    """A policy's impact: per stage and action the new code's count beside the recorded
+    code's, then its examples; or that it is unknown, and why."""
+    if not impact.known:
+        return [f"      impact: unknown ({impact.why})"]
+    evaluated = f" of {impact.evaluated:,}" if impact.evaluated is not None else ""
+    lines = [f"      impact over {impact.window} ({impact.source}): the new code decides "
+             f"{impact.total(impact.new):,}{evaluated} logged request(s) other than allow"
+             + (f", the recorded code {impact.total(impact.recorded):,}"
+                if impact.recorded is not None else " (a new policy)")]
+    new, before = impact.new or {}, impact.recorded or {}
+    stages = [*ACTIONS, *sorted((set(new) | set(before)) - set(ACTIONS))]
+    for stage in stages:
+        actions = sorted(set(new.get(stage, {})) | set(before.get(stage, {})))
+        for action in actions:
+            now = new.get(stage, {}).get(action, 0)
+            was = (f" (recorded {before.get(stage, {}).get(action, 0):,})"
+                   if impact.recorded is not None else "")
+            lines.append(f"        {stage} {action}: {now:,}{was}")
+    for example in impact.examples:
+        who = example.user or "(no user)"
+        where = f" on {example.resource}" if example.resource else ""
+        lines.append(f"        e.g. {example.time} {example.stage} {example.decision}: "
+                     f"{who}{where}")
+    if impact.why:
+        lines.append(f"        note: {impact.why}")
+    if impact.skipped:
+        lines.append(f"        skipped line(s) of the file: "
+                     f"{', '.join(str(n) for n in impact.skipped[:20])}"
+                     + ("…" if len(impact.skipped) > 20 else ""))
+    return lines
 
 
 def drift_text(report: DriftReport, *, color: bool = False) -> str:

@@ -1,0 +1,227 @@
+"""Impact measured locally (``plan --impact-from FILE``): the recorded inputs of a file
+(impactfile.py) replayed through each policy's new code and its recorded code, with the
+engine ``validate`` and ``govsync test`` use, in the bounded worker (policycode/replay.py).
+
+The records are shared out among the workers, one a core, each share evaluated by every
+distinct code in one call: 100,000 records by two codes take a few seconds on two cores
+(BENCHMARKS.md).  A code whose evaluation does not end has its worker stopped after
+``replay.STEP_SECONDS`` on one chunk of inputs: that code's impact is unknown, with why,
+and the share is evaluated again without it.  A code that does not compile is unknown
+too.  Nothing here blocks a plan.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+from govsync.bounded import BudgetExceeded, prestart, run_bounded
+from govsync.impactfile import Record, Recorded
+from govsync.planning.impact import EXAMPLES, Counts, Example, Impact, Source, Target
+from govsync.policycode import replay
+from govsync.policycode.checks import too_large
+
+# The worker processes (the policy engines' own, shared with validate and test).
+WORKER = "code"
+PRELOAD = ("govsync.policycode.checks", "regopy.rego_shared")
+# What a share may take beyond its inputs, and per input and code; its memory.
+BUDGET_SECONDS = 30.0
+PER_EVALUATION = 0.002
+BUDGET_BYTES = 1 << 30
+# Below this many records a second worker costs more than it saves.
+SHARE = 2000
+
+
+class Outcome(NamedTuple):
+    """One code over all the records: why it has no counts (``error``), else the index
+    and action of each decision that is not allow, and the inputs that failed."""
+
+    error: str | None
+    hits: tuple[tuple[int, str], ...] = ()
+    failed: int = 0
+    first_failure: str = ""
+
+
+def warm() -> None:
+    """Start the workers now (the file is read meanwhile)."""
+    for name in _names(_cores()):
+        prestart(PRELOAD, worker=name)
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
+
+
+def _names(count: int) -> list[str]:
+    return [f"{WORKER}-{i}" if i else WORKER for i in range(count)]
+
+
+def evaluate(codes: Sequence[str], records: Sequence[Record]) -> dict[str, Outcome]:
+    """Each distinct code of ``codes`` over every record, by code."""
+    distinct = list(dict.fromkeys(codes))
+    out: dict[str, Outcome] = {}
+    runnable = []
+    for code in distinct:
+        large = too_large(code)
+        if large is not None:
+            out[code] = Outcome(large.message)
+        else:
+            runnable.append(code)
+    if not runnable:
+        return out
+    items = [(r.stage, r.input, r.now_ns, r.line) for r in records]
+    count = max(1, min(_cores(), len(items) // SHARE))
+    size = -(-len(items) // count) if items else 0
+    shares = [items[i:i + size] for i in range(0, len(items), size)] if items else [[]]
+    found: list[list[Outcome]] = [[] for _ in shares]
+
+    def run(i: int) -> None:
+        found[i] = _share(runnable, shares[i], _names(len(shares))[i])
+
+    threads = [threading.Thread(target=run, args=(i,), name=f"impact-{i}")
+               for i in range(1, len(shares))]
+    for thread in threads:
+        thread.start()
+    run(0)
+    for thread in threads:
+        thread.join()
+    offsets = [sum(len(s) for s in shares[:i]) for i in range(len(shares))]
+    for number, code in enumerate(runnable):
+        parts = [share[number] for share in found]
+        error = next((p.error for p in parts if p.error is not None), None)
+        if error is not None:
+            out[code] = Outcome(error)
+            continue
+        hits = tuple((offset + index, action) for part, offset in zip(parts, offsets,
+                                                                      strict=True)
+                     for index, action in part.hits)
+        out[code] = Outcome(None, hits, sum(p.failed for p in parts),
+                            next((p.first_failure for p in parts if p.first_failure), ""))
+    return out
+
+
+def _share(codes: list[str], items: list[replay.Item], worker: str) -> list[Outcome]:
+    """Every code over one share, in one worker; a code that loops or crashes the engine
+    is named (its step) and left out of a second call."""
+    failed: dict[int, Outcome] = {}
+    seconds = BUDGET_SECONDS + len(items) * len(codes) * PER_EVALUATION
+    while len(failed) < len(codes):
+        try:
+            got = run_bounded(replay.replay, codes, items, frozenset(failed),
+                              seconds=seconds, memory=BUDGET_BYTES, worker=worker)
+        except BudgetExceeded as exc:
+            number, line = _step(exc.last)
+            if number is None or number in failed:  # nothing to name: every code
+                why = _stopped(exc, None)
+                return [failed.get(i) or Outcome(why) for i in range(len(codes))]
+            failed[number] = Outcome(_stopped(exc, line))
+            continue
+        return [failed.get(i) or _outcome(got[i]) for i in range(len(codes))]
+    return [failed[i] for i in range(len(codes))]
+
+
+def _outcome(found: replay.Replayed | None) -> Outcome:
+    if found is None:
+        return Outcome("not evaluated")
+    return Outcome(found.error, found.hits, found.failed, found.first_failure)
+
+
+def _step(last: str) -> tuple[int | None, int | None]:
+    """(the code, the line) of a step ``code N: line L`` or ``code N: compile``."""
+    head, _, what = last.partition(": ")
+    number = head.removeprefix("code ")
+    if not head.startswith("code ") or not number.isdigit():
+        return None, None
+    line = what.removeprefix("line ")
+    return int(number), int(line) if what.startswith("line ") and line.isdigit() else None
+
+
+def _stopped(exc: BudgetExceeded, line: int | None) -> str:
+    where = f" on the recorded inputs from line {line}" if line is not None else ""
+    return (f"the Rego engine was stopped{where}: the code loops, crashed it or went over "
+            f"govsync's budget ({exc.why})")
+
+
+# -- per policy -----------------------------------------------------------------------
+
+
+def impacts(targets: Sequence[Target], recorded: Recorded, window: str,
+            known: Mapping[str, Outcome] | None = None) -> dict[str, Impact]:
+    """The impact of each target over the records of a file (``known``: outcomes of
+    codes evaluated before, by code; each other code is evaluated now)."""
+    if recorded.error:
+        return {t.address: Impact.unknown(window, Source.FILE, recorded.error)
+                for t in targets}
+    codes = [c for t in targets for c in (t.code, t.recorded) if c is not None]
+    have = dict(known or {})
+    missing = [c for c in dict.fromkeys(codes) if c not in have]
+    if missing:
+        have.update(evaluate(missing, recorded.records))
+    return {t.address: one(t, have, recorded, window) for t in targets}
+
+
+def one(target: Target, outcomes: Mapping[str, Outcome], recorded: Recorded,
+        window: str) -> Impact:
+    new = outcomes[target.code]
+    before = outcomes[target.recorded] if target.recorded is not None else None
+    if new.error is not None:
+        return _unknown(target, recorded, window, f"the new code: {new.error}")
+    if before is not None and before.error is not None:
+        return _unknown(target, recorded, window, f"the recorded code: {before.error}")
+    records = recorded.records
+    why = ""
+    failed = new.failed + (before.failed if before is not None else 0)
+    if failed:
+        why = (f"{failed} evaluation(s) failed and are not counted (first: "
+               f"{new.first_failure or (before.first_failure if before else '')})")
+    return Impact(True, window, Source.FILE, why, counts(new.hits, records),
+                  counts(before.hits, records) if before is not None else None,
+                  examples(new.hits, before.hits if before is not None else (), records),
+                  len(records), recorded.skipped_lines)
+
+
+def _unknown(target: Target, recorded: Recorded, window: str, why: str) -> Impact:
+    return Impact(False, window, Source.FILE, why, evaluated=len(recorded.records),
+                  skipped=recorded.skipped_lines)
+
+
+def counts(hits: Sequence[tuple[int, str]], records: Sequence[Record]) -> Counts:
+    out: Counts = {}
+    for index, action in hits:
+        stage = out.setdefault(records[index].stage, {})
+        stage[action] = stage.get(action, 0) + 1
+    return out
+
+
+def examples(new: Sequence[tuple[int, str]], before: Sequence[tuple[int, str]],
+             records: Sequence[Record]) -> tuple[Example, ...]:
+    """Up to EXAMPLES of the new code's decisions: those the recorded code did not make
+    first, then the others, in the file's order."""
+    was = dict(before)
+    changed = [(i, a) for i, a in new if was.get(i) != a]
+    same = [(i, a) for i, a in new if was.get(i) == a]
+    return tuple(example(records[i], a) for i, a in (changed + same)[:EXAMPLES])
+
+
+def example(record: Record, action: str) -> Example:
+    item = record.input
+    return Example(record.time, record.stage, action, _user(item), _text(item, "resource",
+                                                                           "name"))
+
+
+def _user(item: Mapping[str, Any]) -> str | None:
+    for who in ("user", "end_user"):
+        for key in ("username", "email"):
+            found = _text(item, who, key)
+            if found:
+                return found
+    return None
+
+
+def _text(item: Mapping[str, Any], outer: str, key: str) -> str | None:
+    inner = item.get(outer)
+    value = inner.get(key) if isinstance(inner, dict) else None
+    return value[:200] if isinstance(value, str) else None

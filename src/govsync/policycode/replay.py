@@ -1,0 +1,154 @@
+"""Recorded requests replayed through policies' code (``plan --impact-from``): each code
+compiled once, then its stage rule evaluated on every recorded input of that stage, with
+``time.now_ns()`` reading the request's recorded time.  Runs in the bounded worker
+(impactreplay.py sends it a share of the records).
+
+An input is handed to rego-cpp through its input API, not as JSON text: the engine's
+JSON reader is half of an evaluation's time.  Every few hundred inputs the work names
+its step with a deadline of its own (``code N: line L``), so that a code whose evaluation
+does not end has the worker stopped within that deadline, and the caller knows which code
+and which line.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+from govsync.policycode import rego, scan
+from govsync.policycode.model import Evaluation
+
+# Inputs evaluated between two steps, and what such a step may take.
+CHUNK = 256
+STEP_SECONDS = 10.0
+
+Step = Callable[..., None]
+# (stage, input, the time time.now_ns() reads, the input's line): one recorded request.
+Item = tuple[str, dict[str, Any], int, int]
+
+
+class Replayed(NamedTuple):
+    """One code over one share of the records: why it could not be evaluated at all
+    (``error``), else the decisions that exist and are not allow, as (the record's index,
+    the decision's action), and how many inputs failed to evaluate (the first's why)."""
+
+    error: str | None = None
+    hits: tuple[tuple[int, str], ...] = ()
+    failed: int = 0
+    first_failure: str = ""
+
+
+def step_name(code: int, line: int) -> str:
+    return f"code {code}: line {line}"
+
+
+class Replayer(rego.Decider):
+    """A policy's stage rules over many recorded inputs (no loaders' data)."""
+
+    def evaluate(self, stage: str, item: dict[str, Any], now_ns: int) -> Evaluation:
+        if self.error is not None:
+            return Evaluation(error=self.error)
+        if not self._builds and not self._compiles():
+            return Evaluation(error=self.error)
+        if stage not in self._entries:  # a rule the module does not define: undefined
+            return Evaluation()
+        engine = self._rego
+        handle, bundle = self._builds.get("{}") or self._build("{}")
+        value = engine.rego_new_input()
+        try:
+            _add(engine.rego, value, {**item, scan.NOW_KEY: now_ns})
+        except (ValueError, TypeError, OverflowError, RecursionError,
+                ctypes.ArgumentError) as exc:
+            engine.rego_free_input(value)
+            return Evaluation(error=f"the input cannot be given to the engine ({exc})")
+        try:
+            engine.rego_set_input(handle, value)
+            entry = f"{self._package}.{stage}".replace(".", "/")
+            return rego._answer(engine, engine.rego_bundle_query_entrypoint(
+                handle, bundle, entry))
+        except engine.RegoError as exc:
+            return Evaluation(error=rego._said(str(exc)))
+        finally:
+            engine.rego_free_input(value)
+
+
+def _add(lib: Any, into: Any, value: Any) -> None:
+    """``value`` (parsed JSON) built into an engine input by the C interface's calls
+    (regopy's own builder costs three times as much: a wrapper and an ABC check each)."""
+    kind = type(value)
+    if kind is str:
+        status = lib.regoInputString(into, value.encode("utf-8"))
+    elif kind is dict:
+        for key, item in value.items():
+            _add(lib, into, key)
+            _add(lib, into, item)
+            if lib.regoInputObjectItem(into):
+                raise ValueError("the engine refused an object's item")
+        status = lib.regoInputObject(into, len(value))
+    elif kind is list:
+        for item in value:
+            _add(lib, into, item)
+        status = lib.regoInputArray(into, len(value))
+    elif kind is bool:
+        status = lib.regoInputBoolean(into, value)
+    elif kind is int:
+        if not -(1 << 63) <= value < (1 << 63):
+            raise OverflowError("a number larger than 64 bits")
+        status = lib.regoInputInt(into, value)
+    elif kind is float:
+        status = lib.regoInputFloat(into, value)
+    elif value is None:
+        status = lib.regoInputNull(into)
+    else:
+        raise TypeError(f"a {kind.__name__} is not JSON")
+    if status:
+        raise ValueError("the engine refused a value")
+
+
+def action_of(decision: Any) -> str | None:
+    """The action a decision counts as (None: allow, not an impact)."""
+    if isinstance(decision, dict):
+        action = decision.get("action")
+        if action == "allow":
+            return None
+        return action if isinstance(action, str) and action else "(no action)"
+    return "(no action)"
+
+
+def replay(step: Step, codes: Sequence[str], items: Sequence[Item],
+           skip: frozenset[int]) -> list[Replayed | None]:
+    """Every code but those of ``skip`` (None there) over every item."""
+    out: list[Replayed | None] = []
+    for number, code in enumerate(codes):
+        if number in skip:
+            out.append(None)
+            continue
+        step(f"code {number}: compile")
+        replayer = Replayer(code)
+        try:
+            out.append(_one(step, number, replayer, items))
+        finally:
+            replayer.close()
+    return out
+
+
+def _one(step: Step, number: int, replayer: Replayer, items: Sequence[Item]) -> Replayed:
+    hits: list[tuple[int, str]] = []
+    failed, first = 0, ""
+    for index, (stage, item, now_ns, line) in enumerate(items):
+        if index % CHUNK == 0:
+            step(step_name(number, line), seconds=STEP_SECONDS)
+        found = replayer.evaluate(stage, item, now_ns)
+        if found.error is not None:
+            if replayer.error is not None:  # the code itself: nothing is evaluated
+                return Replayed(error=replayer.error)
+            failed += 1
+            first = first or f"line {line}: {found.error}"
+            continue
+        if found.decision is None:
+            continue
+        action = action_of(found.decision)
+        if action is not None:
+            hits.append((index, action))
+    return Replayed(None, tuple(hits), failed, first)
