@@ -262,6 +262,12 @@ def _directives_reference(defs: dict[str, Any]) -> list[str]:
         "selfHeal": "`true`: what changed outside govsync is planned as the updates that put "
                     "it back (plan, apply, the agent), under the same rules and approvals; "
                     "else it is reported only; an environment's overrides the top's",
+        "impact": "what `plan` and the agent (never `apply`) measure of a created or "
+                  "code-changed policy's impact: `window` (`7d`, `36h`: the endpoint's impact "
+                  "reports over the requests logged then), `logQuery`, `timeout` (default "
+                  "`120s`), `from` (a file of recorded inputs, JSON lines `{time, stage, "
+                  "input}`, replayed locally where reports are not available); an "
+                  "environment's keys override the top's",
     }
     for key in TOP_KEYS:
         if key in ("apiVersion", "kind"):

@@ -9,6 +9,7 @@ import sys
 
 import click
 
+from govsync import impacts
 from govsync.cli.root import (
     FORMATS,
     allow_endpoint_change_option,
@@ -21,7 +22,6 @@ from govsync.cli.root import (
     replace_option,
     target_option,
 )
-from govsync import impacts
 from govsync.commands import planning
 from govsync.commands.workspace import Workspace
 from govsync.errors import ConfigError
