@@ -5,7 +5,7 @@ engine ``validate`` and ``govsync test`` use, in the bounded worker (policycode/
 The records are shared out among the workers, one a core, each share evaluated by every
 distinct code in one call: 100,000 records by two codes take a few seconds on two cores
 (BENCHMARKS.md).  A code whose evaluation does not end has its worker stopped after
-``replay.STEP_SECONDS`` on one chunk of inputs: that code's impact is unknown, with why,
+``STEP_SECONDS`` on one chunk of inputs: that code's impact is unknown, with why,
 and the share is evaluated again without it.  A code that does not compile is unknown
 too.  Nothing here blocks a plan.
 """
@@ -30,6 +30,8 @@ PRELOAD = ("govsync.policycode.checks", "regopy.rego_shared")
 BUDGET_SECONDS = 30.0
 PER_EVALUATION = 0.002
 BUDGET_BYTES = 1 << 30
+# What a chunk of replay.CHUNK inputs may take, one code: a code that loops is stopped then.
+STEP_SECONDS = 10.0
 # Below this many records a second worker costs more than it saves.
 SHARE = 2000
 
@@ -110,7 +112,7 @@ def _share(codes: list[str], items: list[replay.Item], worker: str) -> list[Outc
     seconds = BUDGET_SECONDS + len(items) * len(codes) * PER_EVALUATION
     while len(failed) < len(codes):
         try:
-            got = run_bounded(replay.replay, codes, items, frozenset(failed),
+            got = run_bounded(replay.replay, codes, items, frozenset(failed), STEP_SECONDS,
                               seconds=seconds, memory=BUDGET_BYTES, worker=worker)
         except BudgetExceeded as exc:
             number, line = _step(exc.last)

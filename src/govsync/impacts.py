@@ -221,7 +221,7 @@ class Measuring:
                      or t.address not in self._found]
             try:
                 found = {**self._found, **self._measure(again)}
-            except GovsyncError as exc:
+            except Exception as exc:  # said on the plan, never a traceback
                 found = {**self._found, **{t.address: Impact.unknown(
                     self.request.window_text, self._source(), _said(exc)) for t in again}}
         by_address = {c.address: c for c in plan.changes}

@@ -19,9 +19,8 @@ from typing import Any, NamedTuple
 from govsync.policycode import rego, scan
 from govsync.policycode.model import Evaluation
 
-# Inputs evaluated between two steps, and what such a step may take.
+# Inputs evaluated between two steps (each with the caller's deadline).
 CHUNK = 256
-STEP_SECONDS = 10.0
 
 Step = Callable[..., None]
 # (stage, input, the time time.now_ns() reads, the input's line): one recorded request.
@@ -117,8 +116,9 @@ def action_of(decision: Any) -> str | None:
 
 
 def replay(step: Step, codes: Sequence[str], items: Sequence[Item],
-           skip: frozenset[int]) -> list[Replayed | None]:
-    """Every code but those of ``skip`` (None there) over every item."""
+           skip: frozenset[int], seconds: float) -> list[Replayed | None]:
+    """Every code but those of ``skip`` (None there) over every item; ``seconds``: what
+    a chunk of CHUNK inputs may take."""
     out: list[Replayed | None] = []
     for number, code in enumerate(codes):
         if number in skip:
@@ -127,18 +127,19 @@ def replay(step: Step, codes: Sequence[str], items: Sequence[Item],
         step(f"code {number}: compile")
         replayer = Replayer(code)
         try:
-            out.append(_one(step, number, replayer, items))
+            out.append(_one(step, number, replayer, items, seconds))
         finally:
             replayer.close()
     return out
 
 
-def _one(step: Step, number: int, replayer: Replayer, items: Sequence[Item]) -> Replayed:
+def _one(step: Step, number: int, replayer: Replayer, items: Sequence[Item],
+         seconds: float) -> Replayed:
     hits: list[tuple[int, str]] = []
     failed, first = 0, ""
     for index, (stage, item, now_ns, line) in enumerate(items):
         if index % CHUNK == 0:
-            step(step_name(number, line), seconds=STEP_SECONDS)
+            step(step_name(number, line), seconds=seconds)
         found = replayer.evaluate(stage, item, now_ns)
         if found.error is not None:
             if replayer.error is not None:  # the code itself: nothing is evaluated
