@@ -23,9 +23,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from govsync import endpoints, governance, planfile, policytests, runtime
+from govsync import endpoints, governance, impacts, planfile, policytests, runtime
 from govsync.agent import partial
 from govsync.agent.applied import Applied
+from govsync.agent.message import impact_words
 from govsync.agentconfig import AgentSettings, Event
 from govsync.api.resource import Offers
 from govsync.apply import ChangeStatus
@@ -51,6 +52,7 @@ from govsync.manifests.loader import Reader, read_files
 from govsync.manifests.manifest import Context, ManifestSet
 from govsync.plan import Action, CaseStatus, Plan, Why
 from govsync.planfile import SavedPlan
+from govsync.planning.impact import Impact
 from govsync.redact import url as safe_url
 from govsync.settings import Settings
 from govsync.state import LockHolder, exists, now
@@ -107,6 +109,9 @@ class Cycle:
     # Objects a refresh found changed outside govsync or missing on the server.
     drifted: int = 0
     held: list[str] = field(default_factory=list)  # held back by a partial apply
+    # Each measured policy's impact, in short (impact_summary), where the environment's
+    # ``impact:`` asks for it: in the status, the history and the notifications.
+    impact: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def pending(self) -> int:
@@ -138,6 +143,7 @@ class Cycle:
             "applied": self.applied.as_dict() if self.applied is not None else None,
             "drifted": self.drifted,
             **({"held": self.held} if self.held else {}),
+            **({"impact": self.impact} if self.impact else {}),
         }
         key = hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
         return {**body, "at": self.at, "ok": self.status == Status.SYNCED,
@@ -152,7 +158,7 @@ class Cycle:
                 "pendingChanges": self.pending, "uncertainEntries": self.uncertain,
                 "driftedObjects": self.drifted,
                 "applied": self.applied.as_dict() if self.applied is not None else None,
-                "heldBack": self.held}
+                "heldBack": self.held, "impact": self.impact}
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any], environment: str,
@@ -166,7 +172,8 @@ class Cycle:
                        summary, list(record.get("changes") or []),
                        Applied.from_dict(record.get("applied")),
                        int(record.get("drifted") or 0),
-                       [str(a) for a in record.get("held") or []])
+                       [str(a) for a in record.get("held") or []],
+                       [dict(i) for i in record.get("impact") or [] if isinstance(i, dict)])
         except (KeyError, TypeError, ValueError):
             return None
 
@@ -197,7 +204,10 @@ def problems(found: list[Problem]) -> str:
 
 
 def _plan(cycle: Cycle, manifests: ManifestSet, target: Target) -> Plan:
-    found = planned(manifests, target.settings, target.offers)
+    # Impact, where the environment asks for it: measured with the plan, before any
+    # automatic apply, and said in the status and the notifications.
+    found = planned(manifests, target.settings, target.offers,
+                    impacts.requested(target.settings.selection.impact))
     plan, errors = found.plan, found.rule_errors
     holder = str(found.running) if found.running is not None else ""
     cycle.status, cycle.reason = status_of(plan, len(errors), holder, "")
@@ -207,7 +217,22 @@ def _plan(cycle: Cycle, manifests: ManifestSet, target: Target) -> Plan:
     cycle.drifted = len(plan.drift)
     cycle.changes = [{"address": c.address, "action": str(c.action), "fields": c.fields[:20]}
                      for c in plan.changes if c.action != Action.NOOP][:LISTED_CHANGES]
+    cycle.impact = [impact_summary(c.address, c.impact) for c in plan.changes
+                    if c.impact is not None][:LISTED_CHANGES]
+    if cycle.impact:
+        cycle.reason += f"; impact: {impact_words(cycle.impact)}"
     return plan
+
+
+def impact_summary(address: str, impact: Impact) -> dict[str, Any]:
+    """A policy's impact as the agent's status and notifications carry it."""
+    return {"address": address, "known": impact.known, "why": impact.why,
+            "window": impact.window, "source": str(impact.source),
+            "newTotal": impact.total(impact.new),
+            "recordedTotal": impact.total(impact.recorded) if impact.recorded is not None
+            else None, "evaluated": impact.evaluated}
+
+
 
 
 def _run(cycle: Cycle, target: Target, paused: Mapping[str, Any] | None, frozen: str | None,

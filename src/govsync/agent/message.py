@@ -5,7 +5,7 @@ the ledger pass each other."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -28,19 +28,23 @@ class Message:
     summary: Mapping[str, int]
     url: str | None
     at: str
+    # The measured policies' impact, in short (cycle.impact_summary); none: not measured.
+    impact: tuple[Mapping[str, Any], ...] = ()
 
     def payload(self) -> dict[str, Any]:
         return {"formatVersion": FORMAT_VERSION, "id": self.id, "event": str(self.event),
                 "environment": self.environment, "workspace": self.workspace,
                 "revision": self.revision, "status": self.status, "reason": self.reason,
-                "summary": dict(self.summary), "url": self.url, "at": self.at}
+                "summary": dict(self.summary), "url": self.url, "at": self.at,
+                **({"impact": [dict(i) for i in self.impact]} if self.impact else {})}
 
     @classmethod
     def from_payload(cls, data: Mapping[str, Any]) -> Message:
         return cls(str(data["id"]), Event(data["event"]), str(data["environment"]),
                    str(data["workspace"]), data.get("revision"), str(data["status"]),
                    str(data.get("reason") or ""), dict(data.get("summary") or {}),
-                   data.get("url"), str(data.get("at") or ""))
+                   data.get("url"), str(data.get("at") or ""),
+                   tuple(dict(i) for i in data.get("impact") or () if isinstance(i, dict)))
 
     def text(self) -> str:
         """One line for a person (Slack, GitHub)."""
@@ -48,7 +52,23 @@ class Message:
         what = {Event.APPLIED: "applied", Event.FAILED: "apply failed"}.get(
             self.event, self.status)
         link = f" ({self.url})" if self.url else ""
-        return f"govsync: {self.environment} {what}{at}: {self.reason}{link}"
+        impact = f"; impact: {impact_words(self.impact)}" if self.impact else ""
+        return f"govsync: {self.environment} {what}{at}: {self.reason}{impact}{link}"
+
+
+def impact_words(found: Sequence[Mapping[str, Any]]) -> str:
+    """``Policy/a decides 12 (recorded 3) of 1,000 logged requests other than allow``."""
+    said = []
+    for item in found:
+        if not item.get("known"):
+            said.append(f"{item['address']} unknown ({item.get('why') or 'not measured'})")
+            continue
+        was = (f" (recorded {item['recordedTotal']:,})" if item.get("recordedTotal")
+               is not None else " (new)")
+        of = f" of {item['evaluated']:,}" if item.get("evaluated") is not None else ""
+        said.append(f"{item['address']} decides {item['newTotal']:,}{was}{of} logged "
+                    f"requests other than allow over {item['window']}")
+    return "; ".join(said)
 
 
 def delivery_id(environment: str, sink: str, revision: str | None, event: Event) -> str:

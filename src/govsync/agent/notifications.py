@@ -19,7 +19,7 @@ from govsync.agent.metrics import Metrics
 from govsync.agent.notify import Notifier, SinkHealth
 from govsync.agent.reach import SinkPolicy
 from govsync.agent.sinks import Facts
-from govsync.agentconfig import Sink
+from govsync.agentconfig import Event, Sink
 from govsync.errors import StateError
 from govsync.state import StateStore, now
 
@@ -113,12 +113,8 @@ class Notifications:
                 for event in result.events():
                     if event not in sink.events:
                         continue
-                    message = Message(
-                        delivery_id(result.environment, sink.name, result.revision, event),
-                        event, result.environment, result.workspace, result.revision,
-                        str(result.status), result.reason,
-                        {k: n for k, n in result.summary.items() if n},
-                        self._link(result.environment), now())
+                    message = message_of(result, sink.name, event,
+                                         self._link(result.environment))
                     if not ledger.claim(sink.name, result.revision, event, message):
                         self.metrics.notifications.labels(sink.name, Result.DEDUPLICATED).inc()
                         continue
@@ -159,6 +155,15 @@ class Notifications:
 
     def close(self, timeout: float) -> None:
         self.notifier.close(timeout)
+
+
+def message_of(result: Cycle, sink: str, event: Event, link: str | None) -> Message:
+    """What a sink is told of a cycle's event: its status, reason, summary and the
+    measured policies' impact."""
+    return Message(delivery_id(result.environment, sink, result.revision, event), event,
+                   result.environment, result.workspace, result.revision, str(result.status),
+                   result.reason, {k: n for k, n in result.summary.items() if n}, link, now(),
+                   tuple(result.impact))
 
 
 def _keys(target: Target) -> tuple[str, ...]:
