@@ -106,23 +106,38 @@ def evaluate(codes: Sequence[str], records: Sequence[Record]) -> dict[str, Outco
 
 
 def _share(codes: list[str], items: list[replay.Item], worker: str) -> list[Outcome]:
-    """Every code over one share, in one worker; a code that loops or crashes the engine
-    is named (its step) and left out of a second call."""
-    failed: dict[int, Outcome] = {}
-    seconds = BUDGET_SECONDS + len(items) * len(codes) * PER_EVALUATION
-    while len(failed) < len(codes):
+    """Every code over one share, in one worker call; where the worker is stopped, the
+    code it was in is named: alone in its step (compiling, or the only code of a chunk),
+    it fails and the others go on; else each code of that step is run alone."""
+    done: dict[int, Outcome] = {}
+    groups = [list(range(len(codes)))]
+    while groups:
+        group = groups.pop()
+        seconds = BUDGET_SECONDS + len(items) * len(group) * PER_EVALUATION
         try:
-            got = run_bounded(replay.replay, codes, items, frozenset(failed), STEP_SECONDS,
+            got = run_bounded(replay.replay, codes, items,
+                              frozenset(range(len(codes))) - set(group), STEP_SECONDS,
                               seconds=seconds, memory=BUDGET_BYTES, worker=worker)
         except BudgetExceeded as exc:
-            number, line = _step(exc.last)
-            if number is None or number in failed:  # nothing to name: every code
-                why = _stopped(exc, None)
-                return [failed.get(i) or Outcome(why) for i in range(len(codes))]
-            failed[number] = Outcome(_stopped(exc, line))
+            named, line = _step(exc.last)
+            named = [n for n in named if n in group]
+            if len(named) == 1:
+                done[named[0]] = Outcome(_stopped(exc, line))
+                rest = [n for n in group if n != named[0]]
+                if rest:
+                    groups.append(rest)
+            elif named:
+                groups += [[n] for n in named]
+                rest = [n for n in group if n not in named]
+                if rest:
+                    groups.append(rest)
+            else:  # nothing to name: every code of the call
+                for n in group:
+                    done[n] = Outcome(_stopped(exc, None))
             continue
-        return [failed.get(i) or _outcome(got[i]) for i in range(len(codes))]
-    return [failed[i] for i in range(len(codes))]
+        for n in group:
+            done[n] = _outcome(got[n])
+    return [done[i] for i in range(len(codes))]
 
 
 def _outcome(found: replay.Replayed | None) -> Outcome:
@@ -131,14 +146,15 @@ def _outcome(found: replay.Replayed | None) -> Outcome:
     return Outcome(found.error, found.hits, found.failed, found.first_failure)
 
 
-def _step(last: str) -> tuple[int | None, int | None]:
-    """(the code, the line) of a step ``code N: line L`` or ``code N: compile``."""
+def _step(last: str) -> tuple[list[int], int | None]:
+    """(the codes, the line) of a step ``code 0,1: line L`` or ``code N: compile``."""
     head, _, what = last.partition(": ")
-    number = head.removeprefix("code ")
-    if not head.startswith("code ") or not number.isdigit():
-        return None, None
+    numbers = head.removeprefix("code ").split(",")
+    if not head.startswith("code ") or not all(n.isdigit() for n in numbers):
+        return [], None
     line = what.removeprefix("line ")
-    return int(number), int(line) if what.startswith("line ") and line.isdigit() else None
+    return [int(n) for n in numbers], int(line) if what.startswith("line ") and \
+        line.isdigit() else None
 
 
 def _stopped(exc: BudgetExceeded, line: int | None) -> str:

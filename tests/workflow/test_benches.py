@@ -191,3 +191,14 @@ def test_bench_refresh_reads_every_recorded_object(tmp_path: Path) -> None:
                 "--runs", "1", cwd=tmp_path)
     assert "refresh of 40 objects:" in out and "40 read; bound N x 1 ms / 10" in out
     assert "no-op plan of 40 objects (median of 1):" in out
+
+
+def test_bench_impact_replay_prints_the_command_and_the_growth(tmp_path: Path) -> None:
+    out = bench(str(ROOT / "bench/impact/replay.py"), "--inputs", "3000", "--sizes",
+                "500,4500", "--rules", "1,5", "--repeat", "1", cwd=tmp_path)
+    assert re.search(r"plan --impact-from, 3,000 recorded inputs, new and recorded code "
+                     r"\(10 rules\): wall [\d.]+ s", out), out
+    assert "evaluated 3,000" in out
+    assert "        500 inputs:" in out and "      4,500 inputs:" in out
+    assert "one worker" in out
+    assert "   1 rule(s):" in out and "   5 rule(s):" in out

@@ -38,29 +38,27 @@ class Replayed(NamedTuple):
     first_failure: str = ""
 
 
-def step_name(code: int, line: int) -> str:
-    return f"code {code}: line {line}"
+def step_name(codes: Sequence[int], line: int) -> str:
+    """The step of a chunk: ``code 0,1: line 257`` (the codes evaluating it)."""
+    return f"code {','.join(map(str, codes))}: line {line}"
 
 
 class Replayer(rego.Decider):
     """A policy's stage rules over many recorded inputs (no loaders' data)."""
 
-    def evaluate(self, stage: str, item: dict[str, Any], now_ns: int) -> Evaluation:
+    def ready(self) -> bool:
+        """Whether the code builds (else ``error`` says why)."""
         if self.error is not None:
-            return Evaluation(error=self.error)
-        if not self._builds and not self._compiles():
-            return Evaluation(error=self.error)
-        if stage not in self._entries:  # a rule the module does not define: undefined
-            return Evaluation()
+            return False
+        return bool(self._builds) or self._compiles()
+
+    def defines(self, stage: str) -> bool:
+        return stage in self._entries
+
+    def query(self, stage: str, value: Any) -> Evaluation:
+        """``stage``'s value for an input built already (``Inputs.build``)."""
         engine = self._rego
         handle, bundle = self._builds.get("{}") or self._build("{}")
-        value = engine.rego_new_input()
-        try:
-            _add(engine.rego, value, {**item, scan.NOW_KEY: now_ns})
-        except (ValueError, TypeError, OverflowError, RecursionError,
-                ctypes.ArgumentError) as exc:
-            engine.rego_free_input(value)
-            return Evaluation(error=f"the input cannot be given to the engine ({exc})")
         try:
             engine.rego_set_input(handle, value)
             entry = f"{self._package}.{stage}".replace(".", "/")
@@ -68,8 +66,18 @@ class Replayer(rego.Decider):
                 handle, bundle, entry))
         except engine.RegoError as exc:
             return Evaluation(error=rego._said(str(exc)))
-        finally:
-            engine.rego_free_input(value)
+
+
+def build(engine: Any, item: dict[str, Any], now_ns: int) -> Any:
+    """An engine input of ``item`` with its time (the caller frees it); ValueError and
+    the like where the engine cannot be given it."""
+    value = engine.rego_new_input()
+    try:
+        _add(engine.rego, value, {**item, scan.NOW_KEY: now_ns})
+    except BaseException:
+        engine.rego_free_input(value)
+        raise
+    return value
 
 
 def _add(lib: Any, into: Any, value: Any) -> None:
@@ -117,39 +125,55 @@ def action_of(decision: Any) -> str | None:
 
 def replay(step: Step, codes: Sequence[str], items: Sequence[Item],
            skip: frozenset[int], seconds: float) -> list[Replayed | None]:
-    """Every code but those of ``skip`` (None there) over every item; ``seconds``: what
-    a chunk of CHUNK inputs may take."""
-    out: list[Replayed | None] = []
-    for number, code in enumerate(codes):
-        if number in skip:
-            out.append(None)
-            continue
-        step(f"code {number}: compile")
-        replayer = Replayer(code)
-        try:
-            out.append(_one(step, number, replayer, items, seconds))
-        finally:
+    """Every code but those of ``skip`` (None there) over every item, each item's input
+    built once for all of them; ``seconds``: what a chunk of CHUNK inputs may take."""
+    replayers: dict[int, Replayer] = {}
+    out: list[Replayed | None] = [None] * len(codes)
+    try:
+        for number, code in enumerate(codes):
+            if number in skip:
+                continue
+            step(f"code {number}: compile")
+            replayer = replayers[number] = Replayer(code)
+            if not replayer.ready():
+                out[number] = Replayed(error=replayer.error)
+        live = [n for n in replayers if out[n] is None]
+        if not live:
+            return out
+        engine = replayers[live[0]]._rego
+        hits: dict[int, list[tuple[int, str]]] = {n: [] for n in live}
+        failed = dict.fromkeys(live, 0)
+        first = dict.fromkeys(live, "")
+        for index, (stage, item, now_ns, line) in enumerate(items):
+            if index % CHUNK == 0:
+                step(step_name(live, line), seconds=seconds)
+            deciding = [n for n in live if replayers[n].defines(stage)]
+            if not deciding:
+                continue
+            try:
+                value = build(engine, item, now_ns)
+            except (ValueError, TypeError, OverflowError, RecursionError,
+                    ctypes.ArgumentError) as exc:
+                for n in deciding:
+                    failed[n] += 1
+                    first[n] = first[n] or (
+                        f"line {line}: the input cannot be given to the engine ({exc})")
+                continue
+            try:
+                for n in deciding:
+                    found = replayers[n].query(stage, value)
+                    if found.error is not None:
+                        failed[n] += 1
+                        first[n] = first[n] or f"line {line}: {found.error}"
+                        continue
+                    action = None if found.decision is None else action_of(found.decision)
+                    if action is not None:
+                        hits[n].append((index, action))
+            finally:
+                engine.rego_free_input(value)
+        for n in live:
+            out[n] = Replayed(None, tuple(hits[n]), failed[n], first[n])
+        return out
+    finally:
+        for replayer in replayers.values():
             replayer.close()
-    return out
-
-
-def _one(step: Step, number: int, replayer: Replayer, items: Sequence[Item],
-         seconds: float) -> Replayed:
-    hits: list[tuple[int, str]] = []
-    failed, first = 0, ""
-    for index, (stage, item, now_ns, line) in enumerate(items):
-        if index % CHUNK == 0:
-            step(step_name(number, line), seconds=seconds)
-        found = replayer.evaluate(stage, item, now_ns)
-        if found.error is not None:
-            if replayer.error is not None:  # the code itself: nothing is evaluated
-                return Replayed(error=replayer.error)
-            failed += 1
-            first = first or f"line {line}: {found.error}"
-            continue
-        if found.decision is None:
-            continue
-        action = action_of(found.decision)
-        if action is not None:
-            hits.append((index, action))
-    return Replayed(None, tuple(hits), failed, first)
