@@ -14,7 +14,7 @@ import pytest
 from govsync import project
 from govsync.agent.cycle import Cycle, Target, run
 from govsync.agent.notifications import message_of
-from govsync.agentconfig import AgentSettings, Event
+from govsync.agentconfig import Event
 from govsync.project import Selection
 from govsync.settings import Settings
 from govsync.statuses import Status

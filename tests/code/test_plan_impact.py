@@ -13,10 +13,11 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from govsync import impactreplay
-from testkit import EXAMPLE_SEED, Served, in_process
+from testkit import EXAMPLE_SEED, ROOT, Served, in_process
 
 KEY = "k" * 32
 
@@ -102,6 +103,24 @@ def change_of(plan: dict, address: str = "Policy/analysts") -> dict:  # type: ig
     return next(c for c in plan["changes"] if c["address"] == address)  # type: ignore[no-any-return]
 
 
+def closed(schema: object) -> object:
+    if isinstance(schema, list):
+        return [closed(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: closed(value) for key, value in schema.items()}
+    if "properties" in out and "additionalProperties" not in out:
+        out["additionalProperties"] = False
+    return out
+
+
+def described(impact: dict) -> None:  # type: ignore[type-arg]
+    """``impact`` is what docs/json/plan.schema.json says, every key described."""
+    schema = json.loads((ROOT / "docs/json/plan.schema.json").read_text())
+    jsonschema.validate(impact, closed(schema["properties"]["changes"]["items"]["properties"][
+        "impact"]), cls=jsonschema.Draft202012Validator)
+
+
 def checks(plan: dict) -> dict[str, dict]:  # type: ignore[type-arg]
     return {c["name"]: c for c in plan["checks"]}
 
@@ -132,6 +151,7 @@ def test_a_created_policy_counts_what_its_code_decides_over_the_file(tmp_path: P
     assert len(impact["examples"]) == 5
     assert impact["examples"][0] == {"time": "2026-11-20T09:00:00Z", "stage": "session",
                                      "decision": "block", "user": "u0", "resource": "dwh"}
+    described(impact)
     assert checks(plan)["impact"]["status"] == "passed"
     assert "12 recorded input(s) of rec.jsonl" in checks(plan)["impact"]["detail"]
     code, out, _ = run(tmp_path, "plan", "m.yaml", "--impact-from", "rec.jsonl")
@@ -177,6 +197,7 @@ def test_a_file_that_cannot_be_read_leaves_impact_unknown_and_the_plan_made(
     impact = change_of(plan)["impact"]
     assert impact["known"] is False and why in impact["why"]
     assert impact["new"] is None
+    described(impact)
     assert checks(plan)["impact"]["status"] == "warning"
     assert "unknown for 1 of 1 policies: Policy/analysts" in checks(plan)["impact"]["detail"]
     code, out, _ = run(tmp_path, "plan", "m.yaml", "--impact-from", "missing.jsonl")
@@ -283,6 +304,7 @@ def test_a_changed_policy_shows_new_beside_recorded_and_a_saved_plan_keeps_it(
     assert impact["new"] == {"session": {"block": 2}, "pre_request": {"rewrite": 3}}
     assert impact["recorded"] == {"session": {"block": 6}, "pre_request": {"rewrite": 3}}
     assert (impact["newTotal"], impact["recordedTotal"]) == (5, 9)
+    described(impact)
     code, out, _ = run(tmp_path, "plan", "m.yaml", "--impact-from", "rec.jsonl",
                        endpoint=server.url)
     assert "the new code decides 5 of 12 logged request(s) other than allow, the " \

@@ -125,7 +125,32 @@ def _change() -> Schema:
         "outside": _field_changes("The fields changed outside govsync since it last applied "
                                   "them, read by the refresh (only when some were): not "
                                   "what the manifests ask for, which is `diff`."),
+        "impact": _impact(),
     }, required=["address", "action", "kind", "id", "fields", "reason", "diff"])
+
+
+def _impact() -> Schema:
+    counts = {"type": ["object", "null"], "additionalProperties": {
+        "type": "object", "additionalProperties": _COUNT},
+        "description": "stage -> action -> how many logged requests that code decides so "
+                       "(never allow); null: not measured (a created policy's recorded)."}
+    return _object({
+        "known": {"type": "boolean", "description": "false: it could not be measured "
+                  "(`why` says why); never a block by itself."},
+        "why": _STR,
+        "window": {**_STR, "description": "The window measured (`7d`), or `all recorded` "
+                   "for a whole file."},
+        "source": {"enum": ["report", "file"]},
+        "new": counts, "recorded": counts,
+        "newTotal": _COUNT, "recordedTotal": _COUNT,
+        "evaluated": {"type": ["integer", "null"], "minimum": 0},
+        "examples": {"type": "array", "items": _object({
+            "time": _STR, "stage": _STR, "decision": _STR, "user": _STR_OR_NULL,
+            "resource": _STR_OR_NULL})},
+        "skippedLines": {"type": "array", "items": _COUNT},
+    }, required=["known", "why", "window", "source", "new", "recorded"],
+        description="A created or code-changed policy's impact over logged traffic (plan "
+                    "--impact, --impact-from; only where measured).")
 
 
 def _check() -> Schema:
