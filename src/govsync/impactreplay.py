@@ -23,8 +23,9 @@ from govsync.planning.impact import EXAMPLES, Counts, Example, Impact, Source, T
 from govsync.policycode import replay
 from govsync.policycode.checks import too_large
 
-# The worker processes (the policy engines' own, shared with validate and test).
-WORKER = "code"
+# The worker processes: their own, so that the plan's other checks of code (its tests, the
+# service's validity) do not wait behind a replay.
+WORKER = "impact"
 PRELOAD = ("govsync.policycode.checks", "regopy.rego_shared")
 # What a share may take beyond its inputs, and per input and code; its memory.
 BUDGET_SECONDS = 30.0
