@@ -18,7 +18,8 @@ DEFAULT_WORKSPACE: Final = "default"
 
 ENDPOINT: Final = "GOVSYNC_ENDPOINT"
 API_KEY: Final = "GOVSYNC_API_KEY"
-# A key scoped to impact reports (plan --impact): a pull request's job never holds the apply key.
+# The key impact reports are created and read with (plan --impact): one the team scopes to
+# reports, so that a pull-request job never holds the apply key; unset: the command's key.
 REPORT_API_KEY: Final = "GOVSYNC_REPORT_API_KEY"
 STATE: Final = "GOVSYNC_STATE"
 WORKSPACE: Final = "GOVSYNC_WORKSPACE"
