@@ -39,7 +39,8 @@ def hooks(names: list[str], description: str = "v1") -> str:
     return "".join(
         f"apiVersion: govsync/v1\nkind: Hook\nmetadata: {{name: {n}}}\nspec:\n"
         f"  description: {description}\n  status: active\n"
-        f"  code: \"def handler(e): return 1\"\n---\n" for n in names)
+        f"  code: \"export default function hook(input) {{ return 1; }}\"\n---\n"
+        for n in names)
 
 
 class Repo:

@@ -26,7 +26,7 @@ apiVersion: govsync/v1
 kind: Hook
 metadata: {name: risk}
 spec:
-  code: "def handler(e): return 1"
+  code: "export default function hook(input) { return 1; }"
   timeoutMs: {var: timeout}
 """
 PROJECT = """\

@@ -48,6 +48,7 @@ from govsync.errors import (
     StateLockedError,
 )
 from govsync.manifests import load as load_manifests
+from govsync.manifests.code import check_code
 from govsync.manifests.loader import Reader, read_files
 from govsync.manifests.manifest import Context, ManifestSet
 from govsync.plan import Action, CaseStatus, Plan, Why
@@ -269,7 +270,7 @@ def _run(cycle: Cycle, target: Target, paused: Mapping[str, Any] | None, frozen:
         return
     if stopping is not None and stopping.is_set():
         return
-    failing = _tests_failing(manifests, target.name)
+    failing = _code_failing(manifests, plan) or _tests_failing(manifests, target.name)
     if failing:
         cycle.status, cycle.reason = Status.BLOCKED, f"not applied: {failing}; {cycle.reason}"
         return
@@ -279,6 +280,23 @@ def _run(cycle: Cycle, target: Target, paused: Mapping[str, Any] | None, frozen:
         apply_rest(cycle, target, manifests, plan, stopping)
     else:
         _apply(cycle, target, manifests, None, stopping)
+
+
+def _code_failing(manifests: ManifestSet, plan: Plan) -> str:
+    """Before an automatic apply that sends code, validate's checks of the manifests'
+    code (contract section 13): a commit may not take live what `govsync validate`
+    refuses (a CI job would have stopped it; the agent is its own CI).  Why the apply
+    waits ('' : nothing sent has code, or the code compiles)."""
+    objects = manifests.objects
+    if not any(c.address in objects and objects[c.address].kind.code is not None
+               for c in plan.work()):
+        return ""
+    errors, _ = check_code(objects)
+    if not errors:
+        return ""
+    first = errors[0]
+    return (f"{len(errors)} error(s) in policy or hook code (`govsync validate` lists "
+            f"them); the first: {first.file}:{first.line}:{first.col}: {first.message}")
 
 
 def _tests_failing(manifests: ManifestSet, environment: str | None) -> str:
