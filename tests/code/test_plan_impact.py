@@ -16,7 +16,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from govsync import impactreplay
+from govsync import impactfile, impactreplay
 from testkit import EXAMPLE_SEED, ROOT, Served, in_process
 
 KEY = "k" * 32
@@ -214,6 +214,18 @@ def test_a_huge_line_and_a_deep_one_are_skipped(tmp_path: Path) -> None:
     impact = change_of(plan_json(tmp_path, "--impact-from", "rec.jsonl"))["impact"]
     assert impact["skippedLines"] == [2, 3]
     assert impact["new"] == {"session": {"block": 2}}
+
+
+def test_a_file_longer_than_govsync_reads_is_read_in_part_and_said(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(impactfile, "MAX_LINES", 5)
+    write(tmp_path)
+    recorded(tmp_path, [record(i) for i in range(9)])
+    plan = plan_json(tmp_path, "--impact-from", "rec.jsonl")
+    assert change_of(plan)["impact"]["evaluated"] == 5
+    line = checks(plan)["impact"]
+    assert line["status"] == "warning"
+    assert "rec.jsonl was read in part: only its first 5 lines were read" in line["detail"]
 
 
 def test_code_that_loops_is_stopped_and_its_impact_unknown(
