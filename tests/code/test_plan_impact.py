@@ -9,6 +9,8 @@ be applied first."""
 from __future__ import annotations
 
 import json
+import sys
+import types
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -17,6 +19,7 @@ import jsonschema
 import pytest
 
 from govsync import impactfile, impactreplay
+from govsync.planning.impact import Impact, Source, Target, Window
 from testkit import EXAMPLE_SEED, ROOT, Served, in_process
 
 KEY = "k" * 32
@@ -395,3 +398,63 @@ def test_a_rule_refuses_a_change_that_newly_blocks_more_than_one_percent(
     code, out, err = run(tmp_path, "plan", "m.yaml", endpoint=server.url)
     assert code == 0, out + err
     assert "Check rule blast-radius: passed" in out
+
+
+# -- the endpoint's reports: the call site (refresh/impact.py's measure) -------------
+
+
+class FakeReports(types.ModuleType):
+    """refresh/impact.py's face as the plan calls it: what it was asked, and its answer."""
+
+    def __init__(self, known: bool) -> None:
+        super().__init__("govsync.refresh.impact")
+        self.known = known
+        self.asked: list[dict[str, object]] = []
+
+    async def measure(self, client: object, targets: list[Target], window: Window, *,
+                      log_query: str | None, timeout: float) -> dict[str, Impact]:
+        self.asked.append({"targets": targets, "window": window, "log_query": log_query,
+                           "timeout": timeout,
+                           "key": client._core._key_variable})  # type: ignore[attr-defined]
+        if not self.known:
+            return {t.address: Impact.unknown(window.text, Source.REPORT,
+                                              "this endpoint does not offer impact reports")
+                    for t in targets}
+        return {t.address: Impact(True, window.text, Source.REPORT, "",
+                                  {"session": {"block": 42}}, None, (), 1000)
+                for t in targets}
+
+
+@pytest.mark.parametrize("known", [True, False])
+def test_impact_reports_are_asked_with_the_report_key_and_fall_back_to_the_file(
+        tmp_path: Path, server: Served, monkeypatch: pytest.MonkeyPatch,
+        known: bool) -> None:
+    reports = FakeReports(known)
+    monkeypatch.setitem(sys.modules, "govsync.refresh.impact", reports)
+    write(tmp_path)
+    recorded(tmp_path, [record(i) for i in range(4)])
+    (tmp_path / "govsync.yaml").write_text(
+        "apiVersion: govsync/v1\nkind: Project\n"
+        "impact: {window: 7d, logQuery: \"resource.name = 'dwh'\", timeout: 2m, "
+        "from: rec.jsonl}\n")
+    ran = in_process(["plan", "m.yaml", "--impact", "36h", "--format", "json",
+                      "--endpoint", server.url, "--state", str(tmp_path / "state.db")],
+                     env={"PATH": "/usr/bin:/bin", "GOVSYNC_API_KEY": KEY,
+                          "GOVSYNC_REPORT_API_KEY": KEY}, cwd=tmp_path)
+    assert ran.code == 0 and "Traceback" not in ran.err, ran.out + ran.err
+    plan = json.loads(ran.out)
+    [asked] = reports.asked
+    assert asked["window"] == Window("36h", 129600)
+    assert asked["log_query"] == "resource.name = 'dwh'" and asked["timeout"] == 120.0
+    assert asked["key"] == "GOVSYNC_REPORT_API_KEY"
+    assert [t.address for t in asked["targets"]] == ["Policy/analysts"]  # type: ignore[attr-defined]
+    assert [(t.policy_id, t.recorded) for t in asked["targets"]] == [(None, None)]  # type: ignore[attr-defined]
+    impact = change_of(plan)["impact"]
+    if known:
+        assert impact["source"] == "report" and impact["new"] == {"session": {"block": 42}}
+        assert "over 36h of logged requests (the endpoint's impact reports)" in checks(
+            plan)["impact"]["detail"]
+    else:  # not offered: the project's file replayed instead, and said
+        assert impact["source"] == "file" and impact["known"] is True
+        assert impact["why"].startswith("reports: this endpoint does not offer impact "
+                                        "reports; replayed rec.jsonl instead")
