@@ -19,9 +19,9 @@ import dataclasses
 import importlib
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from govsync import envvars, impactfile, impactreplay, runtime
+from govsync import envvars, impactfile, runtime
 from govsync.api.kinds import POLICY_KIND
 from govsync.errors import ConfigError, GovsyncError
 from govsync.impactconfig import DEFAULT_TIMEOUT, ImpactSettings
@@ -30,6 +30,9 @@ from govsync.plan import ENDING, Action, Check, CheckStatus, Plan
 from govsync.planning.impact import Impact, Source, Target, Window, parse_window
 from govsync.settings import Settings
 from govsync.state import Entry
+
+if TYPE_CHECKING:
+    from govsync import impactreplay
 
 # The plan's line on impact.
 IMPACT_CHECK = "impact"
@@ -154,6 +157,8 @@ class Measuring:
                    or not found[t.address].known]
         if not wanting:
             return found
+        from govsync import impactreplay  # the bounded workers: only where a file is replayed
+
         recorded = self._file()
         missing = list(dict.fromkeys(c for t in wanting for c in (t.code, t.recorded)
                                      if c is not None and c not in self._outcomes))
@@ -173,6 +178,8 @@ class Measuring:
     def _file(self) -> impactfile.Recorded:
         if self._recorded is None:
             assert self.request.from_file is not None
+            from govsync import impactreplay  # the bounded workers, started as it is read
+
             impactreplay.warm()
             self._recorded = impactfile.read(self.request.from_file, self.request.window)
         return self._recorded
