@@ -163,6 +163,13 @@ def test_a_created_policy_counts_what_its_code_decides_over_the_file(tmp_path: P
             "request(s) other than allow (a new policy)") in out
     assert "        session block: 6\n" in out and "        pre_request rewrite: 3\n" in out
     assert "e.g. 2026-11-20T09:00:00Z session block: u0 on dwh" in out
+    # saved from a workspace never written (planned again in it): the impact kept
+    code, out, err = run(tmp_path, "plan", "m.yaml", "--impact-from", "rec.jsonl",
+                         "--out", "plan.json")
+    assert code == 0, out + err
+    code, out, err = run(tmp_path, "show", "plan.json", "--format", "json")
+    assert code == 0, out + err
+    assert change_of(json.loads(out))["impact"] == impact
 
 
 def test_a_broken_line_is_named_and_the_rest_counted(tmp_path: Path) -> None:
