@@ -159,7 +159,7 @@ def test_a_created_policy_counts_what_its_code_decides_over_the_file(tmp_path: P
     assert "12 recorded input(s) of rec.jsonl" in checks(plan)["impact"]["detail"]
     code, out, _ = run(tmp_path, "plan", "m.yaml", "--impact-from", "rec.jsonl")
     assert code == 0
-    assert ("impact over all recorded (file): the new code decides 9 of 12 logged "
+    assert ("impact (file, all recorded): the new code decides 9 of 12 logged "
             "request(s) other than allow (a new policy)") in out
     assert "        session block: 6\n" in out and "        pre_request rewrite: 3\n" in out
     assert "e.g. 2026-11-20T09:00:00Z session block: u0 on dwh" in out

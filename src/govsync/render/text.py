@@ -81,7 +81,7 @@ def impact_lines(impact: Impact) -> list[str]:
     if not impact.known:
         return [f"      impact: unknown ({impact.why})"]
     evaluated = f" of {impact.evaluated:,}" if impact.evaluated is not None else ""
-    lines = [f"      impact over {impact.window} ({impact.source}): the new code decides "
+    lines = [f"      impact ({impact.source}, {impact.window}): the new code decides "
              f"{impact.total(impact.new):,}{evaluated} logged request(s) other than allow"
              + (f", the recorded code {impact.total(impact.recorded):,}"
                 if impact.recorded is not None else " (a new policy)")]
