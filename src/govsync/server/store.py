@@ -13,8 +13,11 @@ answered, a power cut at most the last transactions).
 
 from __future__ import annotations
 
+import calendar
 import copy
+import datetime
 import json
+import re
 import sqlite3
 import threading
 import time
@@ -27,6 +30,7 @@ import yaml
 
 from govsync.api.kinds import SEEDED_KINDS
 from govsync.files import nesting_refused, yaml_loader
+from govsync.policycode.stages import STAGES
 
 JsonObject = dict[str, Any]
 # Nesting levels a seed may have (its objects have a handful).
@@ -79,6 +83,14 @@ SEED_DEFAULTS: dict[str, JsonObject] = {
 }
 assert set(SEED_DEFAULTS) <= set(SEEDED_KINDS)
 
+# A logged request (``logs:``): when, at which stage, and the input the service decided on.
+LOG_KIND = "Log"
+_STAGE_NAMES = tuple(row.stage.value for row in STAGES)
+
+# RFC 3339: a date, a time, an optional fraction, Z or an offset.
+_INSTANT = re.compile(r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?"
+                      r"(?:[Zz]|([+-])(\d{2}):(\d{2}))")
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS objects (
     kind TEXT NOT NULL,
@@ -107,6 +119,36 @@ def timestamp(ns: int | None = None) -> str:
         ns = time.time_ns()
     seconds, fraction = divmod(ns, 1_000_000_000)
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{fraction:09d}Z"
+
+
+def instant(text: Any) -> int | None:
+    """An RFC 3339 time as nanoseconds since 1970 (None: not one)."""
+    found = _INSTANT.fullmatch(text) if isinstance(text, str) else None
+    if found is None:
+        return None
+    year, month, day, hour, minute, second, fraction, sign, oh, om = found.groups()
+    try:
+        seconds = calendar.timegm((int(year), int(month), int(day), int(hour), int(minute),
+                                   int(second), 0, 0, 0))
+        datetime.date(int(year), int(month), int(day))
+    except ValueError:
+        return None
+    if int(hour) > 23 or int(minute) > 59 or int(second) > 60:
+        return None
+    if sign:
+        seconds -= (1 if sign == "+" else -1) * (int(oh) * 3600 + int(om) * 60)
+    return seconds * 1_000_000_000 + int((fraction or "").ljust(9, "0"))
+
+
+def _log_problem(entry: Mapping[str, Any]) -> str:
+    """What is wrong with a seeded log entry ('' for nothing)."""
+    if instant(entry.get("time")) is None:
+        return "time must be an RFC 3339 time (2026-11-21T09:30:00Z)"
+    if entry.get("stage") not in _STAGE_NAMES:
+        return f"stage must be one of {', '.join(_STAGE_NAMES)}"
+    if not isinstance(entry.get("input"), Mapping):
+        return "input must be a mapping (the input the service decided on)"
+    return ""
 
 
 def new_id(prefix: str) -> str:
@@ -215,7 +257,8 @@ class Store:
     # --- seed -----------------------------------------------------------------
 
     def load_seed(self, source: str | Path | Mapping[str, Any]) -> int:
-        """Preload resources, groups, users and links; returns how many objects.
+        """Preload resources, groups, users, links and logged requests; returns how many
+        objects.
 
         ``source`` is a YAML file or the mapping it holds.  Re-seeding the
         same ids replaces those objects (seeding is idempotent).
@@ -230,7 +273,7 @@ class Store:
         if data is None:
             return 0
         if not isinstance(data, Mapping):
-            raise SeedError("a seed is a mapping of resources, groups, users and links")
+            raise SeedError("a seed is a mapping of resources, groups, users, links and logs")
         unknown = sorted(set(data) - set(SEED_KEYS))
         if unknown:
             raise SeedError(f"unknown seed key(s) {', '.join(map(str, unknown))}; "
@@ -247,6 +290,9 @@ class Store:
                         or not entry["id"]:
                     raise SeedError(f"{seed_key}[{index}]: expected a mapping with a string id")
                 body = _jsonable(entry)
+                problem = _log_problem(body) if kind == LOG_KIND else ""
+                if problem:
+                    raise SeedError(f"{seed_key}[{index}]: {problem}")
                 for name, default in SEED_DEFAULTS.get(kind, {}).items():
                     body.setdefault(name, copy.deepcopy(default))
                 body.setdefault("createdAt", now)
