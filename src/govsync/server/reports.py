@@ -94,23 +94,22 @@ Select = Callable[[Logged, str | None], bool]
 
 def selector(query: str) -> Select:
     """The predicate of a query (the module's docstring): ``(log, action) -> bool``."""
-    checks: list[Select] = []
-    for term in query.split():
-        field, colon, value = term.partition(":")
-        if not colon or not field:
-            needle = term.casefold()
-            checks.append(lambda log, action, n=needle: n in log.key.casefold())
-            continue
-        wanted = value.casefold()
-        if field == "stage":
-            checks.append(lambda log, action, w=wanted: log.stage.casefold() == w)
-        elif field in ("action", "type"):
-            checks.append(lambda log, action, w=wanted: (action or "").casefold() == w)
-        else:
-            keys = paths.split(field.removeprefix("input."))
-            checks.append(lambda log, action, k=keys, w=wanted: _holds(
-                paths.get(log.input, k), w))
+    checks = [_term(term) for term in query.split()]
     return lambda log, action: all(check(log, action) for check in checks)
+
+
+def _term(term: str) -> Select:
+    field, colon, value = term.partition(":")
+    wanted = value.casefold()
+    if not colon or not field:
+        needle = term.casefold()
+        return lambda log, action: needle in log.key.casefold()
+    if field == "stage":
+        return lambda log, action: log.stage.casefold() == wanted
+    if field in ("action", "type"):
+        return lambda log, action: (action or "").casefold() == wanted
+    keys = paths.split(field.removeprefix("input."))
+    return lambda log, action: _holds(paths.get(log.input, keys), wanted)
 
 
 def _holds(found: Any, wanted: str) -> bool:
@@ -313,15 +312,20 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
+def _part(given: JsonObject, key: str) -> JsonObject:
+    found = given.get(key)
+    return found if isinstance(found, dict) else {}
+
+
 def _user_node(given: JsonObject) -> JsonObject:
-    user = given.get("user") if isinstance(given.get("user"), dict) else {}
+    user = _part(given, "user")
     name = _text(user.get("username")) or _text(user.get("email")) or "unknown"
     return {"id": f"user:{name}", "userNode": {"id": name, "name": name,
                                                 "type": _text(user.get("type"))}}
 
 
 def _resource_node(given: JsonObject) -> JsonObject:
-    resource = given.get("resource") if isinstance(given.get("resource"), dict) else {}
+    resource = _part(given, "resource")
     key = _text(resource.get("id")) or _text(resource.get("name")) or "unknown"
     return {"id": f"resource:{key}", "resourceNode": {
         "id": key, "name": _text(resource.get("name")) or key,
