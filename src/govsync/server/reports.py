@@ -63,8 +63,8 @@ SHOWN_INPUT = ("user", "end_user", "resource")
 
 
 class Logged(NamedTuple):
-    """A seeded log entry: its time in ns, its fields, and its input as canonical JSON
-    (requests alike are decided once)."""
+    """A seeded log entry: its time in ns, its fields, its input as canonical JSON, and
+    the request it is (its stage and that JSON: requests alike are decided once)."""
 
     ns: int
     id: str
@@ -72,6 +72,7 @@ class Logged(NamedTuple):
     stage: str
     key: str
     input: JsonObject
+    request: tuple[str, str]
 
 
 class Decided(NamedTuple):
@@ -82,11 +83,22 @@ class Decided(NamedTuple):
     action: str | None
 
 
-class Found(NamedTuple):
-    """What a report found: every log it evaluated, oldest first."""
+Decisions = dict[tuple[str, str], Any]
 
-    decided: list[Decided]
-    policy: JsonObject  # {id, name, status} of the policy it stands for
+
+class Found(NamedTuple):
+    """What a report found: every log it evaluated (oldest first) and the decision on each
+    distinct request; the logs it triggered on, with their keys in page order; the
+    policy it stands for, ``{id, name, status}``."""
+
+    logs: list[Logged]
+    decisions: Decisions
+    triggered: list[Decided]
+    keys: list[tuple[str, str]]
+    policy: JsonObject
+
+
+NOTHING = Found([], {}, [], [], {})
 
 
 Select = Callable[[Logged, str | None], bool]
@@ -135,7 +147,8 @@ class Reports:
         self.seconds = seconds
         self._found: dict[str, Found] = {}
         self._lock = threading.Lock()
-        self._logs: tuple[int, list[Logged]] | None = None
+        self._logs: tuple[int, list[Logged], list[int]] | None = None
+        self._preparing = threading.Lock()
         self._closing = threading.Event()
         self._workers: queue.Queue[str] = queue.Queue()
         for i in range(max(1, WORKERS)):
@@ -170,22 +183,32 @@ class Reports:
     # --- evaluating ----------------------------------------------------------------
 
     def logged(self) -> list[Logged]:
-        """The seeded logs, oldest first (made again when the seed changes)."""
-        version = self.store.version(LOG_KIND)
-        cached = self._logs
-        if cached is not None and cached[0] == version:
-            return cached[1]
+        """The seeded logs, oldest first."""
+        return self._logged()[0]
+
+    def _logged(self) -> tuple[list[Logged], list[int]]:
+        """The seeded logs, oldest first, and their times (made again when the seed
+        changes; by one report while the others wait for it)."""
+        with self._preparing:
+            version = self.store.version(LOG_KIND)
+            cached = self._logs
+            if cached is None or cached[0] != version:
+                logs = self._prepared()
+                cached = self._logs = (version, logs, [log.ns for log in logs])
+            return cached[1], cached[2]
+
+    def _prepared(self) -> list[Logged]:
         logs = []
         for entry in self.store.list(LOG_KIND):
             ns = instant(entry.get("time"))
             given = entry.get("input")
             if ns is None or not isinstance(given, dict):
                 continue  # the seed checked them: nothing else is stored as a log
-            logs.append(Logged(ns, entry["id"], str(entry["time"]), str(entry.get("stage")),
-                               json.dumps(given, sort_keys=True, separators=(",", ":")),
-                               given))
+            stage = str(entry.get("stage"))
+            key = json.dumps(given, sort_keys=True, separators=(",", ":"))
+            logs.append(Logged(ns, entry["id"], str(entry["time"]), stage, key, given,
+                               (stage, key)))
         logs.sort(key=lambda log: (log.ns, log.id))
-        self._logs = (version, logs)
         return logs
 
     def _evaluate(self, report: JsonObject) -> Found:
@@ -196,9 +219,13 @@ class Reports:
             raise _Failed()
         start = instant(report.get("evaluationStart")) or 0
         end = instant(report.get("createdAt")) or 0
-        select = selector(str(report.get("logQuery") or ""))
-        logs = [log for log in self.logged() if start <= log.ns <= end and select(log, None)]
-        distinct = {(log.stage, log.key): log.input for log in logs}
+        query = str(report.get("logQuery") or "")
+        every, times = self._logged()
+        logs = every[bisect.bisect_left(times, start):bisect.bisect_right(times, end)]
+        if query:
+            select = selector(query)
+            logs = [log for log in logs if select(log, None)]
+        distinct = {log.request: log.input for log in logs}
         worker = self._workers.get()
         try:
             evaluations = evaluate_staged(code, [(stage, given) for (stage, _), given
@@ -211,15 +238,15 @@ class Reports:
             raise _Failed()
         decisions = {key: None if e.error else e.decision
                      for key, e in zip(distinct, evaluations, strict=True)}
-        decided = []
-        for log in logs:
-            decision = decisions[log.stage, log.key]
-            decided.append(Decided(log, decision, action_of(decision)))
+        actions = {key: action_of(decision) for key, decision in decisions.items()}
+        hits = {key for key, action in actions.items() if action is not None and action != "allow"}
+        triggered = [Decided(log, decisions[log.request], actions[log.request])
+                     for log in logs if log.request in hits]
         policy_id = report.get("policyId")
         stored = self.store.get("Policy", policy_id) if isinstance(policy_id, str) else None
         policy = {"id": policy_id or "", "name": (stored or {}).get("name", ""),
                   "status": (stored or {}).get("status", "")}
-        return Found(decided, policy)
+        return Found(logs, decisions, triggered, [_key(d) for d in triggered], policy)
 
     def _found_of(self, report_id: str) -> Found:
         report = self.store.get(REPORT_KIND, report_id)
@@ -230,7 +257,7 @@ class Reports:
             raise invalid("the report failed: its code does not compile or could not be "
                           "evaluated", "reportId")
         if status != REPORT_COMPLETED:  # still running: nothing found yet
-            return Found([], {})
+            return NOTHING
         with self._lock:
             found = self._found.get(report_id)
         if found is None:  # evaluated before this server started: evaluated again
@@ -252,9 +279,10 @@ class Reports:
     def logs_page(self, request: Any) -> JsonObject:
         found = self._found_of(request.reportId)
         select = selector(request.query)
-        rows = [d for d in found.decided
-                if d.action is not None and d.action != "allow" and select(d.log, d.action)]
-        keys = [(f"{d.log.ns:020d}", d.log.id) for d in rows]
+        rows, keys = found.triggered, found.keys
+        if request.query:
+            rows = [d for d in rows if select(d.log, d.action)]
+            keys = [_key(d) for d in rows]
         fingerprint = hashlib.sha256(json.dumps(
             [request.reportId, request.query]).encode()).hexdigest()[:16]
         after = decode_cursor(request.cursor, fingerprint) if request.cursor else None
@@ -271,8 +299,10 @@ class Reports:
         nodes: dict[str, JsonObject] = {}
         edges: dict[tuple[str, str], JsonObject] = {}
         actions: dict[tuple[str, str], Counter[str]] = {}
-        for d in found.decided:
-            if not select(d.log, d.action):
+        for log in found.logs:
+            decision = found.decisions[log.request]
+            d = Decided(log, decision, action_of(decision))
+            if not select(log, d.action):
                 continue
             user, resource = _user_node(d.log.input), _resource_node(d.log.input)
             nodes.setdefault(user["id"], user)
@@ -300,6 +330,11 @@ _RESULTS: dict[str, Callable[[Reports, Any], JsonObject]] = {
 
 class _Failed(Exception):
     """The report's code does not compile, or the engine was stopped evaluating it."""
+
+
+def _key(d: Decided) -> tuple[str, str]:
+    """A triggered log's place in the pages: its time, then its id."""
+    return f"{d.log.ns:020d}", d.log.id
 
 
 def _entry(d: Decided, policy: JsonObject) -> JsonObject:

@@ -38,10 +38,18 @@ MAX_SEED_DEPTH = 100
 
 
 def _read_seed(raw: bytes) -> Any:
-    """A seed file's data.  Bytes go to the loader, so text that is not UTF-8 is a
+    """A seed file's data.  A file of JSON (no deeper than MAX_SEED_DEPTH) is read as
+    JSON; any other, bytes go to the loader, so text that is not UTF-8 is a
     YAMLError like any other.  libyaml composes recursively in C, and a few
     tens of thousands of levels overflow the stack (a crash): the nesting is
     measured on the parser's events first, which it keeps on the heap."""
+    if raw.lstrip()[:1] == b"{":  # JSON, a subset of YAML, read as JSON (ten times faster)
+        try:
+            data = json.loads(raw)
+        except (ValueError, RecursionError):
+            data = None  # read as YAML, which says where it is wrong
+        if data is not None and _depth(data) <= MAX_SEED_DEPTH:
+            return data
     loader = yaml_loader()
     depth = 0
     try:
@@ -57,6 +65,18 @@ def _read_seed(raw: bytes) -> Any:
             raise _too_deep(exc.problem_mark) from None
         raise
     return yaml.load(raw, Loader=loader)
+
+
+def _depth(data: Any) -> int:
+    """How deep JSON data nests (a scalar: 0)."""
+    deepest, level = 0, [(data, 1)]
+    while level:
+        value, depth = level.pop()
+        if isinstance(value, dict | list):
+            deepest = max(deepest, depth)
+            level.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict)
+                                                   else value))
+    return deepest
 
 
 def _too_deep(mark: Any) -> yaml.YAMLError:
