@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from serverkit import SEED, VIEWER, H, InProcess, make_app, path
 
-from govsync.server import Operations, SeedError, Store
+from govsync.server import Operations, SeedError, Store, create_app
 from govsync.server import reports as server_reports
 from reportkit import CODE, LOGS
 
@@ -263,3 +263,23 @@ def test_seeded_log_times_may_carry_an_offset() -> None:
     store.load_seed({"logs": [{**LOGS[0], "time": "2026-01-01T01:00:00.5+01:00"}]})
     reports = server_reports.Reports(store)
     assert reports.logged()[0].ns == 1767225600_500_000_000
+
+
+def test_a_report_left_running_by_a_stopped_server_completes_once_read(tmp_path: Any) -> None:
+    db = str(tmp_path / "api.db")
+    store = Store(db)
+    store.load_seed({**SEED, "logs": LOGS})
+    first = create_app(store, api_keys=["k"], report_seconds=3600)
+    with InProcess(first) as client:
+        made = post(client, "CreatePolicyReport", {"policyCode": CODE, "evaluationWindow": DAY},
+                    headers={"X-API-KEY": "k"})
+    store.close()  # stopped while the report runs: it stays running, nothing is raised
+    again = Store(db)
+    assert again.get("PolicyReport", made["reportId"])["status"] == "running"
+    with InProcess(create_app(again, api_keys=["k"], report_seconds=0)) as client:
+        report = finished(client, made["reportId"], headers={"X-API-KEY": "k"})
+        assert report["status"] == "completed"
+        logs = post(client, "ListPolicyImpactReportLogs", {"reportId": made["reportId"]},
+                    headers={"X-API-KEY": "k"})["logs"]
+    assert len(logs) == 4
+    again.close()

@@ -243,7 +243,10 @@ class Engine:
 
     def _get(self, op: Operation, request: BaseModel) -> JsonObject:
         assert op.kind is not None
-        obj = self.readable(op.kind, self._named(op, request))
+        found = self._named(op, request)
+        if shape_of(op.kind).evaluated:  # one that nothing evaluates (a restart) starts again
+            self.reports.resume(found)
+        obj = self.readable(op.kind, found)
         if op.response_key:
             return {op.response_key: obj}
         return {name: obj.get(name) for name in op.response.model_fields}

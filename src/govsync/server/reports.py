@@ -35,8 +35,10 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
+import logging
 import os
 import queue
+import sqlite3
 import threading
 import time
 from collections import Counter
@@ -50,6 +52,8 @@ from govsync.server.errors import ApiFailure, invalid
 from govsync.server.listing import decode_cursor, encode_cursor
 from govsync.server.shapes import REPORT_COMPLETED, REPORT_FAILED, REPORT_RUNNING
 from govsync.server.store import LOG_KIND, JsonObject, Store, instant
+
+logger = logging.getLogger("govsync.server")
 
 REPORT_KIND = "PolicyReport"
 # The bounded workers reports are evaluated in (one a core, at most two), and what one
@@ -153,32 +157,52 @@ class Reports:
         self._workers: queue.Queue[str] = queue.Queue()
         for i in range(max(1, WORKERS)):
             self._workers.put(f"report-{i}")
-        for report in store.list(REPORT_KIND):  # a server stopped while they ran
-            if report.get("status") == REPORT_RUNNING:
-                self.start(report)
+        # The reports this server has started (one stored running by a server before it,
+        # stopped meanwhile, is started again when it is read: ``resume``).
+        self._started: set[str] = set()
 
     def start(self, report: JsonObject) -> None:
         """Evaluate a report just stored, in a thread; store its status when it ends."""
+        with self._lock:
+            self._started.add(report["id"])
         threading.Thread(target=self._run, args=(report, time.monotonic()),
                          name=f"report-{report['id']}", daemon=True).start()
+
+    def resume(self, report: JsonObject) -> None:
+        """A report read: started again if it is running and no evaluation of this server
+        is under way (the server that began it stopped)."""
+        with self._lock:
+            known = report.get("id") in self._started
+        if report.get("status") == REPORT_RUNNING and not known:
+            self.start(report)
 
     def close(self) -> None:
         self._closing.set()
 
     def _run(self, report: JsonObject, began: float) -> None:
+        """A report's evaluation, in its thread: nothing it meets is raised there (a store
+        closed meanwhile, an engine that cannot start: the report fails, or is left)."""
         try:
             found, status = self._evaluate(report), REPORT_COMPLETED
         except _Failed:
             found, status = None, REPORT_FAILED
+        except Exception:
+            if not self.store.closed:  # else the server stopped: nothing to say
+                logger.exception("impact report %s could not be evaluated", report.get("id"))
+            found, status = None, REPORT_FAILED
         self._closing.wait(max(0.0, began + self.seconds - time.monotonic()))
-        if self._closing.is_set():
+        if self._closing.is_set() or self.store.closed:
             return
         with self._lock:
             if found is not None:
                 self._found[report["id"]] = found
         current = self.store.get(REPORT_KIND, report["id"])
-        if current is not None:
+        if current is None:
+            return
+        try:
             self.store.put(REPORT_KIND, report["id"], {**current, "status": status})
+        except sqlite3.ProgrammingError:  # closed while it was being stored
+            return
 
     # --- evaluating ----------------------------------------------------------------
 

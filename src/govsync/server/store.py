@@ -203,6 +203,8 @@ class Store:
         # Bumped on every write of a kind: list caches compare it.
         self._versions: dict[str, int] = {}
         self._seq = 0
+        # Closed (``close``): what still runs beside the requests (a report) stores nothing.
+        self.closed = False
         for kind, id_, key, seq, body in self._db.execute(
             "SELECT kind, id, key, seq, body FROM objects ORDER BY seq"
         ):
@@ -324,6 +326,7 @@ class Store:
 
     def close(self) -> None:
         with self._lock:
+            self.closed = True
             self._db.close()
 
 
