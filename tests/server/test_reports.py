@@ -117,6 +117,7 @@ def test_the_logs_are_paged_as_every_list_and_a_query_selects() -> None:
         assert [e["id"] for e in sessions] == ["log-009", "log-006", "log-005"]
         anns = every_log(client, report_id, query="user.username:ann action:block")
         assert [e["id"] for e in anns] == ["log-008", "log-001"]
+        assert every_log(client, report_id, query="user.username:ann AND action:block") == anns
         assert every_log(client, report_id, query="billing") == [whole["logs"][4]]
         post(client, "ListPolicyImpactReportLogs", {"reportId": "policy-report-none"}, 404)
 

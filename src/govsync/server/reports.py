@@ -27,7 +27,7 @@ A report still running has found nothing yet (an empty page, an empty graph); on
 failed answers 400.  Both take ``query``: terms that must all hold, ``path:value`` (``stage``, ``action``, or
 a dotted path into the input: ``user.username:ann``, ``resource.name:orders-db``; a list
 holds the value when one of its items is it) or a bare word (found anywhere in the
-input, case-insensitively).  A report's ``logQuery`` is read the same way.
+input, case-insensitively); ``AND`` between terms is allowed, and said already.  A report's ``logQuery`` is read the same way.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ Select = Callable[[Logged, str | None], bool]
 
 def selector(query: str) -> Select:
     """The predicate of a query (the module's docstring): ``(log, action) -> bool``."""
-    checks = [_term(term) for term in query.split()]
+    checks = [_term(term) for term in query.split() if term != "AND"]
     return lambda log, action: all(check(log, action) for check in checks)
 
 
