@@ -335,3 +335,11 @@ def test_any_other_failure_is_unknown_with_why(status: int) -> None:
         impact = run_measure(app, [changed()], timeout=60)[POLICY]
     assert not impact.known and impact.why.startswith("CreatePolicyReport failed:")
     assert str(status) in impact.why
+
+
+def test_unchanged_code_is_one_report() -> None:
+    app, store = server()
+    impact = run_measure(app, [Target(POLICY, None, CODE, CODE)], timeout=60)[POLICY]
+    assert impact.known and impact.recorded == impact.new
+    assert impact.new == {"pre_request": {"block": 3}, "session": {"mfa": 3}}
+    assert len(store.list("PolicyReport")) == 1

@@ -100,7 +100,9 @@ class _Run:
         self.key_variable = client.key_variable
 
     async def impact(self, target: Target) -> Impact:
-        codes = [target.code] if target.recorded is None else [target.code, target.recorded]
+        # One report where the recorded code is the new one (its counts are the same).
+        codes = [target.code] if target.recorded in (None, target.code) else [
+            target.code, target.recorded]
         reports = [asyncio.ensure_future(self.report(code, target.policy_id, first=i == 0))
                    for i, code in enumerate(codes)]
         try:
@@ -111,7 +113,7 @@ class _Run:
             await asyncio.gather(*reports, return_exceptions=True)
             return Impact.unknown(self.window.text, Source.REPORT, exc.why)
         new = measured[0]
-        recorded = measured[1].counts if len(measured) > 1 else None
+        recorded = (measured[-1].counts if target.recorded is not None else None)
         return Impact(True, self.window.text, Source.REPORT, new=new.counts,
                       recorded=recorded, examples=new.examples, evaluated=new.evaluated)
 
