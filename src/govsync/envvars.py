@@ -18,6 +18,9 @@ DEFAULT_WORKSPACE: Final = "default"
 
 ENDPOINT: Final = "GOVSYNC_ENDPOINT"
 API_KEY: Final = "GOVSYNC_API_KEY"
+# The key impact reports are created and read with (plan --impact): one the team scopes to
+# reports, so that a pull-request job never holds the apply key; unset: the command's key.
+REPORT_API_KEY: Final = "GOVSYNC_REPORT_API_KEY"
 STATE: Final = "GOVSYNC_STATE"
 WORKSPACE: Final = "GOVSYNC_WORKSPACE"
 ENV: Final = "GOVSYNC_ENV"
@@ -46,10 +49,10 @@ AGENT_ENDPOINTS: Final = "GOVSYNC_AGENT_ENDPOINTS"
 
 # Every one of govsync's own settings: none may stand for a manifest's secret
 # (``{fromEnv: GOVSYNC_API_KEY}`` would send govsync's own key to an integration).
-OWN: Final = frozenset({ENDPOINT, API_KEY, STATE, WORKSPACE, ENV, PROJECT, LOG, INSECURE_HTTP,
+OWN: Final = frozenset({ENDPOINT, API_KEY, REPORT_API_KEY, STATE, WORKSPACE, ENV, PROJECT, LOG, INSECURE_HTTP,
                         LOCAL_SEED, LOCAL_OPERATIONS, INSTALL_SPEC, KEY_PASSPHRASE, ACTOR,
                         UI_TOKEN, AGENT_WEBHOOK_SECRET, AGENT_URL, AGENT_SINK_HOSTS,
                         AGENT_GITHUB_API, AGENT_ENDPOINTS})
 # Those of them that hold credentials: a value of one of these is never given to a
 # notification sink, whatever variable the project file names.
-CREDENTIALS: Final = frozenset({API_KEY, STATE, KEY_PASSPHRASE, UI_TOKEN, AGENT_WEBHOOK_SECRET})
+CREDENTIALS: Final = frozenset({API_KEY, REPORT_API_KEY, STATE, KEY_PASSPHRASE, UI_TOKEN, AGENT_WEBHOOK_SECRET})

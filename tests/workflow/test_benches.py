@@ -191,3 +191,12 @@ def test_bench_refresh_reads_every_recorded_object(tmp_path: Path) -> None:
                 "--runs", "1", cwd=tmp_path)
     assert "refresh of 40 objects:" in out and "40 read; bound N x 1 ms / 10" in out
     assert "no-op plan of 40 objects (median of 1):" in out
+
+
+def test_bench_impact_waits_for_the_reports_at_once(tmp_path: Path) -> None:
+    out = bench(str(ROOT / "bench/impact/run.py"), "--logs", "300", "--policies", "2",
+                "--latency-ms", "1", cwd=tmp_path)
+    assert "server seeded with 300 logged requests" in out
+    assert "impact of 2 changed policies (4 reports) over 300 logged requests" in out
+    assert "slowest report seen completed at" in out and "x the bound" in out
+    assert "calls: 4 CreatePolicyReport" in out and "known: 2 of 2" in out
