@@ -9,8 +9,8 @@ owner listed or recorded.  The kinds nothing finds (no read, or a Get that needs
 an id nothing lists) are named, each with why.  Every object that
 the workspace's state does not record becomes:
 
-* a manifest: ``metadata.name`` is its API name (kinds without one: its
-  id), its spec the fields of the kind's spec model as read,
+* a manifest: ``metadata.name`` is its API name (kinds without one: the name
+  of the object it is read by, a connector's for its AI provider, else its id), its spec the fields of the kind's spec model as read,
   defaults left out; an ``<x>Id`` naming another imported object becomes
   ``<x>Ref``; every secret, which no read returns, becomes ``{fromEnv: VAR}``
   (the variables are listed, to be set before ``plan``);
@@ -210,6 +210,7 @@ def adoptable(objects: Mapping[str, list[dict[str, Any]]], snapshot: Snapshot,
     many the state records.  ``elsewhere``: ids another workspace of the state records
     (id -> (workspace, address)): theirs, never imported here."""
     recorded = {(e.kind, e.id) for e in snapshot.entries.values() if e.id}
+    owners = _owner_names(objects, snapshot)
     elsewhere = elsewhere or {}
     found, skipped, known = [], [], 0
     for kind_name, listed in objects.items():
@@ -226,7 +227,7 @@ def adoptable(objects: Mapping[str, list[dict[str, Any]]], snapshot: Snapshot,
                 skipped.append(f"{kind.name} {id_}: recorded by workspace {workspace!r} as "
                                f"{address} (an object belongs to one workspace)")
                 continue
-            name = obj.get("name") if kind.named else id_
+            name = obj.get("name") if kind.named else _unnamed(kind, id_, obj, owners)
             if not isinstance(name, str) or not name:
                 skipped.append(f"{kind.name} {id_}: the server gives it no name")
                 continue
@@ -244,6 +245,30 @@ def adoptable(objects: Mapping[str, list[dict[str, Any]]], snapshot: Snapshot,
     _name_variables(found)
     references(found)
     return found, skipped, known
+
+
+def _owner_names(objects: Mapping[str, list[dict[str, Any]]], snapshot: Snapshot
+                 ) -> dict[tuple[str, str], str]:
+    """The name of every object read or recorded, by (kind, id): what an object read by
+    its owner (a connector's AI provider) is named after."""
+    names = {(e.kind, e.id): e.address.split("/", 1)[1]
+             for e in snapshot.entries.values() if e.id}
+    for kind_name, listed in objects.items():
+        for obj in listed:
+            if isinstance(obj.get("id"), str) and isinstance(obj.get("name"), str):
+                names[(kind_name, obj["id"])] = obj["name"]
+    return names
+
+
+def _unnamed(kind: Kind, id_: str, obj: Mapping[str, Any],
+             owners: Mapping[tuple[str, str], str]) -> str:
+    """The name of an object the API gives none: its owner's, where it is read by its
+    owner (one a connector: ``ConnectorAIProvider/payments-eu``); else its id."""
+    ref = through(kind)
+    owner = obj.get(ref.id_field) if ref is not None else None
+    if ref is not None and isinstance(owner, str):
+        return owners.get((ref.target, owner), id_)
+    return id_
 
 
 def _fit(model: type[BaseModel], obj: Mapping[str, Any]) -> dict[str, Any]:
