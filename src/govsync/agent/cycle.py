@@ -107,6 +107,10 @@ class Cycle:
     # Objects a refresh found changed outside govsync or missing on the server.
     drifted: int = 0
     held: list[str] = field(default_factory=list)  # held back by a partial apply
+    # The status the cycle's plan found, before any apply it made (None: unplanned).
+    found: Status | None = None
+    # Objects a self-heal put back (changed outside govsync or missing): its trace.
+    healed: int = 0
 
     @property
     def pending(self) -> int:
@@ -138,6 +142,7 @@ class Cycle:
             "applied": self.applied.as_dict() if self.applied is not None else None,
             "drifted": self.drifted,
             **({"held": self.held} if self.held else {}),
+            **({"healed": self.healed} if self.healed else {}),
         }
         key = hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
         return {**body, "at": self.at, "ok": self.status == Status.SYNCED,
@@ -166,7 +171,8 @@ class Cycle:
                        summary, list(record.get("changes") or []),
                        Applied.from_dict(record.get("applied")),
                        int(record.get("drifted") or 0),
-                       [str(a) for a in record.get("held") or []])
+                       [str(a) for a in record.get("held") or []],
+                       healed=int(record.get("healed") or 0))
         except (KeyError, TypeError, ValueError):
             return None
 
@@ -222,6 +228,7 @@ def _run(cycle: Cycle, target: Target, paused: Mapping[str, Any] | None, frozen:
     manifests = load_manifests(selection.paths(()), read=read,
                                context=Context(selection.variables(), selection.name))
     plan = _plan(cycle, manifests, target)
+    cycle.found = cycle.status
     # OutOfSync: the git change is applied, and what changed outside govsync is put back
     # with it (contract 12, amended).  Drifted (only outside changes): what is missing is
     # made again; what changed is put back only with selfHeal.
@@ -248,12 +255,15 @@ def _run(cycle: Cycle, target: Target, paused: Mapping[str, Any] | None, frozen:
     if failing:
         cycle.status, cycle.reason = Status.BLOCKED, f"not applied: {failing}; {cycle.reason}"
         return
+    drifted = cycle.drifted if cycle.found == Status.DRIFTED else 0
     if required(plan, settings) or found:
         _apply_approved(cycle, target, manifests, stopping, found)
     elif held:
         apply_rest(cycle, target, manifests, plan, stopping)
     else:
         _apply(cycle, target, manifests, None, stopping)
+    if drifted and cycle.applied is not None and cycle.applied.ok:
+        cycle.healed = drifted  # a self-heal: only outside changes were applied
 
 
 def _tests_failing(manifests: ManifestSet, environment: str | None) -> str:
