@@ -449,7 +449,8 @@ def _plain_as(f: Found, names: list[tuple[tuple[str, ...], str]]) -> dict[str, A
 
 
 def render(manifests: list[Found], imports: list[Found] | None = None,
-           patches: Sequence[tuple[Found, dict[str, Any]]] = (), prefix: str = "") -> Output:
+           patches: Sequence[tuple[Found, dict[str, Any]]] = (), prefix: str = "",
+           environment: str | None = None) -> Output:
     """A folder's files in memory: one manifest file per kind, then ``imports.yaml`` and
     ``patches.yaml``."""
     imports = manifests if imports is None else imports
@@ -458,7 +459,8 @@ def render(manifests: list[Found], imports: list[Found] | None = None,
     for f in manifests:
         by_kind.setdefault(f.kind.name, []).append(Document(
             {"apiVersion": API_VERSION, "kind": f.kind.name, "metadata": {"name": f.name},
-             "spec": f.spec}, [f"{f.kind.name} {f.id} on the server"]))
+             "spec": f.spec}, [f"{f.kind.name} {f.id} on the server" + (
+                 f" of environment {environment}" if environment else "")]))
     for kind, documents in by_kind.items():
         files(output, file_stem(kind), documents)
     label = prefix.lower().replace("_", "-")
@@ -526,10 +528,11 @@ def import_objects(client: AsyncClient, snapshot: Snapshot, where: Layout | str,
                     placed=placed)
     if not placed.imports:
         return done
-    outputs = [(where.shared, render(placed.shared, [] if where.own else None))]
+    outputs = [(where.shared, render(placed.shared, [] if where.own else placed.imports,
+                                     environment=where.environment))]
     if where.own is not None:
         outputs.append((where.own, render(placed.own, placed.imports, placed.patches,
-                                          where.prefix)))
+                                          where.prefix, where.environment)))
     outputs = [(folder, o) for folder, o in outputs if o.documents]
     check_with([o for _, o in outputs], read, context)
     planned, refused = [], []

@@ -70,3 +70,13 @@ def test_a_reimport_adds_to_its_folder_and_refuses_an_edited_file(sqlite_gov: Go
     plan = gov.ok("plan", "imported", "--format", "json").json()
     assert plan["summary"]["import"] == 2 and plan["summary"]["create"] == 1  # by-hand
     assert plan["summary"]["orphan"] == 0
+
+    # A manifest written by hand for an object the console made: its Import only.
+    fifth = console_space(gov, "fifth")
+    (folder / "mine.yaml").write_text("apiVersion: govsync/v1\nkind: Space\n"
+                                      "metadata: {name: fifth}\nspec: {}\n")
+    gov.ok("import", "--kind", "Space", "--out", "imported", "--merge")
+    assert addresses(folder).count("Space/fifth") == 1
+    plan = gov.ok("plan", "imported", "--format", "json").json()
+    (change,) = [c for c in plan["changes"] if c["address"] == "Space/fifth"]
+    assert change["action"] == "import" and change["id"] == fifth, change
