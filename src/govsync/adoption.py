@@ -409,9 +409,10 @@ class Placed:
 
 def place(found: list[Found], where: Layout, known: Known, first: bool) -> Placed:
     """Each object: left out when an Import document there adopts it already; an Import
-    document (and, with an environment, a Patch of what differs) when a manifest there
-    defines its address; else a manifest, in the shared folder (without an environment,
-    or for the first environment imported) or the environment's own."""
+    document (and, with an environment's own folder, a Patch of what differs) when a
+    manifest there defines its address; else a manifest, in the shared folder (without
+    a folder of the environment's own, or for the first environment imported) or the
+    environment's own."""
     placed = Placed()
     prefix = where.prefix
     for f in found:
@@ -425,11 +426,15 @@ def place(found: list[Found], where: Layout, known: Known, first: bool) -> Place
         placed.variables += [v for _, v in env_names]
         defined = known.defined.get(f.address)
         if defined is not None:
-            if where.environment is not None:
+            if where.own is not None:
                 merge = difference(_plain_as(f, env_names), defined[1], env_names)
                 if merge:
                     placed.patches.append((f, merge))
-        elif where.environment is None or first:
+        elif where.own is None:  # one folder: its secrets named after the environment
+            for _, leaf in f.secrets:
+                leaf.variable = prefix + leaf.variable
+            placed.shared.append(f)
+        elif first:
             placed.shared.append(f)
             if env_names:
                 placed.patches.append((f, difference({}, {}, env_names)))

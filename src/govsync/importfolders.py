@@ -90,8 +90,9 @@ def layout(environment: str | None, env_paths: Sequence[str], every: Sequence[Se
     """The folders of an import: ``--out`` (default ``imported``; with an environment, a
     folder ``imported`` in the first of its paths every environment reads) and, with an
     environment, ``--env-out`` (default: ``imported`` in the first of its paths no other
-    environment reads).  ConfigError when one cannot be chosen, or lies outside what the
-    environment reads (its plan would not see it)."""
+    environment reads; none: one folder, as without an environment).  ConfigError when
+    ``--out`` cannot be chosen, or ``--env-out`` lies outside what the environment reads
+    (its plan would not see it)."""
     if environment is None:
         return Layout(out or "imported")
     shared_paths = [p for p in env_paths if all(_reads(o, p) for o in every)]
@@ -103,15 +104,14 @@ def layout(environment: str | None, env_paths: Sequence[str], every: Sequence[Se
         out = os.path.join(shared_paths[0], "imported")
     if own is None:
         if not own_paths:
-            raise ConfigError(f"environment {environment}: none of its paths is its own (read "
-                              "by no other environment): pass --env-out DIR, the folder for "
-                              "its Import and Patch documents")
+            # No folder of its own: one folder, as without an environment (its secrets'
+            # variables still named after it).
+            return Layout(out, None, environment, tuple(env_paths))
         own = os.path.join(own_paths[0], "imported")
-    for flag, folder in (("--out", out), ("--env-out", own)):
-        if not any(_under(folder, p) for p in env_paths):
-            raise ConfigError(f"{flag} {folder}: environment {environment} does not read it "
-                              f"(its paths: {', '.join(env_paths)}): choose a folder under "
-                              "them, or add it to its paths in govsync.yaml")
+    if not any(_under(own, p) for p in env_paths):
+        raise ConfigError(f"--env-out {own}: environment {environment} does not read it "
+                          f"(its paths: {', '.join(env_paths)}): choose a folder under "
+                          "them, or add it to its paths in govsync.yaml")
     if os.path.normpath(out) == os.path.normpath(own):
         raise ConfigError("--out and --env-out name the same folder: the shared manifests and "
                           "one environment's documents go to different folders")
