@@ -82,3 +82,20 @@ def test_an_apply_for_a_git_change_puts_back_outside_changes_too(gov: Gov) -> No
     assert "exfil.example.net" not in hosts(gov)
     again = run(target, revision="r2", paused=None, frozen=None)
     assert again.status == Status.SYNCED, again.reason
+
+
+def test_a_console_value_copied_into_git_is_recorded_by_the_agent(gov: Gov) -> None:
+    """Issue 43, finding 8: git now says what the console set; without selfHeal the
+    agent records it (nothing is sent) and the environment is Synced, not Drifted."""
+    manifests = copy_examples(gov.folder)
+    target = target_of(gov, heal=False)
+    gov.ok("apply", "--auto-approve")
+    console_adds_a_host(gov)
+    hooks = manifests / "hooks.yaml"
+    host = "    - risk.northwind.internal\n"
+    hooks.write_text(hooks.read_text().replace(host, host + "    - exfil.example.net\n", 1))
+    assert "exfil.example.net" in hooks.read_text()
+    recorded = run(target, revision="r3", paused=None, frozen=None)
+    assert recorded.found == Status.DRIFTED and recorded.healed == 0, recorded.reason
+    assert recorded.status == Status.SYNCED, recorded.reason
+    assert "exfil.example.net" in hosts(gov)

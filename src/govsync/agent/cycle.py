@@ -238,7 +238,11 @@ def _run(cycle: Cycle, target: Target, paused: Mapping[str, Any] | None, frozen:
                  ) and bool(plan.work() or plan.governance is not None)
     held = bool(target.agent.partial_apply and cycle.status == Status.BLOCKED
                 and plan.blocked())  # the rest applied, what is blocked held back
-    appliable = appliable or held
+    # Git now says what the console set, and nothing else drifted: recorded, nothing sent.
+    caught_up = {c.address for c in plan.caught_up()}
+    recording = bool(caught_up) and cycle.status == Status.DRIFTED and not plan.work() \
+        and {d.address for d in plan.drift} <= caught_up
+    appliable = appliable or held or recording
     if paused is not None:
         cycle.status, cycle.reason = Status.PAUSED, (
             f"paused by {paused.get('by', 'someone')} at {paused.get('at', '?')}: "
