@@ -523,12 +523,13 @@ def import_objects(client: AsyncClient, snapshot: Snapshot, where: Layout | str,
     placed = place(found, where, known, first=not scan([where.shared]).defined)
     if name_glob is None:
         seen = {f.address for f in found}
-        placed.absent = [
-            f"{address} ({file}): {'`govsync plan --env ' + where.environment + '`' if where.environment else '`govsync plan`'} "
-            "would create it; if it belongs to another environment only, move its manifest "
-            "to that environment's folder" for address, (file, _) in sorted(known.defined.items())
-            if address.split("/", 1)[0] in objects and address not in seen
-            and address not in snapshot.entries]
+        plan = (f"`govsync plan --env {where.environment}` would create it; if it belongs "
+                "to another environment only, move its manifest to that environment's folder"
+                if where.environment else "`govsync plan` would create it")
+        placed.absent = [f"{address} ({file}): {plan}"
+                         for address, (file, _) in sorted(known.defined.items())
+                         if address.split("/", 1)[0] in objects and address not in seen
+                         and address not in snapshot.entries]
     done = Imported(found, Written(), [*placed.already, *skipped], unlisted, recorded,
                     placed=placed)
     if not placed.imports:

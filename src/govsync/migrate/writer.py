@@ -180,7 +180,8 @@ def check_with(outputs: list[Output], also: list[str], context: Context | None =
                ) -> None:
     """Read every manifest of ``outputs`` back, then load them with the manifests under
     ``also`` (what they will be planned with: their references, the documents they
-    patch, the addresses they must not define twice); MigrateError if anything is wrong."""
+    patch, the addresses they must not define twice); MigrateError if anything is wrong
+    in what ``outputs`` hold (a problem of the manifests already there is not theirs)."""
     for output in outputs:
         _exact(output)
     with tempfile.TemporaryDirectory(prefix="govsync-import-check-") as scratch:
@@ -192,13 +193,15 @@ def check_with(outputs: list[Output], also: list[str], context: Context | None =
         try:
             load([*[p for p in also if os.path.exists(p)], scratch], context=context)
         except ManifestError as exc:
-            def shown(file: str) -> str:
-                inside = os.path.relpath(file, scratch)
-                return file if inside.startswith("..") else f"(new) {inside.split(os.sep, 1)[-1]}"
-            raise MigrateError([f"{shown(p.file)}:{p.line}:{p.col}: {p.message}"
-                                for p in exc.problems] + [
-                "the manifests it would write are not valid with those they would be "
-                "planned with: nothing was written"]) from None
+            # What is wrong in the documents written: those already there are the user's.
+            new = [(os.path.relpath(p.file, scratch), p) for p in exc.problems]
+            new = [(inside.split(os.sep, 1)[-1], p) for inside, p in new
+                   if not inside.startswith("..")]
+            if new:
+                raise MigrateError([f"(new) {name}:{p.line}:{p.col}: {p.message}"
+                                    for name, p in new] + [
+                    "the manifests it would write are not valid with those they would be "
+                    "planned with: nothing was written"]) from None
 
 
 def _exact(output: Output) -> None:
