@@ -108,6 +108,10 @@ class Cycle:
     # Objects a refresh found changed outside govsync or missing on the server.
     drifted: int = 0
     held: list[str] = field(default_factory=list)  # held back by a partial apply
+    # The status the cycle's plan found, before any apply it made (None: unplanned).
+    found: Status | None = None
+    # Objects a self-heal put back (changed outside govsync or missing): its trace.
+    healed: int = 0
 
     @property
     def pending(self) -> int:
@@ -139,6 +143,7 @@ class Cycle:
             "applied": self.applied.as_dict() if self.applied is not None else None,
             "drifted": self.drifted,
             **({"held": self.held} if self.held else {}),
+            **({"healed": self.healed} if self.healed else {}),
         }
         key = hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
         return {**body, "at": self.at, "ok": self.status == Status.SYNCED,
@@ -167,7 +172,8 @@ class Cycle:
                        summary, list(record.get("changes") or []),
                        Applied.from_dict(record.get("applied")),
                        int(record.get("drifted") or 0),
-                       [str(a) for a in record.get("held") or []])
+                       [str(a) for a in record.get("held") or []],
+                       healed=int(record.get("healed") or 0))
         except (KeyError, TypeError, ValueError):
             return None
 
@@ -223,6 +229,7 @@ def _run(cycle: Cycle, target: Target, paused: Mapping[str, Any] | None, frozen:
     manifests = load_manifests(selection.paths(()), read=read,
                                context=Context(selection.variables(), selection.name))
     plan = _plan(cycle, manifests, target)
+    cycle.found = cycle.status
     # OutOfSync: the git change is applied, and what changed outside govsync is put back
     # with it (contract 12, amended).  Drifted (only outside changes): what is missing is
     # made again; what changed is put back only with selfHeal.
@@ -232,7 +239,11 @@ def _run(cycle: Cycle, target: Target, paused: Mapping[str, Any] | None, frozen:
                  ) and bool(plan.work() or plan.governance is not None)
     held = bool(target.agent.partial_apply and cycle.status == Status.BLOCKED
                 and plan.blocked())  # the rest applied, what is blocked held back
-    appliable = appliable or held
+    # Git now says what the console set, and nothing else drifted: recorded, nothing sent.
+    caught_up = {c.address for c in plan.caught_up()}
+    recording = bool(caught_up) and cycle.status == Status.DRIFTED and not plan.work() \
+        and {d.address for d in plan.drift} <= caught_up
+    appliable = appliable or held or recording
     if paused is not None:
         cycle.status, cycle.reason = Status.PAUSED, (
             f"paused by {paused.get('by', 'someone')} at {paused.get('at', '?')}: "
@@ -249,12 +260,15 @@ def _run(cycle: Cycle, target: Target, paused: Mapping[str, Any] | None, frozen:
     if failing:
         cycle.status, cycle.reason = Status.BLOCKED, f"not applied: {failing}; {cycle.reason}"
         return
+    drifted = cycle.drifted if cycle.found == Status.DRIFTED else 0
     if required(plan, settings) or found:
         _apply_approved(cycle, target, manifests, stopping, found)
     elif held:
         apply_rest(cycle, target, manifests, plan, stopping)
     else:
         _apply(cycle, target, manifests, None, stopping)
+    if drifted and cycle.applied is not None and cycle.applied.ok:
+        cycle.healed = drifted  # a self-heal: only outside changes were applied
 
 
 def _code_failing(manifests: ManifestSet, plan: Plan) -> str:
