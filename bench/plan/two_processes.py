@@ -31,10 +31,10 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 from common import compile_package  # noqa: E402
 from generate import write  # noqa: E402
-from govsync.manifests.manifest import Context  # noqa: E402
 
 from govsync.files import manifest_files  # noqa: E402
 from govsync.manifests.loader import read_file  # noqa: E402
+from govsync.manifests.manifest import Context  # noqa: E402
 
 
 def cpu(work: Callable[[], Any]) -> tuple[float, Any]:

@@ -9,8 +9,8 @@ owner listed or recorded.  The kinds nothing finds (no read, or a Get that needs
 an id nothing lists) are named, each with why.  Every object that
 the workspace's state does not record becomes:
 
-* a manifest: ``metadata.name`` is its API name (kinds without one: its
-  id), its spec the fields of the kind's spec model as read,
+* a manifest: ``metadata.name`` is its API name (kinds without one: the name
+  of the object it is read by, a connector's for its AI provider, else its id), its spec the fields of the kind's spec model as read,
   defaults left out; an ``<x>Id`` naming another imported object becomes
   ``<x>Ref``; every secret, which no read returns, becomes ``{fromEnv: VAR}``
   (the variables are listed, to be set before ``plan``);
@@ -30,8 +30,9 @@ import asyncio
 import copy
 import fnmatch
 import hashlib
+import os
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -40,11 +41,21 @@ from govsync.api.kinds import BY_KIND, KINDS, REFERENCES, Kind
 from govsync.api.resource import Objects, through
 from govsync.api.resource import listed as is_listed
 from govsync.envvars import API_KEY as API_KEY_ENV
-from govsync.errors import ApiError, ConfigError, NotFoundError, UnauthorizedError
+from govsync.errors import ApiError, ConfigError, MigrateError, NotFoundError, UnauthorizedError
+from govsync.importfolders import Known, Layout, difference, scan
 from govsync.manifests.documents import API_VERSION
+from govsync.manifests.manifest import Context
 from govsync.migrate.convert import references
-from govsync.migrate.writer import Output, Written, check, file_stem, files, write
-from govsync.migrate.yamlout import Document, FromEnv
+from govsync.migrate.writer import (
+    Output,
+    Written,
+    add,
+    additions,
+    check_with,
+    file_stem,
+    files,
+)
+from govsync.migrate.yamlout import Document, FromEnv, plain_data
 from govsync.state.records import Snapshot
 
 if TYPE_CHECKING:
@@ -53,6 +64,7 @@ if TYPE_CHECKING:
     from govsync.api.client import AsyncClient
 
 IMPORTS_STEM = "imports"
+PATCHES_STEM = "patches"
 HEADER = ("Imported from the server by `govsync import`: set the variables it listed, "
           "then run `govsync plan`.",)
 PAGE_SIZE = 500
@@ -88,9 +100,12 @@ class Imported:
     skipped: list[str] = field(default_factory=list)  # "Kind id: why"
     unlisted: list[str] = field(default_factory=list)  # kinds it could not read, and why
     recorded: int = 0  # objects the state already records
+    placed: Placed | None = None
 
     @property
     def variables(self) -> list[str]:
+        if self.placed is not None:
+            return self.placed.variables
         return [leaf.variable for f in self.found for _, leaf in f.secrets]
 
 
@@ -210,6 +225,7 @@ def adoptable(objects: Mapping[str, list[dict[str, Any]]], snapshot: Snapshot,
     many the state records.  ``elsewhere``: ids another workspace of the state records
     (id -> (workspace, address)): theirs, never imported here."""
     recorded = {(e.kind, e.id) for e in snapshot.entries.values() if e.id}
+    owners = _owner_names(objects, snapshot)
     elsewhere = elsewhere or {}
     found, skipped, known = [], [], 0
     for kind_name, listed in objects.items():
@@ -226,7 +242,7 @@ def adoptable(objects: Mapping[str, list[dict[str, Any]]], snapshot: Snapshot,
                 skipped.append(f"{kind.name} {id_}: recorded by workspace {workspace!r} as "
                                f"{address} (an object belongs to one workspace)")
                 continue
-            name = obj.get("name") if kind.named else id_
+            name = obj.get("name") if kind.named else _unnamed(kind, id_, obj, owners)
             if not isinstance(name, str) or not name:
                 skipped.append(f"{kind.name} {id_}: the server gives it no name")
                 continue
@@ -244,6 +260,30 @@ def adoptable(objects: Mapping[str, list[dict[str, Any]]], snapshot: Snapshot,
     _name_variables(found)
     references(found)
     return found, skipped, known
+
+
+def _owner_names(objects: Mapping[str, list[dict[str, Any]]], snapshot: Snapshot
+                 ) -> dict[tuple[str, str], str]:
+    """The name of every object read or recorded, by (kind, id): what an object read by
+    its owner (a connector's AI provider) is named after."""
+    names = {(e.kind, e.id): e.address.split("/", 1)[1]
+             for e in snapshot.entries.values() if e.id}
+    for kind_name, listed in objects.items():
+        for obj in listed:
+            if isinstance(obj.get("id"), str) and isinstance(obj.get("name"), str):
+                names[(kind_name, obj["id"])] = obj["name"]
+    return names
+
+
+def _unnamed(kind: Kind, id_: str, obj: Mapping[str, Any],
+             owners: Mapping[tuple[str, str], str]) -> str:
+    """The name of an object the API gives none: its owner's, where it is read by its
+    owner (one a connector: ``ConnectorAIProvider/payments-eu``); else its id."""
+    ref = through(kind)
+    owner = obj.get(ref.id_field) if ref is not None else None
+    if ref is not None and isinstance(owner, str):
+        return owners.get((ref.target, owner), id_)
+    return id_
 
 
 def _fit(model: type[BaseModel], obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -352,21 +392,96 @@ def _name_variables(found: list[Found]) -> None:
             leaf.variable = base if len(group) == 1 else f"{base}_{_digest(where).upper()}"
 
 
-def render(found: list[Found]) -> Output:
-    """The folder's files in memory: one manifest file per kind, then ``imports.yaml``."""
+@dataclass
+class Placed:
+    """Where each object found goes (importfolders.py): manifests in the shared folder
+    (``--out``) or the environment's own, an Import document each (the shared folder's
+    without an environment), and a Patch where an environment differs."""
+
+    shared: list[Found] = field(default_factory=list)
+    own: list[Found] = field(default_factory=list)
+    imports: list[Found] = field(default_factory=list)
+    patches: list[tuple[Found, dict[str, Any]]] = field(default_factory=list)
+    already: list[str] = field(default_factory=list)  # adopted by an Import already
+    absent: list[str] = field(default_factory=list)  # defined there, not on this server
+    variables: list[str] = field(default_factory=list)
+
+
+def place(found: list[Found], where: Layout, known: Known, first: bool) -> Placed:
+    """Each object: left out when an Import document there adopts it already; an Import
+    document (and, with an environment's own folder, a Patch of what differs) when a
+    manifest there defines its address; else a manifest, in the shared folder (without
+    a folder of the environment's own, or for the first environment imported) or the
+    environment's own."""
+    placed = Placed()
+    prefix = where.prefix
+    for f in found:
+        adopted = known.adopted.get((f.kind.name, f.id))
+        if adopted is not None:
+            placed.already.append(f"{f.kind.name} {f.id}: already adopted by an Import "
+                                  f"document in {adopted}")
+            continue
+        placed.imports.append(f)
+        env_names = [(keys, prefix + leaf.variable) for keys, leaf in f.secrets]
+        placed.variables += [v for _, v in env_names]
+        defined = known.defined.get(f.address)
+        if defined is not None:
+            if where.own is not None:
+                merge = difference(_plain_as(f, env_names), defined[1], env_names)
+                if merge:
+                    placed.patches.append((f, merge))
+        elif where.own is None:  # one folder: its secrets named after the environment
+            for _, leaf in f.secrets:
+                leaf.variable = prefix + leaf.variable
+            placed.shared.append(f)
+        elif first:
+            placed.shared.append(f)
+            if env_names:
+                placed.patches.append((f, difference({}, {}, env_names)))
+        else:
+            for _, leaf in f.secrets:
+                leaf.variable = prefix + leaf.variable
+            placed.own.append(f)
+    return placed
+
+
+def _plain_as(f: Found, names: list[tuple[tuple[str, ...], str]]) -> dict[str, Any]:
+    """``f``'s spec as written, each secret as ``{fromEnv}`` of the name given."""
+    spec: dict[str, Any] = plain_data(f.spec)
+    for keys, variable in names:
+        spec = paths.put(spec, keys, {"fromEnv": variable})
+    return spec
+
+
+def render(manifests: list[Found], imports: list[Found] | None = None,
+           patches: Sequence[tuple[Found, dict[str, Any]]] = (), prefix: str = "",
+           environment: str | None = None) -> Output:
+    """A folder's files in memory: one manifest file per kind, then ``imports.yaml`` and
+    ``patches.yaml``."""
+    imports = manifests if imports is None else imports
     output = Output(tool="govsync import", writer="govsync import", header=HEADER)
     by_kind: dict[str, list[Document]] = {}
-    for f in found:
+    for f in manifests:
         by_kind.setdefault(f.kind.name, []).append(Document(
             {"apiVersion": API_VERSION, "kind": f.kind.name, "metadata": {"name": f.name},
-             "spec": f.spec}, [f"{f.kind.name} {f.id} on the server"]))
+             "spec": f.spec}, [f"{f.kind.name} {f.id} on the server" + (
+                 f" of environment {environment}" if environment else "")]))
     for kind, documents in by_kind.items():
         files(output, file_stem(kind), documents)
-    imports = [Document({"apiVersion": API_VERSION, "kind": "Import",
-                         "metadata": {"name": f"import-{file_stem(f.kind.name)}-{f.name}"},
-                         "spec": {"to": f.address, "id": f.id}}) for f in found]
-    if imports:
-        files(output, IMPORTS_STEM, imports)
+    label = prefix.lower().replace("_", "-")
+    documents = [Document({"apiVersion": API_VERSION, "kind": "Import",
+                           "metadata": {"name": f"import-{label}{file_stem(f.kind.name)}-{f.name}"},
+                           "spec": {"to": f.address, "id": f.id}}) for f in imports]
+    if documents:
+        files(output, IMPORTS_STEM, documents)
+    documents = [Document({"apiVersion": API_VERSION, "kind": "Patch",
+                           "metadata": {"name": f"{label}{file_stem(f.kind.name)}-{f.name}"},
+                           "spec": {"target": f.address, "merge": merge}},
+                          [f"What {f.address} ({f.id}) is here and not in the shared "
+                           "manifest: its secrets' variables, and the fields it differs in"])
+                 for f, merge in patches]
+    if documents:
+        files(output, PATCHES_STEM, documents)
     return output
 
 
@@ -386,13 +501,16 @@ async def _read(client: AsyncClient, kinds: list[Kind], snapshot: Snapshot
         raise ApiError(f"cannot read the server: {exc}") from exc
 
 
-def import_objects(client: AsyncClient, snapshot: Snapshot, out: str, *,
+def import_objects(client: AsyncClient, snapshot: Snapshot, where: Layout | str, *,
                    kinds: Iterable[str] = (), name_glob: str | None = None,
                    elsewhere: Callable[[Collection[str]], Mapping[str, tuple[str, str]]]
-                   | None = None) -> Imported:
-    """Read the server, write the folder ``out``; MigrateError when the folder is refused,
-    ApiError when the server cannot be read (then nothing is written).  ``elsewhere``:
-    which ids other workspaces of the state record (never imported here)."""
+                   | None = None, merge: bool = False, context: Context | None = None,
+                   ) -> Imported:
+    """Read the server, add to the folders of ``where`` (importfolders.py); MigrateError
+    when a folder is refused, ApiError when the server cannot be read (then nothing is
+    written).  ``elsewhere``: which ids other workspaces of the state record (never
+    imported here).  ``merge``: new files beside edited ones, never into them."""
+    where = Layout(where) if isinstance(where, str) else where
     chosen = importable(kinds)
     objects, unlisted = asyncio.run(_read(client, chosen, snapshot))
     unlisted += unfound(kinds)
@@ -400,8 +518,37 @@ def import_objects(client: AsyncClient, snapshot: Snapshot, out: str, *,
            if isinstance(o.get("id"), str)}
     found, skipped, recorded = adoptable(objects, snapshot, name_glob,
                                          elsewhere(ids) if elsewhere is not None else None)
-    output = render(found)
-    if not output.documents:
-        return Imported(found, Written(), skipped, unlisted, recorded)
-    check(output)
-    return Imported(found, write(out, output), skipped, unlisted, recorded)
+    read = [where.shared, *([where.own] if where.own else []), *where.paths]
+    known = scan(read)
+    placed = place(found, where, known, first=not scan([where.shared]).defined)
+    if name_glob is None:
+        seen = {f.address for f in found}
+        plan = (f"`govsync plan --env {where.environment}` would create it; if it belongs "
+                "to another environment only, move its manifest to that environment's folder"
+                if where.environment else "`govsync plan` would create it")
+        placed.absent = [f"{address} ({file}): {plan}"
+                         for address, (file, _) in sorted(known.defined.items())
+                         if address.split("/", 1)[0] in objects and address not in seen
+                         and address not in snapshot.entries]
+    done = Imported(found, Written(), [*placed.already, *skipped], unlisted, recorded,
+                    placed=placed)
+    if not placed.imports:
+        return done
+    outputs = [(where.shared, render(placed.shared, [] if where.own else placed.imports,
+                                     environment=where.environment))]
+    if where.own is not None:
+        outputs.append((where.own, render(placed.own, placed.imports, placed.patches,
+                                          where.prefix, where.environment)))
+    outputs = [(folder, o) for folder, o in outputs if o.documents]
+    check_with([o for _, o in outputs], read, context)
+    planned, refused = [], []
+    for folder, output in outputs:
+        files_, why = additions(folder, output, merge=merge)
+        planned.append((folder, files_))
+        refused += why
+    if refused:
+        raise MigrateError(refused)
+    for folder, files_ in planned:
+        written = add(folder, files_)
+        done.written.changed += [os.path.join(folder, n) for n in written.changed]
+    return done

@@ -94,6 +94,8 @@ class ApplyResult:
     stopped: str = ""
     # The same in a few words, for the changes it kept from being sent.
     stopped_short: str = ""
+    # No-ops recorded as the server holds them, nothing sent (Plan.caught_up).
+    recorded: list[str] = field(default_factory=list)
 
     def __repr__(self) -> str:
         # Counts, not every outcome (see Plan.__repr__).
@@ -231,6 +233,21 @@ class Applier:
         order = {c.address: i for i, c in enumerate(plan.changes)}
         self.result.outcomes.sort(key=lambda o: order.get(o.address, 0))
         return self.result
+
+    async def record_live(self, changes: list[Change]) -> None:
+        """Record each of ``changes`` (Plan.caught_up) with its manifest's spec and the
+        object as read (not read: the spec alone, which the next refresh compares); nothing
+        is sent."""
+        for change in changes:
+            resolved, live = self._resolve(change), self.live.get(change.address)
+            if isinstance(resolved, ChangeOutcome) or self.result.stopped:
+                continue
+            hidden = sorted({*resolved[2], *self.hidden}, key=len, reverse=True)
+            with contextlib.suppress(StateError):  # said by result.stopped
+                await self._record(Entry(change.address, change.kind, change.id, APPLIED,
+                                         resolved[1], scrub(dict(live), hidden) if live
+                                         else None, now()))
+                self.result.recorded.append(change.address)
 
     def _finish(self, outcome: ChangeOutcome) -> None:
         self._status[outcome.address] = outcome.status

@@ -536,7 +536,11 @@ def _compare(manifest: Manifest, entry: Entry, request: dict[str, Any],
         before, resolved = _without(before, ignored), _without(resolved, ignored)
         recorded = _without(recorded, ignored)
     if before == resolved:
-        return Change(address, Action.NOOP, kind.name, id=entry.id)
+        # The manifest now says what changed outside govsync (a console value copied into
+        # git): nothing to send; apply records it (its request resolved, the live object).
+        caught_up = drifted is not None and recorded != resolved
+        return Change(address, Action.NOOP, kind.name, id=entry.id,
+                      request=request if caught_up else None)
     diff = field_diff(kind, before, resolved, _secret_holes(manifest))
     top = sorted({k for k in before.keys() | resolved.keys() if before.get(k) != resolved.get(k)})
     cannot = [f for f in top if not kind.can_update(f)]

@@ -422,8 +422,9 @@ def _change(c: Any) -> Change:
                              f"not {operation}")
         if operation is None and action in (Action.CREATE, Action.UPDATE, Action.REPLACE):
             raise ValueError(f"{address}: a {action} needs its operation")
-    elif request is not None and action != Action.UNCERTAIN:
-        # (an uncertain create carries what a read that settles it would look for)
+    elif request is not None and action not in (Action.UNCERTAIN, Action.NOOP):
+        # (an uncertain create carries what a read that settles it would look for; a
+        # no-op, what apply records of an object the manifest now matches: Plan.caught_up)
         raise TypeError(f"{address}: a {action} has no request")
     elif action == Action.DELETE and operation != BY_KIND[kind].delete_op:
         raise ValueError(f"{address}: a delete of a {kind} is sent with "

@@ -66,6 +66,20 @@ def client(settings: Settings, *, connections: int = 1, reads: bool = False,
                    max_retries=max_retries, on_retry=on_retry)
 
 
+def report_client(settings: Settings, *, max_retries: int = 4) -> AsyncClient:
+    """The API client impact reports are created and read with (``plan --impact``): the
+    key in GOVSYNC_REPORT_API_KEY where it is set (one the team scopes to reports), else
+    the command's own; errors name the variable it came from."""
+    report_key = settings.environ.get(envvars.REPORT_API_KEY) or None
+    key, variable = ((report_key, envvars.REPORT_API_KEY) if report_key
+                     else (settings.api_key, settings.key_variable))
+    return connect(settings.endpoint, key, insecure_http=settings.insecure_http,
+                   local_db=settings.local_db, local_seed=settings.local_seed,
+                   local_operations=settings.environ.get(envvars.LOCAL_OPERATIONS),
+                   key_variable=variable, environment=settings.selection.name,
+                   hidden=settings.secrets(), connections=8, max_retries=max_retries)
+
+
 def connect(endpoint: str | None, api_key: str | None, *, insecure_http: bool = False,
             local_db: str | os.PathLike[str] | None = None, local_seed: str | None = None,
             local_operations: str | None = None, key_variable: str = API_KEY_ENV,

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from govsync import __version__
-from govsync.api.catalog import OPERATIONS, Verb
+from govsync.api.catalog import OPERATIONS
 from govsync.api.fields import describe
 from govsync.api.kinds import KINDS, Kind
 from govsync.api.models import (
@@ -347,7 +347,7 @@ def openapi() -> dict[str, Any]:
     paths: dict[str, Any] = {}
     for op in OPERATIONS:
         result = refs[op.response]
-        if op.verb == Verb.LIST:
+        if op.paged:
             assert op.response_key
             ok = {"type": "object", "properties": {
                 op.response_key: {"type": "array", "items": result},

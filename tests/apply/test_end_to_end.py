@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import yaml
 from applykit import (
@@ -31,6 +33,18 @@ def copy_examples(tmp_path: Path) -> Path:
     return target
 
 
+def reports_done(server: Server) -> dict[str, Any]:
+    """The server's objects once no impact report is running (a report's status is the one
+    thing the server changes by itself: running, then completed or failed)."""
+    deadline = time.monotonic() + 60
+    while True:
+        objects: dict[str, Any] = server.objects()
+        if all(r["status"] != "running" for r in objects.get("PolicyReport", [])) \
+                or time.monotonic() > deadline:
+            return objects
+        time.sleep(0.05)
+
+
 def test_examples_apply_to_an_empty_server(govsync: Govsync, server: Server, tmp_path: Path) -> None:
     manifests = copy_examples(tmp_path)
     wanted = Wanted.load(manifests)
@@ -43,7 +57,7 @@ def test_examples_apply_to_an_empty_server(govsync: Govsync, server: Server, tmp
     assert "Apply: 59 applied, 0 failed, 0 skipped, 0 uncertain" in first.out
 
     # The server holds exactly the manifests' objects, beyond the seeded ones.
-    objects = server.objects()
+    objects = reports_done(server)
     created = Counter({k: len(v) for k, v in objects.items()
                        if k not in SEEDED_KINDS and v})
     expected = Counter({k: n for k, n in wanted.counts().items() if k not in SEEDED_KINDS})

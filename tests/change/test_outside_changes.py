@@ -100,3 +100,35 @@ def test_a_plan_without_reading_the_server_says_so(gov: Gov) -> None:
     drift = gov.run("drift", str(manifests), "--refresh=false", "--format", "json").json()
     # Only the kinds no read of the API finds are unobservable, not every kind.
     assert drift["unobservable"] == ["ResourceAlias", "SessionTermination"]
+
+
+def test_a_console_value_copied_into_git_is_recorded_not_sent(gov: Gov) -> None:
+    """Issue 43, finding 8: the manifest now says what the console set (the state still
+    holds the old value): the plan has nothing to send, and apply records the live value
+    without a request, so the outside change is settled (drift exits 0 after)."""
+    manifests = copy_examples(gov.folder)
+    gov.ok("apply", str(manifests), "--auto-approve")
+    console(gov, timeoutMs=100)
+    updated = risk(gov)["updatedAt"]
+    hooks = manifests / "hooks.yaml"
+    hooks.write_text(hooks.read_text().replace("timeoutMs: 1500", "timeoutMs: 100", 1))
+    change = hook_change(gov, str(manifests), "--detailed-exitcode")
+    assert change["action"] == "no-op", change
+    text = gov.ok("plan", str(manifests)).out
+    assert ("No changes to send. The manifests now match what changed outside govsync; "
+            "apply records it: Hook/risk_score.") in text, text
+    gov.ok("plan", str(manifests), "--out", "p.json")  # a saved plan carries it
+    applied = gov.ok("apply", "p.json")
+    assert "Recorded 1 object(s) as the server holds them" in applied.out, applied
+    assert risk(gov)["updatedAt"] == updated  # nothing was sent
+    entry = gov.entries()["Hook/risk_score"]
+    assert entry["spec"]["timeoutMs"] == 100, entry
+    assert gov.ok("drift", str(manifests)).code == 0
+    again = gov.ok("plan", str(manifests))
+    assert "No changes. The manifests match the recorded state." in again.out, again
+    # Applied at once (not a saved plan): the object as read is recorded.
+    console(gov, timeoutMs=200)
+    hooks.write_text(hooks.read_text().replace("timeoutMs: 100", "timeoutMs: 200", 1))
+    assert "Recorded 1 object(s)" in gov.ok("apply", str(manifests), "--auto-approve").out
+    assert gov.entries()["Hook/risk_score"]["response"]["timeoutMs"] == 200
+    assert gov.ok("drift", str(manifests)).code == 0

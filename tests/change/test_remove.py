@@ -83,6 +83,16 @@ def test_removed_destroy_deletes_after_review_and_forget_keeps(gov: Gov) -> None
     text = gov.ok("plan", str(manifests)).out
     assert "x Form/access-request  (delete)" in text and "/ DataLabel/iban  (forget)" in text
     assert "1 to delete" in text and "1 to forget" in text
+    # The pull request's comment: the delete open (never collapsed) in a diff block, its
+    # line starting with "-", which GitHub colours red; the forget stays in its kind's.
+    markdown = gov.ok("plan", str(manifests), "--format", "markdown").out
+    before, _, deletes = markdown.partition("#### 1 to delete (after every other change)")
+    block = deletes.split("```diff\n", 1)[1].split("```", 1)[0]
+    assert block.splitlines()[0] == "- Form/access-request (delete)", markdown
+    assert before.count("<details>") == before.count("</details>")  # not inside one
+    assert "x Form/access-request" not in markdown
+    assert "<summary><b>Form</b>" not in markdown
+    assert "/ DataLabel/iban (forget)" in markdown
     gov.ok("apply", str(manifests), "--auto-approve")
     assert form_id not in ids_of(gov, "Form")
     assert label_id in ids_of(gov, "DataLabel")

@@ -25,6 +25,8 @@ def test_kinds_without_a_list_are_read_where_a_get_can_find_them(sqlite_gov: Gov
     text = (Path(gov.folder) / "imported" / "connector-ai-provider.yaml").read_text()
     (doc,) = [d for d in yaml.safe_load_all(text) if d]
     assert doc["kind"] == "ConnectorAIProvider" and "connectorRef" in doc["spec"]
+    # Named after its connector (issue 43, finding 8), not after its id.
+    assert doc["metadata"]["name"] == doc["spec"]["connectorRef"] == "prod-eu", doc
     imports = (Path(gov.folder) / "imported" / "imports.yaml").read_text()
     assert f"id: {provider_id}" in imports
     # Every kind nothing finds is named, with why, on stderr.

@@ -206,6 +206,8 @@ VALID: dict[str, Body] = {
                                          "expirationMinutes": 30, "reason": "r"},
     "CreatePolicyReport": lambda w: {"policyId": w.policy, "policyCode": "c",
                                      "evaluationWindow": "24h", "logQuery": "q"},
+    "ListPolicyImpactReportLogs": lambda w: {"reportId": w.of("PolicyReport"), "limit": 10},
+    "GetPolicyImpactReportGraph": lambda w: {"reportId": w.of("PolicyReport")},
     "CreatePolicyDataLoader": lambda w: {"name": "loader", "key": "k", "workerCode": "code",
                                          "workerSchedule": "*/5 * * * *",
                                          "workerRuntime": "python3.11"},

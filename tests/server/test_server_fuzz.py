@@ -127,7 +127,7 @@ def check_answer(op: Operation, body: dict[str, Any], status: int, answer: Any) 
     assert status in (200, 400, 404), (status, answer)
     assert isinstance(answer, dict)
     if status == 200:
-        if op.verb == Verb.LIST:
+        if op.paged:
             assert list(answer) == [op.response_key, "listMetadata"]
         elif op.response_key:
             assert list(answer) == [op.response_key]

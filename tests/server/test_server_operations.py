@@ -84,7 +84,7 @@ def test_list_groups_returns_groups_and_metadata(client: InProcess, world: World
 
 def test_objects_lists_every_kind(client: InProcess) -> None:
     objects = _objects(client)
-    assert set(objects) == {k.name for k in KINDS} | {"Resource", "Group", "User"}
+    assert set(objects) == {k.name for k in KINDS} | {"Resource", "Group", "User", "Log"}
     assert all(isinstance(v, list) for v in objects.values())
     assert [g["id"] for g in objects["Group"]] == ["grp-admins", "grp-analysts"]
     assert objects["Space"] == []
@@ -221,7 +221,7 @@ def test_suspensions_reports_and_queries_are_answered_as_the_services_messages(
     report = call(client, "GetPolicyReport", {"id": made["reportId"]})["report"]
     assert set(report) == SDK_FIELDS["PolicyReport"]
     assert (report["id"], report["policyId"], report["status"]) == (
-        made["reportId"], body["policyId"], "completed")
+        made["reportId"], body["policyId"], "running")
     created = datetime.fromisoformat(report["createdAt"][:26] + "+00:00")
     start = datetime.fromisoformat(report["evaluationStart"][:26] + "+00:00")
     assert created - start == timedelta(days=7)

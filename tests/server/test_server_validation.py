@@ -123,7 +123,7 @@ CASES: list[tuple[str, str, Any, str]] = [
     ("CreateLogQuery", "query.relativeTime", "3600.0", "query.relativeTime"),
     ("CreatePolicySuspension", "expirationMinutes", 0, "expirationMinutes"),
     ("CreatePolicySuspension", "policyId", "", "policyId"),
-    ("CreatePolicyReport", "policyId", DELETE, "policyId"),
+    ("CreatePolicyReport", "policyId", "", "policyId"),
     ("CreateSigningKey", "algorithm", "rsa", "algorithm"),
     ("CreateSigningKey", "name", "", "name"),
     ("CreateSigningKey", "publicKey", "", "publicKey"),

@@ -30,7 +30,8 @@ def test_promtool_finds_nothing_in_the_metrics() -> None:
     metrics = Metrics()
     for environment, status in (("staging", Status.SYNCED), ("prod", Status.OUT_OF_SYNC)):
         metrics.observe(Cycle(environment, environment, status, "", "abc", seconds=0.2,
-                              applied=Applied("2026-01-01T00:00:00Z", True, "")), ran=True)
+                              applied=Applied("2026-01-01T00:00:00Z", True, ""),
+                              found=Status.DRIFTED, healed=2), ran=True)
     text = metrics.text()
     assert b"govsync_cycles_total{" in text  # every family has samples
     done = check(text)

@@ -202,3 +202,12 @@ def test_bench_impact_replay_prints_the_command_and_the_growth(tmp_path: Path) -
     assert "        500 inputs:" in out and "      4,500 inputs:" in out
     assert "one worker" in out
     assert "   1 rule(s):" in out and "   5 rule(s):" in out
+
+
+def test_bench_impact_waits_for_the_reports_at_once(tmp_path: Path) -> None:
+    out = bench(str(ROOT / "bench/impact/run.py"), "--logs", "300", "--policies", "2",
+                "--latency-ms", "1", cwd=tmp_path)
+    assert "server seeded with 300 logged requests" in out
+    assert "impact of 2 changed policies (4 reports) over 300 logged requests" in out
+    assert "slowest report seen completed at" in out and "x the bound" in out
+    assert "calls: 4 CreatePolicyReport" in out and "known: 2 of 2" in out

@@ -89,8 +89,14 @@ def test_import_validate_and_plan_adopt_everything(populated: dict[str, str], tm
     assert summary["create"] == 0 and summary["update"] == 0
     assert summary["import"] == 41
 
-    again = run("import", *LOCAL, "--out", "imported")  # same server, same state
-    assert again.exit_code == 0 and "Imported 41 objects" in again.stdout
+    # Same server, same state, same folder: what its Import documents adopt is not
+    # written again, and nothing is rewritten.
+    before = {p.name: p.read_text() for p in (tmp_path / "imported").iterdir()}
+    again = run("import", *LOCAL, "--out", "imported")
+    assert again.exit_code == 0, again.output
+    assert ("Nothing to import: of the objects found, 0 are recorded in the state and 41 "
+            "adopted by Import documents already") in again.stdout
+    assert {p.name: p.read_text() for p in (tmp_path / "imported").iterdir()} == before
 
 
 def test_import_leaves_out_what_the_state_records(populated: dict[str, str],

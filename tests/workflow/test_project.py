@@ -3,6 +3,7 @@ and every bad input as one line at its place."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -231,3 +232,30 @@ def test_a_saved_plan_carries_its_environment_workspace_and_state(repo: Path) ->
     applied = run("apply", str(saved), env=local)
     assert applied.exit_code == 0, applied.output
     assert "environment prod, workspace 'production'" in applied.stderr
+
+
+def test_environments_check_passes_the_default_sqlite_state_with_a_warning(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 43, finding 8: the README calls the default SQLite state fine on one
+    machine, so `environments --check` says so and exits 0; a missing key still fails."""
+    without_settings(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "govsync.yaml").write_text(textwrap.dedent("""\
+        apiVersion: govsync/v1
+        kind: Project
+        paths: [manifests/]
+        environments:
+          staging: {endpoint: local}
+          prod: {endpoint: https://prod.example.com, apiKey: {fromEnv: PROD_API_KEY}}
+        """), encoding="utf-8")
+    checked = run("environments", "--check", env={"PROD_API_KEY": "k"})
+    assert checked.exit_code == 0, checked.output
+    assert ("environment staging: warning: no state set: the default SQLite file "
+            ".govsync/state.db is used, fine on one machine") in checked.stderr
+    assert "settings of 2 environment(s) are complete" in checked.stderr + checked.stdout
+    listed = run("environments", "--format", "json", env={"PROD_API_KEY": "k"})
+    rows = {r["name"]: r for r in json.loads(listed.stdout)["environments"]}
+    assert rows["prod"]["problems"] == [] and rows["prod"]["warnings"]
+    missing = run("environments", "--check", env={})
+    assert missing.exit_code == 1
+    assert "environment prod: PROD_API_KEY is not set" in missing.stderr

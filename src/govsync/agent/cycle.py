@@ -110,6 +110,10 @@ class Cycle:
     # Objects a refresh found changed outside govsync or missing on the server.
     drifted: int = 0
     held: list[str] = field(default_factory=list)  # held back by a partial apply
+    # The status the cycle's plan found, before any apply it made (None: unplanned).
+    found: Status | None = None
+    # Objects a self-heal put back (changed outside govsync or missing): its trace.
+    healed: int = 0
     # Each measured policy's impact, in short (impact_summary), where the environment's
     # ``impact:`` asks for it: in the status, the history and the notifications.
     impact: list[dict[str, Any]] = field(default_factory=list)
@@ -144,6 +148,7 @@ class Cycle:
             "applied": self.applied.as_dict() if self.applied is not None else None,
             "drifted": self.drifted,
             **({"held": self.held} if self.held else {}),
+            **({"healed": self.healed} if self.healed else {}),
             **({"impact": self.impact} if self.impact else {}),
         }
         key = hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
@@ -174,7 +179,9 @@ class Cycle:
                        Applied.from_dict(record.get("applied")),
                        int(record.get("drifted") or 0),
                        [str(a) for a in record.get("held") or []],
-                       [dict(i) for i in record.get("impact") or [] if isinstance(i, dict)])
+                       healed=int(record.get("healed") or 0),
+                       impact=[dict(i) for i in record.get("impact") or []
+                               if isinstance(i, dict)])
         except (KeyError, TypeError, ValueError):
             return None
 
@@ -248,6 +255,7 @@ def _run(cycle: Cycle, target: Target, paused: Mapping[str, Any] | None, frozen:
     manifests = load_manifests(selection.paths(()), read=read,
                                context=Context(selection.variables(), selection.name))
     plan = _plan(cycle, manifests, target)
+    cycle.found = cycle.status
     # OutOfSync: the git change is applied, and what changed outside govsync is put back
     # with it (contract 12, amended).  Drifted (only outside changes): what is missing is
     # made again; what changed is put back only with selfHeal.
@@ -257,7 +265,11 @@ def _run(cycle: Cycle, target: Target, paused: Mapping[str, Any] | None, frozen:
                  ) and bool(plan.work() or plan.governance is not None)
     held = bool(target.agent.partial_apply and cycle.status == Status.BLOCKED
                 and plan.blocked())  # the rest applied, what is blocked held back
-    appliable = appliable or held
+    # Git now says what the console set, and nothing else drifted: recorded, nothing sent.
+    caught_up = {c.address for c in plan.caught_up()}
+    recording = bool(caught_up) and cycle.status == Status.DRIFTED and not plan.work() \
+        and {d.address for d in plan.drift} <= caught_up
+    appliable = appliable or held or recording
     if paused is not None:
         cycle.status, cycle.reason = Status.PAUSED, (
             f"paused by {paused.get('by', 'someone')} at {paused.get('at', '?')}: "
@@ -274,12 +286,15 @@ def _run(cycle: Cycle, target: Target, paused: Mapping[str, Any] | None, frozen:
     if failing:
         cycle.status, cycle.reason = Status.BLOCKED, f"not applied: {failing}; {cycle.reason}"
         return
+    drifted = cycle.drifted if cycle.found == Status.DRIFTED else 0
     if required(plan, settings) or found:
         _apply_approved(cycle, target, manifests, stopping, found)
     elif held:
         apply_rest(cycle, target, manifests, plan, stopping)
     else:
         _apply(cycle, target, manifests, None, stopping)
+    if drifted and cycle.applied is not None and cycle.applied.ok:
+        cycle.healed = drifted  # a self-heal: only outside changes were applied
 
 
 def _code_failing(manifests: ManifestSet, plan: Plan) -> str:

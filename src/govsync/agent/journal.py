@@ -36,6 +36,9 @@ def cycle_ended(previous: Cycle | None, result: Cycle, *, ran: bool) -> None:
     applied = result.applied
     if not ran or applied is None:
         return
+    if result.healed:
+        log.info("agent: %s: self-heal at %s: put back %d object(s) changed outside govsync "
+                 "or missing on the server", name, result.revision or "-", result.healed)
     if applied.interrupted:
         log.warning("agent: %s: the apply was stopped (the agent is stopping): applied %s",
                     name, counts(applied.summary))

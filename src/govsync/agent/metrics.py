@@ -47,8 +47,13 @@ class Metrics:
         self.takeovers = Counter("govsync_takeovers",
                                  "Times this agent took over an environment from another",
                                  ["environment"], registry=r)
-        self.cycles = Counter("govsync_cycles", "Cycles this agent ran, by resulting status",
-                              ["environment", "status"], registry=r)
+        self.cycles = Counter("govsync_cycles", "Cycles this agent ran, by the status each "
+                              "found before any apply it made (Drifted: outside changes, "
+                              "put back by a self-heal)", ["environment", "status"],
+                              registry=r)
+        self.healed = Counter("govsync_healed_objects", "Objects a self-heal put back "
+                              "(changed outside govsync or missing on the server)",
+                              ["environment"], registry=r)
 
     def observe(self, cycle: Cycle, *, ran: bool) -> None:
         """An environment's cycle: one this agent ran (``ran``) or one it read."""
@@ -60,7 +65,9 @@ class Metrics:
         self.drifted.labels(name).set(cycle.drifted)
         if ran:
             self.cycle_seconds.labels(name).observe(cycle.seconds)
-            self.cycles.labels(name, str(cycle.status)).inc()
+            self.cycles.labels(name, str(cycle.found or cycle.status)).inc()
+            if cycle.healed:
+                self.healed.labels(name).inc(cycle.healed)
         applied = cycle.applied
         if applied is not None and applied.at:
             try:

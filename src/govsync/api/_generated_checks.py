@@ -729,12 +729,11 @@ def CreatePolicyReportRequest(d: Any) -> dict[str, Any]:
         o['evaluationWindow'] = v
     else:
         o['evaluationWindow'] = ''
-    if 'policyId' not in d:
-        raise Unsure
-    v = d['policyId']
-    if type(v) is not str or len(v) < 1:
-        raise Unsure
-    o['policyId'] = v
+    v = d.get('policyId')
+    if v is not None:
+        if type(v) is not str or len(v) < 1:
+            raise Unsure
+        o['policyId'] = v
     if 'logQuery' in d:
         v = d['logQuery']
         if type(v) is not str:

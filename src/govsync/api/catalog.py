@@ -3,7 +3,8 @@
 ``SPEC`` holds the 30 operations api-spec.md shows (creates, four updates,
 ListGroups); ``LIFECYCLE`` the reads, updates and deletes api-lifecycle.md
 lists per kind (contract section 12); ``CODE`` the operations on code policy-code.md
-lists beside the spec's (GetPolicyCodeValidity).  The client, the reference server and
+lists beside the spec's (GetPolicyCodeValidity, and what an impact report found:
+ListPolicyImpactReportLogs, GetPolicyImpactReportGraph).  The client, the reference server and
 the OpenAPI document are generated from these rows; nothing else lists
 operations.
 """
@@ -38,11 +39,14 @@ class Verb(StrEnum):
     DELETE = "delete"
     # A question about what is sent, answered without a side effect (GetPolicyCodeValidity).
     CHECK = "check"
+    # What an action of its kind found, read by the action's id (``by``): an impact
+    # report's logs, page by page, and its graph.
+    RESULTS = "results"
 
     @property
     def reads(self) -> bool:
         """Free of side effects (a viewer key may call it; always safe to retry)."""
-        return self in (Verb.GET, Verb.LIST, Verb.CHECK)
+        return self in (Verb.GET, Verb.LIST, Verb.CHECK, Verb.RESULTS)
 
 
 class UpdateStyle(StrEnum):
@@ -104,6 +108,13 @@ class Operation(NamedTuple):
     connect: bool = False
     # Dotted request paths that are secret: never logged or echoed.
     secret_paths: tuple[str, ...] = ()
+    # Results answered a page at a time, ``{key: [...], listMetadata}``, as every List.
+    pages: bool = False
+
+    @property
+    def paged(self) -> bool:
+        """Answers one page and its ``listMetadata`` (every List, an impact report's logs)."""
+        return self.verb == Verb.LIST or self.pages
 
     @property
     def sends(self) -> str:
@@ -433,6 +444,13 @@ CODE: tuple[Operation, ...] = (
     # Whether a policy's code compiles (the Terraform provider asks at plan time).
     Operation("PoliciesService", "GetPolicyCodeValidity", "PolicyCodeValidity", None,
               kind="Policy", verb=Verb.CHECK, retry_safe=True),
+    # What an impact report found (CreatePolicyReport, GetPolicyReport): the logged
+    # requests its code would trigger on, page by page, and their graph.
+    Operation("PoliciesService", "ListPolicyImpactReportLogs", "PolicyImpactReportLog", "logs",
+              kind="PolicyReport", verb=Verb.RESULTS, retry_safe=True, by="reportId",
+              pages=True),
+    Operation("PoliciesService", "GetPolicyImpactReportGraph", "PolicyImpactReportGraph",
+              "graph", kind="PolicyReport", verb=Verb.RESULTS, retry_safe=True, by="reportId"),
 )
 
 OPERATIONS: tuple[Operation, ...] = SPEC + LIFECYCLE + CODE
@@ -478,6 +496,7 @@ def of_kind(kind: str, verb: Verb) -> Operation | None:
 
 _BY_KIND_VERB: dict[tuple[str, Verb], Operation] = {}
 for _row in OPERATIONS:
-    if _row.kind is not None and _row.verb != Verb.CREATE:
+    # A kind has one operation of each verb, but for creates and what actions found.
+    if _row.kind is not None and _row.verb not in (Verb.CREATE, Verb.RESULTS):
         assert (_row.kind, _row.verb) not in _BY_KIND_VERB, _row.name
         _BY_KIND_VERB[_row.kind, _row.verb] = _row

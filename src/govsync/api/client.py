@@ -179,7 +179,7 @@ class _Core:
         # secret: it would tear every answer apart), nor the embedded server's dummy key.
         self._unsaid = frozenset(s for s in self._hidden
                                  if len(s) >= SHORTEST_SECRET and s != LOCAL_API_KEY)
-        self._key_variable = key_variable
+        self.key_variable = key_variable
         self._environment = environment
         self._build = build
         self._timeout = timeout
@@ -288,7 +288,7 @@ class _Core:
             # Which key, and where: one process may hold several (an environment each).
             whose = f"environment {self._environment}: " if self._environment else ""
             message += (f" ({whose}{self.shown_url} refused the key read from "
-                        f"{self._key_variable}: check that variable)")
+                        f"{self.key_variable}: check that variable)")
         error = cls(message, operation=op.name, status=status, code=code, details=details)
         return error, status in _CLEAN_RETRY_STATUSES or status in _GATEWAY_STATUSES
 
@@ -445,6 +445,11 @@ class AsyncClient:
     @property
     def base_url(self) -> str:
         return self._shown_url
+
+    @property
+    def key_variable(self) -> str:
+        """Where the key was read from (a variable's name, never the key)."""
+        return self._core.key_variable
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(base_url={self._shown_url!r})"

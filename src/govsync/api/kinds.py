@@ -306,7 +306,8 @@ def identifying_fields() -> frozenset[str]:
 def _kind_named(name: str) -> Kind:
     return BY_KIND[name]
 
-# Kinds the API cannot create; the reference server's --seed preloads them.
+# Kinds the API cannot create; the reference server's --seed preloads them (``Log``: the
+# requests the service logged, ``{id, time, stage, input}``, that impact reports evaluate).
 SEEDED_KINDS: tuple[str, ...] = (
-    "Resource", "Group", "User", "ConnectorListenerLink", "SidecarResourceLink",
+    "Resource", "Group", "User", "ConnectorListenerLink", "SidecarResourceLink", "Log",
 )

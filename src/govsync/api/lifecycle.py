@@ -262,6 +262,68 @@ class PolicyCodeValidity(Output):
     error: str = ""
 
 
+class ListPolicyImpactReportLogsRequest(Model):
+    """A page of what an impact report found, paged as every List; ``query`` keeps the
+    logs it selects (``field:value`` terms, all of them)."""
+
+    reportId: NonEmpty
+    limit: int = Field(default=50, ge=1, le=500)
+    cursor: str = ""
+    query: str = ""
+
+
+class GetPolicyImpactReportGraphRequest(Model):
+    reportId: NonEmpty
+    query: str = ""
+
+
+class TriggeredPolicy(Output):
+    """A policy a logged request triggered: ``type`` is its decision's action."""
+
+    id: str
+    name: str
+    status: str
+    type: str
+
+
+class PolicyImpactReportLog(Output):
+    """One logged request on which the report's code decides other than allow: its
+    stage, the decision, and who and what it was (``input``: its user and resource)."""
+
+    id: str
+    time: str
+    stage: str
+    decision: dict[str, Any]
+    triggeredPolicies: list[TriggeredPolicy]
+    input: dict[str, Any] = {}
+
+
+class GraphAction(Output):
+    name: str
+    count: int
+
+
+class GraphEdge(Output):
+    """Requests from one user to one resource: how many, how many the code triggered on,
+    and by action (the SDK's core.v1.Edge)."""
+
+    id: str
+    sourceId: str
+    targetId: str
+    requestCount: int
+    triggeredPolicyIds: list[str] = []
+    triggeredPolicyCount: int
+    actions: list[GraphAction] = []
+
+
+class PolicyImpactReportGraph(Output):
+    """The report's requests as a graph, users to resources (the SDK's core.v1.Graph):
+    ``nodes`` each ``{id, userNode | resourceNode: {id, name, ...}}``."""
+
+    nodes: list[dict[str, Any]] = []
+    edges: list[GraphEdge] = []
+
+
 UpdateSpaceV2Request = _replace_all("UpdateSpaceV2", "space", CreateSpaceRequest)
 UpdateConnectorV2Request = _replace_all("UpdateConnectorV2", "connector", CreateConnectorRequest,
                                         Connector)

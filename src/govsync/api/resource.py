@@ -149,6 +149,9 @@ class Offers:
     Gets before its probe has answered (``refresh.reading.Reader.may_read_ahead``)."""
 
     reads: bool | None = None
+    # Whether it has impact reports (GetPolicyReport and what a report found); None:
+    # never learned (refresh/impact.py learns it from the first 404).
+    reports: bool | None = None
 
 
 class Objects:

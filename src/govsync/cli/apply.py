@@ -128,6 +128,10 @@ def apply(paths: tuple[str, ...], settings: Settings, auto_approve: bool, parall
             click.echo("Nothing to apply.")
         else:
             click.echo("No changes. Nothing to apply.")
+        if result.recorded:
+            click.echo(f"Recorded {len(result.recorded)} object(s) as the server holds them, "
+                       "which the manifests now match (changed outside govsync, then in git; "
+                       f"nothing sent): {', '.join(result.recorded)}.")
         return
     s = result.summary()
     click.echo(

@@ -26,6 +26,9 @@ class Resolved:
     name: str
     values: dict[str, Any] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    # What is fine on one machine and wrong in a CI job (the default SQLite state):
+    # said, never a failure of ``--check``.
+    warnings: list[str] = field(default_factory=list)
     # The environment variables (GOVSYNC_STATE...) that contradict what govsync.yaml
     # sets for it: a CI job's repository-wide values, which are not for it.
     contradicting: list[str] = field(default_factory=list)
@@ -52,10 +55,12 @@ def resolve(selection: Selection, env: Environment, environ: Mapping[str, str],
                             f"{chosen.project.file if chosen.project else 'govsync.yaml'}, "
                             f"or the variable {envvars.ENDPOINT}")
     if chosen.setting("state") is None and not environ.get(envvars.STATE):
-        row.problems.append(f"no state: set environments.{env.name}.state in "
+        row.warnings.append(f"no state set: the default SQLite file "
+                            f"{envvars.DEFAULT_STATE} is used, fine on one machine; a CI "
+                            f"job's own would be new and empty each run: set "
+                            f"environments.{env.name}.state in "
                             f"{chosen.project.file if chosen.project else 'govsync.yaml'}, "
-                            f"or {envvars.STATE} (a job's own {envvars.DEFAULT_STATE} would "
-                            "be new and empty)")
+                            f"or {envvars.STATE}, for a state jobs share")
     key, variable = api_key(chosen, environ)
     viewer = chosen.setting("viewer_key")
     row.values["apiKey"] = chosen.setting("api_key") or envvars.API_KEY

@@ -23,11 +23,17 @@ from govsync.project import Selection
                    "the variables holding its keys and its problems.")
 @click.option("--check", is_flag=True,
               help="Check every environment's settings as a job would resolve them: one "
-                   "line per missing or contradicting setting (exit 1), naming the variable.")
+                   "line per missing or contradicting setting (exit 1), naming the variable; "
+                   "the default SQLite state is a warning (fine on one machine), not a "
+                   "failure.")
+@click.option("--strict", is_flag=True,
+              help="With --check: warnings fail too (a CI job, whose own default SQLite "
+                   "state would be new and empty each run).")
 @click.option("--read-only", is_flag=True,
               help="With --check: for a job that only reads (a pull request's plan, drift): "
                    "an environment's viewer key will do.")
-def environments_command(selection: Selection, fmt: str, check: bool, read_only: bool) -> None:
+def environments_command(selection: Selection, fmt: str, check: bool, strict: bool,
+                         read_only: bool) -> None:
     """List the environments of the project file (nothing when it has none).
 
     Each is resolved as a command run with --env NAME would resolve it (the
@@ -41,6 +47,7 @@ def environments_command(selection: Selection, fmt: str, check: bool, read_only:
       for env in $(govsync environments); do govsync plan --env "$env"; done
       govsync environments --format json
       govsync environments --check --read-only
+      govsync environments --check --strict    # in CI: a state jobs share
     """
     from govsync.render.documents import environments_public
 
@@ -48,7 +55,12 @@ def environments_command(selection: Selection, fmt: str, check: bool, read_only:
     approvals = project.approvals if project is not None else None
     resolved = envcheck.every(selection, os.environ, read_only=read_only)
     if check:
-        problems = [f"environment {r.name}: {p}" for r in resolved for p in r.problems]
+        problems = [f"environment {r.name}: {p}" for r in resolved
+                    for p in (*r.problems, *(r.warnings if strict else ()))]
+        if not strict:
+            for r in resolved:
+                for warning in r.warnings:
+                    click.echo(f"environment {r.name}: warning: {warning}", err=True)
         for line in problems:
             click.echo(line, err=True)
         if problems:
@@ -68,7 +80,7 @@ def environments_command(selection: Selection, fmt: str, check: bool, read_only:
                 "approvals": (approvals.required if approvals is not None and (
                     approvals.environments is None or env.name in approvals.environments)
                     else 0),
-                "problems": r.problems,
+                "problems": r.problems, "warnings": r.warnings,
                 # A CI job's repository-wide values that are not for this environment.
                 "contradicting": r.contradicting})
         echo_json(environments_public(project.file if project else None, rows))

@@ -11,6 +11,8 @@ from govsync.adoption import READS_IN_FLIGHT, import_objects
 from govsync.cli.root import global_options
 from govsync.commands.workspace import read_snapshot, recorded_elsewhere
 from govsync.errors import MigrateError
+from govsync.importfolders import layout
+from govsync.manifests.manifest import Context
 from govsync.settings import Settings
 
 
@@ -20,11 +22,21 @@ from govsync.settings import Settings
               help="Only this kind (repeatable; default: every kind govsync can find).")
 @click.option("--name", "name_glob", metavar="GLOB",
               help="Only objects whose name matches (shell-style: 'prod-*').")
-@click.option("--out", "out_dir", default="imported", show_default=True, type=click.Path(),
-              help="The folder to write: new, empty, or written by an earlier `govsync "
-                   "import` (then only what changed is rewritten).")
+@click.option("--out", "out_dir", type=click.Path(),
+              help="The folder of the manifests: new, empty, or written by an earlier "
+                   "`govsync import` (new objects are added; nothing written before is "
+                   "rewritten). Default: imported; with --env, imported/ in the first of "
+                   "its paths every environment reads.")
+@click.option("--env-out", "env_out", type=click.Path(),
+              help="With --env: the folder of its Import and Patch documents (ids and "
+                   "secret variables differ per environment). Default: imported/ in the "
+                   "first of its paths no other environment reads.")
+@click.option("--merge", is_flag=True,
+              help="Where a file to add to was edited since (or was not written by "
+                   "`govsync import`), write the new objects in a new file beside it "
+                   "instead of refusing.")
 def import_command(settings: Settings, kinds: tuple[str, ...], name_glob: str | None,
-                   out_dir: str) -> None:
+                   out_dir: str | None, env_out: str | None, merge: bool) -> None:
     """Write manifests for what the server holds and the state does not record.
 
     Reads every object of each kind through its List (api-lifecycle.md), or
@@ -43,11 +55,18 @@ def import_command(settings: Settings, kinds: tuple[str, ...], name_glob: str | 
       govsync plan manifests/ imported/     # every imported object an import
     """
 
+    selection = settings.selection
+    project = selection.project
+    where = layout(selection.name, selection.paths(()) if selection.name else (),
+                   [project.paths(e) or () for e in project.environments.values()]
+                   if project is not None else [], out_dir, env_out)
     try:
         done = import_objects(runtime.client(settings, connections=READS_IN_FLIGHT, reads=True),
-                              read_snapshot(settings), out_dir, kinds=kinds,
+                              read_snapshot(settings), where, kinds=kinds,
                               name_glob=name_glob,
-                              elsewhere=lambda ids: recorded_elsewhere(settings, ids))
+                              elsewhere=lambda ids: recorded_elsewhere(settings, ids),
+                              merge=merge,
+                              context=Context(selection.variables(), selection.name))
     except MigrateError as exc:
         for line in exc.problems:
             click.echo(f"Error: {line}", err=True)
@@ -56,12 +75,25 @@ def import_command(settings: Settings, kinds: tuple[str, ...], name_glob: str | 
         click.echo(f"Not read: {line}", err=True)
     for line in done.skipped:
         click.echo(f"Left out: {line}", err=True)
-    if not done.found:
-        click.echo(f"Nothing to import: the state records every object found "
-                   f"({done.recorded}); nothing was written.")
+    placed = done.placed
+    for line in placed.absent if placed is not None else ():
+        click.echo(f"Not on the server: {line}", err=True)
+    adopted = placed.imports if placed is not None else []
+    if not adopted:
+        already = len(placed.already) if placed is not None else 0
+        click.echo(f"Nothing to import: of the objects found, {done.recorded} are recorded "
+                   f"in the state and {already} adopted by Import documents already; "
+                   "nothing was written.")
         return
-    click.echo(f"Imported {len(done.found)} object{'s' if len(done.found) != 1 else ''} "
-               f"into {out_dir} ({done.recorded} already recorded in the state).")
+    assert placed is not None
+    into = where.shared if where.own is None else f"{where.shared} and {where.own}"
+    click.echo(f"Imported {len(adopted)} object{'s' if len(adopted) != 1 else ''} "
+               f"into {into} ({done.recorded} already recorded in the state).")
+    if where.own is not None:
+        click.echo(f"Manifests: {len(placed.shared)} shared (in {where.shared}), "
+                   f"{len(placed.own)} of environment {where.environment} only, "
+                   f"{len(adopted) - len(placed.shared) - len(placed.own)} defined already; "
+                   f"{len(placed.patches)} Patch document(s) in {where.own}.")
     if done.variables:
         click.echo(f"Set {len(done.variables)} secret variable"
                    f"{'s' if len(done.variables) != 1 else ''} before planning: "

@@ -15,7 +15,7 @@ from govsync.cli.root import out
 @click.option("--db", default=":memory:", show_default=True, help="SQLite file, or :memory:.")
 @click.option("--api-key", "api_keys", multiple=True, help="A key that may call every operation.")
 @click.option("--viewer-key", "viewer_keys", multiple=True, help="A key that may call Get and List operations only.")
-@click.option("--seed", type=click.Path(exists=True, dir_okay=False), help="YAML of resources, groups, users and links to preload.")
+@click.option("--seed", type=click.Path(exists=True, dir_okay=False), help="YAML of resources, groups, users, links and logged requests (logs:, what impact reports evaluate) to preload.")
 @click.option("--latency-ms", default=0, type=click.IntRange(min=0), help="Delay every response.")
 @click.option("--fault-rate", default=0.0, type=click.FloatRange(0.0, 1.0), help="Fraction of write calls (creates, updates, deletes) that fail.")
 @click.option("--operations", default="all", show_default=True, type=click.Choice(["all", "spec"]),

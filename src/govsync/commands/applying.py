@@ -83,7 +83,8 @@ async def _send(source: Source, ready: Preflight, store: StateStore, snapshot: S
     plan, record, target = ready.plan, ready.recorded, ready.target
     evidence = source.evidence
     work = plan.work(forget_orphans=options.forget_orphans)
-    if not work and plan.governance is None:
+    caught_up = plan.caught_up()
+    if not work and plan.governance is None and not caught_up:
         if record is None and snapshot.lineage:
             # A workspace applied before governance was recorded: it records it now.
             store.set_governance(settings.workspace, target.stored(identity(settings)))
@@ -109,7 +110,8 @@ async def _send(source: Source, ready: Preflight, store: StateStore, snapshot: S
             import asyncio
 
             hashing = asyncio.get_running_loop().run_in_executor(None, plan_digest, plan)
-        if options.confirm is not None and not options.confirm(plan):
+        if options.confirm is not None and (work or plan.governance is not None) \
+                and not options.confirm(plan):
             raise PlanError("apply cancelled; nothing was changed")
         if evidence is not None:
             claimed = store.claim_plan(settings.workspace, plan.id)
@@ -129,6 +131,7 @@ async def _send(source: Source, ready: Preflight, store: StateStore, snapshot: S
                           live=ready.observed.reading.live if ready.observed is not None
                           else None, reads=settings.refresh)
         result = await applier.run(plan, work)
+        await applier.record_live(caught_up)
         if evidence is not None and work and not result.took_effect:
             # Nothing changed (a refused key, say): the plan is as good as before.
             with contextlib.suppress(StateError):

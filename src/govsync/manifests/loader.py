@@ -235,6 +235,7 @@ def load(paths: Sequence[str], *, read: Reader = read_files,
     problems.extend(cycles)
     tests = [d for d in directives if d.kind == policytest.KIND]
     problems.extend(_test_references(tests, objects, unknown))
+    problems.extend(_directive_targets(directives, objects, unknown))
     warnings: list[Problem] = []
     if code:
         errors, warnings = check_code(objects)
@@ -264,6 +265,27 @@ def _test_references(tests: list[Directive], objects: dict[str, Manifest],
                     problems.append(Problem(*test.where(f"cases[{case.at}].hooks.{hook}"), (
                         f"{test.label}: case {case.name!r} gives the result of {named}, which "
                         f"no manifest defines{did_you_mean(named, objects)}")))
+    return problems
+
+
+def _directive_targets(directives: list[Directive], objects: dict[str, Manifest],
+                       unknown: set[tuple[str | None, str | None]]) -> list[Problem]:
+    """A Moved or Import document's ``to`` names an object the manifests define (or a
+    document that could not be checked): ``validate`` and ``plan`` both load through here."""
+    problems = []
+    for d in directives:
+        if d.kind not in ("Moved", "Import"):
+            continue
+        address = d.spec["to"]
+        if address not in objects and not _may_define(unknown, address):
+            hint = did_you_mean(address, objects)
+            add = ("the object's manifest under its new address" if d.kind == "Moved"
+                   else "the manifest of the object it adopts")
+            problems.append(Problem(*d.where("to"), (
+                f"{d.label}: no manifest defines {address}"
+                + (f" ({hint[2:]})" if hint.startswith(": did you") else "")
+                + f": add {add} (or remove "
+                f"the {d.kind} document once it is applied)")))
     return problems
 
 

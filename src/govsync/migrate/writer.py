@@ -38,6 +38,7 @@ from typing import Any
 from govsync.errors import ManifestError, MigrateError
 from govsync.manifests.documents import API_VERSION
 from govsync.manifests.loader import load
+from govsync.manifests.manifest import Context
 from govsync.manifests.yamlio import MAX_FILE_BYTES, RawDocument, iter_documents
 from govsync.migrate.convert import Conversion, Migrated
 from govsync.migrate.report import IMPORTS_FILE, REPORT_FILE, SCRIPT_FILE, report, state_rm_script
@@ -155,13 +156,7 @@ def _put(output: Output, stem: str, number: int, documents: list[Document],
 def check(output: Output) -> None:
     """Read every manifest back and load them all; MigrateError if anything is wrong
     but the owners left empty on purpose."""
-    for name, documents in output.documents.items():
-        if _read_back(output.files[name], name) != [plain_data(d.data) for d in documents]:
-            # A string the plain or block style did not keep: quote every string.
-            output.files[name] = dump(documents, output.header, exact=True)
-            if _read_back(output.files[name], name) != [plain_data(d.data) for d in documents]:
-                raise MigrateError([f"{name}: the YAML written does not read back as the "
-                                    f"objects it holds (a defect of {output.tool})"])
+    _exact(output)
     with tempfile.TemporaryDirectory(prefix="govsync-migrate-check-") as scratch:
         for name in output.documents:
             with open(os.path.join(scratch, name), "w", encoding="utf-8") as fh:
@@ -179,6 +174,45 @@ def check(output: Output) -> None:
                     f"{os.path.basename(p.file)}:{p.line}:{p.col}: {p.message}"
                     for p in unexpected] + ["the manifests it would write are not valid: "
                                             "nothing was written"]) from None
+
+
+def check_with(outputs: list[Output], also: list[str], context: Context | None = None
+               ) -> None:
+    """Read every manifest of ``outputs`` back, then load them with the manifests under
+    ``also`` (what they will be planned with: their references, the documents they
+    patch, the addresses they must not define twice); MigrateError if anything is wrong
+    in what ``outputs`` hold (a problem of the manifests already there is not theirs)."""
+    for output in outputs:
+        _exact(output)
+    with tempfile.TemporaryDirectory(prefix="govsync-import-check-") as scratch:
+        for i, output in enumerate(outputs):
+            os.makedirs(os.path.join(scratch, str(i)))
+            for name in output.documents:
+                with open(os.path.join(scratch, str(i), name), "w", encoding="utf-8") as fh:
+                    fh.write(output.files[name])
+        try:
+            load([*[p for p in also if os.path.exists(p)], scratch], context=context)
+        except ManifestError as exc:
+            # What is wrong in the documents written: those already there are the user's.
+            new = [(os.path.relpath(p.file, scratch), p) for p in exc.problems]
+            new = [(inside.split(os.sep, 1)[-1], p) for inside, p in new
+                   if not inside.startswith("..")]
+            if new:
+                raise MigrateError([f"(new) {name}:{p.line}:{p.col}: {p.message}"
+                                    for name, p in new] + [
+                    "the manifests it would write are not valid with those they would be "
+                    "planned with: nothing was written"]) from None
+
+
+def _exact(output: Output) -> None:
+    """Each manifest file reads back as its documents (else every string is quoted)."""
+    for name, documents in output.documents.items():
+        if _read_back(output.files[name], name) != [plain_data(d.data) for d in documents]:
+            # A string the plain or block style did not keep: quote every string.
+            output.files[name] = dump(documents, output.header, exact=True)
+            if _read_back(output.files[name], name) != [plain_data(d.data) for d in documents]:
+                raise MigrateError([f"{name}: the YAML written does not read back as the "
+                                    f"objects it holds (a defect of {output.tool})"])
 
 
 def _read_back(text: str, name: str) -> list[Any]:
@@ -325,3 +359,100 @@ def _replace(path: str, text: str, executable: bool) -> None:
         with contextlib.suppress(OSError):
             os.remove(temporary)
         raise
+
+
+# --- adding to a folder (govsync import) -------------------------------------------------
+
+LENGTHS = "lengths"
+
+
+def additions(out: str, output: Output, *, merge: bool = False) -> tuple[dict[str, str],
+                                                                           list[str]]:
+    """What adding ``output``'s documents to the folder ``out`` writes (name -> whole new
+    text, the record included) and what refuses it.  Nothing written before is rewritten
+    or removed: a file the record says was written, unedited or only added to at its end,
+    gets the new documents appended; a missing one is written anew; an edited one (or one
+    not written by the tool) is refused, naming it and the ways out, unless ``merge``:
+    then the new documents go to a new file beside it."""
+    if os.path.lexists(out) and not os.path.isdir(out):
+        return {}, [f"{out}: exists and is not a folder: choose another --out"]
+    present = sorted(os.listdir(out)) if os.path.isdir(out) else []
+    recorded, lengths = ({}, {}) if not present else _lengths(out, output.tool, merge)
+    if recorded is None:
+        return {}, [f"{out}: not empty, and not a folder {output.tool} wrote (no valid "
+                    f"{RECORD_FILE}): choose an empty or new folder with --out, or pass "
+                    "--merge to add new files beside what it holds"]
+    top = "".join(f"# {line}\n" for line in output.header)
+    files: dict[str, str] = {}
+    refused: list[str] = []
+    for name, text in output.files.items():
+        path = os.path.join(out, name)
+        if not os.path.lexists(path):
+            files[name] = text
+            continue
+        current = _read(path)
+        mine = current is not None and name in recorded and (
+            _digest(current) == recorded[name]
+            or (0 < lengths.get(name, 0) <= len(current)
+                and _digest(current[:lengths[name]]) == recorded[name]))
+        if mine and current is not None:
+            body = text[len(top):] if text.startswith(top) else text
+            files[name] = current + ("" if current.endswith("\n") else "\n") + "---\n" + body
+        elif merge:
+            files[_free(name, present, files)] = text
+        else:
+            why = (f"edited since {output.tool} wrote it (not only added to at its end)"
+                   if name in recorded else f"not written by {output.tool}")
+            refused.append(f"{path}: {why}, and the new objects would go in it: run it again "
+                           "with --out NEW_FOLDER (plan reads both folders), or with --merge "
+                           "to write them in new files beside it")
+    if refused:
+        return {}, [*refused, "nothing was written"]
+    merged = {**recorded, **{n: _digest(t) for n, t in files.items()}}
+    sizes = {**{n: v for n, v in lengths.items() if n in recorded},
+             **{n: len(t) for n, t in files.items()}}
+    files[RECORD_FILE] = json.dumps({"formatVersion": RECORD_FORMAT, "writer": output.writer,
+                                     "files": dict(sorted(merged.items())),
+                                     LENGTHS: dict(sorted(sizes.items()))},
+                                    indent=2, sort_keys=True) + "\n"
+    return files, []
+
+
+def add(out: str, files: Mapping[str, str]) -> Written:
+    """Write what ``additions`` made (each file replaced whole, the record last)."""
+    if not os.path.isdir(out) or not os.listdir(out):
+        _write_new(out, files, set())
+        return Written(changed=sorted(n for n in files if n != RECORD_FILE))
+    written = Written()
+    try:
+        for name, text in files.items():
+            if name != RECORD_FILE:
+                _replace(os.path.join(out, name), text, False)
+                written.changed.append(name)
+        _replace(os.path.join(out, RECORD_FILE), files[RECORD_FILE], False)
+    except OSError as exc:
+        raise MigrateError([f"{out}: cannot write there: {exc.strerror}"]) from None
+    return written
+
+
+def _lengths(out: str, tool: str, merge: bool) -> tuple[Any, dict[str, int]]:
+    """The record's digests and lengths; (None, {}) when there is no valid record, or
+    ({}, {}) with ``merge``."""
+    try:
+        recorded = _read_record(out, tool)
+    except MigrateError:
+        return ({} if merge else None), {}
+    data = json.loads(_read(os.path.join(out, RECORD_FILE)) or "{}")
+    found = data.get(LENGTHS) if isinstance(data, dict) else None
+    lengths = {k: v for k, v in (found or {}).items()
+               if isinstance(k, str) and isinstance(v, int)} if isinstance(found, dict) else {}
+    return recorded, lengths
+
+
+def _free(name: str, present: list[str], chosen: Mapping[str, str]) -> str:
+    """``hook.yaml`` -> ``hook-2.yaml`` (or the next number no file has)."""
+    stem = name.removesuffix(".yaml")
+    number = 2
+    while f"{stem}-{number}.yaml" in present or f"{stem}-{number}.yaml" in chosen:
+        number += 1
+    return f"{stem}-{number}.yaml"

@@ -324,6 +324,11 @@ class Plan:
         return self.governance is not None or any(c.action != Action.NOOP
                                                   for c in self.changes)
 
+    def caught_up(self) -> list[Change]:
+        """No-ops whose manifest now matches what changed outside govsync: nothing is
+        sent, and apply records the live object (as Terraform's apply keeps its refresh)."""
+        return [c for c in self.changes if c.action == Action.NOOP and c.request is not None]
+
     def blocked(self) -> list[Change]:
         return [c for c in self.changes if c.action == Action.BLOCKED]
 

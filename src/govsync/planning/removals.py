@@ -41,53 +41,67 @@ def source_problem(d: Directive, manifests: ManifestSet, taken: Mapping[str, Dir
 
 def directives(manifests: ManifestSet, entries: Mapping[str, Entry], problems: list[Problem]
                ) -> tuple[dict[str, str], dict[str, Directive]]:
-    """Moves still to make (new address -> old) and imports still to make (address -> doc)."""
+    """Moves still to make (new address -> old) and imports still to make (address -> doc).
+
+    The loader has checked that every ``to`` names a manifest.  Moves are settled first;
+    an Import whose object is already recorded at its ``to``, or that a move brings
+    there, is done (a no-op, as Terraform's ``import`` block after apply): it claims
+    nothing, so it never stands in the way of a later Moved document."""
     moved: dict[str, str] = {}
-    imported: dict[str, Directive] = {}
+    claims: dict[str, Directive] = {}
     sources: dict[str, Directive] = {}
     for d in manifests.directives:
-        if d.kind == "Removed":
+        if d.kind != "Moved":
             continue
-        new = d.spec["to"]
-        if new not in manifests.objects:
-            problems.append(Problem(*d.where("to"), f"{d.label}: no manifest defines {new}: "
-                                    "add it (the object's manifest under its new address)"))
+        old, new = d.spec["from"], d.spec["to"]
+        if new in claims:
+            problems.append(Problem(*d.where("to"), f"{d.label}: {claims[new].label} already "
+                                    f"moves an object to {new}: keep one"))
             continue
-        if new in moved or new in imported:
-            problems.append(Problem(*d.where("to"), f"{d.label}: another Moved or Import "
-                                    f"document already targets {new}: keep one"))
+        problem = source_problem(d, manifests, sources)
+        if problem is not None:
+            problems.append(problem)
+        elif old in entries and new in entries:
+            problems.append(Problem(*d.where("to"), f"{d.label}: cannot move {old} onto "
+                                    f"{new}: both are in state; `govsync state forget` "
+                                    "the one that is wrong"))
+        elif old in entries:
+            if entries[old].status != APPLIED:
+                problems.append(Problem(*d.where("from"), f"{d.label}: {old} is uncertain: "
+                                        "settle it (`govsync state resolve`) before moving"))
+                continue
+            moved[new] = old
+            sources[old] = d
+            claims[new] = d
+        # else: applied already (new in state), or nothing to move: a no-op
+    imported: dict[str, Directive] = {}
+    for d in manifests.directives:
+        if d.kind != "Import":
             continue
-        if d.kind == "Moved":
-            old = d.spec["from"]
-            problem = source_problem(d, manifests, sources)
-            if problem is not None:
-                problems.append(problem)
-            elif old in entries and new in entries:
-                problems.append(Problem(*d.where("to"), f"{d.label}: cannot move {old} onto "
-                                        f"{new}: both are in state; `govsync state forget` "
-                                        "the one that is wrong"))
-            elif old in entries:
-                if entries[old].status != APPLIED:
-                    problems.append(Problem(*d.where("from"), f"{d.label}: {old} is uncertain: "
-                                            "settle it (`govsync state resolve`) before moving"))
-                    continue
-                moved[new] = old
-                sources[old] = d
-            # else: applied already (new in state), or nothing to move: a no-op
+        new, wanted = d.spec["to"], d.spec["id"]
+        entry = entries.get(moved.get(new, new))
+        if entry is not None and entry.id == wanted:
+            continue  # done: recorded there, or moved there by a Moved document
+        if new in claims:
+            problems.append(Problem(*d.where("to"), (
+                f"{d.label}: {claims[new].label} already "
+                + ("adopts an object as" if claims[new].kind == "Import" else "moves an "
+                   f"object (id {entry.id if entry else '?'}) to")
+                + f" {new}: keep one")))
+            continue
+        holder = recorded_at(entries, manifests.objects[new].kind.name, wanted)
+        if entry is None and holder is not None:
+            problems.append(Problem(*d.where("id"), (
+                f"{d.label}: id {wanted} is already recorded at {holder}: one object "
+                f"has one address; to re-address it, write a Moved document from {holder} "
+                f"to {new} (or run `govsync state mv {holder} {new}`)")))
+        elif entry is None:
+            imported[new] = d
+            claims[new] = d
         else:
-            entry = entries.get(new)
-            holder = recorded_at(entries, manifests.objects[new].kind.name, d.spec["id"])
-            if entry is None and holder is not None:
-                problems.append(Problem(*d.where("id"), (
-                    f"{d.label}: id {d.spec['id']} is already recorded at {holder}: one object "
-                    f"has one address; to re-address it, write a Moved document from {holder} "
-                    f"to {new} (or run `govsync state mv {holder} {new}`)")))
-            elif entry is None:
-                imported[new] = d
-            elif entry.id != d.spec["id"]:
-                problems.append(Problem(*d.where("id"), f"{d.label}: {new} is already in state "
-                                        f"as {entry.id}, not {d.spec['id']}: `govsync state "
-                                        "forget` it first to adopt another object"))
+            problems.append(Problem(*d.where("id"), f"{d.label}: {new} is already in state "
+                                    f"as {entry.id}, not {wanted}: `govsync state "
+                                    "forget` it first to adopt another object"))
     return moved, imported
 
 

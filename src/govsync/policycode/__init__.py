@@ -13,6 +13,7 @@ a command whose manifests hold no code loads neither them nor the worker's modul
     validity(code) -> Validity                    GetPolicyCodeValidity
     evaluate(code, rule, input, hooks=, data=, now=) -> Evaluation
     evaluate_many(code, rule, inputs, data=, now=) -> [Evaluation]
+    evaluate_staged(code, [(stage, input)], worker=) -> [Evaluation]   impact reports
     run_hook(code, input, env=, timeout_ms=) -> HookRun
     decide(codes, trials, hooks) -> [Verdict]     govsync test: a policy's cases, one call
 """
@@ -31,7 +32,7 @@ from govsync.policycode.model import (
 from govsync.policycode.scan import Use, data_uses, hook_uses
 from govsync.policycode.stages import ACTIONS, PACKAGES, STAGES, Role, Stage
 
-# The entries that run code (check, decide, evaluate, evaluate_many, run_hook,
+# The entries that run code (check, decide, evaluate, evaluate_many, evaluate_staged, run_hook,
 # validity, warm) are sandbox.py's, and validate's checks (MAX_CODE_CHARS,
 # draft_hooks, unknown_data, unknown_hooks) checks.py's: imported from there by what
 # runs code, so a command whose manifests hold none loads neither.

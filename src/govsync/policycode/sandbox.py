@@ -189,6 +189,36 @@ def _evaluate(progress: Callable[[str], None], code: str, stage: str, inputs: li
     return rego.evaluate(code, stage, inputs, data, now_ns, progress)
 
 
+def evaluate_staged(code: str, items: Sequence[tuple[str, Mapping[str, Any]]], *,
+                    seconds: float = BUDGET_SECONDS, worker: str = WORKER
+                    ) -> list[Evaluation]:
+    """Each ``(stage, input)`` of ``items`` decided by ``code``'s rule of that stage, in
+    one call of the worker named ``worker``, the module compiled once a stage: an impact
+    report over logged requests of every stage.  Where the worker goes over ``seconds``
+    or memory (code that loops), every item gets that error."""
+    large = too_large(code)
+    if large is not None:
+        return [Evaluation(error=large.message)] * len(items)
+    if not all(_RULE.match(str(stage)) for stage, _ in items):
+        return [Evaluation(error="a stage is not a rule's name")] * len(items)
+    try:
+        return _bounded(_evaluate_staged, code, [(str(s), dict(i)) for s, i in items],
+                        seconds=seconds, worker=worker)
+    except BudgetExceeded as exc:
+        return [Evaluation(error=_stopped("Rego", exc))] * len(items)
+
+
+def _evaluate_staged(progress: Callable[[str], None], code: str,
+                     items: list[tuple[str, dict[str, Any]]]) -> list[Evaluation]:
+    out: list[Evaluation] = [Evaluation()] * len(items)
+    for stage in dict.fromkeys(s for s, _ in items):
+        at = [i for i, (s, _) in enumerate(items) if s == stage]
+        found = rego.evaluate(code, stage, [items[i][1] for i in at], {}, None, progress)
+        for i, evaluation in zip(at, found, strict=True):
+            out[i] = evaluation
+    return out
+
+
 def decide(codes: Sequence[str], trials: Sequence[Trial], hooks: Mapping[str, HookCode]
            ) -> list[Verdict]:
     """Every trial (a test case) decided by each of ``codes`` (a policy's new code, and

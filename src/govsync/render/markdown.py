@@ -72,9 +72,10 @@ def plan_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT, title: str = "govs
                  "```", ""]
     if not plan.has_changes():
         head.append("No changes. The manifests match the recorded state.")
+    head += _deletes(plan)
     by_kind: dict[str, list[Any]] = {}
     for c in plan.changes:
-        if c.action != Action.NOOP:
+        if c.action not in (Action.NOOP, Action.DELETE):  # deletes: shown above, open
             by_kind.setdefault(c.kind, []).append(c)
     sections: list[tuple[str, int]] = []  # (text, number of changes)
     for kind in sorted(by_kind):
@@ -117,6 +118,27 @@ def plan_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT, title: str = "govs
             break
         reserve = len(note)
     return text + "".join(kept) + note
+
+
+# Deletes listed in the open block; the rest are counted (the table has them all).
+_DELETES_SHOWN = 200
+
+
+def _deletes(plan: Plan) -> list[str]:
+    """The deletes, never collapsed: a ``diff`` block whose lines start with ``-``, which
+    GitHub colours red (its ``x`` symbol is not coloured)."""
+    deletes = [c for c in plan.changes if c.action == Action.DELETE]
+    if not deletes:
+        return []
+    lines = [f"#### {len(deletes)} to delete (after every other change)", "", "```diff"]
+    for c in deletes[:_DELETES_SHOWN]:
+        lines.append(_md(f"- {c.address} (delete)"))
+        if c.why:
+            lines.append(_md(f"      {reason_words(c)}"))
+    if len(deletes) > _DELETES_SHOWN:
+        lines.append(f"  ... and {len(deletes) - _DELETES_SHOWN} more: run `govsync plan` "
+                     "to see them all")
+    return [*lines, "```", ""]
 
 
 def _graph_part(plan: Plan, room: int, free: int, limit: int) -> str:

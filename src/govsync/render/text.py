@@ -70,7 +70,11 @@ def plan_text(plan: Plan, *, color: bool = False, verbose: bool = False) -> str:
     for check in plan.checks:
         lines.append(f"Check {check.name}: {check.status} ({check.detail})")
     if not plan.has_changes():
-        lines.append("No changes. The manifests match the recorded state.")
+        lines.append("No changes. The manifests match the recorded state."
+                     if not plan.caught_up() else
+                     "No changes to send. The manifests now match what changed outside "
+                     "govsync; apply records it: "
+                     + ", ".join(c.address for c in plan.caught_up()) + ".")
     lines.append(style(summary_line(plan), None, bold=True))
     return "\n".join(lines) + "\n"
 

@@ -1,12 +1,13 @@
 """The reference implementation of the control API (``govsync serve``).
 
     store = Store("api.db")                      # or Store() in memory
-    store.load_seed("seed.yaml")                 # resources, groups, users, links
+    store.load_seed("seed.yaml")                 # resources, groups, users, links, logs
     app = create_app(store, api_keys=["k"])      # a Starlette app
 
 Modules: ``app`` (request pipeline and checks), ``operations`` (the one
 engine every operation runs through), ``shapes`` (per-kind output table),
-``listing`` (every List, paged as ListGroups), ``store`` (SQLite storage and seeds), ``errors``
+``listing`` (every List, paged as ListGroups), ``reports`` (impact reports over the
+seeded logs), ``store`` (SQLite storage and seeds), ``errors``
 (error bodies), ``serve`` (``govsync serve``: the listening socket, uvicorn,
 the request log), ``droppable`` (the uvicorn protocol fault injection drops).
 """

@@ -10,8 +10,8 @@ passes these checks in order, the first failure answering:
 2. 404 not_found: no operation at that path, or a method other than POST
    (with ``operations=Operations.SPEC``: also every operation api-spec.md
    does not show).
-3. 403 forbidden: a viewer key on anything but a read (a Get, a List, or a check without
-   side effect: GetPolicyCodeValidity).
+3. 403 forbidden: a viewer key on anything but a read (a Get, a List, a check without
+   side effect: GetPolicyCodeValidity, or what an impact report found).
 4. 400 invalid_request: CreatePermission's Connect headers; Content-Type
    not ``application/json``; a Content-Encoding other than ``gzip`` or
    ``identity`` (a Connect client may compress its requests); a body over
@@ -64,6 +64,7 @@ from govsync.api.kinds import KINDS, SEEDED_KINDS
 from govsync.api.models import CONNECT_PROTOCOL_VERSION, CONNECT_TIMEOUT_PATTERN
 from govsync.server.errors import ApiFailure, error_response, invalid, json_response, violations
 from govsync.server.operations import Engine
+from govsync.server.reports import MOMENT_SECONDS
 from govsync.server.store import Store
 
 logger = logging.getLogger("govsync.server")
@@ -115,10 +116,11 @@ class ReferenceServer:
         fault_rate: float = 0.0,
         rng: random.Random | None = None,
         operations: Operations = Operations.ALL,
+        report_seconds: float = MOMENT_SECONDS,
     ) -> None:
         self.store = store
         self.operations = operations
-        self.engine = Engine(store)
+        self.engine = Engine(store, report_seconds=report_seconds)
         self.api_keys = frozenset(api_keys or ())
         self.viewer_keys = frozenset(viewer_keys) - self.api_keys
         self.latency_ms = latency_ms
@@ -204,8 +206,8 @@ class ReferenceServer:
             fault = "error" if self.rng.random() < 0.5 else "drop"
         if fault == "error":
             raise ApiFailure(500, "internal error (injected fault: nothing was stored)")
-        if op.verb == Verb.CHECK:  # code run in the engines' worker: not on the event loop
-            result = await run_in_threadpool(self.engine.perform, op, model)
+        if op.verb in (Verb.CHECK, Verb.RESULTS):  # code run in the engines' worker: not
+            result = await run_in_threadpool(self.engine.perform, op, model)  # on the loop
         else:
             result = self.engine.perform(op, model)
         if fault == "drop":
@@ -292,8 +294,10 @@ def create_app(
     fault_rate: float = 0.0,
     rng: random.Random | None = None,
     operations: Operations = Operations.ALL,
+    report_seconds: float = MOMENT_SECONDS,
 ) -> Starlette:
-    """The reference server over ``store`` as a Starlette app."""
+    """The reference server over ``store`` as a Starlette app (``report_seconds``: how long
+    an impact report runs at least)."""
     server = ReferenceServer(
         store,
         api_keys=api_keys,
@@ -302,6 +306,7 @@ def create_app(
         fault_rate=fault_rate,
         rng=rng,
         operations=operations,
+        report_seconds=report_seconds,
     )
     app = Starlette(routes=[Mount("", app=server)])
     app.state.server = server

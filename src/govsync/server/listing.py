@@ -137,12 +137,12 @@ def _fingerprint(op: Operation, request: Any, field: str, descending: bool) -> s
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
-def _encode_cursor(key: SortKey, fingerprint: str) -> str:
+def encode_cursor(key: SortKey, fingerprint: str) -> str:
     raw = json.dumps({"k": list(key), "q": fingerprint}, separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def _decode_cursor(cursor: str, fingerprint: str) -> SortKey:
+def decode_cursor(cursor: str, fingerprint: str) -> SortKey:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         data = json.loads(raw)
@@ -191,7 +191,7 @@ def list_page(store: Store, op: Operation, request: Any) -> tuple[list[JsonObjec
     """One page of the objects a List request asks for, and its ``listMetadata``."""
     field, descending = _parse_order(request.order)
     fingerprint = _fingerprint(op, request, field, descending)
-    after = _decode_cursor(request.cursor, fingerprint) if request.cursor else None
+    after = decode_cursor(request.cursor, fingerprint) if request.cursor else None
     groups, keys = _matching(store, op, request, field, fingerprint)
     limit, total = request.limit, len(groups)
     if not descending:
@@ -202,7 +202,7 @@ def list_page(store: Store, op: Operation, request: Any) -> tuple[list[JsonObjec
         end = bisect.bisect_left(keys, after) if after else total
         start = max(end - limit, 0)
         page, page_keys, more = groups[start:end][::-1], keys[start:end][::-1], start > 0
-    next_cursor = _encode_cursor(page_keys[-1], fingerprint) if more and page_keys else ""
+    next_cursor = encode_cursor(page_keys[-1], fingerprint) if more and page_keys else ""
     return page, {
         "after": next_cursor,
         "before": request.cursor,

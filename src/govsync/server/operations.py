@@ -40,6 +40,7 @@ from govsync.api.kinds import BY_KIND
 from govsync.policycode.sandbox import validity
 from govsync.server.errors import ApiFailure, invalid
 from govsync.server.listing import list_page
+from govsync.server.reports import MOMENT_SECONDS, Reports
 from govsync.server.shapes import WRITE_ONLY_KEY, ById, Shape, shape_of
 from govsync.server.store import JsonObject, Store, new_id, timestamp
 
@@ -131,8 +132,10 @@ def _parent(obj: JsonObject, path: str) -> tuple[JsonObject | None, str]:
 class Engine:
     """Performs operations against a store."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, report_seconds: float = MOMENT_SECONDS) -> None:
         self.store = store
+        # Impact reports: evaluated in the background once created (reports.py).
+        self.reports = Reports(store, seconds=report_seconds)
         # (kind, field) -> (the kind's store version, {value: first object with it})
         self._indexes: dict[tuple[str, str], tuple[int, dict[Any, JsonObject]]] = {}
 
@@ -148,6 +151,8 @@ class Engine:
         assert op.kind is not None
         if op.verb == Verb.CHECK:  # GetPolicyCodeValidity: the engine validate uses
             return validity(request.code).public()  # type: ignore[attr-defined]
+        if op.verb == Verb.RESULTS:  # what an impact report found
+            return self.reports.results(op, request)
         if op.verb == Verb.GET:
             return self._get(op, request)
         if op.verb == Verb.LIST:
@@ -190,6 +195,8 @@ class Engine:
         self.store.put(kind, id_, obj, key=obj.get(shape.key) if shape.key else None)
         for other_kind, other in appended:
             self.store.put(other_kind, other["id"], other)
+        if shape.evaluated and not updating:
+            self.reports.start(obj)
 
         if op.response_key:
             return {op.response_key: obj}
@@ -236,7 +243,10 @@ class Engine:
 
     def _get(self, op: Operation, request: BaseModel) -> JsonObject:
         assert op.kind is not None
-        obj = self.readable(op.kind, self._named(op, request))
+        found = self._named(op, request)
+        if shape_of(op.kind).evaluated:  # one that nothing evaluates (a restart) starts again
+            self.reports.resume(found)
+        obj = self.readable(op.kind, found)
         if op.response_key:
             return {op.response_key: obj}
         return {name: obj.get(name) for name in op.response.model_fields}

@@ -124,6 +124,9 @@ class Shape:
     # engine validate and GetPolicyCodeValidity use (a policy's ast; "" when it does not
     # compile).
     compiled: tuple[str, str] | None = None
+    # An impact report: once stored, its code is evaluated over the seeded logs in the
+    # background (reports.py), and its status set when that ends.
+    evaluated: bool = False
 
 
 def _expire_at(obj: JsonObject, now: int) -> str:
@@ -150,13 +153,9 @@ def _evaluation_start(obj: JsonObject, now: int) -> str:
     return timestamp(min(max(now - window, 0), MAX_NS))
 
 
-def _report_status(obj: JsonObject, now: int) -> str:
-    """A report's status: the reference server evaluates no logged requests yet, so a report
-    is done when it is made (impact reports will be running, then completed or failed)."""
-    return REPORT_COMPLETED
-
-
-REPORT_COMPLETED = "completed"
+# An impact report's status: running while its code is evaluated over the logged
+# requests (reports.py), then completed, or failed (code that does not compile or run).
+REPORT_RUNNING, REPORT_COMPLETED, REPORT_FAILED = "running", "completed", "failed"
 
 # A key inside a free-form variant that holds a secret (apiKey, secretKey, token...):
 # by how its name ends, so that maxTokens or keyId are returned like any field.
@@ -194,8 +193,9 @@ SHAPES: Mapping[str, Shape] = MappingProxyType({
     "PolicyReport": Shape(
         id_field="id", response_fields=("id",), answer_names={"id": "reportId"},
         drop=("evaluationWindow",), defaults={"createdBy": PRINCIPAL_ID},
-        derived={"evaluationStart": _evaluation_start, "status": _report_status},
-        timestamps=("createdAt",),
+        derived={"evaluationStart": _evaluation_start,
+                 "status": lambda obj, now: REPORT_RUNNING},
+        timestamps=("createdAt",), evaluated=True,
     ),
     "Hook": Shape(defaults={"status": "draft"}),
     "LogIntegration": Shape(defaults={"logStoreA.region": "us-east-1"}),
