@@ -16,12 +16,11 @@ Used by ``plan`` and the agent, never by ``apply``.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from govsync import envvars, impactfile, runtime
+from govsync import impactfile, runtime
 from govsync.api.kinds import POLICY_KIND
 from govsync.errors import ConfigError, GovsyncError
 from govsync.impactconfig import DEFAULT_TIMEOUT, ImpactSettings
@@ -33,11 +32,10 @@ from govsync.state import Entry
 
 if TYPE_CHECKING:
     from govsync import impactreplay
+    from govsync.api.resource import Offers
 
 # The plan's line on impact.
 IMPACT_CHECK = "impact"
-# The module that measures with the endpoint's impact reports, and its function.
-REPORTS = "govsync.refresh.impact"
 # The unknown impacts named on the plan's line, at most.
 NAMED = 5
 WHOLE_FILE = "all recorded"
@@ -127,14 +125,15 @@ def targets(plan: Plan, manifests: ManifestSet, recorded: Mapping[str, str]) -> 
 class Measuring:
     """A measurement under way (``start``), finished on the plan (``finish``)."""
 
-    def __init__(self, request: Request, settings: Settings, first: Sequence[Target]) -> None:
+    def __init__(self, request: Request, settings: Settings, first: Sequence[Target],
+                 offers: Offers | None = None) -> None:
         self.request = request
         self._settings = settings
+        self._offers = offers
         self._first = list(first)
         self._found: dict[str, Impact] = {}
         self._outcomes: dict[str, impactreplay.Outcome] = {}
         self._recorded: impactfile.Recorded | None = None
-        self._reports_why = ""
         self._thread = threading.Thread(target=self._run, name="impact", daemon=True)
         self._failure: BaseException | None = None
 
@@ -189,18 +188,14 @@ class Measuring:
         if not self._settings.endpoint:
             return self._unknown(chosen, text, "no endpoint: impact reports are the "
                                                "endpoint's")
-        try:
-            module = importlib.import_module(REPORTS)
-        except ImportError:
-            return self._unknown(chosen, text, "this govsync cannot ask for impact reports")
-        settings = report_settings(self._settings)
+        from govsync.refresh import impact as reports  # asyncio: where reports are asked
 
         async def ask() -> dict[str, Impact]:
-            async with runtime.client(settings, reads=True) as client:
-                found: dict[str, Impact] = await module.measure(
-                    client, list(chosen), window, log_query=self.request.log_query,
-                    timeout=self.request.timeout)
-                return found
+            async with runtime.report_client(self._settings) as client:
+                return await reports.measure(client, list(chosen), window,
+                                             log_query=self.request.log_query,
+                                             timeout=self.request.timeout,
+                                             offers=self._offers)
 
         try:
             found = runtime.run(ask())
@@ -242,20 +237,13 @@ class Measuring:
 
 
 def start(request: Request, settings: Settings, manifests: ManifestSet,
-          entries: Mapping[str, Entry]) -> Measuring:
-    """The measurement of ``request`` begun, from what the state shows."""
-    measuring = Measuring(request, settings, pre_targets(manifests, entries))
+          entries: Mapping[str, Entry], offers: Offers | None = None) -> Measuring:
+    """The measurement of ``request`` begun, from what the state shows (``offers``: what
+    the endpoint was found to offer, an agent's kept from cycle to cycle: whether it has
+    impact reports is learned once)."""
+    measuring = Measuring(request, settings, pre_targets(manifests, entries), offers)
     measuring._thread.start()
     return measuring
-
-
-def report_settings(settings: Settings) -> Settings:
-    """The settings reports are asked with: GOVSYNC_REPORT_API_KEY where it is set (a key
-    the team scopes to reports), else the command's key."""
-    key = settings.environ.get(envvars.REPORT_API_KEY)
-    if not key:
-        return settings
-    return dataclasses.replace(settings, api_key=key, key_variable=envvars.REPORT_API_KEY)
 
 
 def _said(exc: BaseException) -> str:

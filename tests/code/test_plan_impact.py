@@ -9,8 +9,6 @@ be applied first."""
 from __future__ import annotations
 
 import json
-import sys
-import types
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,6 +18,7 @@ import pytest
 
 from govsync import impactfile, impactreplay
 from govsync.planning.impact import Impact, Source, Target, Window
+from govsync.refresh import impact as refresh_impact
 from testkit import EXAMPLE_SEED, ROOT, Served, in_process
 
 KEY = "k" * 32
@@ -351,11 +350,18 @@ def test_apply_never_measures_impact(tmp_path: Path, server: Served,
     recorded(tmp_path, [record(i) for i in range(4)])
     measured: list[object] = []
     monkeypatch.setattr(impactreplay, "evaluate", lambda *a: measured.append(a) or {})
+    real = refresh_impact.measure
+
+    async def measure(*args: object, **kwargs: object) -> dict[str, Impact]:
+        measured.append(args)
+        return await real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(refresh_impact, "measure", measure)
     code, out, err = run(tmp_path, "apply", "m.yaml", "--auto-approve", endpoint=server.url)
     assert code == 0, out + err
     assert "impact" not in out + err
     assert measured == []
-    # (the same project's plan does measure)
+    # (the same project's plan does measure: the endpoint's reports)
     write(tmp_path, "contractors")
     code, out, err = run(tmp_path, "plan", "m.yaml", endpoint=server.url)
     assert measured and "Check impact" in out
@@ -407,22 +413,22 @@ def test_a_rule_refuses_a_change_that_newly_blocks_more_than_one_percent(
     assert "Check rule blast-radius: passed" in out
 
 
-# -- the endpoint's reports: the call site (refresh/impact.py's measure) -------------
+# -- the endpoint's reports: the call site (refresh/impact.py's measure, stood in for) --
 
 
-class FakeReports(types.ModuleType):
-    """refresh/impact.py's face as the plan calls it: what it was asked, and its answer."""
+class FakeReports:
+    """refresh/impact.py's measure as the plan calls it: what it was asked, its answer."""
 
     def __init__(self, known: bool) -> None:
-        super().__init__("govsync.refresh.impact")
         self.known = known
         self.asked: list[dict[str, object]] = []
 
     async def measure(self, client: object, targets: list[Target], window: Window, *,
-                      log_query: str | None, timeout: float) -> dict[str, Impact]:
+                      log_query: str | None, timeout: float,
+                      offers: object = None) -> dict[str, Impact]:
         self.asked.append({"targets": targets, "window": window, "log_query": log_query,
                            "timeout": timeout,
-                           "key": client._core._key_variable})  # type: ignore[attr-defined]
+                           "key": getattr(client, "key_variable", None)})
         if not self.known:
             return {t.address: Impact.unknown(window.text, Source.REPORT,
                                               "this endpoint does not offer impact reports")
@@ -437,7 +443,7 @@ def test_impact_reports_are_asked_with_the_report_key_and_fall_back_to_the_file(
         tmp_path: Path, server: Served, monkeypatch: pytest.MonkeyPatch,
         known: bool) -> None:
     reports = FakeReports(known)
-    monkeypatch.setitem(sys.modules, "govsync.refresh.impact", reports)
+    monkeypatch.setattr(refresh_impact, "measure", reports.measure)
     write(tmp_path)
     recorded(tmp_path, [record(i) for i in range(4)])
     (tmp_path / "govsync.yaml").write_text(
@@ -465,3 +471,34 @@ def test_impact_reports_are_asked_with_the_report_key_and_fall_back_to_the_file(
         assert impact["source"] == "file" and impact["known"] is True
         assert impact["why"].startswith("reports: this endpoint does not offer impact "
                                         "reports; replayed rec.jsonl instead")
+
+
+def test_the_endpoints_reports_and_the_replayed_file_agree(tmp_path: Path) -> None:
+    """The same logged requests seeded on the reference server and written to a file:
+    ``plan --impact 1d`` (its reports) and ``plan --impact-from`` count them alike."""
+    now = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=3)
+    lines = [record(i, now) for i in range(24)]
+    logs = [{"id": f"log-{i}", **json.loads(line)} for i, line in enumerate(lines)]
+    seed = tmp_path / "seed.yaml"
+    seed.write_text(EXAMPLE_SEED.read_text() + "\nlogs: " + json.dumps(logs) + "\n")
+    served = Served(["--api-key", KEY, "--seed", str(seed)])
+    try:
+        write(tmp_path, "contractors")
+        code, out, err = run(tmp_path, "apply", "m.yaml", "--auto-approve",
+                             endpoint=served.url)
+        assert code == 0, out + err
+        write(tmp_path, "analysts")
+        recorded(tmp_path, lines)
+        reported = change_of(plan_json(tmp_path, "--impact", "1d", endpoint=served.url))[
+            "impact"]
+        replayed = change_of(plan_json(tmp_path, "--impact-from", "rec.jsonl",
+                                       endpoint=served.url))["impact"]
+    finally:
+        served.stop()
+    assert reported["known"] is True and reported["source"] == "report", reported
+    assert replayed["source"] == "file"
+    # session lines 0,2,..,22: analysts every even line (12), contractors every sixth (4);
+    # DELETEs on lines 1,5,..,21 (6) whichever group
+    assert replayed["new"] == {"session": {"block": 12}, "pre_request": {"rewrite": 6}}
+    assert replayed["recorded"] == {"session": {"block": 4}, "pre_request": {"rewrite": 6}}
+    assert (reported["new"], reported["recorded"]) == (replayed["new"], replayed["recorded"])

@@ -124,7 +124,7 @@ def _plan(manifests: ManifestSet, settings: Settings, workspace: Workspace, *, s
     governance.check_environment(record, selection.name, settings.workspace, selection.project)
     seen: list[Observation] = [Observation()]
     # Impact measured beside the reads, from what the state shows; finished on the plan.
-    measuring = (impacts.start(impact, settings, manifests, snapshot.entries)
+    measuring = (impacts.start(impact, settings, manifests, snapshot.entries, offers)
                  if impact is not None else None)
 
     def make(observation: Observation) -> Plan:
