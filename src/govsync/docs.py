@@ -262,7 +262,7 @@ def _directives_reference(defs: dict[str, Any]) -> list[str]:
         "selfHeal": "`true`: what changed outside govsync is planned as the updates that put "
                     "it back (plan, apply, the agent), under the same rules and approvals; "
                     "else it is reported only; an environment's overrides the top's",
-        "impact": "what `plan` and the agent (never `apply`) measure of a created or "
+        "impact": "what `plan` and the agent (before an automatic apply; never `apply`) measure of a created or "
                   "code-changed policy's impact: `window` (`7d`, `36h`: the endpoint's impact "
                   "reports over the requests logged then), `logQuery`, `timeout` (default "
                   "`120s`), `from` (a file of recorded inputs, JSON lines `{time, stage, "

@@ -70,8 +70,9 @@ def test_the_agent_measures_impact_before_its_automatic_apply(
     (tmp_path / "govsync.yaml").write_text(
         "apiVersion: govsync/v1\nkind: Project\npaths: [manifests/]\nagent: {autoApply: true}\n"
         "environments:\n  staging:\n    impact: {from: rec.jsonl}\n"
-        "  prod: {agent: {autoApply: false}}\n")
-    # an environment that does not ask: its plan creates the policy, nothing is measured
+        "  prod: {agent: {autoApply: false}, impact: {from: rec.jsonl}}\n")
+    # an environment that does not apply automatically: its plan creates the policy,
+    # nothing is measured (its pull request's plan measures it)
     other = run(target(tmp_path, server.url, "prod"), revision="r1", paused=None,
                 frozen=None)
     assert other.status == Status.OUT_OF_SYNC, other.reason

@@ -212,10 +212,12 @@ def problems(found: list[Problem]) -> str:
 
 
 def _plan(cycle: Cycle, manifests: ManifestSet, target: Target) -> Plan:
-    # Impact, where the environment asks for it: measured with the plan, before any
-    # automatic apply, and said in the status and the notifications.
+    # Impact, where the environment asks for it and applies automatically: measured with
+    # the plan, before the apply, and said in the status and the notifications (an
+    # environment applied by hand is measured by its pull request's plan).
     found = planned(manifests, target.settings, target.offers,
-                    impacts.requested(target.settings.selection.impact))
+                    impacts.requested(target.settings.selection.impact)
+                    if target.agent.auto_apply else None)
     plan, errors = found.plan, found.rule_errors
     holder = str(found.running) if found.running is not None else ""
     cycle.status, cycle.reason = status_of(plan, len(errors), holder, "")
