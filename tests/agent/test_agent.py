@@ -58,7 +58,8 @@ def test_a_commit_goes_out_of_sync_then_is_auto_applied(tmp_path: Path, server: 
         assert sorted(o["name"] for o in objects(server)) == ["a1", "a2"]
         revision = repo.commit({"manifests/hooks.yaml": hooks(["a1", "a2", "a3"])})
         found = agent.wait(lambda e: e["staging"]["revision"] == revision
-                           and e["staging"]["status"] == "Synced", what="the new commit")
+                           and e["staging"]["status"] == "Synced"
+                           and e["prod"]["revision"] == revision, what="the new commit")
         assert found["prod"]["status"] == "OutOfSync" and found["prod"]["pendingChanges"] == 3
         # The history keeps each cycle's result (equal ones merged), and survives restarts.
         history = agent.get("/api/v1/environments/staging/history").json()["records"]
