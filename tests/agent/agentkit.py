@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 
-from testkit import LOOPBACK_TLS, free_port
+from testkit import LOOPBACK_TLS, free_port, until
 
 KEY = "agent-test-key"
 TOKEN = "agent-test-token"
@@ -126,6 +126,24 @@ class Agent:
             time.sleep(0.2)
         raise AssertionError(f"timed out waiting for {what}: {json.dumps(found, indent=1)[:3000]}"
                              f"\n{self.log.read_text()[-3000:]}")
+
+    def cycles(self, name: str, count: int = 2, timeout: float = 60.0) -> dict[str, Any]:
+        """Wait until the agent has finished ``count`` more cycles of environment ``name``
+        (its last cycle's time has moved on ``count`` times); returns the environment as
+        the last one left it.  What a test asserts did not happen, it asserts after it."""
+        def last() -> Any:
+            return (self.environments().get(name) or {}).get("lastCycle") or {}
+
+        seen = [last().get("at")]
+
+        def moved() -> bool:
+            at = last().get("at")
+            if at != seen[-1]:
+                seen.append(at)
+            return len(seen) > count
+
+        until(moved, f"{count} more cycles of {name}", timeout, interval=0.1)
+        return dict(self.environments()[name])
 
     def status(self, name: str) -> str | None:
         return self.environments().get(name, {}).get("status")

@@ -8,8 +8,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
-import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -19,7 +17,7 @@ import httpx
 import pytest
 from agentkit import KEY, Agent, Repo, hooks
 
-from testkit import drop_pg_workspaces
+from testkit import Run, drop_pg_workspaces, environ, govsync
 
 pytestmark = pytest.mark.slow
 
@@ -56,11 +54,9 @@ def names(url: str) -> Counter[str]:
     return Counter(o["name"] for o in answer.json().get("Hook", []))
 
 
-def govsync(*args: str, cwd: Path, url: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GOVSYNC_")}
-    env.update(GOVSYNC_API_KEY=KEY, GOVSYNC_ENDPOINT=url)
-    return subprocess.run([sys.executable, "-m", "govsync", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=60)
+def gov(*args: str, cwd: Path, url: str) -> Run:
+    return govsync(*args, cwd=cwd, env=environ({"GOVSYNC_API_KEY": KEY,
+                                                "GOVSYNC_ENDPOINT": url}))
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -95,8 +91,8 @@ def test_a_commit_cannot_move_an_environment_onto_prods_endpoint(
     for step in (("plan", "--env", "prod", "--out", str(plan), "--state", state_url),
                  ("approve", "--yes", str(plan), "--key", str(key)),
                  ("apply", "--env", "prod", str(plan), "--state", state_url)):
-        done = govsync(*step, cwd=repo.root, url=server)
-        assert done.returncode == 0, done.stderr
+        done = gov(*step, cwd=repo.root, url=server)
+        assert done.code == 0, done
     assert names(server) == {"h1": 1}
     revision = repo.commit({"govsync.yaml": ATTACK.format(prod=prod),
                             "manifests/hooks.yaml": hooks(["h1", "h2"])}, "attack")
@@ -111,15 +107,14 @@ def test_a_commit_cannot_move_an_environment_onto_prods_endpoint(
         # An operator accepts prod-fast: planned now. Its workspace records nothing, and
         # h1 exists on prod's endpoint, so its create is blocked (refresh: no duplicate);
         # the apply of what remains would wait for prod's approvals (tests/governance).
-        accepted = govsync("agent", "accept", "prod-fast", "--reason", "test", "--state",
+        accepted = gov("agent", "accept", "prod-fast", "--reason", "test", "--state",
                            state_url, cwd=repo.root, url=server)
-        assert accepted.returncode == 0, accepted.stderr
+        assert accepted.code == 0, accepted
         found = agent.wait(lambda e: "agent accept" not in e["prod-fast"]["reason"],
                            what="prod-fast accepted")
         assert found["prod-fast"]["status"] == "Blocked", found["prod-fast"]
         assert found["prod-fast"]["lastCycle"]["summary"].get("blocked") == 1, found["prod-fast"]
-        time.sleep(1.5)  # another cycle or so
-        assert agent.environments()["prod"]["status"] == "Blocked"
+        assert agent.cycles("prod", 2)["status"] == "Blocked"
     finally:
         agent.stop()
     assert names(server) == {"h1": 1}  # no new hook, nothing created twice
@@ -183,8 +178,8 @@ def test_prods_endpoint_written_another_way_is_not_a_way_around_its_approvals(
     for step in (("plan", "--env", "prod", "--out", str(plan), "--state", state_url),
                  ("approve", "--yes", str(plan), "--key", str(key)),
                  ("apply", "--env", "prod", str(plan), "--state", state_url)):
-        done = govsync(*step, cwd=repo.root, url=server)
-        assert done.returncode == 0, done.stderr
+        done = gov(*step, cwd=repo.root, url=server)
+        assert done.code == 0, done
     hook = httpx.get(f"{server}/_govsync/objects", headers={"X-API-KEY": KEY},
                      timeout=10).json()["Hook"][0]
     port = server.rsplit(":", 1)[1]
