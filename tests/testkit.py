@@ -7,6 +7,7 @@ its conftest).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -39,6 +40,28 @@ EXAMPLE_SECRET_VARS = (
     "GOVSYNC_EXAMPLE_MDM_API_KEY",
     "GOVSYNC_EXAMPLE_AI_PROVIDER_API_KEY",
 )
+
+
+@dataclass(frozen=True)
+class Examples:
+    """What the example organisation holds, counted from loading it (a test writes
+    ``EXAMPLE.objects``, never the number)."""
+
+    objects: int  # objects (addresses)
+    files: int  # manifest files
+    dependencies: int  # references, uses and dependsOn, each counted once an object
+    addresses: frozenset[str]
+
+
+@functools.cache
+def examples() -> Examples:
+    """The example manifests, loaded once a process (``govsync.manifests.loader.load``)."""
+    from govsync.manifests.loader import load
+
+    found = load([str(EXAMPLE_MANIFESTS)])
+    return Examples(len(found.objects), len(found.files),
+                    sum(len(m.dependencies) for m in found.objects.values()),
+                    frozenset(found.objects))
 
 
 # Each httpx.get/post builds an SSL context, loading the CA bundle (about 50 ms of
