@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
-from agentkit import KEY, Agent, Receiver, Repo, hooks, workspace
+from agentkit import KEY, Agent, Receiver, Repo, hooks, reconcile, workspace
 
 from govsync.state import now, open_store
 from testkit import drop_pg_workspaces, environ, govsync, until
@@ -161,44 +161,38 @@ def test_a_freeze_window_plans_and_never_applies(tmp_path: Path, server: str) ->
     repo = Repo(tmp_path / "repo", project(
         "  prod:\n    agent: {autoApply: true, freeze: ['* * * * *']}\n"))
     repo.commit({"manifests/hooks.yaml": hooks(["f1"])})
-    agent = Agent(repo, tmp_path / "run", endpoint=server)
-    try:
-        found = agent.wait(lambda e: "freeze window" in e["prod"]["reason"], what="frozen")
-        assert found["prod"]["status"] == "OutOfSync" and found["prod"]["frozen"] == "* * * * *"
-        agent.cycles("prod", 2)
+    state = str(tmp_path / "state.db")
+    for _ in range(2):  # a cycle, and the next: planned each time, never applied
+        found = reconcile(repo, tmp_path / "run", endpoint=server, state=state)["prod"]
+        assert "freeze window" in found["reason"], found
+        assert found["status"] == "OutOfSync" and found["frozen"] == "* * * * *"
         assert objects(server) == []
-    finally:
-        agent.stop()
 
 
 def test_pause_and_resume(tmp_path: Path, server: str) -> None:
     repo = Repo(tmp_path / "repo", project("  staging:\n    agent: {autoApply: true}\n"))
     repo.commit({"manifests/hooks.yaml": hooks(["r1"])})
-    run = tmp_path / "run"
-    agent = Agent(repo, run, endpoint=server)
+    run, state = tmp_path / "run", str(tmp_path / "state.db")
+    assert reconcile(repo, run, endpoint=server, state=state)["staging"]["status"] == "Synced"
     checkout = run / "checkout"
-    try:
-        agent.wait(lambda e: e["staging"]["status"] == "Synced", what="the first cycle")
-        checkout = run / "checkout"
-        paused = govsync("agent", "pause", "staging", "--reason", "incident 4711", "--state",
-                         agent.state, cwd=checkout, env=environ())
-        assert paused.code == 0, paused
-        repo.commit({"manifests/hooks.yaml": hooks(["r1", "r2"])})
-        found = agent.wait(lambda e: e["staging"]["status"] == "Paused"
-                           and e["staging"]["pendingChanges"] == 1, what="paused")
-        assert "incident 4711" in found["staging"]["reason"]
-        agent.cycles("staging", 2)
-        assert [o["name"] for o in objects(server)] == ["r1"]  # planned, never applied
-        resumed = govsync("agent", "resume", "staging", "--state", agent.state, cwd=checkout,
-                          env=environ())
-        assert resumed.code == 0, resumed
-        agent.wait(lambda e: e["staging"]["status"] == "Synced", what="resumed")
-        assert sorted(o["name"] for o in objects(server)) == ["r1", "r2"]
-        kinds = [r.get("type") for r in agent.get(
-            "/api/v1/environments/staging/history").json()["records"]]
-        assert "pause" in kinds and "resume" in kinds
-    finally:
-        agent.stop()
+    paused = govsync("agent", "pause", "staging", "--reason", "incident 4711", "--state", state,
+                     cwd=checkout, env=environ())
+    assert paused.code == 0, paused
+    repo.commit({"manifests/hooks.yaml": hooks(["r1", "r2"])})
+    for _ in range(2):  # a cycle, and the next: planned each time, never applied
+        found = reconcile(repo, run, endpoint=server, state=state)["staging"]
+        assert found["status"] == "Paused" and found["pendingChanges"] == 1, found
+        assert "incident 4711" in found["reason"]
+        assert [o["name"] for o in objects(server)] == ["r1"]
+    resumed = govsync("agent", "resume", "staging", "--state", state, cwd=checkout,
+                      env=environ())
+    assert resumed.code == 0, resumed
+    found = reconcile(repo, run, endpoint=server, state=state)["staging"]
+    assert found["status"] == "Synced", found
+    assert sorted(o["name"] for o in objects(server)) == ["r1", "r2"]
+    with open_store(state) as store:
+        kinds = [r.get("type") for r in store.history(found["workspace"])]
+    assert "pause" in kinds and "resume" in kinds
 
 
 def test_ten_cycles_on_one_revision_send_one_message_and_a_failing_sink_recovers(

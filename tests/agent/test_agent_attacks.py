@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from agentkit import KEY, Agent, Repo, hooks
+from agentkit import KEY, Repo, hooks, reconcile
 
 from testkit import Run, drop_pg_workspaces, environ, govsync
 
@@ -96,27 +96,23 @@ def test_a_commit_cannot_move_an_environment_onto_prods_endpoint(
     assert names(server) == {"h1": 1}
     revision = repo.commit({"govsync.yaml": ATTACK.format(prod=prod),
                             "manifests/hooks.yaml": hooks(["h1", "h2"])}, "attack")
-    agent = Agent(repo, tmp_path / "run", endpoint=server, state=state_url)
-    try:
-        found = agent.wait(lambda e: e["prod"]["revision"] == revision
-                           and e["prod"]["status"] == "Blocked"
-                           and e["prod-fast"]["status"] == "Blocked", what="both refused")
-        for name in ("prod", "prod-fast"):
-            assert "govsync agent accept" in found[name]["reason"], found[name]
-            assert f"workspace {prod!r}" in found[name]["reason"], found[name]
-        # An operator accepts prod-fast: planned now. Its workspace records nothing, and
-        # h1 exists on prod's endpoint, so its create is blocked (refresh: no duplicate);
-        # the apply of what remains would wait for prod's approvals (tests/governance).
-        accepted = gov("agent", "accept", "prod-fast", "--reason", "test", "--state",
-                           state_url, cwd=repo.root, url=server)
-        assert accepted.code == 0, accepted
-        found = agent.wait(lambda e: "agent accept" not in e["prod-fast"]["reason"],
-                           what="prod-fast accepted")
+    found = reconcile(repo, tmp_path / "run", endpoint=server, state=state_url)
+    for name in ("prod", "prod-fast"):
+        assert found[name]["revision"] == revision and found[name]["status"] == "Blocked"
+        assert "govsync agent accept" in found[name]["reason"], found[name]
+        assert f"workspace {prod!r}" in found[name]["reason"], found[name]
+    # An operator accepts prod-fast: planned now. Its workspace records nothing, and
+    # h1 exists on prod's endpoint, so its create is blocked (refresh: no duplicate);
+    # the apply of what remains would wait for prod's approvals (tests/governance).
+    accepted = gov("agent", "accept", "prod-fast", "--reason", "test", "--state",
+                   state_url, cwd=repo.root, url=server)
+    assert accepted.code == 0, accepted
+    for _ in range(2):  # a cycle, and the next
+        found = reconcile(repo, tmp_path / "run", endpoint=server, state=state_url)
+        assert "agent accept" not in found["prod-fast"]["reason"], found["prod-fast"]
         assert found["prod-fast"]["status"] == "Blocked", found["prod-fast"]
-        assert found["prod-fast"]["lastCycle"]["summary"].get("blocked") == 1, found["prod-fast"]
-        assert agent.cycles("prod", 2)["status"] == "Blocked"
-    finally:
-        agent.stop()
+        assert found["prod-fast"]["lastCycle"]["summary"].get("blocked") == 1, found
+        assert found["prod"]["status"] == "Blocked"
     assert names(server) == {"h1": 1}  # no new hook, nothing created twice
 
 
@@ -126,14 +122,11 @@ def test_a_committed_state_never_replaces_the_agents(tmp_path: Path, server: str
     repo = Repo(tmp_path / "repo", "apiVersion: govsync/v1\nkind: Project\n"
                 "paths: [manifests/]\nenvironments:\n  staging:\n    agent: {autoApply: true}\n")
     repo.commit({"manifests/hooks.yaml": hooks(["s1"])})
-    agent = Agent(repo, tmp_path / "run", endpoint=server, state="")  # the project's default
-    try:
-        found = agent.wait(lambda e: e["staging"]["status"] == "Error", what="refused")
-        reason = found["staging"]["reason"]
-        assert "inside the agent's checkout" in reason and "--state" in reason, reason
-        assert os.path.join(".govsync", "state.db") in reason
-    finally:
-        agent.stop()
+    found = reconcile(repo, tmp_path / "run", endpoint=server, state=None)  # the default
+    assert found["staging"]["status"] == "Error", found
+    reason = found["staging"]["reason"]
+    assert "inside the agent's checkout" in reason and "--state" in reason, reason
+    assert os.path.join(".govsync", "state.db") in reason
     assert names(server) == Counter()
     assert not (tmp_path / "run" / "checkout" / ".govsync" / "state.db").exists()
 
@@ -188,21 +181,13 @@ def test_prods_endpoint_written_another_way_is_not_a_way_around_its_approvals(
     first = repo.commit({"govsync.yaml": project, "sneak/h1.yaml": hooks(["h1"]) + (
         "apiVersion: govsync/v1\nkind: Import\nmetadata: {name: take}\n"
         f"spec: {{to: Hook/h1, id: {hook['id']}}}\n")}, "import prod's hook")
-    agent = Agent(repo, tmp_path / "run", endpoint=None, state=state_url)
-    try:
-        found = agent.wait(lambda e: e["sneak"]["revision"] == first
-                           and e["sneak"]["status"] in ("Blocked", "Synced", "Error"),
-                           what="the import's cycle")
-        assert found["sneak"]["status"] == "Blocked", found["sneak"]
-        assert "govsync agent accept" in found["sneak"]["reason"], found["sneak"]
-        assert f"workspace {prod!r}" in found["sneak"]["reason"], found["sneak"]
-        second = repo.commit({"sneak/h1.yaml": (
-            "apiVersion: govsync/v1\nkind: Removed\nmetadata: {name: drop}\n"
-            "spec: {from: Hook/h1, destroy: true}\n")}, "delete it")
-        found = agent.wait(lambda e: e["sneak"]["revision"] == second
-                           and e["sneak"]["status"] in ("Blocked", "Synced", "Error"),
-                           what="the delete's cycle")
-        assert found["sneak"]["status"] == "Blocked", found["sneak"]
-    finally:
-        agent.stop()
+    found = reconcile(repo, tmp_path / "run", endpoint=None, state=state_url)["sneak"]
+    assert found["revision"] == first and found["status"] == "Blocked", found
+    assert "govsync agent accept" in found["reason"], found
+    assert f"workspace {prod!r}" in found["reason"], found
+    second = repo.commit({"sneak/h1.yaml": (
+        "apiVersion: govsync/v1\nkind: Removed\nmetadata: {name: drop}\n"
+        "spec: {from: Hook/h1, destroy: true}\n")}, "delete it")
+    found = reconcile(repo, tmp_path / "run", endpoint=None, state=state_url)["sneak"]
+    assert found["revision"] == second and found["status"] == "Blocked", found
     assert names(server) == {"h1": 1}  # prod's hook was neither deleted nor made again
