@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -104,7 +105,10 @@ def test_a_paused_agent_that_lost_its_lock_sends_no_stale_request(tmp_path: Path
         assert 0 < descriptions(url, names)["stale"] < len(names), "not caught mid-apply"
         os.kill(first.proc.pid, signal.SIGSTOP)
         try:
-            until(lambda: in_flight(url, KEY) == 0, "what it sent before it stopped answered")
+            # What it sent whole before it stopped is answered within the server's latency
+            # (1 s); a request the pause cut in half stays in flight until it goes on, so
+            # no count marks the moment: the point here is time passing.
+            time.sleep(1.5)
             assert end_lock_sessions(first.proc.pid) >= 2  # its lock and lead sessions
             second = Agent(fresh, tmp_path / "two", endpoint=url, state=POSTGRES,
                            interval="1s")
