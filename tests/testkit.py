@@ -281,6 +281,7 @@ class Run:
     code: int
     out: str
     err: str
+    crash: str = ""  # in the test process: the traceback of an exception it did not handle
 
     @property
     def text(self) -> str:
@@ -310,16 +311,19 @@ def environ(overrides: Mapping[str, str | None] | None = None) -> dict[str, str]
 def govsync(*args: str, env: Mapping[str, str], cwd: Path | None = None, stdin: str = "",
             process: bool = False, timeout: float | None = None) -> Run:
     """``govsync ARGS`` to its end with exactly ``env`` as its environment and ``cwd``
-    as its directory: in the test process (click's CliRunner; a crash is exit 1 with
-    its traceback on stderr, as the process would print it), or, with ``process`` or a
-    ``timeout`` it must not outlast, as ``python -m govsync`` (where the process is the
-    point: its start, its exit on a signal, a FIFO that never ends)."""
+    as its directory: in the test process (click's CliRunner; a crash, an exception the
+    command line did not turn into its message, fails the test at once, whatever exit
+    status the test expects), or, with ``process`` or a ``timeout`` it must not
+    outlast, as ``python -m govsync`` (where the process is the point: its start, its
+    exit on a signal, a FIFO that never ends)."""
     if process or timeout is not None:
         done = subprocess.run([sys.executable, "-m", "govsync", *args], cwd=cwd,
                               env=dict(env), capture_output=True, text=True,
                               timeout=timeout or 180, input=stdin)
         return Run(list(args), done.returncode, done.stdout, done.stderr)
-    return in_process(list(args), env=env, cwd=cwd, stdin=stdin)
+    ran = in_process(list(args), env=env, cwd=cwd, stdin=stdin)
+    assert not ran.crash, f"govsync {' '.join(args)} crashed:\n{ran.err[-6000:]}"
+    return ran
 
 
 class Background:
@@ -436,9 +440,10 @@ def in_process(args: list[str], *, env: Mapping[str, str], cwd: Path | None = No
         gc.unfreeze()
         if collecting:
             gc.enable()
-    err = result.stderr
+    err, crash = result.stderr, ""
     if (result.exception is not None and result.exc_info is not None
             and not isinstance(result.exception, SystemExit)):
-        err += "Traceback (most recent call last):\n" + "".join(
+        crash = "Traceback (most recent call last):\n" + "".join(
             traceback.format_exception(*result.exc_info))
-    return Run(list(args), result.exit_code, result.stdout, err)
+        err += crash
+    return Run(list(args), result.exit_code, result.stdout, err, crash)
