@@ -182,9 +182,10 @@ class Govsync:
         return self._record(govsync(*args, env=self.env(env), cwd=self.cwd,
                                     timeout=timeout, process=process))
 
-    # In the test process: the same runner (kept as a name the tests use for commands
-    # nobody kills).
-    invoke = run
+    def invoke(self, *args: str, env: Mapping[str, str | None] | None = None) -> Run:
+        """In the test process, in the test's own directory (not ``cwd``): for commands
+        nobody kills."""
+        return self._record(govsync(*args, env=self.env(env)))
 
     def popen(self, *args: str, env: Mapping[str, str | None] | None = None) -> Background:
         started = Background(list(args), env=self.env(env), cwd=self.cwd, done=self._record)
