@@ -7,7 +7,10 @@ its conftest).
 from __future__ import annotations
 
 import contextlib
+import functools
+import json
 import os
+import signal
 import socket
 import ssl
 import subprocess
@@ -15,7 +18,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +40,28 @@ EXAMPLE_SECRET_VARS = (
     "GOVSYNC_EXAMPLE_MDM_API_KEY",
     "GOVSYNC_EXAMPLE_AI_PROVIDER_API_KEY",
 )
+
+
+@dataclass(frozen=True)
+class Examples:
+    """What the example organisation holds, counted from loading it (a test writes
+    ``EXAMPLE.objects``, never the number)."""
+
+    objects: int  # objects (addresses)
+    files: int  # manifest files
+    dependencies: int  # references, uses and dependsOn, each counted once an object
+    addresses: frozenset[str]
+
+
+@functools.cache
+def examples() -> Examples:
+    """The example manifests, loaded once a process (``govsync.manifests.loader.load``)."""
+    from govsync.manifests.loader import load
+
+    found = load([str(EXAMPLE_MANIFESTS)])
+    return Examples(len(found.objects), len(found.files),
+                    sum(len(m.dependencies) for m in found.objects.values()),
+                    frozenset(found.objects))
 
 
 # Each httpx.get/post builds an SSL context, loading the CA bundle (about 50 ms of
@@ -245,17 +270,150 @@ def reader_role(url: str, prefix: str) -> Iterator[ReaderRole]:
             admin.execute(f'DROP ROLE "{role}"')
 
 
-@dataclass(frozen=True)
-class Ran:
-    """What ``govsync ARGS`` did in the test process."""
+# -- the command line: one runner ------------------------------------------------------
 
+
+@dataclass
+class Run:
+    """What ``govsync ARGS`` did: its exit status and its output."""
+
+    args: list[str]
     code: int
     out: str
     err: str
+    crash: str = ""  # in the test process: the traceback of an exception it did not handle
+
+    @property
+    def text(self) -> str:
+        return self.out + self.err
+
+    def json(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(self.out)
+        return data
+
+    def __str__(self) -> str:
+        return (f"govsync {' '.join(self.args)} -> exit {self.code}\n"
+                f"--- stdout\n{self.out[-6000:]}\n--- stderr\n{self.err[-4000:]}")
 
 
-def in_process(args: list[str], *, env: dict[str, str], cwd: Path | None = None,
-               stdin: str = "") -> Ran:
+def environ(overrides: Mapping[str, str | None] | None = None) -> dict[str, str]:
+    """This process's environment without govsync's own settings (a developer's shell
+    or a CI job may carry them), with ``overrides`` (None: unset)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GOVSYNC_")}
+    for k, v in (overrides or {}).items():
+        if v is None:
+            env.pop(k, None)
+        else:
+            env[k] = v
+    return env
+
+
+def govsync(*args: str, env: Mapping[str, str], cwd: Path | None = None, stdin: str = "",
+            process: bool = False, timeout: float | None = None) -> Run:
+    """``govsync ARGS`` to its end with exactly ``env`` as its environment and ``cwd``
+    as its directory: in the test process (click's CliRunner; a crash, an exception the
+    command line did not turn into its message, fails the test at once, whatever exit
+    status the test expects), or, with ``process`` or a ``timeout`` it must not
+    outlast, as ``python -m govsync`` (where the process is the point: its start, its
+    exit on a signal, a FIFO that never ends)."""
+    if process or timeout is not None:
+        done = subprocess.run([sys.executable, "-m", "govsync", *args], cwd=cwd,
+                              env=dict(env), capture_output=True, text=True,
+                              timeout=timeout or 180, input=stdin)
+        return Run(list(args), done.returncode, done.stdout, done.stderr)
+    ran = in_process(list(args), env=env, cwd=cwd, stdin=stdin)
+    assert not ran.crash, f"govsync {' '.join(args)} crashed:\n{ran.err[-6000:]}"
+    return ran
+
+
+class Background:
+    """``python -m govsync ARGS`` as a process that runs on while the test acts: killed
+    (``kill``), raced, or waited for (``finish``).  Its stderr lines are collected as
+    they come (``wait_for_line``)."""
+
+    def __init__(self, args: list[str], *, env: Mapping[str, str], cwd: Path | None = None,
+                 done: Callable[[Run], object] = lambda run: None) -> None:
+        self.args = args
+        self.proc = subprocess.Popen([sys.executable, "-m", "govsync", *args], cwd=cwd,
+                                     env=dict(env), stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True,
+                                     stdin=subprocess.DEVNULL)
+        self.err_lines: list[str] = []
+        self.out = ""
+        self._done = done
+        self._changed = threading.Condition()
+        self._reader = threading.Thread(target=self._read_err, daemon=True)
+        self._reader.start()
+        self._out_reader = threading.Thread(target=self._read_out, daemon=True)
+        self._out_reader.start()
+
+    def _read_err(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            with self._changed:
+                self.err_lines.append(line)
+                self._changed.notify_all()
+        with self._changed:
+            self._changed.notify_all()
+
+    def _read_out(self) -> None:
+        assert self.proc.stdout is not None
+        self.out = self.proc.stdout.read()
+
+    def wait_for_line(self, predicate: Callable[[str], bool], timeout: float = 60) -> bool:
+        """Wait until a stderr line matches (True), or the process ends (False)."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                if any(predicate(line) for line in self.err_lines):
+                    return True
+                if self.proc.poll() is not None and not self._reader.is_alive():
+                    return False
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"no such line in {timeout}s: {''.join(self.err_lines)}")
+                self._changed.wait(min(left, 0.05))
+
+    def count(self, predicate: Callable[[str], bool]) -> int:
+        with self._changed:
+            return sum(1 for line in self.err_lines if predicate(line))
+
+    def kill(self) -> int:
+        """SIGKILL, then the exit status (negative: killed)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.proc.pid, signal.SIGKILL)
+        return self.finish()
+
+    def finish(self, timeout: float = 180) -> int:
+        code = self.proc.wait(timeout=timeout)
+        self._reader.join(10)
+        self._out_reader.join(10)
+        self._done(self.result())
+        return code
+
+    @property
+    def err(self) -> str:
+        with self._changed:
+            return "".join(self.err_lines)
+
+    def result(self) -> Run:
+        return Run(self.args, self.proc.returncode, self.out, self.err)
+
+
+def until(condition: Callable[[], object], what: str = "", timeout: float = 30,
+          interval: float = 0.02) -> None:
+    """Wait until ``condition()`` is true (a state entry, a count on the server, a log
+    line, a lock's holder); fail the test, saying ``what``, after ``timeout`` seconds.
+    The wait that replaces a fixed sleep: as short as the condition allows, and never
+    too short on a loaded machine."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {timeout:g} s: {what}"
+        time.sleep(interval)
+
+
+def in_process(args: list[str], *, env: Mapping[str, str], cwd: Path | None = None,
+               stdin: str = "") -> Run:
     """``govsync ARGS`` in the test process (click's CliRunner) with exactly ``env`` as
     its environment and ``cwd`` as its directory: what ``python -m govsync`` would do,
     without a process start (about half a second each).  A crash is exit 1 with its
@@ -282,9 +440,10 @@ def in_process(args: list[str], *, env: dict[str, str], cwd: Path | None = None,
         gc.unfreeze()
         if collecting:
             gc.enable()
-    err = result.stderr
+    err, crash = result.stderr, ""
     if (result.exception is not None and result.exc_info is not None
             and not isinstance(result.exception, SystemExit)):
-        err += "Traceback (most recent call last):\n" + "".join(
+        crash = "Traceback (most recent call last):\n" + "".join(
             traceback.format_exception(*result.exc_info))
-    return Ran(result.exit_code, result.stdout, err)
+        err += crash
+    return Run(list(args), result.exit_code, result.stdout, err, crash)

@@ -1,7 +1,9 @@
-"""Helpers of the agent tests: real processes throughout.
+"""Helpers of the agent tests.
 
-``Repo`` is a git repository the test commits to; ``Agent`` runs ``python -m
-govsync agent`` as a process against it (the reference server as a process,
+``Repo`` is a git repository the test commits to; ``reconcile`` runs one round of the
+agent's cycles in the test process (where a cycle's decision is the point); ``Agent``
+runs ``python -m govsync agent`` as a process against it (where leadership, kills,
+signals or serving are the point) (the reference server as a process,
 ``testkit.serve``) and reads its JSON API; ``Receiver`` is a local HTTP server
 that takes notifications (failing the first N if asked) and keeps them.
 """
@@ -23,7 +25,10 @@ from typing import Any
 
 import httpx
 
-from testkit import LOOPBACK_TLS, free_port
+from govsync.agent.loop import Agent as Reconciler
+from govsync.agent.loop import Options
+from govsync.project import SettingValue
+from testkit import LOOPBACK_TLS, environ, free_port, until
 
 KEY = "agent-test-key"
 TOKEN = "agent-test-token"
@@ -128,6 +133,24 @@ class Agent:
         raise AssertionError(f"timed out waiting for {what}: {json.dumps(found, indent=1)[:3000]}"
                              f"\n{self.log.read_text()[-3000:]}")
 
+    def cycles(self, name: str, count: int = 2, timeout: float = 60.0) -> dict[str, Any]:
+        """Wait until the agent has finished ``count`` more cycles of environment ``name``
+        (its last cycle's time has moved on ``count`` times); returns the environment as
+        the last one left it.  What a test asserts did not happen, it asserts after it."""
+        def last() -> Any:
+            return (self.environments().get(name) or {}).get("lastCycle") or {}
+
+        seen = [last().get("at")]
+
+        def moved() -> bool:
+            at = last().get("at")
+            if at != seen[-1]:
+                seen.append(at)
+            return len(seen) > count
+
+        until(moved, f"{count} more cycles of {name}", timeout, interval=0.1)
+        return dict(self.environments()[name])
+
     def status(self, name: str) -> str | None:
         return self.environments().get(name, {}).get("status")
 
@@ -140,6 +163,24 @@ class Agent:
                 self.proc.kill()
                 self.proc.wait()
         return self.proc.returncode
+
+
+def reconcile(repo: Repo, directory: Path, *, endpoint: str | None, state: str | None,
+              env: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
+    """One round of the agent's cycles, called in the test process (``Agent.run(once=True)``,
+    what ``govsync agent --once`` runs, without its process or its signal handlers): each
+    environment as the agent's JSON API would show it afterwards.  For tests whose point is
+    a cycle's decision (plan, apply or hold back), not the process."""
+    options = Options(
+        repo=str(repo.root), checkout=str(directory / "checkout"),
+        endpoint=SettingValue(endpoint, "option" if endpoint else "default", "--endpoint",
+                              "GOVSYNC_ENDPOINT"),
+        # None: the project's default.
+        state=SettingValue(state, "option" if state else "default", "--state",
+                           "GOVSYNC_STATE"))
+    agent = Reconciler(options, environ({"GOVSYNC_API_KEY": KEY, **(env or {})}))
+    agent.run(once=True)
+    return {e["name"]: e for e in agent.environments()}
 
 
 class Receiver:

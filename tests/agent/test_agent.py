@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -19,10 +18,10 @@ from typing import Any
 
 import httpx
 import pytest
-from agentkit import KEY, Agent, Receiver, Repo, hooks, workspace
+from agentkit import KEY, Agent, Receiver, Repo, hooks, reconcile, workspace
 
 from govsync.state import now, open_store
-from testkit import drop_pg_workspaces
+from testkit import drop_pg_workspaces, environ, govsync, until
 from testkit import serve as serve_process
 from testkit import stop as stop_process
 
@@ -104,6 +103,8 @@ def test_a_wrong_webhook_signature_gets_401_and_a_right_one_a_cycle_at_once(
         wrong = httpx.post(agent.url + "/hooks/git", content=body, headers={
             "X-Hub-Signature-256": "sha256=" + "0" * 64, "X-GitHub-Event": "push"})
         assert wrong.status_code == 401
+        # The point: a window in which a cycle the refused call had started would have
+        # run (interval 1h: no other cycle comes); no condition marks a cycle not run.
         time.sleep(2)
         assert agent.environments()["staging"]["revision"] != revision  # nothing changed
         signed = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
@@ -132,24 +133,20 @@ def test_prod_waits_for_approvals(tmp_path: Path, server: str) -> None:
         found = agent.wait(lambda e: e["prod"]["status"] == "OutOfSync"
                            and "waiting for approvals" in e["prod"]["reason"],
                            what="prod waiting")
-        time.sleep(2)
+        agent.cycles("prod", 2)
         assert objects(server) == []  # never applied without the approvals
         assert found["prod"]["lastApply"] is None
         # A saved plan of the workspace, approved by ana and committed: the agent
         # applies it (`govsync apply PLAN`'s checks).
         checkout = tmp_path / "review"
-        git_env = {k: v for k, v in os.environ.items() if not k.startswith("GOVSYNC_")}
         subprocess.run(["git", "clone", "-q", str(repo.root), str(checkout)], check=True)
         (checkout / "approved").mkdir()
-        made = subprocess.run([sys.executable, "-m", "govsync", "plan", "--env", "prod", "--out",
-                               "approved/p1.json", "--state", agent.state],
-                              cwd=checkout, env=git_env, capture_output=True, text=True)
-        assert made.returncode == 0, made.stderr
-        signed = subprocess.run([sys.executable, "-m", "govsync", "approve", "--yes",
-                                 "approved/p1.json", "--key", str(key)], cwd=checkout,
-                                env=git_env,
-                                capture_output=True, text=True)
-        assert signed.returncode == 0, signed.stderr
+        made = govsync("plan", "--env", "prod", "--out", "approved/p1.json", "--state",
+                       agent.state, cwd=checkout, env=environ())
+        assert made.code == 0, made
+        signed = govsync("approve", "--yes", "approved/p1.json", "--key", str(key),
+                         cwd=checkout, env=environ())
+        assert signed.code == 0, signed
         repo.commit({"approved/p1.json": (checkout / "approved/p1.json").read_text(),
                      "approved/p1.json.sig": (checkout / "approved/p1.json.sig").read_text()})
         found = agent.wait(lambda e: e["prod"]["status"] == "Synced", what="the approved plan")
@@ -165,47 +162,38 @@ def test_a_freeze_window_plans_and_never_applies(tmp_path: Path, server: str) ->
     repo = Repo(tmp_path / "repo", project(
         "  prod:\n    agent: {autoApply: true, freeze: ['* * * * *']}\n"))
     repo.commit({"manifests/hooks.yaml": hooks(["f1"])})
-    agent = Agent(repo, tmp_path / "run", endpoint=server)
-    try:
-        found = agent.wait(lambda e: "freeze window" in e["prod"]["reason"], what="frozen")
-        assert found["prod"]["status"] == "OutOfSync" and found["prod"]["frozen"] == "* * * * *"
-        time.sleep(2)
+    state = str(tmp_path / "state.db")
+    for _ in range(2):  # a cycle, and the next: planned each time, never applied
+        found = reconcile(repo, tmp_path / "run", endpoint=server, state=state)["prod"]
+        assert "freeze window" in found["reason"], found
+        assert found["status"] == "OutOfSync" and found["frozen"] == "* * * * *"
         assert objects(server) == []
-    finally:
-        agent.stop()
 
 
 def test_pause_and_resume(tmp_path: Path, server: str) -> None:
     repo = Repo(tmp_path / "repo", project("  staging:\n    agent: {autoApply: true}\n"))
     repo.commit({"manifests/hooks.yaml": hooks(["r1"])})
-    run = tmp_path / "run"
-    agent = Agent(repo, run, endpoint=server)
+    run, state = tmp_path / "run", str(tmp_path / "state.db")
+    assert reconcile(repo, run, endpoint=server, state=state)["staging"]["status"] == "Synced"
     checkout = run / "checkout"
-    try:
-        agent.wait(lambda e: e["staging"]["status"] == "Synced", what="the first cycle")
-        checkout = run / "checkout"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GOVSYNC_")}
-        paused = subprocess.run([sys.executable, "-m", "govsync", "agent", "pause", "staging",
-                                 "--reason", "incident 4711", "--state", agent.state],
-                                cwd=checkout, env=env,
-                                capture_output=True, text=True)
-        assert paused.returncode == 0, paused.stderr
-        repo.commit({"manifests/hooks.yaml": hooks(["r1", "r2"])})
-        found = agent.wait(lambda e: e["staging"]["status"] == "Paused"
-                           and e["staging"]["pendingChanges"] == 1, what="paused")
-        assert "incident 4711" in found["staging"]["reason"]
-        time.sleep(2)
-        assert [o["name"] for o in objects(server)] == ["r1"]  # planned, never applied
-        resumed = subprocess.run([sys.executable, "-m", "govsync", "agent", "resume", "staging",
-                                  "--state", agent.state], cwd=checkout, env=env, capture_output=True, text=True)
-        assert resumed.returncode == 0, resumed.stderr
-        agent.wait(lambda e: e["staging"]["status"] == "Synced", what="resumed")
-        assert sorted(o["name"] for o in objects(server)) == ["r1", "r2"]
-        kinds = [r.get("type") for r in agent.get(
-            "/api/v1/environments/staging/history").json()["records"]]
-        assert "pause" in kinds and "resume" in kinds
-    finally:
-        agent.stop()
+    paused = govsync("agent", "pause", "staging", "--reason", "incident 4711", "--state", state,
+                     cwd=checkout, env=environ())
+    assert paused.code == 0, paused
+    repo.commit({"manifests/hooks.yaml": hooks(["r1", "r2"])})
+    for _ in range(2):  # a cycle, and the next: planned each time, never applied
+        found = reconcile(repo, run, endpoint=server, state=state)["staging"]
+        assert found["status"] == "Paused" and found["pendingChanges"] == 1, found
+        assert "incident 4711" in found["reason"]
+        assert [o["name"] for o in objects(server)] == ["r1"]
+    resumed = govsync("agent", "resume", "staging", "--state", state, cwd=checkout,
+                      env=environ())
+    assert resumed.code == 0, resumed
+    found = reconcile(repo, run, endpoint=server, state=state)["staging"]
+    assert found["status"] == "Synced", found
+    assert sorted(o["name"] for o in objects(server)) == ["r1", "r2"]
+    with open_store(state) as store:
+        kinds = [r.get("type") for r in store.history(found["workspace"])]
+    assert "pause" in kinds and "resume" in kinds
 
 
 def test_ten_cycles_on_one_revision_send_one_message_and_a_failing_sink_recovers(
@@ -254,8 +242,7 @@ def test_ten_cycles_on_one_revision_send_one_message_and_a_failing_sink_recovers
         args=("--allow-sink-host", "127.0.0.1"))
     try:
         again.wait(lambda e: e["prod"]["status"] == "OutOfSync", what="restart")
-        time.sleep(2)
-        found = again.environments()["prod"]["notifications"]
+        found = again.cycles("prod", 3)["notifications"]
         assert all(h["sent"] == 0 and h["queued"] == 0 for h in found.values()), found
     finally:
         again.stop()
@@ -281,14 +268,10 @@ def test_github_gets_a_commit_status_and_one_issue_opened_and_closed(
                      if (r["method"], r["path"]) == ("POST", "/repos/acme/gov/issues"))
         assert "Changes: 1 create." in issue["body"], issue["body"]  # the no-ops left out
         # Applied by hand: the agent sees it in sync and closes the issue.
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GOVSYNC_")}
-        checkout = (tmp_path / "run" / "checkout")
-        applied = subprocess.run([sys.executable, "-m", "govsync", "apply", "--env", "prod",
-                                  "--auto-approve", "--endpoint", server, "--state",
-                                  agent.state], cwd=checkout,
-                                 env={**env, "GOVSYNC_API_KEY": KEY}, capture_output=True,
-                                 text=True)
-        assert applied.returncode == 0, applied.stderr
+        applied = govsync("apply", "--env", "prod", "--auto-approve", "--endpoint", server,
+                          "--state", agent.state, cwd=tmp_path / "run" / "checkout",
+                          env=environ({"GOVSYNC_API_KEY": KEY}))
+        assert applied.code == 0, applied
         agent.wait(lambda e: e["prod"]["notifications"]["github-1"]["sent"] == 2,
                    what="the issue closed")
         calls = [(r["method"], r["path"]) for r in github.requests]
@@ -307,10 +290,7 @@ def test_sigterm_mid_apply_finishes_the_calls_in_flight_and_exits_0(tmp_path: Pa
         names = [f"t{i:03d}" for i in range(150)]
         repo.commit({"manifests/hooks.yaml": hooks(names)})
         agent = Agent(repo, tmp_path / "run", endpoint=url)
-        deadline = time.monotonic() + 60
-        while not objects(url) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert objects(url), "the apply did not start"
+        until(lambda: objects(url), "the apply started", 60)
         agent.proc.send_signal(signal.SIGTERM)
         assert agent.proc.wait(timeout=30) == 0
         with open_store(agent.state) as store:
@@ -334,10 +314,7 @@ def test_two_agents_one_killed_mid_apply_the_other_takes_over(tmp_path: Path) ->
         names = [f"k{i:03d}" for i in range(150)]
         repo.commit({"manifests/hooks.yaml": hooks(names)})
         first = Agent(repo, tmp_path / "one", endpoint=url, state=POSTGRES, interval="2s")
-        deadline = time.monotonic() + 60
-        while not objects(url) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert objects(url), "the first agent did not start applying"
+        until(lambda: objects(url), "the first agent applying", 60)
         second = Agent(repo, tmp_path / "two", endpoint=url, state=POSTGRES, interval="2s")
         try:
             second.wait(lambda e: e["prod"]["acting"] is False, what="the second following")
@@ -389,9 +366,7 @@ def test_an_unreachable_repository_and_endpoint_are_a_status(tmp_path: Path) -> 
 def test_a_bad_agent_section_is_a_validation_error_at_its_line(tmp_path: Path) -> None:
     repo = Repo(tmp_path / "repo", project("  prod:\n    agent: {autoApply: maybe}\n"))
     repo.commit({"manifests/hooks.yaml": hooks(["v1"])})
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GOVSYNC_")}
-    done = subprocess.run([sys.executable, "-m", "govsync", "validate"], cwd=repo.root, env=env,
-                          capture_output=True, text=True)
-    assert done.returncode == 1
-    assert "govsync.yaml:6:24: agent.autoApply must be true or false" in done.stderr
+    done = govsync("validate", cwd=repo.root, env=environ())
+    assert done.code == 1
+    assert "govsync.yaml:6:24: agent.autoApply must be true or false" in done.err
 

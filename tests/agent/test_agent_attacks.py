@@ -8,8 +8,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
-import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -17,9 +15,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from agentkit import KEY, Agent, Repo, hooks
+from agentkit import KEY, Repo, hooks, reconcile
 
-from testkit import drop_pg_workspaces
+from testkit import Run, drop_pg_workspaces, environ, govsync
 
 pytestmark = pytest.mark.slow
 
@@ -56,11 +54,9 @@ def names(url: str) -> Counter[str]:
     return Counter(o["name"] for o in answer.json().get("Hook", []))
 
 
-def govsync(*args: str, cwd: Path, url: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GOVSYNC_")}
-    env.update(GOVSYNC_API_KEY=KEY, GOVSYNC_ENDPOINT=url)
-    return subprocess.run([sys.executable, "-m", "govsync", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=60)
+def gov(*args: str, cwd: Path, url: str) -> Run:
+    return govsync(*args, cwd=cwd, env=environ({"GOVSYNC_API_KEY": KEY,
+                                                "GOVSYNC_ENDPOINT": url}))
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -95,33 +91,28 @@ def test_a_commit_cannot_move_an_environment_onto_prods_endpoint(
     for step in (("plan", "--env", "prod", "--out", str(plan), "--state", state_url),
                  ("approve", "--yes", str(plan), "--key", str(key)),
                  ("apply", "--env", "prod", str(plan), "--state", state_url)):
-        done = govsync(*step, cwd=repo.root, url=server)
-        assert done.returncode == 0, done.stderr
+        done = gov(*step, cwd=repo.root, url=server)
+        assert done.code == 0, done
     assert names(server) == {"h1": 1}
     revision = repo.commit({"govsync.yaml": ATTACK.format(prod=prod),
                             "manifests/hooks.yaml": hooks(["h1", "h2"])}, "attack")
-    agent = Agent(repo, tmp_path / "run", endpoint=server, state=state_url)
-    try:
-        found = agent.wait(lambda e: e["prod"]["revision"] == revision
-                           and e["prod"]["status"] == "Blocked"
-                           and e["prod-fast"]["status"] == "Blocked", what="both refused")
-        for name in ("prod", "prod-fast"):
-            assert "govsync agent accept" in found[name]["reason"], found[name]
-            assert f"workspace {prod!r}" in found[name]["reason"], found[name]
-        # An operator accepts prod-fast: planned now. Its workspace records nothing, and
-        # h1 exists on prod's endpoint, so its create is blocked (refresh: no duplicate);
-        # the apply of what remains would wait for prod's approvals (tests/governance).
-        accepted = govsync("agent", "accept", "prod-fast", "--reason", "test", "--state",
-                           state_url, cwd=repo.root, url=server)
-        assert accepted.returncode == 0, accepted.stderr
-        found = agent.wait(lambda e: "agent accept" not in e["prod-fast"]["reason"],
-                           what="prod-fast accepted")
+    found = reconcile(repo, tmp_path / "run", endpoint=server, state=state_url)
+    for name in ("prod", "prod-fast"):
+        assert found[name]["revision"] == revision and found[name]["status"] == "Blocked"
+        assert "govsync agent accept" in found[name]["reason"], found[name]
+        assert f"workspace {prod!r}" in found[name]["reason"], found[name]
+    # An operator accepts prod-fast: planned now. Its workspace records nothing, and
+    # h1 exists on prod's endpoint, so its create is blocked (refresh: no duplicate);
+    # the apply of what remains would wait for prod's approvals (tests/governance).
+    accepted = gov("agent", "accept", "prod-fast", "--reason", "test", "--state",
+                   state_url, cwd=repo.root, url=server)
+    assert accepted.code == 0, accepted
+    for _ in range(2):  # a cycle, and the next
+        found = reconcile(repo, tmp_path / "run", endpoint=server, state=state_url)
+        assert "agent accept" not in found["prod-fast"]["reason"], found["prod-fast"]
         assert found["prod-fast"]["status"] == "Blocked", found["prod-fast"]
-        assert found["prod-fast"]["lastCycle"]["summary"].get("blocked") == 1, found["prod-fast"]
-        time.sleep(1.5)  # another cycle or so
-        assert agent.environments()["prod"]["status"] == "Blocked"
-    finally:
-        agent.stop()
+        assert found["prod-fast"]["lastCycle"]["summary"].get("blocked") == 1, found
+        assert found["prod"]["status"] == "Blocked"
     assert names(server) == {"h1": 1}  # no new hook, nothing created twice
 
 
@@ -131,14 +122,11 @@ def test_a_committed_state_never_replaces_the_agents(tmp_path: Path, server: str
     repo = Repo(tmp_path / "repo", "apiVersion: govsync/v1\nkind: Project\n"
                 "paths: [manifests/]\nenvironments:\n  staging:\n    agent: {autoApply: true}\n")
     repo.commit({"manifests/hooks.yaml": hooks(["s1"])})
-    agent = Agent(repo, tmp_path / "run", endpoint=server, state="")  # the project's default
-    try:
-        found = agent.wait(lambda e: e["staging"]["status"] == "Error", what="refused")
-        reason = found["staging"]["reason"]
-        assert "inside the agent's checkout" in reason and "--state" in reason, reason
-        assert os.path.join(".govsync", "state.db") in reason
-    finally:
-        agent.stop()
+    found = reconcile(repo, tmp_path / "run", endpoint=server, state=None)  # the default
+    assert found["staging"]["status"] == "Error", found
+    reason = found["staging"]["reason"]
+    assert "inside the agent's checkout" in reason and "--state" in reason, reason
+    assert os.path.join(".govsync", "state.db") in reason
     assert names(server) == Counter()
     assert not (tmp_path / "run" / "checkout" / ".govsync" / "state.db").exists()
 
@@ -183,8 +171,8 @@ def test_prods_endpoint_written_another_way_is_not_a_way_around_its_approvals(
     for step in (("plan", "--env", "prod", "--out", str(plan), "--state", state_url),
                  ("approve", "--yes", str(plan), "--key", str(key)),
                  ("apply", "--env", "prod", str(plan), "--state", state_url)):
-        done = govsync(*step, cwd=repo.root, url=server)
-        assert done.returncode == 0, done.stderr
+        done = gov(*step, cwd=repo.root, url=server)
+        assert done.code == 0, done
     hook = httpx.get(f"{server}/_govsync/objects", headers={"X-API-KEY": KEY},
                      timeout=10).json()["Hook"][0]
     port = server.rsplit(":", 1)[1]
@@ -193,21 +181,13 @@ def test_prods_endpoint_written_another_way_is_not_a_way_around_its_approvals(
     first = repo.commit({"govsync.yaml": project, "sneak/h1.yaml": hooks(["h1"]) + (
         "apiVersion: govsync/v1\nkind: Import\nmetadata: {name: take}\n"
         f"spec: {{to: Hook/h1, id: {hook['id']}}}\n")}, "import prod's hook")
-    agent = Agent(repo, tmp_path / "run", endpoint=None, state=state_url)
-    try:
-        found = agent.wait(lambda e: e["sneak"]["revision"] == first
-                           and e["sneak"]["status"] in ("Blocked", "Synced", "Error"),
-                           what="the import's cycle")
-        assert found["sneak"]["status"] == "Blocked", found["sneak"]
-        assert "govsync agent accept" in found["sneak"]["reason"], found["sneak"]
-        assert f"workspace {prod!r}" in found["sneak"]["reason"], found["sneak"]
-        second = repo.commit({"sneak/h1.yaml": (
-            "apiVersion: govsync/v1\nkind: Removed\nmetadata: {name: drop}\n"
-            "spec: {from: Hook/h1, destroy: true}\n")}, "delete it")
-        found = agent.wait(lambda e: e["sneak"]["revision"] == second
-                           and e["sneak"]["status"] in ("Blocked", "Synced", "Error"),
-                           what="the delete's cycle")
-        assert found["sneak"]["status"] == "Blocked", found["sneak"]
-    finally:
-        agent.stop()
+    found = reconcile(repo, tmp_path / "run", endpoint=None, state=state_url)["sneak"]
+    assert found["revision"] == first and found["status"] == "Blocked", found
+    assert "govsync agent accept" in found["reason"], found
+    assert f"workspace {prod!r}" in found["reason"], found
+    second = repo.commit({"sneak/h1.yaml": (
+        "apiVersion: govsync/v1\nkind: Removed\nmetadata: {name: drop}\n"
+        "spec: {from: Hook/h1, destroy: true}\n")}, "delete it")
+    found = reconcile(repo, tmp_path / "run", endpoint=None, state=state_url)["sneak"]
+    assert found["revision"] == second and found["status"] == "Blocked", found
     assert names(server) == {"h1": 1}  # prod's hook was neither deleted nor made again

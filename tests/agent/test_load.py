@@ -44,7 +44,9 @@ def test_connections_that_never_finish_neither_crash_nor_flood_the_agent(
         agent.wait(lambda e: e["prod"]["status"] == "OutOfSync", what="a first cycle")
         socks = half_open(agent.port, 400)
         assert len(socks) > 150, len(socks)
-        for _ in range(15):  # 3 s of cycles with every file taken
+        # The point: 3 s of cycles with every file taken (the agent cannot be asked:
+        # no file is left for an answer); it must live through them.
+        for _ in range(15):
             assert agent.proc.poll() is None, agent.log.read_text()[-3000:]
             time.sleep(0.2)
         for sock in socks:

@@ -26,7 +26,7 @@ import psycopg
 import pytest
 from agentkit import KEY, Agent, Repo, git, hooks
 
-from testkit import ReaderRole, reader_role
+from testkit import ReaderRole, environ, govsync, reader_role
 from testkit import serve as serve_process
 from testkit import stop as stop_process
 
@@ -88,15 +88,13 @@ def test_no_password_nor_token_is_recorded_or_shown(tmp_path: Path, pg: ReaderRo
                 "paths: [manifests/]\nenvironments:\n  prod: {agent: {autoApply: true}}\n")
     repo.commit({"manifests/hooks.yaml": hooks([f"h{i}" for i in range(20)])})
     http, repo_url = served(repo.root)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GOVSYNC_")}
-    env.update(GOVSYNC_API_KEY=KEY, GOVSYNC_ENDPOINT=endpoint, NO_COLOR="1")
+    env = environ({"GOVSYNC_API_KEY": KEY, "GOVSYNC_ENDPOINT": endpoint, "NO_COLOR": "1"})
     apply = None
     agent = None
     try:
-        grants = subprocess.run([sys.executable, "-m", "govsync", "state", "readonly-role",
-                                 pg.role, "--state", writer], env=env, capture_output=True,
-                                text=True, check=True)
-        pg.grant(grants.stdout)
+        grants = govsync("state", "readonly-role", pg.role, "--state", writer, env=env)
+        assert grants.code == 0, grants
+        pg.grant(grants.out)
         # An apply, paused while it holds the lock (its holder record is in the table).
         apply = subprocess.Popen(
             [sys.executable, "-m", "govsync", "apply", "--env", "prod", "--auto-approve",
@@ -108,10 +106,9 @@ def test_no_password_nor_token_is_recorded_or_shown(tmp_path: Path, pg: ReaderRo
                 break
         apply.send_signal(signal.SIGSTOP)
         seen = everything_the_reader_reads(pg.reader)
-        markdown = subprocess.run(
-            [sys.executable, "-m", "govsync", "plan", "--env", "prod", "--format", "markdown",
-             "--state", pg.reader], cwd=repo.root, env=env, capture_output=True, text=True)
-        assert "prod" in markdown.stdout + markdown.stderr, markdown
+        markdown = govsync("plan", "--env", "prod", "--format", "markdown", "--state",
+                           pg.reader, cwd=repo.root, env=env)
+        assert "prod" in markdown.text, markdown
         apply.send_signal(signal.SIGCONT)
         apply.wait(timeout=120)
         # The agent, with the repository's URL carrying a token.
@@ -119,12 +116,11 @@ def test_no_password_nor_token_is_recorded_or_shown(tmp_path: Path, pg: ReaderRo
                       args=("--repo", repo_url))
         found = agent.wait(lambda e: e["prod"]["status"] == "Synced", what="the agent's cycle")
         api_text = json.dumps(found) + agent.get("/api/v1/environments/prod").text
-        pause = subprocess.run(
-            [sys.executable, "-m", "govsync", "agent", "pause", "prod", "--reason", "test",
-             "--state", writer], cwd=repo.root, env=env, capture_output=True, text=True)
-        assert pause.returncode == 0, pause.stderr
+        pause = govsync("agent", "pause", "prod", "--reason", "test", "--state", writer,
+                        cwd=repo.root, env=env)
+        assert pause.code == 0, pause
         seen += everything_the_reader_reads(pg.reader)
-        shown = (seen + markdown.stdout + markdown.stderr + api_text + agent.log.read_text()
+        shown = (seen + markdown.text + pause.text + grants.text + api_text + agent.log.read_text()
                  + (apply.stdout.read() if apply.stdout else ""))
         # The records are there, and name the subcommand...
         assert "apply" in seen and "agent" in seen, seen[:2000]

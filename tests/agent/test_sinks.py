@@ -13,7 +13,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +51,7 @@ def test_a_commit_cannot_send_a_sink_elsewhere_nor_show_what_a_sink_answered(
     try:
         agent.wait(lambda e: e["prod"]["notifications"]["ops"]["sent"] == 1, timeout=60,
                    what="the allowed sink, after one failure")
-        time.sleep(1.5)  # a few more cycles
+        agent.cycles("prod", 3)  # a few more cycles
         found = agent.environments()
         assert attacker.attempts == 0, attacker.requests
         sinks_found = found["prod"]["notifications"]
@@ -91,7 +90,7 @@ def test_a_commit_cannot_give_a_sink_govsyncs_own_key(tmp_path: Path, server: st
 
     try:
         found = agent.wait(lambda e: e["prod"]["status"] == "OutOfSync", what="a first cycle")
-        time.sleep(1.5)
+        agent.cycles("prod", 2)
         assert sent_the_key() == []
         found = agent.environments()
         assert "its token reads KEY_COPY, which holds one of govsync's own credentials" in (
@@ -100,7 +99,7 @@ def test_a_commit_cannot_give_a_sink_govsyncs_own_key(tmp_path: Path, server: st
         repo.commit({"govsync.yaml": project(sink("GOVSYNC_API_KEY"))})
         found = agent.wait(lambda e: e["prod"]["status"] == "Error", what="the project refused")
         assert "GOVSYNC_API_KEY is one of govsync's own settings" in found["prod"]["reason"]
-        time.sleep(1.5)
+        agent.cycles("prod", 2)
         assert github.requests == []
         assert KEY not in agent.log.read_text()
     finally:

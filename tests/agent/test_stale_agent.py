@@ -15,8 +15,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -27,7 +25,7 @@ import pytest
 from agentkit import KEY, Agent, Repo, hooks, workspace
 
 from govsync.commands.sources import ApplyOptions
-from testkit import drop_pg_workspaces, in_flight
+from testkit import drop_pg_workspaces, environ, govsync, in_flight, until
 from testkit import serve as serve_process
 from testkit import stop as stop_process
 
@@ -85,32 +83,32 @@ def test_a_paused_agent_that_lost_its_lock_sends_no_stale_request(tmp_path: Path
                    "    agent: {autoApply: true}\n")
     stale, fresh = Repo(tmp_path / "stale", environment), Repo(tmp_path / "fresh", environment)
     stale.commit({"manifests/hooks.yaml": hooks(names, "base")})
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GOVSYNC_")}
-    env.update(GOVSYNC_API_KEY=KEY, GOVSYNC_ENDPOINT=url, GOVSYNC_STATE=POSTGRES)
+    env = environ({"GOVSYNC_API_KEY": KEY, "GOVSYNC_ENDPOINT": url, "GOVSYNC_STATE": POSTGRES})
     first = second = None
     try:
-        made = subprocess.run([sys.executable, "-m", "govsync", "apply", "--env", "prod",
-                               "--auto-approve", "--parallelism", "120"], cwd=stale.root,
-                              env=env, capture_output=True, text=True, timeout=120)
-        assert made.returncode == 0, made.stderr
+        made = govsync("apply", "--env", "prod", "--auto-approve", "--parallelism", "120",
+                       cwd=stale.root, env=env)
+        assert made.code == 0, made
         stale.commit({"manifests/hooks.yaml": hooks(names, "stale")})
         fresh.commit({"manifests/hooks.yaml": hooks(names, "fresh")})
         first = Agent(stale, tmp_path / "one", endpoint=url, state=POSTGRES, interval="1s")
-        deadline = time.monotonic() + 60
-        while descriptions(url, names)["stale"] == 0 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        until(lambda: descriptions(url, names)["stale"] > 0, "the first answers back", 60,
+              interval=0.05)
         # The first answers are back: A now records them and sends its next requests,
         # each right after its fence check.  A request whose check passed before the
         # pause goes out after it (the store's documented window: the one request each
         # lane was about to send), so pause A once every one of its lanes waits for an
         # answer (the server holds as many calls as A has lanes), not in that burst:
         # on a loaded machine the burst can outlast any fixed wait.
-        while in_flight(url, KEY) < LANES and time.monotonic() < deadline:
-            time.sleep(0.01)
+        until(lambda: in_flight(url, KEY) >= LANES, "every lane waiting for an answer", 60,
+              interval=0.01)
         assert 0 < descriptions(url, names)["stale"] < len(names), "not caught mid-apply"
         os.kill(first.proc.pid, signal.SIGSTOP)
         try:
-            time.sleep(1.5)  # what it sent before it stopped has been answered
+            # What it sent whole before it stopped is answered within the server's latency
+            # (1 s); a request the pause cut in half stays in flight until it goes on, so
+            # no count marks the moment: the point here is time passing.
+            time.sleep(1.5)
             assert end_lock_sessions(first.proc.pid) >= 2  # its lock and lead sessions
             second = Agent(fresh, tmp_path / "two", endpoint=url, state=POSTGRES,
                            interval="1s")
@@ -119,7 +117,11 @@ def test_a_paused_agent_that_lost_its_lock_sends_no_stale_request(tmp_path: Path
             assert descriptions(url, names) == Counter({"fresh": len(names)})
         finally:
             os.kill(first.proc.pid, signal.SIGCONT)
-        time.sleep(4)  # the first goes on from where it stopped, and finds out
+        # The first goes on from where it stopped, and finds out: it resigns once its
+        # apply has ended, and what it sent on its way has been answered.
+        until(lambda: first.environments().get("prod", {}).get("acting") is False,
+              "the first agent resigned", 60, interval=0.1)
+        until(lambda: in_flight(url, KEY) == 0, "its last requests answered")
         assert descriptions(url, names) == Counter({"fresh": len(names)})
         assert second.status("prod") == "Synced"
     finally:

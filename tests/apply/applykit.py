@@ -1,11 +1,10 @@
-"""Helpers of the apply tests: the reference server and govsync as processes.
+"""Helpers of the apply tests: the reference server and govsync bound to a state.
 
-``Server`` runs ``python -m govsync serve`` on a free loopback port and reads
-its ``/_govsync/objects``; ``Govsync`` runs the command line against it
-in-process with click's ``CliRunner`` (``run``: a crash is an exit 1 with its
-traceback; ``invoke``: exceptions propagate), or as a subprocess where a real
-process is the point (``run(..., process=True)``, ``popen`` for tests that kill
-it or race it).
+``Server`` runs ``govsync serve`` on a free loopback port (in a thread, or as a
+process) and reads its ``/_govsync/objects``; ``Govsync`` runs the command line
+against it with testkit's one runner: in the test process (``run``, ``invoke``),
+or as a process where a real process is the point (``run(..., process=True)``,
+``popen`` for tests that kill it or race it).
 
 ``big_manifests`` writes a generated manifest set (about 500 objects of 22
 kinds, dependency depth 4); every object carries a field that identifies it
@@ -15,17 +14,11 @@ uncertain create, count duplicates and compare state with the server.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
 import subprocess
-import sys
-import threading
-import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,11 +32,15 @@ from testkit import (  # noqa: F401  (re-exported for the apply tests)
     EXAMPLE_SEED,
     EXAMPLES,
     ROOT,
+    Background,
+    Run,
     Served,
+    environ,
     free_port,
+    govsync,
     in_flight,
-    in_process,
     stored_objects,
+    until,
 )
 from testkit import serve as serve_process
 from testkit import stop as stop_process
@@ -147,31 +144,16 @@ class Server:
 
     def wait_in_flight(self, calls: int, timeout: float = 30) -> bool:
         """Wait until the server holds ``calls`` API calls received and not answered."""
-        deadline = time.monotonic() + timeout
-        while in_flight(self.url, KEY) < calls:
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.02)
+        until(lambda: in_flight(self.url, KEY) >= calls,
+              f"{calls} calls in flight on {self.name}", timeout)
         return True
+
+    def in_flight(self) -> int:
+        """The API calls it has received and not answered yet."""
+        return in_flight(self.url, KEY)
 
 
 # -- govsync ---------------------------------------------------------------------------
-
-
-@dataclass
-class Run:
-    args: list[str]
-    code: int
-    out: str
-    err: str
-
-    @property
-    def text(self) -> str:
-        return self.out + self.err
-
-    def __str__(self) -> str:
-        return (f"govsync {' '.join(self.args)} -> exit {self.code}\n"
-                f"--- stdout\n{self.out[-4000:]}\n--- stderr\n{self.err[-4000:]}")
 
 
 @dataclass
@@ -189,51 +171,26 @@ class Govsync:
     background: list[Background] = field(default_factory=list)
 
     def env(self, extra: Mapping[str, str | None] | None = None) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GOVSYNC_")}
-        env.update({"GOVSYNC_API_KEY": KEY, "GOVSYNC_STATE": self.state,
-                    "GOVSYNC_WORKSPACE": self.workspace, "NO_COLOR": "1", **self.secrets})
-        if self.endpoint:
-            env["GOVSYNC_ENDPOINT"] = self.endpoint
-        for k, v in (extra or {}).items():
-            if v is None:
-                env.pop(k, None)
-            else:
-                env[k] = v
-        return env
+        return environ({"GOVSYNC_API_KEY": KEY, "GOVSYNC_STATE": self.state,
+                        "GOVSYNC_WORKSPACE": self.workspace, "NO_COLOR": "1", **self.secrets,
+                        "GOVSYNC_ENDPOINT": self.endpoint or None, **(extra or {})})
 
     def run(self, *args: str, env: Mapping[str, str | None] | None = None,
             timeout: float | None = None, process: bool = False) -> Run:
-        """``govsync ARGS`` to its end: in the test process (a crash is exit 1 with its
-        traceback, as a process would end), or as a real process where that is the
-        point (``process``, or a ``timeout`` it must not outlast)."""
-        if not process and timeout is None:
-            ran = in_process(list(args), env=self.env(env), cwd=self.cwd)
-            return self._record(Run(list(args), ran.code, ran.out, ran.err))
-        proc = subprocess.run([sys.executable, "-m", "govsync", *args], cwd=self.cwd,
-                              env=self.env(env), capture_output=True, text=True,
-                              timeout=timeout or 180, stdin=subprocess.DEVNULL)
-        return self._record(Run(list(args), proc.returncode, proc.stdout, proc.stderr))
-
-    def popen(self, *args: str, env: Mapping[str, str | None] | None = None) -> Background:
-        proc = subprocess.Popen([sys.executable, "-m", "govsync", *args], cwd=self.cwd,
-                                env=self.env(env), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
-        started = Background(self, list(args), proc)
-        self.background.append(started)
-        return started
+        """``govsync ARGS`` to its end (``testkit.govsync``): in the test process, or as a
+        real process where that is the point (``process``, or a ``timeout``)."""
+        return self._record(govsync(*args, env=self.env(env), cwd=self.cwd,
+                                    timeout=timeout, process=process))
 
     def invoke(self, *args: str, env: Mapping[str, str | None] | None = None) -> Run:
-        """In the test process (click's CliRunner): for commands nobody kills."""
-        from click.testing import CliRunner
+        """In the test process, in the test's own directory (not ``cwd``): for commands
+        nobody kills."""
+        return self._record(govsync(*args, env=self.env(env)))
 
-        from govsync.cli import cli
-
-        full = self.env(env)
-        # CliRunner patches os.environ: drop what the test process has on top.
-        unset: dict[str, str | None] = {k: None for k in os.environ if k not in full}
-        result = CliRunner().invoke(cli, list(args), env={**unset, **full},
-                                    catch_exceptions=False)
-        return self._record(Run(list(args), result.exit_code, result.stdout, result.stderr))
+    def popen(self, *args: str, env: Mapping[str, str | None] | None = None) -> Background:
+        started = Background(list(args), env=self.env(env), cwd=self.cwd, done=self._record)
+        self.background.append(started)
+        return started
 
     def _record(self, run: Run) -> Run:
         self.transcript.append(run.out)
@@ -260,72 +217,6 @@ class Govsync:
         assert run.code == 0, run
         data: dict[str, Any] = json.loads(run.out)
         return data
-
-
-class Background:
-    """A govsync process whose stderr lines are collected as they come."""
-
-    def __init__(self, gov: Govsync, args: list[str], proc: subprocess.Popen[str]) -> None:
-        self.gov, self.args, self.proc = gov, args, proc
-        self.err_lines: list[str] = []
-        self.out = ""
-        self._changed = threading.Condition()
-        self._reader = threading.Thread(target=self._read_err, daemon=True)
-        self._reader.start()
-        self._out_reader = threading.Thread(target=self._read_out, daemon=True)
-        self._out_reader.start()
-
-    def _read_err(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            with self._changed:
-                self.err_lines.append(line)
-                self._changed.notify_all()
-        with self._changed:
-            self._changed.notify_all()
-
-    def _read_out(self) -> None:
-        assert self.proc.stdout is not None
-        self.out = self.proc.stdout.read()
-
-    def wait_for_line(self, predicate: Callable[[str], bool], timeout: float = 60) -> bool:
-        """Wait until a stderr line matches (True), or the process ends (False)."""
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while True:
-                if any(predicate(line) for line in self.err_lines):
-                    return True
-                if self.proc.poll() is not None and not self._reader.is_alive():
-                    return False
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError(f"no such line in {timeout}s: {''.join(self.err_lines)}")
-                self._changed.wait(min(left, 0.05))
-
-    def count(self, predicate: Callable[[str], bool]) -> int:
-        with self._changed:
-            return sum(1 for line in self.err_lines if predicate(line))
-
-    def kill(self) -> int:
-        """SIGKILL, then the exit status (negative: killed)."""
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.proc.pid, signal.SIGKILL)
-        return self.finish()
-
-    def finish(self, timeout: float = 180) -> int:
-        code = self.proc.wait(timeout=timeout)
-        self._reader.join(10)
-        self._out_reader.join(10)
-        self.gov._record(Run(self.args, code, self.out, self.err))
-        return code
-
-    @property
-    def err(self) -> str:
-        with self._changed:
-            return "".join(self.err_lines)
-
-    def result(self) -> Run:
-        return Run(self.args, self.proc.returncode, self.out, self.err)
 
 
 # -- manifests -------------------------------------------------------------------------

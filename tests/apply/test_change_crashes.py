@@ -14,13 +14,14 @@ and PostgreSQL state.
 from __future__ import annotations
 
 import signal
-import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from applykit import Govsync, Server, doc, write_docs
+
+from testkit import until
 
 pytestmark = pytest.mark.slow
 
@@ -64,9 +65,9 @@ def test_sigkill_and_faults_during_updates_and_deletes_settle_by_reads(
     assert apply.wait_for_line(lambda line: line.startswith("Applying ")), apply.result()
     assert apply.wait_for_line(lambda line: " applied " in line or " deleted " in line), \
         apply.result()
-    time.sleep(0.3)
+    until(lambda: server.in_flight() > 0, "a change on its way")
     assert apply.kill() == -signal.SIGKILL, apply.result()
-    time.sleep(3 * LATENCY_MS / 1000)  # requests on their way reach the server first
+    until(lambda: server.in_flight() == 0, "the requests on their way answered")
     left = gov.plan_json(str(manifests))["summary"]
     assert left.get("update", 0) + left.get("delete", 0) > 0, \
         f"the apply finished before the kill: {left}"

@@ -5,12 +5,13 @@ and every delete sent was settled (no entry of a deleted object left in state)."
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 from applykit import Govsync, Server, write_docs, write_hooks
 from test_lock_lost import lose_the_lock
+
+from testkit import until
 
 
 def test_deletes_stop_when_the_lock_is_lost(
@@ -30,7 +31,8 @@ def test_deletes_stop_when_the_lock_is_lost(
          "spec": {"from": f"Hook/{name}", "destroy": True}} for i, name in enumerate(names)])
     running = gov.popen("apply", str(manifests), "--auto-approve", "--parallelism", "1")
     assert running.wait_for_line(lambda line: line.startswith("Applying "))
-    time.sleep(1.5)  # a few deletes done, one on its way
+    until(lambda: running.count(lambda line: " applied" in line) >= 2
+          and server.in_flight() > 0, "a few deletes done, one on its way")
     lose_the_lock(gov)
     assert running.finish() == 1, running.result()
     assert f"the lock on workspace '{gov.workspace}' was lost" in running.err

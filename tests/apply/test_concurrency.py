@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from applykit import Govsync, Server, doc, write_docs, write_hooks
 
+from testkit import until
+
 pytestmark = pytest.mark.slow
 
 LATENCY = ("--latency-ms", "400")
@@ -103,9 +105,9 @@ def test_lock_of_a_killed_apply_does_not_block(
     gov = make_govsync(state_url, server.url)
     doomed = gov.popen("apply", str(manifests), *SLOW)
     assert doomed.wait_for_line(applying), doomed.result()
-    time.sleep(0.5)
+    until(lambda: server.in_flight() > 0, "a create on its way")
     assert doomed.kill() == -signal.SIGKILL
-    time.sleep(1.0)  # let the requests in flight finish on the server
+    until(lambda: server.in_flight() == 0, "the requests in flight answered")
 
     started = time.monotonic()
     run = gov.run("apply", str(manifests), "--auto-approve")
@@ -148,7 +150,7 @@ def test_ctrl_c_says_what_is_uncertain_and_resolve_settles_several(
     write_hooks(manifests, (f"intr_{i}" for i in range(6)))
     running = gov.popen("apply", str(manifests), "--auto-approve", "--parallelism", "3")
     assert running.wait_for_line(lambda line: line.startswith("Applying "))
-    time.sleep(0.7)  # three creates sent, none answered
+    until(lambda: server.in_flight() >= 3, "three creates sent, none answered")
     # The first Ctrl-C waits for them (tests/apply/test_interrupt.py); the second aborts.
     running.proc.send_signal(signal.SIGINT)
     assert running.wait_for_line(lambda line: "Interrupted: nothing more is sent" in line)

@@ -28,6 +28,8 @@ from applykit import (
     settle,
 )
 
+from testkit import until
+
 pytestmark = pytest.mark.slow
 
 LATENCY_MS = 100
@@ -50,13 +52,13 @@ def test_sigkill_at_five_moments(serve: Callable[..., Server],
 
         apply = gov.popen("apply", str(manifests), "--auto-approve", "--parallelism", "8")
         assert apply.wait_for_line(lambda line: line.startswith("Applying ")), apply.result()
-        time.sleep(moment)
+        time.sleep(moment)  # the point: a kill at this moment of the apply, not a wait
         finished = apply.count(lambda line: " applied " in line)
         assert apply.kill() == -signal.SIGKILL, (moment, apply.result())
         assert finished < size, f"apply finished before the kill at {moment}s"
         # Requests already on their way finish on the server first (as a
         # careful operator waits before looking).
-        time.sleep(3 * LATENCY_MS / 1000)
+        until(lambda: server.in_flight() == 0, "the requests on their way answered")
 
         entries = check_consistent(gov, server, wanted, settled=False)
         unsettled = sorted(a for a, e in entries.items() if e["status"] in UNSETTLED)

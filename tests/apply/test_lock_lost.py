@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 from applykit import Govsync, Server, doc, write_docs, write_hooks
+
+from testkit import until
 
 
 def lose_the_lock(gov: Govsync) -> None:
@@ -46,7 +47,8 @@ def test_an_apply_that_loses_its_lock_sends_nothing_more(
     write_hooks(manifests, names)
     running = gov.popen("apply", str(manifests), "--auto-approve", "--parallelism", "1")
     assert running.wait_for_line(lambda line: line.startswith("Applying "))
-    time.sleep(1.5)  # a few creates done, one on its way
+    until(lambda: running.count(lambda line: " applied" in line) >= 2
+          and server.in_flight() > 0, "a few creates done, one on its way")
     lose_the_lock(gov)
     assert running.finish() == 1, running.result()
     assert f"the lock on workspace '{gov.workspace}' was lost" in running.err
@@ -80,7 +82,8 @@ def test_a_second_apply_racing_one_that_lost_its_lock_duplicates_nothing(
     write_hooks(manifests, names)
     first = gov.popen("apply", str(manifests), "--auto-approve", "--parallelism", "8")
     assert first.wait_for_line(lambda line: line.startswith("Applying "))
-    time.sleep(1.0)
+    until(lambda: first.count(lambda line: " applied" in line) >= 1
+          and server.in_flight() > 0, "a few creates done, more on their way")
     lose_the_lock(gov)
     second = gov.popen("apply", str(manifests), "--auto-approve", "--parallelism", "8")
     assert first.finish() == 1, first.result()
@@ -132,10 +135,11 @@ def test_a_paused_apply_that_lost_its_lock_sends_no_stale_request(
     stale = gov.popen("apply", str(hooks_with(first_dir, names, "stale")), "--auto-approve",
                       "--parallelism", "2")
     assert stale.wait_for_line(lambda line: line.startswith("Applying "))
-    time.sleep(1.0)  # a few updates made, two on their way
+    until(lambda: stale.count(lambda line: " applied" in line) >= 2
+          and server.in_flight() >= 2, "a few updates made, two on their way")
     os.kill(stale.proc.pid, signal.SIGSTOP)
     try:
-        time.sleep(0.6)  # what it sent before it stopped has reached the server
+        until(lambda: server.in_flight() == 0, "what it sent before it stopped answered")
         lose_the_lock(gov)
         second = gov.run("apply", str(hooks_with(second_dir, names, "fresh")),
                          "--auto-approve")

@@ -9,25 +9,17 @@ real server (answers after 400 ms), SQLite and PostgreSQL state."""
 from __future__ import annotations
 
 import signal
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from applykit import KEY, Govsync, Server, doc, write_docs
 
-from testkit import in_flight
+from testkit import in_flight, until
 
 pytestmark = pytest.mark.slow
 
 LATENCY_MS = 400
-
-
-def until(condition: Callable[[], bool], what: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"never: {what}"
-        time.sleep(0.02)
 
 
 def deposed(gov: Govsync) -> list[str]:

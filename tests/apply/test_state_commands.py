@@ -10,7 +10,6 @@ import asyncio
 import json
 import signal
 import socket
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,10 @@ from applykit import (
 
 from govsync.api.catalog import unwrap
 from govsync.api.client import AsyncClient
+from testkit import examples, until
+
+EXAMPLE = examples()
+N = EXAMPLE.objects  # the example organisation's objects
 
 
 def saved_plan(gov: Govsync, manifests: Path, path: Path) -> Path:
@@ -55,11 +58,11 @@ def test_list_show_and_history(govsync: Govsync, applied: Path) -> None:
     listed = govsync.run("state", "list")
     assert listed.code == 0, listed
     lines = listed.out.splitlines()
-    assert len(lines) == 59
+    assert len(lines) == N
     assert all(len(line.split("\t")) == 3 and line.endswith("\tapplied") for line in lines)
-    assert f"59 object(s) in workspace {govsync.workspace!r}" in listed.err
+    assert f"{N} object(s) in workspace {govsync.workspace!r}" in listed.err
     entries = govsync.entries()
-    assert len(entries) == 59 and {e["status"] for e in entries.values()} == {"applied"}
+    assert len(entries) == N and {e["status"] for e in entries.values()} == {"applied"}
 
     shown = govsync.run("state", "show", "BIIntegration/exec-dashboards")
     assert shown.code == 0, shown
@@ -75,12 +78,12 @@ def test_list_show_and_history(govsync: Govsync, applied: Path) -> None:
     # History: who, when, what, outcome; newest first.
     assert govsync.run("apply", str(applied), "--auto-approve").code == 0  # nothing to do
     (applies,) = json.loads(govsync.run("state", "history", "--format", "json").out)["history"]
-    assert applies["ok"] is True and applies["summary"]["applied"] == 59
+    assert applies["ok"] is True and applies["summary"]["applied"] == N
     assert applies["host"] == socket.gethostname() and applies["user"]
-    assert applies["at"].endswith("Z") and len(applies["changes"]) == 59
+    assert applies["at"].endswith("Z") and len(applies["changes"]) == N
     text = govsync.run("state", "history")
     assert text.code == 0
-    assert f"{applies['user']}@{applies['host']}  ok  59 applied" in text.out
+    assert f"{applies['user']}@{applies['host']}  ok  {N} applied" in text.out
 
 
 def test_forget_then_import(govsync: Govsync, server: Server, applied: Path,
@@ -233,7 +236,7 @@ def test_export_then_import_all_into_another_workspace(
     # Empty, against a server that holds the objects: their creates are blocked.
     assert detailed(other, applied) == 1
     data = export_to(govsync, other, tmp_path)
-    assert data["workspace"] == govsync.workspace and len(data["entries"]) == 59
+    assert data["workspace"] == govsync.workspace and len(data["entries"]) == N
     run = other.run("plan", str(applied), "--detailed-exitcode")
     assert run.code == 0, run
     assert other.entries() == govsync.entries()
@@ -277,7 +280,7 @@ def test_unlock(serve: Callable[..., Server], make_govsync: Callable[..., Govsyn
     write_hooks(manifests, (f"lock_{i}" for i in range(4)))
     doomed = gov.popen("apply", str(manifests), "--auto-approve", "--parallelism", "1")
     assert doomed.wait_for_line(lambda line: line.startswith("Applying "))
-    time.sleep(0.2)
+    until(lambda: server.in_flight() > 0, "a create sent under the lock")
     assert doomed.kill() == -signal.SIGKILL
     unlocked = gov.run("state", "unlock")
     assert unlocked.code == 0, unlocked

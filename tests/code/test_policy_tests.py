@@ -239,22 +239,31 @@ def test_a_hook_that_throws_is_an_error_at_the_line_it_threw(tmp_path: Path) -> 
             "Error: no score for ana") in out
 
 
-def test_an_engine_crash_and_code_over_the_limit_are_errors_not_crashes(
-        tmp_path: Path) -> None:
+# An engine crash, code over the API's limit and a file over the reader's: errors, not
+# crashes.  Three tests, so that the workers share them.
+
+
+def test_an_engine_crash_is_an_error_not_a_crash(tmp_path: Path) -> None:
     deep = POLICY.replace('session := {"action": "block", "reason": "risk"} if {',
                           "session := " + "[" * 100_000 + "]" * 100_000 + "\n    x := 1 if {")
     code, found = results(write(tmp_path, CASES, policy=deep))
     assert code == 1
     assert {t["status"] for t in found["tests"]} == {"error"}
     assert "Rego" in found["tests"][0]["message"]
+
+
+def test_code_over_the_api_limit_is_an_error_not_a_crash(tmp_path: Path) -> None:
     huge = "    " + "// padding\n    " * 120_000 + "export default function hook() {}"
     code, out, err = govsync(write(tmp_path, CASES, code=huge))
     assert (code, out) == (1, "")
     assert err.splitlines()[0].endswith("this object's request would be 1,440,191 bytes, over "
                                         "the API's 1 MiB limit: split it or shorten its "
                                         "largest fields")
-    with (tmp_path / "m.yaml").open("w") as fh:  # 100 MB of code
-        fh.write(POLICY + hook() + "    // " + "x" * (100 << 20) + "\n")
+
+
+def test_a_file_over_the_readers_limit_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    with (tmp_path / "m.yaml").open("w") as fh:  # 11 MiB of code: over the 10 MiB limit
+        fh.write(POLICY + hook() + "    // " + "x" * (11 << 20) + "\n")
     code, out, err = govsync(tmp_path)
     assert (code, out) == (1, "")
     assert err.startswith(f"{tmp_path}/m.yaml:1:1: ") and "MiB" in err.splitlines()[0], err

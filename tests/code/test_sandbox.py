@@ -98,6 +98,10 @@ def test_a_hook_that_eats_memory_is_stopped() -> None:
             "  while (true) a.push(new Array(1e6).fill(1.5));\n}\n")
     assert sandbox.run_hook(heap, {}, timeout_ms=20000).error == (
         "the hook went over 256 MiB of memory")
+    still_works()
+
+
+def test_a_hook_that_eats_memory_outside_the_heap_is_stopped() -> None:
     # Array buffers live outside V8's heap: the worker's resident size is watched.
     buffers = ("export default function hook() {\n  const kept = [];\n"
                "  for (;;) { const b = new Uint8Array(1e8); b.fill(1); kept.push(b); }\n}\n")

@@ -14,13 +14,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from testkit import Served, in_process, stored_objects
+from testkit import Run, Served, environ, govsync, stored_objects
 
 KEY = "governance-test-key"
 
@@ -70,18 +68,6 @@ approvals:
 """
 
 
-@dataclass
-class Done:
-    args: list[str]
-    code: int
-    out: str
-    err: str
-
-    def __str__(self) -> str:
-        return (f"govsync {' '.join(self.args)} -> {self.code}\n--- stdout\n{self.out[-3000:]}"
-                f"\n--- stderr\n{self.err[-3000:]}")
-
-
 class Repo:
     """A governed repository, its server and its state."""
 
@@ -110,28 +96,19 @@ class Repo:
         self.server.stop()
 
     def environ(self, **extra: str) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GOVSYNC_")}
-        env.update(GOVSYNC_ENDPOINT=self.url, GOVSYNC_API_KEY=KEY, NO_COLOR="1",
-                   GOVSYNC_TEST_POSTGRES=os.environ.get("GOVSYNC_TEST_POSTGRES", ""))
-        env.update(extra)
-        return env
+        return environ({"GOVSYNC_ENDPOINT": self.url, "GOVSYNC_API_KEY": KEY, "NO_COLOR": "1",
+                        "GOVSYNC_TEST_POSTGRES": os.environ.get("GOVSYNC_TEST_POSTGRES", ""),
+                        **extra})
 
     def gov(self, *args: str, cwd: Path | None = None, timeout: float | None = None,
-            env: dict[str, str] | None = None, stdin: str = "", process: bool = False) -> Done:
-        """``govsync ARGS`` in the repository (or ``cwd``): in the test process, or as a
-        real process where that is the point (``process``, or a ``timeout`` the command
-        must not outlast, as on a FIFO)."""
-        if process or timeout is not None:
-            done = subprocess.run([sys.executable, "-m", "govsync", *args],
-                                  cwd=cwd or self.root, env=env or self.environ(),
-                                  capture_output=True, text=True, timeout=timeout or 60,
-                                  input=stdin)
-            return Done(list(args), done.returncode, done.stdout, done.stderr)
-        ran = in_process(list(args), env=env or self.environ(), cwd=cwd or self.root,
-                         stdin=stdin)
-        return Done(list(args), ran.code, ran.out, ran.err)
+            env: dict[str, str] | None = None, stdin: str = "", process: bool = False) -> Run:
+        """``govsync ARGS`` in the repository (or ``cwd``), by ``testkit.govsync``: in the
+        test process, or as a real process where that is the point (``process``, or a
+        ``timeout`` the command must not outlast, as on a FIFO)."""
+        return govsync(*args, env=env or self.environ(), cwd=cwd or self.root, stdin=stdin,
+                       process=process, timeout=timeout)
 
-    def invoke(self, *args: str) -> Done:
+    def invoke(self, *args: str) -> Run:
         """``govsync ARGS`` in the test process, in the repository."""
         return self.gov(*args)
 
@@ -151,7 +128,7 @@ class Repo:
         (self.root / "govsync.yaml").write_text(
             text.replace("vars: {timeout: 1500}", f"vars: {{timeout: {value}}}"))
 
-    def approved_apply(self, *keys: Path, env: str = "prod") -> Done:
+    def approved_apply(self, *keys: Path, env: str = "prod") -> Run:
         """The legitimate path: plan, two approvals, apply the saved plan."""
         plan = self.root / f"plan-{uuid.uuid4().hex[:6]}.json"
         made = self.gov("plan", "--env", env, "--out", str(plan))

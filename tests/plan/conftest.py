@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 from plan_helpers import EXAMPLES, Gov
 
-from testkit import without_settings
+from testkit import examples, without_settings
+
+EXAMPLE = examples()
+N = EXAMPLE.objects  # the example organisation's objects
 
 
 @pytest.fixture(autouse=True)
@@ -36,6 +39,6 @@ def manifests(workdir: Path) -> Path:
 def applied(gov: Gov, manifests: Path) -> Path:
     """The examples, applied to the embedded server; returns the manifests' copy."""
     result = gov.apply_local(manifests)
-    assert "Apply: 59 applied, 0 failed, 0 skipped, 0 uncertain, 0 forgotten (59 requests in " \
+    assert f"Apply: {N} applied, 0 failed, 0 skipped, 0 uncertain, 0 forgotten ({N} requests in " \
         in result.stdout, result.output
     return manifests

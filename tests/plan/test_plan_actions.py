@@ -15,6 +15,10 @@ from plan_helpers import LOCAL, Gov, by_address, edit, summary
 from govsync.api.kinds import BY_KIND
 from govsync.state import Entry, LockHolder
 from govsync.state.sqlite import SqliteStore
+from testkit import examples
+
+EXAMPLE = examples()
+N = EXAMPLE.objects  # the example organisation's objects
 
 RISK_TIMEOUT = "timeoutMs: 1500   # policies fail closed after 1.5 s"
 ANALYTICS_DESCRIPTION = "description: Orders database, analytics warehouse and clickstream events."
@@ -34,7 +38,7 @@ def only_changes(plan: dict, action: str = "no-op") -> dict[str, dict]:
 
 def test_everything_is_no_op_after_apply(gov: Gov, applied: Path) -> None:
     snapshot = gov.snapshot()
-    assert len(snapshot.entries) == 59
+    assert len(snapshot.entries) == N
     assert {e.status for e in snapshot.entries.values()} == {"applied"}
 
     result = gov.run("plan", applied, "--detailed-exitcode", *LOCAL, code=0)
@@ -44,9 +48,9 @@ def test_everything_is_no_op_after_apply(gov: Gov, applied: Path) -> None:
                              "Check groups: passed (4 policy owner group(s) exist)\n"
                              "No changes. The manifests match the recorded state.\n"
                              "Plan: 0 to create, 0 to update, 0 blocked, 0 orphaned, "
-                             "0 uncertain, 59 unchanged.\n")
+                             f"0 uncertain, {N} unchanged.\n")
     plan = gov.plan(applied, "--detailed-exitcode", *LOCAL)
-    assert plan["summary"] == summary(no_op=59)
+    assert plan["summary"] == summary(no_op=N)
     assert plan["serial"] == snapshot.serial
     assert plan["lineage"] == snapshot.lineage
     assert [c["name"] for c in plan["checks"]] == ["refresh", "groups"]
@@ -78,7 +82,7 @@ def test_hook_timeout_change_is_an_update(gov: Gov, applied: Path) -> None:
     hook_id = gov.snapshot().entries["Hook/risk_score"].id
 
     plan = gov.plan(applied, "--detailed-exitcode", code=2)
-    assert plan["summary"] == summary(update=1, no_op=58)
+    assert plan["summary"] == summary(update=1, no_op=N - 1)
     assert only_changes(plan) == {"Hook/risk_score": {
         "address": "Hook/risk_score", "action": "update", "kind": "Hook", "id": hook_id,
         "fields": ["timeoutMs"],
@@ -96,7 +100,7 @@ def test_hook_timeout_change_is_an_update(gov: Gov, applied: Path) -> None:
                     "state only: ResourceAlias, SessionTermination)\n"
                     "Check groups: passed (4 policy owner group(s) exist)\n"
                     "Plan: 0 to create, 1 to update, 0 blocked, 0 orphaned, 0 uncertain, "
-                    "58 unchanged.\n")
+                    f"{N - 1} unchanged.\n")
     saved = json.loads(Path("p.json").read_text())
     updates = [c for c in saved["changes"] if c["action"] == "update"]
     assert len(updates) == 1
@@ -110,7 +114,7 @@ def test_hook_timeout_change_is_an_update(gov: Gov, applied: Path) -> None:
     assert f"Hook/risk_score: update applied (id {hook_id})" in result.stderr
     assert "Apply: 1 applied, 0 failed" in result.stdout
     assert gov.snapshot().entries["Hook/risk_score"].spec["timeoutMs"] == 2500
-    assert gov.plan(applied, "--detailed-exitcode")["summary"] == summary(no_op=59)
+    assert gov.plan(applied, "--detailed-exitcode")["summary"] == summary(no_op=N)
 
 
 def test_hook_code_change_is_an_update(gov: Gov, applied: Path) -> None:
@@ -120,7 +124,7 @@ def test_hook_code_change_is_an_update(gov: Gov, applied: Path) -> None:
     edit(applied / "hooks.yaml", old, new)
 
     plan = gov.plan(applied, "--detailed-exitcode", code=2)
-    assert plan["summary"] == summary(update=1, no_op=58)
+    assert plan["summary"] == summary(update=1, no_op=N - 1)
     change = only_changes(plan)["Hook/ticket_check"]
     assert change["action"] == "update"
     assert change["fields"] == ["code"]
@@ -134,7 +138,7 @@ def test_signing_key_protection_change_is_an_update(gov: Gov, applied: Path) -> 
     key_id = gov.snapshot().entries["SigningKey/change-approvals-2024"].id
 
     plan = gov.plan(applied, "--detailed-exitcode", "--out", "p.json", code=2)
-    assert plan["summary"] == summary(update=1, no_op=58)
+    assert plan["summary"] == summary(update=1, no_op=N - 1)
     assert only_changes(plan) == {"SigningKey/change-approvals-2024": {
         "address": "SigningKey/change-approvals-2024", "action": "update", "kind": "SigningKey",
         "id": key_id, "fields": ["terminationProtection"], "reason": "",
@@ -144,7 +148,7 @@ def test_signing_key_protection_change_is_an_update(gov: Gov, applied: Path) -> 
     assert saved["SigningKey/change-approvals-2024"]["operation"] == "UpdateSigningKey"
 
     gov.apply_local(applied)
-    assert gov.plan(applied, "--detailed-exitcode")["summary"] == summary(no_op=59)
+    assert gov.plan(applied, "--detailed-exitcode")["summary"] == summary(no_op=N)
 
 
 UPDATES = [
@@ -178,7 +182,7 @@ def test_changes_the_api_can_make_are_updates(
     entry_id = gov.snapshot().entries[address].id
 
     plan = gov.plan(applied, "--detailed-exitcode", "--out", "p.json", code=2)
-    assert plan["summary"] == summary(update=1, no_op=58)
+    assert plan["summary"] == summary(update=1, no_op=N - 1)
     unread = BY_KIND[address.split("/")[0]].replace_all
     assert only_changes(plan) == {address: {
         "address": address, "action": "update", "kind": address.split("/")[0], "id": entry_id,
@@ -192,7 +196,7 @@ def test_changes_the_api_can_make_are_updates(
 
     result = gov.apply_local(applied)
     assert f"{address}: update applied" in result.stderr
-    assert gov.plan(applied, "--detailed-exitcode")["summary"] == summary(no_op=59)
+    assert gov.plan(applied, "--detailed-exitcode")["summary"] == summary(no_op=N)
 
 
 BLOCKED = [
@@ -216,7 +220,7 @@ def test_changes_the_api_cannot_make_are_blocked(
     kind = address.split("/")[0]
 
     plan = gov.plan(applied, "--detailed-exitcode", code=1)
-    assert plan["summary"] == summary(blocked=1, no_op=58)
+    assert plan["summary"] == summary(blocked=1, no_op=N - 1)
     change = only_changes(plan)[address]
     assert (change["action"], change["fields"]) == ("blocked", [field])
     assert change["reason"] == (
@@ -240,7 +244,7 @@ def test_satellite_type_change_is_blocked(gov: Gov, applied: Path) -> None:
                                  "manifests, or replace the objects with `--replace ADDR`; "
                                  "then plan again.\n")
         plan = json.loads(result.stdout)
-        assert plan["summary"] == summary(blocked=1, no_op=58)
+        assert plan["summary"] == summary(blocked=1, no_op=N - 1)
         assert only_changes(plan) == {"Satellite/discovery-analytics": {
             "address": "Satellite/discovery-analytics", "action": "blocked",
             "kind": "Satellite",
@@ -286,7 +290,7 @@ def test_signing_key_public_key_change_is_blocked(gov: Gov, applied: Path) -> No
     edit(applied / "keys-and-labels.yaml", KEY_PUBLIC, OTHER_PUBLIC)
 
     plan = gov.plan(applied, "--detailed-exitcode", code=1)
-    assert plan["summary"] == summary(blocked=1, no_op=58)
+    assert plan["summary"] == summary(blocked=1, no_op=N - 1)
     change = only_changes(plan)["SigningKey/change-approvals-2024"]
     assert change["action"] == "blocked"
     assert change["fields"] == ["publicKey"]
@@ -321,7 +325,7 @@ def test_literal_id_equal_to_the_applied_reference_is_no_op(gov: Gov, applied: P
     edit(applied / "connectors.yaml", "  spaceRef: analytics\n", f"  spaceId: {space_id}\n")
 
     plan = gov.plan(applied, "--detailed-exitcode", code=0)
-    assert plan["summary"] == summary(no_op=59)
+    assert plan["summary"] == summary(no_op=N)
 
 
 def test_literal_id_of_another_space_is_an_update(gov: Gov, applied: Path) -> None:
@@ -329,7 +333,7 @@ def test_literal_id_of_another_space_is_an_update(gov: Gov, applied: Path) -> No
     edit(applied / "connectors.yaml", "  spaceRef: analytics\n", "  spaceId: space-elsewhere\n")
 
     plan = gov.plan(applied)
-    assert plan["summary"] == summary(update=1, no_op=58)
+    assert plan["summary"] == summary(update=1, no_op=N - 1)
     change = only_changes(plan)["Connector/prod-eu"]
     assert (change["action"], change["fields"]) == ("update", ["spaceId"])
     assert change["diff"] == [{"field": "spaceId", "before": space_id, "after": "space-elsewhere"}]
@@ -374,7 +378,7 @@ def test_a_referenced_object_created_again_updates_its_referrers(gov: Gov, appli
 def test_adding_depends_on_changes_no_spec(gov: Gov, applied: Path) -> None:
     edit(applied / "keys-and-labels.yaml", "  name: release-pipeline\n",
          "  name: release-pipeline\n  dependsOn: [Hook/risk_score]\n")
-    assert gov.plan(applied, "--detailed-exitcode")["summary"] == summary(no_op=59)
+    assert gov.plan(applied, "--detailed-exitcode")["summary"] == summary(no_op=N)
 
 
 def test_renaming_creates_the_new_name_and_orphans_the_old(gov: Gov, applied: Path) -> None:
@@ -383,7 +387,7 @@ def test_renaming_creates_the_new_name_and_orphans_the_old(gov: Gov, applied: Pa
          "  name: release-pipeline-2025\n")
 
     plan = gov.plan(applied, "--detailed-exitcode", code=2)
-    assert plan["summary"] == summary(create=1, orphan=1, no_op=58)
+    assert plan["summary"] == summary(create=1, orphan=1, no_op=N - 1)
     changes = only_changes(plan)
     assert changes["SigningKey/release-pipeline-2025"]["action"] == "create"
     assert changes["SigningKey/release-pipeline-2025"]["fields"] == [
@@ -429,7 +433,7 @@ def test_unsettled_create_is_uncertain(gov: Gov, manifests: Path, status: str) -
     gov.put(Entry("Hook/risk_score", "Hook", None, status, {"name": "risk_score"}))
 
     plan = gov.plan(manifests, "--detailed-exitcode", code=2)
-    assert plan["summary"] == summary(create=58, uncertain=1)
+    assert plan["summary"] == summary(create=N - 1, uncertain=1)
     assert by_address(plan)["Hook/risk_score"] == {
         "address": "Hook/risk_score", "action": "uncertain", "kind": "Hook", "id": None,
         "fields": [], "diff": [],
@@ -443,7 +447,7 @@ def test_unsettled_create_without_manifest_is_uncertain(gov: Gov, manifests: Pat
     gov.put(Entry("Hook/gone", "Hook", None, "uncertain", {"name": "gone"}))
 
     plan = gov.plan(manifests, code=0)
-    assert plan["summary"] == summary(create=59, uncertain=1)
+    assert plan["summary"] == summary(create=N, uncertain=1)
     assert by_address(plan)["Hook/gone"] == {
         "address": "Hook/gone", "action": "uncertain", "kind": "Hook", "id": None,
         "fields": [], "diff": [],
@@ -491,11 +495,11 @@ def test_an_uncertain_create_is_settled_by_a_read(gov: Gov, manifests: Path) -> 
 
 
 def test_each_workspace_is_planned_against_its_own_state(gov: Gov, applied: Path) -> None:
-    assert gov.plan(applied, "--workspace", "staging")["summary"] == summary(create=59)
+    assert gov.plan(applied, "--workspace", "staging")["summary"] == summary(create=N)
     plan = gov.plan(applied, "--workspace", "staging")
     assert plan["workspace"] == "staging"
     assert plan["lineage"] != gov.snapshot().lineage
-    assert gov.plan(applied)["summary"] == summary(no_op=59)
+    assert gov.plan(applied)["summary"] == summary(no_op=N)
 
 
 def test_plan_reads_state_while_another_process_holds_the_lock(gov: Gov, applied: Path) -> None:
@@ -503,7 +507,7 @@ def test_plan_reads_state_while_another_process_holds_the_lock(gov: Gov, applied
     with SqliteStore(".govsync/state.db") as holder:
         holder.acquire("default", LockHolder("alice", "ci-runner", 4242, "govsync apply", "now"))
         plan = gov.plan(applied, "--detailed-exitcode", code=2)
-        assert plan["summary"] == summary(update=1, no_op=58)
+        assert plan["summary"] == summary(update=1, no_op=N - 1)
         result = gov.apply_local(applied, code=1)
         assert "Error: workspace 'default' is locked by alice@ci-runner pid 4242" in result.stderr
     assert gov.snapshot().entries["Hook/risk_score"].spec["timeoutMs"] == 1500

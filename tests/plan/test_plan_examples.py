@@ -10,6 +10,11 @@ from pathlib import Path
 import yaml
 from plan_helpers import EXAMPLES, LOCAL, STATE_DB, Gov, edit, summary
 
+from testkit import examples
+
+EXAMPLE = examples()
+N = EXAMPLE.objects  # the example organisation's objects
+
 GOLDEN = Path(__file__).parent / "golden" / "examples-empty.json"
 
 
@@ -23,28 +28,29 @@ def example_addresses() -> set[str]:
     return found
 
 
-def test_examples_hold_59_objects_of_27_kinds() -> None:
+def test_the_loader_finds_every_example_object_of_27_kinds() -> None:
     addresses = example_addresses()
-    assert len(addresses) == 59
+    assert addresses == EXAMPLE.addresses and len(addresses) == N
     assert len({a.split("/")[0] for a in addresses}) == 27
 
 
 def test_validate_examples(gov: Gov) -> None:
     result = gov.run("validate", EXAMPLES)
-    assert result.stdout == "59 objects in 12 files: valid.\n" and result.stderr == ""
+    assert result.stdout == f"{N} objects in {EXAMPLE.files} files: valid.\n"
+    assert result.stderr == ""
 
 
 def test_plan_examples_against_empty_state(gov: Gov) -> None:
     result = gov.run("plan", EXAMPLES)
     lines = result.stdout.splitlines()
-    assert lines[-1] == ("Plan: 59 to create, 0 to update, 0 blocked, 0 orphaned, "
+    assert lines[-1] == (f"Plan: {N} to create, 0 to update, 0 blocked, 0 orphaned, "
                          "0 uncertain, 0 unchanged.")
     assert lines[-2] == ("Check groups: skipped (policy owner groups not checked: "
                          "no endpoint configured (offline plan))")
-    assert sum(1 for line in lines if line.startswith("+ ")) == 59
+    assert sum(1 for line in lines if line.startswith("+ ")) == N
 
     plan = gov.plan(EXAMPLES)
-    assert plan["summary"] == summary(create=59)
+    assert plan["summary"] == summary(create=N)
     assert {c["address"] for c in plan["changes"]} == example_addresses()
     assert {c["action"] for c in plan["changes"]} == {"create"}
     assert plan["workspace"] == "default"
@@ -68,7 +74,7 @@ def test_a_plan_for_a_new_workspace_writes_nothing(gov: Gov) -> None:
 
     before = state.read_bytes()
     plan = gov.plan(EXAMPLES, "--workspace", "staging")
-    assert plan["summary"] == summary(create=59) and plan["lineage"] == ""
+    assert plan["summary"] == summary(create=N) and plan["lineage"] == ""
     gov.run("state", "list", "--workspace", "staging")
     assert workspaces() == ["default"]
     assert state.read_bytes() == before
@@ -83,7 +89,7 @@ def test_plan_examples_detailed_exitcode_is_2(gov: Gov) -> None:
 
 def test_plan_examples_against_the_local_endpoint_checks_groups(gov: Gov) -> None:
     plan = gov.plan(EXAMPLES, *LOCAL)
-    assert plan["summary"] == summary(create=59)
+    assert plan["summary"] == summary(create=N)
     # Before a create, its name is looked up live (no duplicate from a lost state).
     assert plan["checks"] == [
         {"name": "refresh", "status": "passed",

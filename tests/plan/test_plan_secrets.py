@@ -18,6 +18,10 @@ from click.testing import Result
 from plan_helpers import LOCAL, STATE_DB, Gov, by_address, edit, summary
 
 from govsync.state.sqlite import SqliteStore
+from testkit import examples
+
+EXAMPLE = examples()
+N = EXAMPLE.objects  # the example organisation's objects
 
 # Secret spec paths of the examples, by variable (examples/README.md).
 USED_BY = {
@@ -78,7 +82,7 @@ def test_secret_canaries_appear_nowhere(gov: Gov, manifests: Path,
         run("plan", manifests, "--format", fmt, *LOCAL)
     run("plan", manifests, "--out", "p.json", *LOCAL)
     saved = json.loads(Path("p.json").read_text())
-    assert saved["summary"]["create"] == 59
+    assert saved["summary"]["create"] == N
     run("apply", "p.json", *LOCAL, "--auto-approve")
     run("plan", manifests, "--detailed-exitcode", *LOCAL)
     run("apply", manifests, *LOCAL, "--auto-approve")
@@ -100,7 +104,7 @@ def test_secret_canaries_appear_nowhere(gov: Gov, manifests: Path,
     for fmt in ("text", "json", "markdown"):
         run("plan", manifests, "--format", fmt, code=1)
     plan = json.loads(runs[-2][1].stdout)
-    assert plan["summary"] == summary(blocked=1, no_op=58)
+    assert plan["summary"] == summary(blocked=1, no_op=N - 1)
     change = by_address(plan)["LogIntegration/security-siem"]
     assert change["action"] == "blocked"
     assert change["fields"] == ["logStoreB.apiKey"]
@@ -186,7 +190,7 @@ def test_validate_needs_no_secret(gov: Gov, manifests: Path,
                                   monkeypatch: pytest.MonkeyPatch) -> None:
     for var in USED_BY:
         monkeypatch.delenv(var)
-    assert gov.run("validate", manifests).stdout == "59 objects in 12 files: valid.\n"
+    assert gov.run("validate", manifests).stdout == f"{N} objects in {EXAMPLE.files} files: valid.\n"
 
 
 AUDIT_ARCHIVE_STORE = """  logStoreA:

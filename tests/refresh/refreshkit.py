@@ -11,13 +11,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import json
 import os
 import random
 import shutil
 import textwrap
 import threading
-import time
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -28,37 +26,23 @@ import httpx
 import pytest
 import uvicorn
 import yaml
-from click.testing import CliRunner
 
-from govsync.cli import cli
 from govsync.runtime import seed_local
 from govsync.server import Store, create_app
 from testkit import (
     EXAMPLE_MANIFESTS,
     EXAMPLE_SECRET_VARS,
     EXAMPLE_SEED,
+    Run,
     drop_pg_workspaces,
+    environ,
     free_port,
+    govsync,
+    until,
     without_settings,
 )
 
 LOCAL_DB = Path(".govsync") / "local-api.db"
-
-
-@dataclass
-class Run:
-    args: list[str]
-    code: int
-    out: str
-    err: str
-
-    def __str__(self) -> str:
-        return (f"govsync {' '.join(self.args)} -> exit {self.code}\n--- stdout\n"
-                f"{self.out[-6000:]}\n--- stderr\n{self.err[-3000:]}")
-
-    def json(self) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads(self.out)
-        return data
 
 
 @dataclass
@@ -72,11 +56,11 @@ class Gov:
     env: dict[str, str] = field(default_factory=dict)
 
     def run(self, *args: str, env: Mapping[str, str] | None = None) -> Run:
-        full = {"GOVSYNC_STATE": self.state, "GOVSYNC_WORKSPACE": self.workspace,
-                "GOVSYNC_ENDPOINT": "local",
-                **self.env, **(env or {})}
-        result = CliRunner().invoke(cli, list(args), env=full, catch_exceptions=False)
-        return Run(list(args), result.exit_code, result.stdout, result.stderr)
+        """``govsync ARGS`` in the test process (``testkit.govsync``), in the current
+        directory (the fixtures change into the test's folder)."""
+        return govsync(*args, env=environ({
+            "GOVSYNC_STATE": self.state, "GOVSYNC_WORKSPACE": self.workspace,
+            "GOVSYNC_ENDPOINT": "local", **self.env, **(env or {})}))
 
     def ok(self, *args: str, code: int = 0) -> Run:
         run = self.run(*args)
@@ -280,8 +264,7 @@ def faulty_endpoint(gov: Gov, rate: float, rng: random.Random,
                                            lifespan="off", http=http))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    while not server.started:
-        time.sleep(0.01)
+    until(lambda: server.started, "the faulty endpoint listening")
     try:
         yield dataclasses.replace(gov, env={**gov.env, "GOVSYNC_ENDPOINT":
                                             f"http://127.0.0.1:{port}",

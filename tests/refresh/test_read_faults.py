@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,7 +16,7 @@ from refreshkit import LOCAL_DB, Gov, copy_examples
 
 from govsync.api.kinds import KINDS
 from govsync.server import Operations, Store, create_app
-from testkit import free_port
+from testkit import free_port, until
 
 KEY = "fault-test-key"
 
@@ -51,8 +50,7 @@ def served(gov: Gov, operations: set[str], offered: Operations = Operations.ALL
                                            lifespan="off"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    while not server.started:
-        time.sleep(0.01)
+    until(lambda: server.started, "the server listening")
     try:
         yield f"http://127.0.0.1:{port}", app
     finally:

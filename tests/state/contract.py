@@ -513,7 +513,7 @@ from govsync.state import LockHolder, open_store
 store = open_store(sys.argv[1])
 store.acquire(sys.argv[2], LockHolder.me())
 print("locked", flush=True)
-time.sleep(300)
+time.sleep(300)  # the point: the lock held until the test kills this process
 """
 
 
@@ -546,14 +546,14 @@ from govsync.errors import StateLockedError
 from govsync.state import LockHolder, open_store
 url, ws, start = sys.argv[1], sys.argv[2], float(sys.argv[3])
 store = open_store(url)
-time.sleep(max(0.0, start - time.time()))
+time.sleep(max(0.0, start - time.time()))  # the point: every racer starts at one moment
 try:
     store.acquire(ws, LockHolder.me())
 except StateLockedError as exc:
     print("LOST", exc, flush=True)
 else:
     print("WON", flush=True)
-    time.sleep(0.3)
+    time.sleep(0.3)  # the point: held a while, so that the racers lose to a holder
     store.release(ws)
 store.close()
 """

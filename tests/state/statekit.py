@@ -17,7 +17,6 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,7 +28,7 @@ from contract import BOB, Harness
 from govsync.state import StateStore, open_store
 from govsync.state.postgres import POSTGRES, READABLE_TABLES, PostgresBackend
 from govsync.state.sqlite import SQLITE
-from testkit import ReaderRole, drop_pg_workspaces, reader_role
+from testkit import ReaderRole, drop_pg_workspaces, reader_role, until
 
 POSTGRES_ENV = "GOVSYNC_TEST_POSTGRES"
 # Set (to 1) where PostgreSQL should be there: its tests fail rather than skip.
@@ -205,9 +204,7 @@ def terminate(url: str, pid: int) -> None:
     asynchronous)."""
     with psycopg.connect(url, autocommit=True) as admin:
         admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
-        for _ in range(100):
-            if admin.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s",
-                             (pid,)).fetchone() == (0,):
-                break
-            time.sleep(0.05)
+        until(lambda: admin.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s",
+                                    (pid,)).fetchone() == (0,), f"session {pid} ended", 5,
+              interval=0.05)
 

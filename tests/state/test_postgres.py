@@ -112,7 +112,7 @@ CREATE_TABLES = """
 import sys, time
 from govsync.state import Entry
 from govsync.state.postgres import PostgresStore
-time.sleep(max(0.0, float(sys.argv[2]) - time.time()))
+time.sleep(max(0.0, float(sys.argv[2]) - time.time()))  # the point: all start at once
 with PostgresStore(sys.argv[1]) as store:
     store.snapshot("concurrent")
     store.put("concurrent", Entry("Space/a", "Space", None, "applied"))

@@ -11,9 +11,6 @@ lock is still seen.
 from __future__ import annotations
 
 import hashlib
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import psycopg
@@ -22,7 +19,7 @@ import pytest
 from govsync.errors import StateLockedError
 from govsync.state import LockHolder
 from govsync.state.postgres import PostgresStore
-from testkit import ReaderRole, reader_role
+from testkit import ReaderRole, environ, govsync, reader_role
 
 pytestmark = pytest.mark.postgres
 
@@ -43,11 +40,9 @@ def advisory_key(name: str) -> int:
 
 
 def grant_reader(pg: ReaderRole) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GOVSYNC_")}
-    printed = subprocess.run([sys.executable, "-m", "govsync", "state", "readonly-role",
-                              pg.role, "--state", pg.writer], env=env, capture_output=True,
-                             text=True, check=True)
-    pg.grant(printed.stdout)
+    printed = govsync("state", "readonly-role", pg.role, "--state", pg.writer, env=environ())
+    assert printed.code == 0, printed
+    pg.grant(printed.out)
 
 
 def hold_everything(reader: psycopg.Connection[tuple[object, ...]], workspace: str,

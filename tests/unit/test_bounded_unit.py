@@ -45,7 +45,7 @@ def raises(step: Step, error: Exception) -> None:
 def sleeps(step: Step) -> None:
     step("first")
     step(f"sleeping {os.getpid()}")
-    time.sleep(5)
+    time.sleep(5)  # the point: a rule that outlasts its time limit
 
 
 def blows_up(step: Step) -> int:
