@@ -41,7 +41,8 @@ CHANGED = {"known": True, "why": "", "window": "7d", "source": "report",
            "new": {"session": {"block": 42}, "pre_request": {"rewrite": 3}},
            "recorded": {"session": {"block": 10}}, "evaluated": 1204,
            "examples": EXAMPLES, "skippedLines": [], "series": SERIES}
-CREATED = {"known": True, "why": "", "window": "36h", "source": "file",
+CREATED = {"known": True, "why": "reports: not offered by the endpoint; replayed "
+           "logs/recorded.jsonl instead", "window": "36h", "source": "file",
            "new": {"pre_request": {"rewrite": 7}}, "recorded": None, "evaluated": 500,
            "examples": [], "skippedLines": [3, 9]}
 UNKNOWN = {"known": False, "why": "the report did not finish within 120 s (status "
@@ -127,6 +128,8 @@ def test_the_comment_shows_new_code_beside_recorded_code_with_the_difference(
     assert "by recorded inputs replayed locally (--impact-from), over 500" in fresh
     assert "| pre_request | rewrite | 7 (1.4 %) | \u2014 | new policy |" in fresh
     assert "2 line(s) of the file could not be read and were not counted (line 3, 9)" in fresh
+    assert ("> Note: reports: not offered by the endpoint; replayed logs/recorded.jsonl "
+            "instead.") in fresh
 
 
 def test_unknown_impact_is_shown_with_why_and_the_plan_is_shown_all_the_same(
@@ -207,6 +210,7 @@ def test_the_plan_page_shows_the_counts_beside_a_chart_of_the_window(saved: Path
     assert "recorded code" not in chart
     assert len(re.findall(r"<rect ", chart)) == 1
     assert "2 line(s) of the file could not be read" in fresh
+    assert '<p class="reason">Note: reports: not offered by the endpoint;' in fresh
 
 
 def test_a_saved_plan_with_a_malformed_series_is_refused_in_one_line(saved: Path) -> None:

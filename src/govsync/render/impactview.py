@@ -186,6 +186,8 @@ def _markdown_policy(change: Change, collapse: bool) -> list[str]:
         return [*out, f"> **Impact unknown**: {_cell(_why(i))}. "
                 "The plan is made all the same; this never blocks by itself.", ""]
     out += [f"_Over {_cell(over(i))}._", ""]
+    if i.why:  # measured, with a note (reports failed, the file replayed instead)
+        out += [f"> Note: {_cell(_why(i))}.", ""]
     table = rows(i)
     if not table:
         out += ["The new code " + ("and the recorded code " if i.recorded is not None else "")
@@ -262,6 +264,8 @@ def _html_policy(change: Change) -> str:
         return (f'{head}<p class="reason">Impact unknown: {escape(i.why or "not measured")}. '
                 "The plan is made all the same; this never blocks by itself.</p></article>")
     parts = [head, f'<p class="muted">Over {escape(over(i))}.</p>']
+    if i.why:
+        parts.append(f'<p class="reason">Note: {escape(_why(i))}.</p>')
     table = rows(i)
     if table:
         body = "".join(
