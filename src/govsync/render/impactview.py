@@ -13,7 +13,7 @@ from html import escape
 from typing import NamedTuple
 
 from govsync.plan import Action, Change, Plan
-from govsync.planning.impact import Counts, Impact, Source
+from govsync.planning.impact import Counts, Impact, Source, parse_window
 from govsync.policycode.stages import STAGES
 from govsync.render.svg import Bars, bar_chart
 
@@ -83,10 +83,15 @@ def share(n: int, impact: Impact) -> str:
 
 
 def over(impact: Impact) -> str:
-    """``the last 7d, by the endpoint's impact reports, over 1,204 logged requests``."""
+    """``the last 7d, by the endpoint's impact reports, over 1,204 logged requests``
+    (a file replayed whole: ``all recorded, by ...``)."""
     counted = (f", over {impact.evaluated:,} logged request(s)"
                if impact.evaluated is not None else "")
-    return f"the last {impact.window}, by {_SOURCE[impact.source]}{counted}"
+    try:
+        window = f"the last {parse_window(impact.window).text}"
+    except ValueError:
+        window = impact.window
+    return f"{window}, by {_SOURCE[impact.source]}{counted}"
 
 
 def skipped_note(impact: Impact) -> str:
