@@ -141,6 +141,7 @@ def test_unknown_impact_is_shown_with_why_and_the_plan_is_shown_all_the_same(
                           "within 120 s (status 'queued')", "\u2014", "\u2014", "\u2014"]
     assert ("> **Impact unknown**: the report did not finish within 120 s (status "
             "'queued'). The plan is made all the same; this never blocks by itself.") in md
+    assert "##### `Policy/hours` (changed): impact unknown\n" in md
     assert "| stage | action |" not in md
     assert "<b>Policy</b>: 1 create, 1 update" in out
 

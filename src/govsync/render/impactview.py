@@ -104,9 +104,9 @@ def skipped_note(impact: Impact) -> str:
 
 
 def headline(change: Change, impact: Impact) -> str:
-    """One line: ``42 request(s) (+32)``, or why it is unknown."""
+    """One line: ``42 request(s) (+32)``, or ``impact unknown`` (why follows it)."""
     if not impact.known:
-        return f"unknown: {_why(impact)}"
+        return "impact unknown"
     new = Impact.total(impact.new)
     if impact.recorded is None:
         return f"{new:,} request(s) (new policy)"
