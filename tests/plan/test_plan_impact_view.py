@@ -184,6 +184,10 @@ def test_many_policies_keep_the_comment_bounded(saved: Path) -> None:
     # More than two policies: each one's examples collapsed.
     assert "<details><summary>5 example(s) of what the new code decides</summary>" in impact
     assert max(len(line) for line in impact.splitlines()) < 600
+    page = show(path, "html")
+    assert page.count('<figure class="chart">') == 199  # 200 in full, one unknown
+    assert page.count('<tr><th scope=row><a href="#impact-Policy/') == 302
+    assert "102 more policies are not shown in full" in page
 
 
 def test_the_plan_page_shows_the_counts_beside_a_chart_of_the_window(saved: Path) -> None:

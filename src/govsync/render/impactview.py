@@ -21,6 +21,8 @@ from govsync.render.svg import Bars, bar_chart
 # bounded; `plan --format json` has them all).
 LISTED = 50
 DETAILED = 10
+# Policies shown in full on the plan page (each with its chart); the table lists all.
+PAGE_DETAILED = 200
 # Characters of why an impact is unknown shown in a comment's cell.
 WHY_CHARS = 300
 # More policies than this in a comment: each policy's examples are collapsed.
@@ -231,7 +233,11 @@ def html_section(plan: Plan) -> str:
     if not changes:
         return ""
     summary = "".join(_html_row(c) for c in changes)
-    blocks = "".join(_html_policy(c) for c in changes)
+    blocks = "".join(_html_policy(c) for c in changes[:PAGE_DETAILED])
+    if len(changes) > PAGE_DETAILED:
+        blocks += (f'<p class="muted">{len(changes) - PAGE_DETAILED} more policies are not '
+                   "shown in full: <code>govsync plan --format json</code> shows every "
+                   "one's <code>impact</code>.</p>")
     return ('<section aria-labelledby="impact" class="impact"><h2 id="impact">Impact over '
             "logged traffic</h2><p>What each created or code-changed policy's new code "
             "would decide other than allow, over the requests logged in the window, beside "
