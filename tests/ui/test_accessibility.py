@@ -15,6 +15,7 @@ too), a node that has no links, and the plan file as CI publishes it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -156,6 +157,40 @@ def test_axe_finds_nothing_in_the_plan_file(repo: Path, tmp_path: Path, context:
         page = context.new_page()
         page.goto(plan.as_uri())
         audit(page, "plan file")
+    finally:
+        context.set_offline(False)
+
+
+# A policy's impact as `plan --impact` keeps it in a saved plan: counts, examples, a series.
+IMPACT = {"known": True, "why": "", "window": "7d", "source": "report",
+          "new": {"session": {"block": 42}, "pre_request": {"rewrite": 3}},
+          "recorded": {"session": {"block": 10}}, "evaluated": 1204,
+          "examples": [{"time": f"2026-11-27T0{n}:00:00Z", "stage": "session",
+                        "decision": "block", "user": f"user{n}", "resource": "dwh"}
+                       for n in range(5)],
+          "series": [{"start": f"2026-11-{21 + d}T00:00:00Z", "new": 6 * d, "recorded": d}
+                     for d in range(7)]}
+
+
+def test_axe_finds_nothing_in_a_plan_file_that_shows_impact(repo: Path, tmp_path: Path,
+                                                             context: Any) -> None:
+    """The impact section (its tables and charts, with and without a series, and an
+    unknown one) as `govsync show --format html` writes it."""
+    data = json.loads((repo / "prod.json").read_text())
+    first, second, third = data["changes"][:3]
+    first["impact"] = IMPACT
+    second["impact"] = {**IMPACT, "recorded": None, "series": []}
+    third["impact"] = {"known": False, "why": "the report failed", "window": "7d",
+                       "source": "report"}
+    (repo / "impact.json").write_text(json.dumps(data))
+    plan = tmp_path / "impact.html"
+    plan.write_text(gov(repo, "show", "impact.json", "--format", "html").stdout)
+    assert plan.read_text().count('<figure class="chart">') == 2
+    context.set_offline(True)
+    try:
+        page = context.new_page()
+        page.goto(plan.as_uri())
+        audit(page, "plan file with impact")
     finally:
         context.set_offline(False)
 

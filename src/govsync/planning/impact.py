@@ -6,7 +6,9 @@ a few examples.  ``change.impact`` on a plan; the renderers and rules read ``as_
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, NamedTuple
 
@@ -77,6 +79,57 @@ class Example(NamedTuple):
                 "user": self.user, "resource": self.resource}
 
 
+class Bucket(NamedTuple):
+    """One stretch of the window (from ``start``, an RFC 3339 time): how many logged
+    requests the new code, and the recorded code (None for a created policy), decide
+    other than allow in it.  The plan page draws a policy's series as a chart."""
+
+    start: str
+    new: int
+    recorded: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"start": self.start, "new": self.new, "recorded": self.recorded}
+
+
+# A window is cut into buckets of the first of these lengths that makes at most
+# BUCKETS of them: 7d in 7 days, 36h in 36 hours, 90m in 18 of five minutes.
+_STEPS = (60, 300, 900, 3600, 86400, 7 * 86400, 30 * 86400)
+BUCKETS = 48
+
+
+def bucket(window: Window, end: datetime, new: Iterable[str],
+           recorded: Iterable[str] | None = None) -> tuple[Bucket, ...]:
+    """The buckets of ``window`` ending at ``end`` (aware), counting the times (RFC 3339
+    texts, as logs carry them) of the requests each code triggers; a time that does not
+    parse or lies outside the window is not counted.  For whoever measures impact (a
+    report's logs, a replayed file): ``Impact.series``."""
+    step = next((s for s in _STEPS if window.seconds / s <= BUCKETS), _STEPS[-1])
+    count = -(-window.seconds // step)
+    start = end - timedelta(seconds=count * step)
+
+    def tally(times: Iterable[str]) -> list[int]:
+        counts = [0] * count
+        for text in times:
+            try:
+                when = datetime.fromisoformat(text)
+            except (TypeError, ValueError):
+                continue
+            if when.tzinfo is None:
+                continue
+            index = int((when - start).total_seconds() // step)
+            if 0 <= index < count:
+                counts[index] += 1
+        return counts
+
+    fresh = tally(new)
+    before = tally(recorded) if recorded is not None else None
+    return tuple(Bucket((start + timedelta(seconds=i * step)).isoformat()
+                        .replace("+00:00", "Z"), fresh[i],
+                        before[i] if before is not None else None)
+                 for i in range(count))
+
+
 @dataclass(frozen=True)
 class Impact:
     """One policy's impact.  ``known`` False: it could not be measured, and ``why`` says
@@ -95,6 +148,8 @@ class Impact:
     evaluated: int | None = None
     # Lines of a file of recorded inputs that could not be read (their line numbers).
     skipped: tuple[int, ...] = ()
+    # Triggers over the window, oldest first (``bucket``); empty where not measured.
+    series: tuple[Bucket, ...] = ()
 
     @classmethod
     def unknown(cls, window: str, source: Source, why: str) -> Impact:
@@ -112,7 +167,8 @@ class Impact:
                 "newTotal": self.total(self.new), "recordedTotal": self.total(self.recorded),
                 "evaluated": self.evaluated,
                 "examples": [e.as_dict() for e in self.examples],
-                "skippedLines": list(self.skipped)}
+                "skippedLines": list(self.skipped),
+                "series": [b.as_dict() for b in self.series]}
 
     @classmethod
     def from_dict(cls, data: Any) -> Impact:
@@ -144,7 +200,21 @@ class Impact:
             raise TypeError("impact's skippedLines are line numbers")
         return cls(known, window, Source(str(data.get("source"))), why,
                    _counts(data.get("new")), _counts(data.get("recorded")),
-                   tuple(examples), evaluated, tuple(skipped))
+                   tuple(examples), evaluated, tuple(skipped), _buckets(data.get("series")))
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _buckets(data: Any) -> tuple[Bucket, ...]:
+    if data is None:
+        return ()
+    if not isinstance(data, list) or not all(
+            isinstance(b, dict) and isinstance(b.get("start"), str) and _count(b.get("new"))
+            and (b.get("recorded") is None or _count(b.get("recorded"))) for b in data):
+        raise TypeError("impact's series is [{start, new, recorded}]")
+    return tuple(Bucket(b["start"], b["new"], b.get("recorded")) for b in data)
 
 
 def _counts(data: Any) -> Counts | None:

@@ -11,4 +11,5 @@ loads neither the Markdown nor the graphs:
     documents.py, progress.py, schemas.py, graph.py, linediff.py, html.py, svg.py
                   the other documents, apply's reporters, the JSON Schemas, the graph,
                   line diffs, the plan page and its SVG
+    impactview.py a policy's impact in the comment and on the plan page
 """

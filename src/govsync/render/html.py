@@ -25,6 +25,7 @@ from govsync.plan import Action, Change, DriftKind, Plan
 from govsync.render import linediff
 from govsync.render.codetests import html_section
 from govsync.render.graph import Graph
+from govsync.render.impactview import html_section as impact_section
 from govsync.render.lines import (
     OCCASIONAL,
     ORDER,
@@ -461,6 +462,7 @@ def plan_body(plan: Plan, extra: PlanPage, graph: Graph, *, chosen: Filter | Non
         drawn = graph_section(graph, title="What depends on what", node_url=graph_url)
     return (f'<dl class="facts">{dl}</dl>{summary_table(plan)}{outside_section(plan)}'
             f"{governance_section(plan)}{blocked_section(plan)}{html_section(plan)}"
+            f"{impact_section(plan)}"
             f"{checks_section(plan, extra.errors)}"
             f"{approvals_section(extra.approvals)}{uncertain_section(plan)}"
             f"{changes_section(plan, chosen=chosen, path=path)}{drawn}")

@@ -8,6 +8,7 @@ from govsync.drift import DriftReport
 from govsync.plan import Action, Plan
 from govsync.render.codetests import markdown_section
 from govsync.render.graph import change_graph, legend, mermaid
+from govsync.render.impactview import markdown_section as impact_section
 from govsync.render.lines import (
     OCCASIONAL,
     ORDER,
@@ -66,6 +67,7 @@ def plan_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT, title: str = "govs
     if plan.checks:
         head.append("")
     head += markdown_section(plan)
+    head += impact_section(plan)
     outside = outside_lines(plan, markdown=True)
     if outside:
         head += [f"#### {OUTSIDE_TITLE}", "", f"_{OUTSIDE_NOTE}_", "", "```diff", *outside,

@@ -1,4 +1,5 @@
-"""The dependency graph as SVG, laid out in Python: layers by dependency depth.
+"""The dependency graph as SVG, laid out in Python: layers by dependency depth; and
+small bar charts (a policy's impact over its window, ``bar_chart``).
 
 An object's layer is the length of the longest chain of objects it depends on,
 so every edge points right, from what comes first to what depends on it.  A
@@ -20,6 +21,7 @@ import graphlib
 import html
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -183,3 +185,86 @@ def script_json(value: object) -> str:
     """JSON inside a ``<script type="application/json">``: nothing in it ends the tag."""
     return (json.dumps(value, ensure_ascii=False, separators=(",", ":"))
             .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+
+
+# -- bar charts ----------------------------------------------------------------------------
+
+# The plot's height, the room left of it (the scale) and below it (the labels).
+PLOT_HEIGHT = 120
+AXIS = 44
+FOOT = 22
+# Width of one group of bars: narrow for many (a series over time), wide for few.
+SLOT_MIN, SLOT_MAX, PLOT_WIDTH = 8, 96, 480
+# A label's character is about this wide (11 px, app.css): a group's label is cut to
+# its slot.  A category's label may have two lines ("session\nblock").
+LABEL_PX = 6
+
+
+@dataclass(frozen=True)
+class Bars:
+    """A bar chart: one group of bars for each of ``labels``, one bar in each group for
+    each series (``series``: (name, values), as many values as labels).  ``time``: the
+    labels are RFC 3339 times (a series over a window), of which only the first and the
+    last are written under the plot; else each is written under its group, in at most
+    two lines."""
+
+    title: str
+    labels: Sequence[str]
+    series: tuple[tuple[str, Sequence[int]], ...]
+    time: bool = False
+
+
+def _when(label: str, dates_only: bool) -> str:
+    return label[:10] if dates_only else label[5:16].replace("T", " ")
+
+
+def bar_chart(bars: Bars) -> str:
+    """The chart as a ``<figure>``: an ``<svg role="img">`` named by ``title`` (every
+    bar's value is also its tooltip) and a legend in HTML.  Colours come from app.css
+    (``.chart .series-0``, ``.series-1``); the numbers are in a table beside it on the page."""
+    groups = len(bars.labels)
+    count = max(len(bars.series), 1)
+    slot = max(SLOT_MIN, min(SLOT_MAX, PLOT_WIDTH // max(groups, 1)))
+    width = AXIS + groups * slot + 8
+    top = max((v for _, values in bars.series for v in values), default=0)
+    scale = PLOT_HEIGHT / max(top, 1)
+    base = 8 + PLOT_HEIGHT
+    foot = FOOT if bars.time else FOOT + 13
+    bar = max(2, (slot - 2) // count)
+    rects = []
+    for k, (name, values) in enumerate(bars.series):
+        for g, value in enumerate(values):
+            if value <= 0:
+                continue
+            h = max(1, round(value * scale))
+            x = AXIS + g * slot + 1 + k * bar
+            tip = html.escape(f"{' '.join(bars.labels[g].split())}: {name} {value:,}")
+            rects.append(f'<rect class="series-{k}" x="{x}" y="{base - h}" width="{bar - 1}" '
+                         f'height="{h}"><title>{tip}</title></rect>')
+    texts = [f'<text x="{AXIS - 6}" y="{8 + 4}" text-anchor="end">{top:,}</text>',
+             f'<text x="{AXIS - 6}" y="{base + 4}" text-anchor="end">0</text>']
+    if bars.time and groups:
+        dates_only = all(label[10:19] in ("", "T00:00:00") for label in bars.labels)
+        first, last = bars.labels[0], bars.labels[-1]
+        texts.append(f'<text x="{AXIS}" y="{base + 16}">{html.escape(_when(first, dates_only))}'
+                     "</text>")
+        if groups > 1:
+            texts.append(f'<text x="{AXIS + groups * slot}" y="{base + 16}" '
+                         f'text-anchor="end">{html.escape(_when(last, dates_only))}</text>')
+    else:
+        chars = max(3, slot // LABEL_PX)
+        for g, label in enumerate(bars.labels):
+            for j, line in enumerate(label.split("\n")[:2]):
+                cut = line if len(line) <= chars else line[:chars - 1] + "\u2026"
+                texts.append(f'<text x="{AXIS + g * slot + slot // 2}" y="{base + 16 + 13 * j}" '
+                             f'text-anchor="middle">{html.escape(cut)}</text>')
+    legend = " ".join(f'<span class="key"><span class="swatch series-{k}" aria-hidden="true">'
+                      f"</span>{html.escape(name)}</span>"
+                      for k, (name, _) in enumerate(bars.series))
+    return (f'<figure class="chart"><svg viewBox="0 0 {width} {base + foot}" '
+            f'width="{width}" height="{base + foot}" role="img" '
+            f'aria-label="{html.escape(bars.title)}" xmlns="http://www.w3.org/2000/svg">'
+            f'<line class="axis" x1="{AXIS}" y1="{base}" x2="{AXIS + groups * slot}" '
+            f'y2="{base}"/><line class="grid" x1="{AXIS}" y1="8" x2="{AXIS + groups * slot}" '
+            f'y2="8"/><g class="bars">{"".join(rects)}</g><g class="labels">'
+            f'{"".join(texts)}</g></svg><figcaption>{legend}</figcaption></figure>')
