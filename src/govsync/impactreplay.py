@@ -15,11 +15,22 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from govsync.bounded import BudgetExceeded, prestart, run_bounded
 from govsync.impactfile import Record, Recorded
-from govsync.planning.impact import EXAMPLES, Counts, Example, Impact, Source, Target
+from govsync.planning.impact import (
+    EXAMPLES,
+    Bucket,
+    Counts,
+    Example,
+    Impact,
+    Source,
+    Target,
+    bucket,
+    parse_window,
+)
 from govsync.policycode import replay
 from govsync.policycode.checks import too_large
 
@@ -199,7 +210,22 @@ def one(target: Target, outcomes: Mapping[str, Outcome], recorded: Recorded,
     return Impact(True, window, Source.FILE, why, counts(new.hits, records),
                   counts(before.hits, records) if before is not None else None,
                   examples(new.hits, before.hits if before is not None else (), records),
-                  len(records), recorded.skipped_lines)
+                  len(records), recorded.skipped_lines,
+                  _series(window, new.hits, before.hits if before is not None else None,
+                          records))
+
+
+def _series(window: str, new: Sequence[tuple[int, str]],
+            before: Sequence[tuple[int, str]] | None, records: Sequence[Record]
+            ) -> tuple[Bucket, ...]:
+    """The new and the recorded code's hits over the window ending now (the plan page's
+    chart); none where the whole file was replayed (no window)."""
+    try:
+        over = parse_window(window)
+    except ValueError:
+        return ()
+    return bucket(over, datetime.now(UTC), (records[i].time for i, _ in new),
+                  None if before is None else (records[i].time for i, _ in before))
 
 
 def _unknown(target: Target, recorded: Recorded, window: str, why: str) -> Impact:

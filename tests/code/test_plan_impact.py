@@ -493,6 +493,8 @@ def test_the_endpoints_reports_and_the_replayed_file_agree(tmp_path: Path) -> No
             "impact"]
         replayed = change_of(plan_json(tmp_path, "--impact-from", "rec.jsonl",
                                        endpoint=served.url))["impact"]
+        windowed = change_of(plan_json(tmp_path, "--impact", "1d", "--impact-from",
+                                       "rec.jsonl", endpoint=served.url))["impact"]
     finally:
         served.stop()
     assert reported["known"] is True and reported["source"] == "report", reported
@@ -502,3 +504,11 @@ def test_the_endpoints_reports_and_the_replayed_file_agree(tmp_path: Path) -> No
     assert replayed["new"] == {"session": {"block": 12}, "pre_request": {"rewrite": 6}}
     assert replayed["recorded"] == {"session": {"block": 4}, "pre_request": {"rewrite": 6}}
     assert (reported["new"], reported["recorded"]) == (replayed["new"], replayed["recorded"])
+    # The chart's series: each code's hits over the window, alike from both sources; the
+    # whole file (no window) has none.
+    assert replayed["series"] == []
+    assert windowed["series"] and reported["series"]
+    assert sum(b["new"] for b in reported["series"]) == 18
+    assert sum(b["recorded"] for b in reported["series"]) == 10
+    assert [(b["new"], b["recorded"]) for b in windowed["series"]] == [
+        (b["new"], b["recorded"]) for b in reported["series"]]

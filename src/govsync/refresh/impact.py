@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from govsync.api.catalog import operation
@@ -36,7 +37,16 @@ from govsync.api.client import AsyncClient
 from govsync.api.resource import Objects, Offers
 from govsync.envvars import REPORT_API_KEY
 from govsync.errors import AmbiguousError, ApiError, ForbiddenError, NotFoundError
-from govsync.planning.impact import EXAMPLES, Counts, Example, Impact, Source, Target, Window
+from govsync.planning.impact import (
+    EXAMPLES,
+    Counts,
+    Example,
+    Impact,
+    Source,
+    Target,
+    Window,
+    bucket,
+)
 
 CREATE = operation("CreatePolicyReport")
 GET = operation("GetPolicyReport")
@@ -71,6 +81,8 @@ class Measured(NamedTuple):
     examples: tuple[Example, ...]
     triggered: int
     evaluated: int | None = None
+    # The times of the logs it triggered on (the plan page's chart: Impact.series).
+    times: tuple[str, ...] = ()
 
 
 async def measure(client: AsyncClient, targets: Sequence[Target], window: Window, *,
@@ -113,9 +125,12 @@ class _Run:
             await asyncio.gather(*reports, return_exceptions=True)
             return Impact.unknown(self.window.text, Source.REPORT, exc.why)
         new = measured[0]
-        recorded = (measured[-1].counts if target.recorded is not None else None)
+        was = measured[-1] if target.recorded is not None else None
         return Impact(True, self.window.text, Source.REPORT, new=new.counts,
-                      recorded=recorded, examples=new.examples, evaluated=new.evaluated)
+                      recorded=was.counts if was is not None else None,
+                      examples=new.examples, evaluated=new.evaluated,
+                      series=bucket(self.window, datetime.now(UTC), new.times,
+                                    was.times if was is not None else None))
 
     async def report(self, code: str, policy_id: str | None, *, first: bool) -> Measured:
         """One report of ``code``: created, waited for, read (``first``: and how many
@@ -233,6 +248,7 @@ def count(logs: Sequence[Mapping[str, Any]], policy_id: str | None) -> Measured:
     not an impact."""
     counts: Counts = {}
     examples: list[Example] = []
+    times: list[str] = []
     seen: set[str] = set()
     triggered = 0
     for log in logs:
@@ -248,12 +264,13 @@ def count(logs: Sequence[Mapping[str, Any]], policy_id: str | None) -> Measured:
         actions = counts.setdefault(stage, {})
         actions[action] = actions.get(action, 0) + 1
         triggered += 1
+        times.append(_text(log.get("time")))
         if len(examples) < EXAMPLES:
             given = log.get("input")
             given = given if isinstance(given, Mapping) else {}
             examples.append(Example(_text(log.get("time")), stage, action,
                                     _user(given), _resource(given)))
-    return Measured(counts, tuple(examples), triggered)
+    return Measured(counts, tuple(examples), triggered, times=tuple(times))
 
 
 def _action(log: Mapping[str, Any], policy_id: str | None) -> str:

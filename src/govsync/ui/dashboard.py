@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from govsync import approvals, audit, governance, runtime
+from govsync import approvals, audit, governance, impacts, runtime
 from govsync.approvals import AllowedSigner
 from govsync.commands import planning
 from govsync.errors import ConfigError, GovsyncError, ManifestError, Problem
@@ -117,7 +117,8 @@ def read_environment(name: str, settings: Settings, *, agent: AgentReport | None
         if git:
             view.revision = git["commit"][:12] + (" (with uncommitted changes)"
                                                   if git["dirty"] else "")
-        view.plan = planning.plan(manifests, settings, read_secrets=False, rule_errors=errors)
+        view.plan = planning.plan(manifests, settings, read_secrets=False, rule_errors=errors,
+                                  impact=_impact(selection))
         view.graph = _graph(view.plan, dependency_graph(manifests.objects))
     except ManifestError as exc:
         view.error = (f"{len(exc.problems)} problem(s) in the manifests or the project; "
@@ -145,6 +146,16 @@ def read_environment(name: str, settings: Settings, *, agent: AgentReport | None
         view.revision = agent.revision or view.revision
     view.seconds = time.perf_counter() - start
     return view
+
+
+def _impact(selection: Selection) -> impacts.Request | None:
+    """What the dashboard measures of a policy change's impact: the project's file of
+    recorded inputs replayed, never the endpoint's reports (a page view creates nothing
+    on the server)."""
+    request = impacts.requested(selection.impact)
+    if request is None or request.from_file is None:
+        return None
+    return request._replace(reports=False)
 
 
 def _graph(plan: Plan, graph: Graph) -> Graph:
