@@ -179,6 +179,7 @@ class _Worker:
                     raise BudgetExceeded(records.last, f"more than {records.seconds:g} s")
                 left = min(left, records.deadline - now)
             if _resident(process.pid) > resident:
+                _drain(out, records)  # the step it said it began, before it was stopped
                 self._stop(process)
                 raise BudgetExceeded(records.last,
                                      f"more than {memory // (1024 * 1024)} MiB of memory")
@@ -274,6 +275,15 @@ def _worker(name: str) -> _Worker:
 def _close_all() -> None:
     for worker in list(_WORKERS.values()):
         worker.close()
+
+
+def _drain(out: int, records: _Records) -> None:
+    """What the worker has already written, read without waiting (at most its budget)."""
+    while select.select([out], [], [], 0)[0] and records.size < (64 << 20):
+        chunk = os.read(out, 1 << 20)
+        if not chunk:
+            return
+        records.feed(chunk)
 
 
 def _died(last: str, status: int, memory: int) -> Any:

@@ -479,7 +479,7 @@ def test_the_example_rules_of_init_work(tmp_path: Path, monkeypatch: pytest.Monk
 
     text = scaffold(ci="none")["govsync.yaml"]
     body = "\n".join(ln.replace("# ", "", 1) if ln.startswith(("# ", "#   ")) and (
-        ln.startswith(("# environments", "#   ", "# rules", "# approvals"))) else ln
+        ln.startswith(("# environments", "#   ", "# rules", "# approvals", "# impact"))) else ln
         for ln in text.splitlines())
     monkeypatch.chdir(tmp_path)
     (tmp_path / "govsync.yaml").write_text(body)

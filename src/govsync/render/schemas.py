@@ -148,6 +148,13 @@ def _impact() -> Schema:
             "time": _STR, "stage": _STR, "decision": _STR, "user": _STR_OR_NULL,
             "resource": _STR_OR_NULL})},
         "skippedLines": {"type": "array", "items": _COUNT},
+        "series": {"type": "array", "description": "The triggers over the window (the plan "
+                   "page's chart): each bucket's start, the new code's and the recorded "
+                   "code's counts (null for a created policy); empty where not measured "
+                   "over a window.",
+                   "items": _object({"start": _STR, "new": _COUNT,
+                                     "recorded": {"type": ["integer", "null"],
+                                                  "minimum": 0}})},
     }, required=["known", "why", "window", "source", "new", "recorded"],
         description="A created or code-changed policy's impact over logged traffic (plan "
                     "--impact, --impact-from; only where measured).")
