@@ -14,6 +14,7 @@ that throws or never returns, an engine that crashes or loops is that case's err
 from __future__ import annotations
 
 import fnmatch
+import threading
 import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -126,10 +127,35 @@ def run(manifests: ManifestSet, *, targets: Sequence[str] = (),
     by_policy: dict[str, list[Suite]] = {}
     for suite in suites(manifests, targets):
         by_policy.setdefault(suite.policy.address, []).append(suite)
-    for its in by_policy.values():
-        for suite, case, verdict in _decide([_code(its[0].policy)], its, hooks):
+    groups = list(by_policy.values())
+    for decided in _share_out(groups, hooks):
+        for suite, case, verdict in decided:
             report.outcomes.append(_outcome(suite, case, verdict, manifests, environment))
     return report
+
+
+def _share_out(groups: Sequence[Sequence[Suite]], hooks: Mapping[str, _Hook]
+               ) -> list[list[tuple[Suite, policytest.Case, Verdict]]]:
+    """Each policy's cases decided (in the order of ``groups``), the policies shared out
+    among the workers, one a core, where there are enough cases to be worth it."""
+    from govsync.policycode import sandbox  # the worker's module: where cases run
+
+    names = sandbox.workers(sum(len(s.cases) for its in groups for s in its))
+    found: list[list[tuple[Suite, policytest.Case, Verdict]]] = [[] for _ in groups]
+
+    def work(k: int) -> None:
+        for i in range(k, len(groups), len(names)):
+            its = groups[i]
+            found[i] = _decide([_code(its[0].policy)], its, hooks, names[k])
+
+    threads = [threading.Thread(target=work, args=(k,), name=f"policytests-{k}")
+               for k in range(1, len(names))]
+    for thread in threads:
+        thread.start()
+    work(0)
+    for thread in threads:
+        thread.join()
+    return found
 
 
 def _code(manifest: Manifest) -> str:
@@ -171,8 +197,8 @@ def _trial(case: policytest.Case, reads: Collection[str], hooks: Mapping[str, _H
     return Trial(case.stage.value, case.input, given, run, case.data, case.env, now)
 
 
-def _decide(codes: Sequence[str], its: Sequence[Suite], hooks: Mapping[str, _Hook]
-            ) -> list[tuple[Suite, policytest.Case, Verdict]]:
+def _decide(codes: Sequence[str], its: Sequence[Suite], hooks: Mapping[str, _Hook],
+            worker: str | None = None) -> list[tuple[Suite, policytest.Case, Verdict]]:
     """Every case of ``its`` (one policy's tests) decided by ``codes``, in one worker call."""
     reads = {u.name for code in codes for u in hook_uses(code)}
     clock = time.time_ns()
@@ -181,7 +207,8 @@ def _decide(codes: Sequence[str], its: Sequence[Suite], hooks: Mapping[str, _Hoo
     table = {name: hooks[name].code for name in {n for t in trials for n in t.run}}
     from govsync.policycode import sandbox  # the worker's module: where cases run
 
-    verdicts = sandbox.decide(list(codes), trials, table) if trials else []
+    verdicts = (sandbox.decide(list(codes), trials, table, worker=worker or sandbox.WORKER)
+                if trials else [])
     return [(s, c, v) for (s, c), v in zip(pairs, verdicts, strict=True)]
 
 

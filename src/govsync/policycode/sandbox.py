@@ -219,8 +219,15 @@ def _evaluate_staged(progress: Callable[[str], None], code: str,
     return out
 
 
-def decide(codes: Sequence[str], trials: Sequence[Trial], hooks: Mapping[str, HookCode]
-           ) -> list[Verdict]:
+def workers(count: int) -> list[str]:
+    """The workers to share ``count`` pieces of work among: at least SHARE each, at most
+    one a core (the names ``check`` uses; ``decide``'s ``worker``)."""
+    return [f"{WORKER}-{i}" if i else WORKER
+            for i in range(max(1, min(_cores(), count // SHARE)))]
+
+
+def decide(codes: Sequence[str], trials: Sequence[Trial], hooks: Mapping[str, HookCode],
+           *, worker: str = WORKER) -> list[Verdict]:
     """Every trial (a test case) decided by each of ``codes`` (a policy's new code, and
     the recorded one), its hooks run (``hooks``: each one's module and timeoutMs), in one
     call of the worker: the codes compiled once, each case's hooks in V8 within their
@@ -244,7 +251,7 @@ def decide(codes: Sequence[str], trials: Sequence[Trial], hooks: Mapping[str, Ho
     while len(failed) < len(trials):
         try:
             got = _bounded(_decide, list(codes), list(trials), dict(hooks),
-                           frozenset(failed), seconds=seconds)
+                           frozenset(failed), seconds=seconds, worker=worker)
         except BudgetExceeded as exc:
             index, what = _case_step(exc.last)
             if index is None or index in failed:  # compiling, or no case to name: all
