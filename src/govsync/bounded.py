@@ -462,4 +462,7 @@ if __name__ == "__main__":  # pragma: no cover - the worker
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller's Ctrl-C is the caller's
-    sys.exit(_serve(sys.argv[1:]))
+    try:
+        sys.exit(_serve(sys.argv[1:]))
+    except BrokenPipeError:  # the caller is gone (it ended, or stopped waiting): so are we
+        sys.exit(0)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import faulthandler
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -175,3 +177,29 @@ def test_a_result_that_does_not_pickle_is_said_as_such() -> None:
     with pytest.raises(RuntimeError, match=r"^the bounded work's result function cannot be "
                                            r"sent back \((AttributeError|PicklingError)\)$"):
         run_bounded(unpicklable, seconds=10, memory=64 * MIB)
+
+
+CALLER_GONE = """
+import os, sys, threading, time
+sys.path.insert(0, {here!r})
+from govsync.bounded import run_bounded
+import test_bounded_unit as t
+threading.Thread(target=run_bounded, args=(t.slow_answer,),
+                 kwargs={{"seconds": 30, "memory": 256 << 20}}, daemon=True).start()
+time.sleep(0.5)  # the worker has the work: its caller goes away before the answer
+os._exit(0)
+"""
+
+
+def slow_answer(step: Step) -> bytes:
+    time.sleep(1.5)
+    return b"x" * (1 << 20)  # more than a pipe holds: the write meets the closed end
+
+
+def test_a_worker_whose_caller_is_gone_ends_quietly() -> None:
+    """The embedded server's report workers outlive a command that ends: a worker's
+    answer to a caller gone is dropped without a traceback on the terminal."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    done = subprocess.run([sys.executable, "-c", CALLER_GONE.format(here=here)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr

@@ -124,6 +124,7 @@ def test_the_wheel_installs_and_runs_the_demo(source: tuple[Path, str], tmp_path
     demo = run(["sh", "examples/demo.sh"], cwd=repo,
                 env={"PATH": f"{venv}:{os.environ['PATH']}"})
     assert f"Apply: {N} applied, 0 failed" in demo and "In sync" in demo, demo[-3000:]
+    assert "Traceback" not in demo, demo[-3000:]
 
     # Installed from a local wheel file: init scaffolds, but will not guess the spec.
     out = run([venv / "govsync", "init", tmp_path / "governance"])
