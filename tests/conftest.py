@@ -43,7 +43,8 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
 # first so that no worker begins one while the others are finishing: the suite's wall
 # time is then its work shared out, not its work plus the last long test.
 FIRST = ("tests/workflow/test_packaging.py", "tests/workflow/test_deploy.py",
-         "tests/workflow/test_ci_steps.py")
+         "tests/workflow/test_ci_steps.py", "tests/apply/test_crashes.py",
+         "tests/agent/test_stale_agent.py", "tests/workflow/test_benches.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
