@@ -165,7 +165,9 @@ class _Worker:
         # Resident memory is watched from here too: an engine that reserves its address
         # space in advance (V8 reserves a terabyte as it starts) and fills it later is
         # not seen by the worker's address-space limit.
-        resident = _resident(process.pid) + memory
+        # Its size is taken once it says it has the work (unpickled: the modules that
+        # brings are imported), so what the import costs is not counted as the work's.
+        resident: int | None = None
         records = _Records()
         while True:
             now = time.monotonic()
@@ -178,7 +180,9 @@ class _Worker:
                     self._stop(process)
                     raise BudgetExceeded(records.last, f"more than {records.seconds:g} s")
                 left = min(left, records.deadline - now)
-            if _resident(process.pid) > resident:
+            if resident is None and records.size:
+                resident = _resident(process.pid) + memory
+            if resident is not None and _resident(process.pid) > resident:
                 _drain(out, records)  # the step it said it began, before it was stopped
                 self._stop(process)
                 raise BudgetExceeded(records.last,
@@ -398,6 +402,7 @@ def _one(inner: bytes, fd: int) -> int:  # pragma: no cover - runs in the worker
         return 0
     size = _address_space()
     _limit(size + memory if size else 0)  # no limit where the size cannot be read
+    _send(fd, _STEP, b"")  # the work received: the caller takes its size from here
     try:  # the answer is made under the limit too
         try:
             tag, value = _DONE, work(step, *args)

@@ -203,3 +203,10 @@ def test_a_worker_whose_caller_is_gone_ends_quietly() -> None:
     done = subprocess.run([sys.executable, "-c", CALLER_GONE.format(here=here)],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+
+
+def test_what_importing_the_work_costs_is_not_counted_as_the_works_memory() -> None:
+    # (Its module takes 64 MiB as it is imported in the worker; the work takes none.)
+    from ballast_work import small
+
+    assert run_bounded(small, seconds=30, memory=32 * MIB) == 64
