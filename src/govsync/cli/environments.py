@@ -20,7 +20,7 @@ from govsync.project import Selection
               show_default=True,
               help="text: one name per line, in the project file's order; json: each with "
                    "its workspace, endpoint, state (credentials masked), paths, approvals, "
-                   "the variables holding its keys and its problems.")
+                   "impact settings, the variables holding its keys and its problems.")
 @click.option("--check", is_flag=True,
               help="Check every environment's settings as a job would resolve them: one "
                    "line per missing or contradicting setting (exit 1), naming the variable; "
@@ -49,7 +49,7 @@ def environments_command(selection: Selection, fmt: str, check: bool, strict: bo
       govsync environments --check --read-only
       govsync environments --check --strict    # in CI: a state jobs share
     """
-    from govsync.render.documents import environments_public
+    from govsync.render.documents import environments_public, impact_public
 
     project = selection.project
     approvals = project.approvals if project is not None else None
@@ -82,8 +82,12 @@ def environments_command(selection: Selection, fmt: str, check: bool, strict: bo
                     else 0),
                 "problems": r.problems, "warnings": r.warnings,
                 # A CI job's repository-wide values that are not for this environment.
-                "contradicting": r.contradicting})
-        echo_json(environments_public(project.file if project else None, rows))
+                "contradicting": r.contradicting,
+                # What its plans measure of a policy change's impact (the CI templates
+                # replay `from` where no report key is set).
+                "impact": impact_public(chosen.impact)})
+        echo_json(environments_public(project.file if project else None, rows,
+                                      impact_public(selection.impact)))
         return
     for r in resolved:
         click.echo(r.name)

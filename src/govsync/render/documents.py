@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from govsync import paths
 from govsync.api.catalog import BY_NAME
@@ -22,6 +22,9 @@ from govsync.render.lines import created_lines
 from govsync.render.text import plan_text
 from govsync.state import Snapshot
 from govsync.values import PlannedSecret, Ref
+
+if TYPE_CHECKING:
+    from govsync.impactconfig import ImpactSettings
 
 
 def dumps(document: Mapping[str, Any]) -> str:
@@ -64,13 +67,25 @@ def state_list_public(snapshot: Snapshot) -> dict[str, Any]:
     }
 
 
-def environments_public(project: str | None, rows: list[dict[str, Any]]) -> dict[str, Any]:
+def environments_public(project: str | None, rows: list[dict[str, Any]],
+                        impact: dict[str, Any] | None = None) -> dict[str, Any]:
     """``govsync environments --format json``: every environment, resolved (no secret:
-    URLs are masked)."""
+    URLs are masked); ``impact``: the project's own impact settings (``impact_public``),
+    what a project without environments plans with."""
 
-    return {"formatVersion": FORMAT_VERSION, "project": project, "environments": [
-        {**row, "endpoint": url(row["endpoint"]) if row["endpoint"] else None,
-         "state": url(row["state"]) if row["state"] else None} for row in rows]}
+    return {"formatVersion": FORMAT_VERSION, "project": project, "impact": impact,
+            "environments": [
+                {**row, "endpoint": url(row["endpoint"]) if row["endpoint"] else None,
+                 "state": url(row["state"]) if row["state"] else None} for row in rows]}
+
+
+def impact_public(settings: ImpactSettings | None) -> dict[str, Any] | None:
+    """``impact:`` of a project or an environment as its file says it (None: not set)."""
+    if settings is None:
+        return None
+    return {"window": settings.window.text if settings.window is not None else None,
+            "logQuery": settings.log_query, "timeout": settings.timeout,
+            "from": settings.from_file}
 
 
 def state_history_public(workspace: str, records: list[dict[str, Any]]) -> dict[str, Any]:
