@@ -137,11 +137,12 @@ def test_a_govsync_error_of_the_work_keeps_its_message() -> None:
 def test_a_deadline_names_the_last_step_and_ends_the_child() -> None:
     started = time.monotonic()
     with pytest.raises(BudgetExceeded) as info:
-        run_bounded(sleeps, seconds=0.3, memory=64 * MIB)
+        # (2 s: a worker started afresh under a loaded machine reaches its step in time)
+        run_bounded(sleeps, seconds=2, memory=64 * MIB)
     assert time.monotonic() - started < 5
     name, pid = info.value.last.split()
-    assert (name, info.value.why) == ("sleeping", "more than 0.3 s")
-    assert str(info.value) == f"more than 0.3 s (in sleeping {pid})"
+    assert (name, info.value.why) == ("sleeping", "more than 2 s")
+    assert str(info.value) == f"more than 2 s (in sleeping {pid})"
     with pytest.raises(ProcessLookupError):  # killed and reaped
         os.kill(int(pid), 0)
     assert run_bounded(echo, "next", seconds=10, memory=64 * MIB) == "next"  # a new worker
