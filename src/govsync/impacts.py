@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -43,6 +44,28 @@ WHOLE_FILE = "all recorded"
 Measure = Callable[[Sequence[Target]], dict[str, Impact]]
 
 
+class Kept:
+    """Reports' impacts kept across an agent's cycles (one per environment, as its
+    ``Offers``): a policy change the agent holds back (approvals, a freeze, a pause) is
+    measured once, not with a new report every cycle; measured again once its code, its
+    recorded code, the window or the log query changes, or after ``seconds``."""
+
+    def __init__(self, seconds: float = 3600.0) -> None:
+        self.seconds = seconds
+        self._kept: dict[tuple[Target, str, str | None], tuple[float, Impact]] = {}
+
+    def get(self, target: Target, window: str, log_query: str | None) -> Impact | None:
+        found = self._kept.get((target, window, log_query))
+        if found is None or time.monotonic() - found[0] > self.seconds:
+            return None
+        return found[1]
+
+    def put(self, target: Target, window: str, log_query: str | None,
+            impact: Impact) -> None:
+        if impact.known:  # what could not be measured is asked again
+            self._kept[(target, window, log_query)] = (time.monotonic(), impact)
+
+
 class Request(NamedTuple):
     """What a plan measures: over ``window`` (None: a file's every record), with the
     endpoint's reports (``reports``) and, where they are not available, or alone, the
@@ -54,6 +77,8 @@ class Request(NamedTuple):
     log_query: str | None = None
     timeout: float = DEFAULT_TIMEOUT
     origin: str = ""
+    # Reports' impacts kept from an earlier measurement (the agent's, per environment).
+    kept: Kept | None = None
 
     @property
     def window_text(self) -> str:
@@ -188,21 +213,29 @@ class Measuring:
         if not self._settings.endpoint:
             return self._unknown(chosen, text, "no endpoint: impact reports are the "
                                                "endpoint's")
+        kept, query = self.request.kept, self.request.log_query
+        had = {t.address: i for t in chosen
+               if kept is not None and (i := kept.get(t, text, query)) is not None}
+        asking = [t for t in chosen if t.address not in had]
+        if not asking:
+            return had
         from govsync.refresh import impact as reports  # asyncio: where reports are asked
 
         async def ask() -> dict[str, Impact]:
             async with runtime.report_client(self._settings) as client:
-                return await reports.measure(client, list(chosen), window,
-                                             log_query=self.request.log_query,
+                return await reports.measure(client, asking, window, log_query=query,
                                              timeout=self.request.timeout,
                                              offers=self._offers)
 
         try:
             found = runtime.run(ask())
         except GovsyncError as exc:
-            return self._unknown(chosen, text, str(exc))
-        return {t.address: found.get(t.address) or Impact.unknown(
-            text, Source.REPORT, "no report was made for it") for t in chosen}
+            return {**had, **self._unknown(asking, text, str(exc))}
+        for target in asking:
+            if kept is not None and target.address in found:
+                kept.put(target, text, query, found[target.address])
+        return {**had, **{t.address: found.get(t.address) or Impact.unknown(
+            text, Source.REPORT, "no report was made for it") for t in asking}}
 
     @staticmethod
     def _unknown(chosen: Sequence[Target], window: str, why: str) -> dict[str, Impact]:

@@ -9,6 +9,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from govsync import project
@@ -92,3 +93,30 @@ def test_the_agent_measures_impact_before_its_automatic_apply(
     assert message.payload()["impact"] == cycle.impact
     assert "Policy/analysts decides 3 (new) of 10 logged requests other than allow" \
         in message.text()
+
+
+def reports(url: str) -> int:
+    answer = httpx.get(f"{url}/_govsync/objects", headers={"X-API-KEY": KEY}, timeout=10)
+    return len(answer.json().get("PolicyReport", []))
+
+
+def test_a_change_held_back_is_reported_on_once_not_every_cycle(
+        tmp_path: Path, server: Served, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A policy change the agent holds back (here a freeze window) is measured by the
+    endpoint's reports once; later cycles reuse it, until its code changes."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "manifests").mkdir()
+    (tmp_path / "manifests" / "policy.yaml").write_text(POLICY)
+    (tmp_path / "govsync.yaml").write_text(
+        "apiVersion: govsync/v1\nkind: Project\npaths: [manifests/]\nagent: {autoApply: true}\n"
+        "environments:\n  staging:\n    impact: {window: 7d}\n")
+    held = target(tmp_path, server.url, "staging")
+    for _ in range(3):
+        cycle = run(held, revision="r1", paused=None, frozen="release")
+        assert cycle.applied is None and cycle.impact[0]["known"] is True, cycle.reason
+        assert cycle.impact[0]["source"] == "report"
+    assert reports(server.url) == 1
+    (tmp_path / "manifests" / "policy.yaml").write_text(POLICY.replace("analysts\" in",
+                                                                       "contractors\" in"))
+    cycle = run(held, revision="r2", paused=None, frozen="release")
+    assert cycle.impact[0]["known"] is True and reports(server.url) == 2

@@ -87,6 +87,9 @@ class Target:
     # loop hands each round's target the one before): a refresh whose endpoint lacked
     # the reads sends its Gets only after its probe, not each cycle beside it.
     offers: Offers = field(default_factory=Offers, compare=False)
+    # Impact reports measured in earlier cycles, kept the same way: a change held back
+    # (approvals, a freeze, a pause) is not reported on again every cycle.
+    kept: impacts.Kept = field(default_factory=impacts.Kept, compare=False)
 
     @property
     def workspace(self) -> str:
@@ -215,9 +218,10 @@ def _plan(cycle: Cycle, manifests: ManifestSet, target: Target) -> Plan:
     # Impact, where the environment asks for it and applies automatically: measured with
     # the plan, before the apply, and said in the status and the notifications (an
     # environment applied by hand is measured by its pull request's plan).
+    request = (impacts.requested(target.settings.selection.impact)
+               if target.agent.auto_apply else None)
     found = planned(manifests, target.settings, target.offers,
-                    impacts.requested(target.settings.selection.impact)
-                    if target.agent.auto_apply else None)
+                    request._replace(kept=target.kept) if request is not None else None)
     plan, errors = found.plan, found.rule_errors
     holder = str(found.running) if found.running is not None else ""
     cycle.status, cycle.reason = status_of(plan, len(errors), holder, "")

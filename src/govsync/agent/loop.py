@@ -231,8 +231,12 @@ class Agent:
             for name, target in targets.items():
                 known = self.known.setdefault(name, Known(target))
                 # A new round's target, with what the environment's endpoint was found
-                # to offer in the rounds before.
-                known.target = dataclasses.replace(target, offers=known.target.offers)
+                # to offer in the rounds before, and the impact reports it measured there
+                # (not where a commit moved the environment to another endpoint).
+                same = known.target.settings.endpoint == target.settings.endpoint
+                known.target = dataclasses.replace(
+                    target, offers=known.target.offers,
+                    kept=known.target.kept if same else target.kept)
                 self.notifications.check(target)
         for name in targets:
             if self.stopping.is_set():
