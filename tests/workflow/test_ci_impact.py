@@ -13,16 +13,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
-from test_ci_steps import CI, VIEWER, GitHubJob, GitLabJob, ok
-from workflowkit import KEY, Server
-
-from govsync.cli import cli
-from govsync.init import INSTALL_SPEC_ENV
+from test_ci_steps import CI, VIEWER, GitHubJob, GitLabJob, initialised, ok
+from workflowkit import KEY
 
 pytestmark = pytest.mark.slow
 
-SPEC = "govsync[postgres] @ git+https://git.example.com/govsync.git@" + "cd" * 20
 REPORT_KEY = "ci-impact-report-key-77c1"
 # A week of recorded inputs: writes without a ticket (blocked by the template's
 # Policy/writes-need-ticket), reads (allowed), and one broken line.
@@ -35,15 +30,7 @@ RECORDS = "".join(
 
 @pytest.fixture
 def ci(tmp_path: Path) -> Iterator[CI]:
-    repo = tmp_path / "repo"
-    for which in ("github", "gitlab"):
-        result = CliRunner().invoke(cli, ["init", str(repo), "--ci", which, "--force"],
-                                    env={INSTALL_SPEC_ENV: SPEC})
-        assert result.exit_code == 0, result.output
-    servers = {env: Server(tmp_path, f"api-{env}", flags=["--viewer-key", VIEWER],
-                           seed=repo / "local-seed.yaml") for env in ("staging", "prod")}
-    for server in servers.values():
-        server.start()
+    repo, servers = initialised(tmp_path)
     project = (repo / "govsync.yaml").read_text()
     project = project.replace(
         "  staging:\n    paths: [manifests/]",

@@ -135,10 +135,9 @@ def ok(proc: subprocess.CompletedProcess[str], code: int = 0) -> str:
     return proc.stdout + proc.stderr
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def ci(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[CI]:
-    if shutil.which("ssh-keygen") is None:
-        pytest.skip("ssh-keygen is not installed")
+def initialised(tmp_path: Path) -> tuple[Path, dict[str, Server]]:
+    """A repository as `govsync init` writes it for both CIs, and a reference server for
+    each of its two environments (with a viewer key), started."""
     repo = tmp_path / "repo"
     for which in ("github", "gitlab"):
         result = CliRunner().invoke(cli, ["init", str(repo), "--ci", which, "--force"],
@@ -148,6 +147,14 @@ def ci(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[CI]:
                            seed=repo / "local-seed.yaml") for env in ("staging", "prod")}
     for server in servers.values():
         server.start()
+    return repo, servers
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def ci(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[CI]:
+    if shutil.which("ssh-keygen") is None:
+        pytest.skip("ssh-keygen is not installed")
+    repo, servers = initialised(tmp_path)
     # What a team adds to what init wrote: endpoints, a prod patch, a rule, approvals.
     project = (repo / "govsync.yaml").read_text()
     project = project.replace(
