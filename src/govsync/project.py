@@ -491,13 +491,16 @@ class Selection:
     def outside(self, root: str, also: tuple[str | None, ...] = ()) -> str:
         """Why this selection would read a file outside ``root`` (an agent's checkout),
         naming the first such path; '' when it reads none.  What it reads: its manifest
-        paths, the project file, the allowed-signers file and ``also`` (the agent's
-        plans folder), each with its symbolic links followed."""
+        paths, the project file, the allowed-signers file, impact's file of recorded
+        inputs and ``also`` (the agent's plans folder), each with its symbolic links
+        followed."""
         read: list[str | None] = list(self.paths(()))
         if self.project is not None:
             read.append(self.project.file)
             if self.project.approvals is not None:
                 read.append(self.project.approvals.allowed_signers)
+        if self.impact is not None:
+            read.append(self.impact.from_file)
         for path in (*read, *also):
             if path and not inside(path, root):
                 return (f"{path} is outside the agent's checkout {root} (an absolute or "

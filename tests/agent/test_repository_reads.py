@@ -184,3 +184,22 @@ def test_the_dashboard_shows_no_allowed_signers_from_outside_the_checkout(
     repo.commit({"manifests/hooks.yaml": hooks(["a"])})
     for text in dashboard(repo, tmp_path / "run"):
         assert "outsider@example.com" not in text
+
+
+@pytest.mark.parametrize("recorded", ["../../outside/recorded.jsonl", "{outside}/recorded.jsonl"])
+def test_an_impact_file_outside_the_checkout_is_refused(
+        tmp_path: Path, outside: Path, recorded: str) -> None:
+    """``impact: {from: ...}`` is read by the agent's plan: a commit may not point it out
+    of the checkout."""
+    (outside / "recorded.jsonl").write_text('{"time": "2026-11-20T09:00:00Z", '
+                                            '"stage": "session", "input": {}}\n')
+    project = ONE.format(paths="[manifests/]").replace(
+        "    agent: {autoApply: true}\n",
+        "    agent: {autoApply: true}\n    impact: {from: "
+        + recorded.format(outside=outside) + "}\n")
+    repo = Repo(tmp_path / "repo", project)
+    repo.commit({"manifests/hooks.yaml": hooks(["h1"])})
+    done = once(repo, tmp_path / "run")
+    assert done.exit_code == 1, done.output
+    assert "outside the agent's checkout" in done.output, done.output
+    assert "recorded.jsonl" in done.output.split("staging: Error", 1)[1]
