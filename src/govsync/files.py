@@ -10,6 +10,7 @@ import os
 import re
 import stat
 from collections.abc import Mapping, Sequence
+from typing import BinaryIO
 
 import yaml
 
@@ -170,6 +171,21 @@ class Unreadable(Exception):
     """A file that must not or cannot be read; the message says why (no path in it)."""
 
 
+def open_regular(path: str) -> BinaryIO:
+    """The regular file at ``path`` opened for reading (a symbolic link to one is
+    followed), without blocking and checked after opening: a FIFO, a socket or a device
+    put in its place is refused by name (``Unreadable``), never waited on."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise Unreadable(f"cannot read it: {exc.strerror}") from exc
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise Unreadable(f"it is {_what(mode)}, not a regular file: refusing to read it")
+    return os.fdopen(fd, "rb")
+
+
 def read_regular(path: str, limit: int) -> bytes:
     """The bytes of the regular file at ``path`` (a symbolic link to one is followed).
 
@@ -177,14 +193,7 @@ def read_regular(path: str, limit: int) -> bytes:
     or a device put in its place can never hang the reader: each is refused
     by name.  ``Unreadable`` when it is not a regular file, cannot be read,
     or is larger than ``limit`` bytes."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError as exc:
-        raise Unreadable(f"cannot read it: {exc.strerror}") from exc
-    with os.fdopen(fd, "rb") as fh:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise Unreadable(f"it is {_what(mode)}, not a regular file: refusing to read it")
+    with open_regular(path) as fh:
         try:
             data = fh.read(limit + 1)
         except OSError as exc:

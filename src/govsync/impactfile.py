@@ -11,10 +11,11 @@ traceback or all of the memory.
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from govsync.files import display_path
+from govsync.files import Unreadable, display_path, open_regular
 from govsync.planning.impact import Window
 from govsync.policycode import ACTIONS
 
@@ -58,14 +59,12 @@ class Recorded(NamedTuple):
 def read(path: str, window: Window | None = None, now: datetime | None = None) -> Recorded:
     """The records of ``path`` (those in ``window`` ending ``now``, where given)."""
     shown = display_path(path)
-    try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed below
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return Recorded(shown, [], error=f"{shown} does not exist")
-    except IsADirectoryError:
-        return Recorded(shown, [], error=f"{shown} is a folder, not a file of recorded inputs")
-    except OSError as exc:
-        return Recorded(shown, [], error=f"{shown} cannot be read ({exc.strerror})")
+    try:  # a FIFO, a socket or a device in its place is refused, never waited on
+        handle = open_regular(path)
+    except Unreadable as exc:
+        return Recorded(shown, [], error=f"{shown} cannot be used: {exc}")
     with handle:
         try:
             head = handle.read(_PROBE)

@@ -9,6 +9,7 @@ be applied first."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -196,11 +197,17 @@ def test_a_broken_line_is_named_and_the_rest_counted(tmp_path: Path) -> None:
 @pytest.mark.parametrize("content, why", [
     (None, "missing.jsonl does not exist"),
     (b"\x00\x01\x02PK\x03\x04" * 100, "is binary, not JSON lines"),
+    ("fifo", "is a FIFO (named pipe), not a regular file"),  # refused, never waited on
+    ("folder", "is a directory, not a regular file"),
 ])
 def test_a_file_that_cannot_be_read_leaves_impact_unknown_and_the_plan_made(
-        tmp_path: Path, content: bytes | None, why: str) -> None:
+        tmp_path: Path, content: bytes | str | None, why: str) -> None:
     write(tmp_path)
-    if content is not None:
+    if content == "fifo":
+        os.mkfifo(tmp_path / "missing.jsonl")
+    elif content == "folder":
+        (tmp_path / "missing.jsonl").mkdir()
+    elif isinstance(content, bytes):
         (tmp_path / "missing.jsonl").write_bytes(content)
     plan = plan_json(tmp_path, "--impact-from", "missing.jsonl")
     impact = change_of(plan)["impact"]
