@@ -97,8 +97,9 @@ def path(op: str) -> str:
     return BY_NAME[op].path
 
 
-def make_app(seed: dict[str, Any] | None = SEED, **kw: Any) -> tuple[Any, Store]:
-    store = Store()
+def make_app(seed: dict[str, Any] | None = SEED, *, store: Store | None = None,
+             **kw: Any) -> tuple[Any, Store]:
+    store = Store() if store is None else store
     if seed:
         store.load_seed(seed)
     kw.setdefault("api_keys", [KEY])

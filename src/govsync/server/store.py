@@ -22,7 +22,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -190,14 +190,18 @@ class Store:
 
     def __init__(self, path: str | Path = ":memory:") -> None:
         self.path = str(path)
-        # One connection for the process; the lock makes it safe for the test
-        # client, which runs the app in a thread of its own.
+        # The lock makes the store safe for the test client, which runs the app in a
+        # thread of its own.
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        # Every read is served from memory; a database file (``--db``) is where the
+        # objects are kept across restarts, written through.  In memory, nothing is.
+        self._db: sqlite3.Connection | None = None
         if self.path != ":memory:":
+            self._db = sqlite3.connect(self.path, check_same_thread=False,
+                                       isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
         self._objects: dict[str, dict[str, JsonObject]] = {}
         self._keys: dict[str, dict[str, str]] = {}
         # Bumped on every write of a kind: list caches compare it.
@@ -205,9 +209,9 @@ class Store:
         self._seq = 0
         # Closed (``close``): what still runs beside the requests (a report) stores nothing.
         self.closed = False
-        for kind, id_, key, seq, body in self._db.execute(
-            "SELECT kind, id, key, seq, body FROM objects ORDER BY seq"
-        ):
+        stored = () if self._db is None else self._db.execute(
+            "SELECT kind, id, key, seq, body FROM objects ORDER BY seq")
+        for kind, id_, key, seq, body in stored:
             self._remember(kind, id_, key, json.loads(body))
             self._seq = max(self._seq, seq)
 
@@ -246,24 +250,32 @@ class Store:
             rows = []
             for id_, body, key in items:
                 self._seq += 1
-                rows.append((kind, id_, key, self._seq, _dumps(body)))
-            if len(rows) == 1:
-                self._db.execute(_UPSERT, rows[0])  # autocommit: its own transaction
-            else:
-                self._db.execute("BEGIN")
-                try:
-                    self._db.executemany(_UPSERT, rows)
-                    self._db.execute("COMMIT")
-                except BaseException:
-                    self._db.execute("ROLLBACK")
-                    raise
+                rows.append((kind, id_, key, self._seq, body))
+            if self._db is not None:
+                self._write(rows)
             for id_, body, key in items:
                 self._remember(kind, id_, key, body)
+
+    def _write(self, rows: Sequence[tuple[str, str, str | None, int, JsonObject]]) -> None:
+        """Rows written to the database file, in one transaction."""
+        assert self._db is not None
+        dumped = [(*row[:4], _dumps(row[4])) for row in rows]
+        if len(dumped) == 1:
+            self._db.execute(_UPSERT, dumped[0])  # autocommit: its own transaction
+            return
+        self._db.execute("BEGIN")
+        try:
+            self._db.executemany(_UPSERT, dumped)
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
 
     def delete(self, kind: str, id_: str) -> None:
         """Remove one object and commit (nothing when there is none)."""
         with self._lock:
-            self._db.execute("DELETE FROM objects WHERE kind = ? AND id = ?", (kind, id_))
+            if self._db is not None:
+                self._db.execute("DELETE FROM objects WHERE kind = ? AND id = ?", (kind, id_))
             self._objects.get(kind, {}).pop(id_, None)
             keys = self._keys.get(kind, {})
             for key in [k for k, v in keys.items() if v == id_]:
@@ -327,7 +339,8 @@ class Store:
     def close(self) -> None:
         with self._lock:
             self.closed = True
-            self._db.close()
+            if self._db is not None:
+                self._db.close()
 
 
 def _jsonable(value: Any) -> Any:
