@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from plan_helpers import Gov
 
 from govsync.manifests import load as validate
+from govsync.manifests.yamlio import STR, core_tag
 from govsync.state import Entry
 from govsync.state.sqlite import SqliteStore
 from govsync.values import Ref
@@ -87,12 +88,24 @@ def layout(draw: st.DrawFn, docs: list[dict[str, Any]]) -> list[tuple[str, list[
     return [(name, ordered[bounds[i]:bounds[i + 1]]) for i, name in enumerate(names)]
 
 
+class Dumper(yaml.SafeDumper):
+    """PyYAML's writer (YAML 1.1), quoting a string that YAML 1.2's core schema, as
+    govsync reads manifests, takes for another type: ``09`` is a string in 1.1 (no
+    octal) and the integer 9 in 1.2."""
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        tag = super().resolve(kind, value, implicit)
+        if kind is yaml.ScalarNode and implicit[0] and tag == STR:
+            return core_tag(value)
+        return tag
+
+
 def write(root: Path, files: list[tuple[str, list[dict[str, Any]]]]) -> Path:
     root.mkdir()
     for name, docs in files:
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        text = "---\n".join(yaml.safe_dump(d, sort_keys=False, allow_unicode=True) for d in docs)
+        text = "---\n".join(yaml.dump(d, Dumper=Dumper, sort_keys=False, allow_unicode=True) for d in docs)
         path.write_text("# generated\n" + text, encoding="utf-8")
     return root
 

@@ -360,11 +360,13 @@ def test_replace_all_keeps_lineage_and_key_when_not_given(store: StateStore, ws:
 
 def test_ids_another_workspace_records(backend: Harness, store: StateStore) -> None:
     prod, staging = backend.workspace(), backend.workspace()
-    store.put_many(prod, [entry("Space/a"), entry("Space/b")])
-    store.put(staging, entry("Space/c"))
-    ids = ["id-space/a", "id-space/c", "id-nowhere", *(f"id-{i}" for i in range(1200))]
-    assert store.recorded_elsewhere(staging, ids) == {"id-space/a": (prod, "Space/a")}
-    assert store.recorded_elsewhere(prod, ids) == {"id-space/c": (staging, "Space/c")}
+    # Addresses (and so ids) of this test's own: a shared database holds other tests'.
+    a, b, c = (f"Space/{prod}-{x}" for x in "abc")
+    store.put_many(prod, [entry(a), entry(b)])
+    store.put(staging, entry(c))
+    ids = [entry(a).id, entry(c).id, "id-nowhere", *(f"id-{prod}-{i}" for i in range(1200))]
+    assert store.recorded_elsewhere(staging, ids) == {entry(a).id: (prod, a)}
+    assert store.recorded_elsewhere(prod, ids) == {entry(c).id: (staging, c)}
     assert store.recorded_elsewhere(prod, []) == {}
 
 
