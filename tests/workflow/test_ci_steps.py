@@ -6,9 +6,11 @@ runs with bash (``-eo pipefail``, as both CIs do) in a repository made by
 ``govsync init`` and then given what a team gives it: two environments on two
 API servers, a patch for prod, a prod rule and two signed approvals for prod,
 with the variables each job gets: the pull-request jobs only the viewer key
-and the state's read-only role (a real PostgreSQL role made with the GRANTs
-``govsync state readonly-role`` prints, where PostgreSQL is available), the
-apply jobs their environment's key and owner credentials.  ``pip`` is a stub
+and the state's read-only role, the apply jobs their environment's key and
+owner credentials.  The GitHub jobs keep their state in PostgreSQL (the
+read-only role a real one, made with the GRANTs ``govsync state readonly-role``
+prints), the GitLab jobs and the action in SQLite: a template's steps do not
+depend on the backend, and each backend is met by both kinds of job.  ``pip`` is a stub
 that records what it was asked to install (installing for real is
 test_packaging's business); the GitLab API is a stub server that knows one
 merged merge request.  The JavaScript steps (comments, downloads) are GitHub's
@@ -150,7 +152,13 @@ def initialised(tmp_path: Path) -> tuple[Path, dict[str, Server]]:
     return repo, servers
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def on(backend: str) -> pytest.MarkDecorator:
+    """A test of the ``ci`` fixture with its state in ``backend`` (sqlite, postgres)."""
+    return pytest.mark.parametrize("ci", [pytest.param(backend, marks=(
+        [pytest.mark.postgres] if backend == "postgres" else []))], indirect=True)
+
+
+@pytest.fixture
 def ci(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[CI]:
     if shutil.which("ssh-keygen") is None:
         pytest.skip("ssh-keygen is not installed")
@@ -221,6 +229,7 @@ class GitHubJob:
         return dict(line.split("=", 1) for line in lines)
 
 
+@on("postgres")
 def test_github_jobs(ci: CI) -> None:
     workflow = yaml.safe_load((ci.repo / ".github/workflows/govsync.yml").read_text())
     # A team's typical settings: a repository-wide GOVSYNC_ENDPOINT beside the
@@ -403,6 +412,7 @@ class GitLabJob:
         return self.ci.bash(self.script, {**self.env, **env})
 
 
+@on("sqlite")
 def test_gitlab_jobs(ci: CI, gitlab: StubGitLab) -> None:
     pipeline = yaml.safe_load((ci.repo / ".gitlab-ci.yml").read_text())
     # A project-wide GOVSYNC_ENDPOINT beside the environments' own (issue 34).
@@ -469,6 +479,7 @@ def test_gitlab_jobs(ci: CI, gitlab: StubGitLab) -> None:
 # -- action.yml ------------------------------------------------------------------------
 
 
+@on("sqlite")
 def test_the_action_runs_the_environments_paths_and_commands_of_several_words(
         ci: CI) -> None:
     """Issue 23: `command: state list` was one word; the default paths replaced the

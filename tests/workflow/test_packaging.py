@@ -26,13 +26,12 @@ import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 import zipfile
 from pathlib import Path
 
 import pytest
 import yaml
-from workflowkit import git, git_env
+from workflowkit import fresh_venv, git, git_env
 
 from govsync import __version__
 from govsync.init import MISSING_SPEC_LINE, REQUIREMENTS
@@ -55,20 +54,6 @@ def run(args: list[str | Path], cwd: Path | None = None, env: dict[str, str] | N
     assert proc.returncode == 0, (
         f"{' '.join(map(str, args))} -> exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc.stdout + proc.stderr
-
-
-def fresh_venv(path: Path) -> Path:
-    """A virtual environment with this one's third-party packages (not govsync): its bin/."""
-    run([sys.executable, "-m", "venv", "--without-pip", path])
-    [site] = (path / "lib").glob("python*/site-packages")
-    ours = Path(sysconfig.get_paths()["purelib"])
-    for entry in ours.iterdir():
-        name = entry.name.lower()
-        if name.startswith(("govsync", "__editable__", "_virtualenv", "__pycache__")) or (
-                name.endswith(".pth")):
-            continue
-        (site / entry.name).symlink_to(entry)
-    return path / "bin"
 
 
 def pip_install(venv_bin: Path, *args: str | Path) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -21,8 +22,8 @@ pytest.register_assert_rewrite("applykit")
 
 from applykit import KEY, Background, Govsync, Run, Server, object_id  # noqa: E402
 
-__all__ = ["KEY", "Background", "Govsync", "Run", "Server", "applying", "git", "git_env",
-           "object_id"]
+__all__ = ["KEY", "Background", "Govsync", "Run", "Server", "applying", "fresh_venv", "git",
+           "git_env", "object_id"]
 
 
 def git_env() -> dict[str, str]:
@@ -45,3 +46,21 @@ def git(repo: Path, *args: str) -> str:
 def applying(line: str) -> bool:
     """The line an apply prints (to stderr) once it holds the lock and starts sending."""
     return line.startswith("Applying ")
+
+
+def fresh_venv(path: Path) -> Path:
+    """A new virtual environment (no pip of its own) that sees this one's third-party
+    packages, a link to each, govsync's own left out: an install into it resolves the
+    declared dependencies against them (``pip check`` proves them satisfied) and
+    downloads nothing but a build's setuptools.  Its bin/."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True,
+                   capture_output=True, timeout=120)
+    [site] = (path / "lib").glob("python*/site-packages")
+    ours = Path(sysconfig.get_paths()["purelib"])
+    for entry in ours.iterdir():
+        name = entry.name.lower()
+        if name.startswith(("govsync", "__editable__", "_virtualenv", "__pycache__")) or (
+                name.endswith(".pth")):
+            continue
+        (site / entry.name).symlink_to(entry)
+    return path / "bin"
