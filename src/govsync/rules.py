@@ -70,7 +70,7 @@ MATCH_KEYS = ("kinds", "environments")
 PRELOAD = ("govsync.ruleeval", "cel_expr_python.cel")
 
 __all__ = ["VARIABLES", "Compiled", "Rule", "RuleFindings", "Severity", "Subject",
-           "check_manifests", "check_sent", "compile_rules", "evaluate", "parse"]
+           "check_manifests", "check_sent", "compile_rules", "evaluate", "parse", "warm"]
 
 # -- reading the project file's `rules:` ----------------------------------------------
 
@@ -138,9 +138,14 @@ def parse(value: Any, file: str, locate: Locate, report: Report,
         rules.append(Rule(name, expression, message, Severity(severity),
                           kinds if isinstance(kinds, tuple) else None,
                           envs if isinstance(envs, tuple) else None, file, line, col))
-    if rules:  # the evaluator starts while the manifests are read
-        prestart(PRELOAD)
     return tuple(rules)
+
+
+def warm() -> None:
+    """Start the evaluator now: a command that will evaluate rules calls it before it
+    reads the manifests, and the evaluation finds it ready.  (Parsing the project file
+    does not: most commands that read it evaluate no rule.)"""
+    prestart(PRELOAD)
 
 
 def _match(value: Any, at: tuple[Any, ...], name: str, report: Report, *,

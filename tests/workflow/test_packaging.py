@@ -121,7 +121,9 @@ def test_the_wheel_installs_and_runs_the_demo(source: tuple[Path, str], tmp_path
 def test_the_spec_init_writes_installs_the_same_commit(source: tuple[Path, str],
                                                        tmp_path: Path) -> None:
     repo, commit = source
-    url = f"git+{repo.as_uri()}@{commit}"
+    # The URL as init writes it back (file://localhost): the reader's install below
+    # finds the wheel built of that commit in pip's cache, as a second runner would.
+    url = f"git+file://localhost{repo}@{commit}"
     writer = fresh_venv(tmp_path / "writer")
     pip_install(writer, url)
     assert direct_url(writer)["vcs_info"] == {"vcs": "git", "commit_id": commit,

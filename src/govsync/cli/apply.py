@@ -158,7 +158,7 @@ def _source(paths: tuple[str, ...], settings: Settings, saved_plan: bool,
         saved = planfile.read(paths[0])
         return saved_plan_settings(settings, saved.plan, paths[0]), Saved(saved)
     require_environment(settings.selection, "plan")
-    manifests = load(paths, settings.selection)
+    manifests = load(paths, settings.selection, rules=True)
     if reviewed is not None:
         return settings, Reviewed(manifests, reviewed)
     return settings, Manifests(manifests)

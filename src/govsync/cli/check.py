@@ -43,7 +43,7 @@ def validate(paths: tuple[str, ...], selection: Selection, fmt: str) -> None:
     warned: dict[Problem, list[str]] = {}
     for each in selections:
         try:
-            manifests = load(paths, each, short=True, code=True)
+            manifests = load(paths, each, short=True, code=True, rules=True)
             warnings = manifests.warnings + _rules(manifests, each)
         except ManifestError as exc:
             for problem in exc.problems:

@@ -82,7 +82,7 @@ def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: 
         raise ConfigError(f"cannot write the plan to {out_file}: its folder does not exist")
     # The state opened once, for the plan and its file.
     with Workspace(settings) as workspace:
-        manifests = load(paths, settings.selection, short=True)
+        manifests = load(paths, settings.selection, short=True, rules=True)
         result = planning.plan(manifests, settings, saving=bool(out_file),
                                read_secrets=not without_secrets, workspace=workspace,
                                allow_endpoint_change=allow_endpoint_change, impact=impact)

@@ -30,7 +30,7 @@ from govsync.errors import GovsyncError, ManifestError
 from govsync.files import exposed_state
 from govsync.manifests import load as load_manifests
 from govsync.manifests.manifest import Context, ManifestSet
-from govsync.project import Selection, select
+from govsync.project import Selection, section, select
 from govsync.settings import Settings, resolve
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -263,7 +263,7 @@ def refresh_option(func: F) -> F:
 
 
 def load(paths: tuple[str, ...] | list[str], selection: Selection | None = None, *,
-         short: bool = False, code: bool = False) -> ManifestSet:
+         short: bool = False, code: bool = False, rules: bool = False) -> ManifestSet:
     """Load manifests as a short-lived process should.
 
     The cyclic garbage collector is paused while loading and the loaded
@@ -275,9 +275,13 @@ def load(paths: tuple[str, ...] | list[str], selection: Selection | None = None,
     collector would spend 0.25 s rescanning them.  Large sets are read in two
     processes (fork).  These are process-wide acts, so they are the entry
     point's choice, not the library's.  ``code``: validate's checks of code too.
+    ``rules``: the command evaluates the project's rules (validate, plan, apply, drift):
+    their evaluator starts while the manifests are read.
     """
 
     selection = selection or Selection()
+    if rules and selection.rules:
+        section("rules").warm()  # its module: loaded already, where it parsed the rules
     context = Context(selection.variables(), selection.name)
     note = replaced_paths(selection, paths)
     if note:

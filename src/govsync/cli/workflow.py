@@ -62,7 +62,7 @@ def drift(paths: tuple[str, ...], settings: Settings, fmt: str, without_secrets:
       govsync drift manifests/ --endpoint https://api.example.com --format markdown
     """
 
-    report = drift_report(load(paths, settings.selection, short=True), settings,
+    report = drift_report(load(paths, settings.selection, short=True, rules=True), settings,
                             read_secrets=not without_secrets,
                             allow_endpoint_change=allow_endpoint_change)
     o = out()
