@@ -4,7 +4,9 @@ how many workers ``-n auto`` starts."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -55,3 +57,26 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return 1 if item.get_closest_marker("slow") else 2
 
     items.sort(key=rank)  # stable: the order within each rank is the files' own
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Before ``-n``'s workers start (xdist starts them last): on a fresh checkout, the
+    test modules rewritten for pytest's assertions and cached, by two collections of
+    half the files each.  Otherwise every worker collects the whole suite at the same
+    moment, and each rewrites every module itself: six times 6 s of CPU on two cores,
+    against twice 5 s here (measured from a fresh clone).  A warm cache skips this."""
+    config = session.config
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
+        return
+    tag = f"{sys.implementation.cache_tag}-pytest-{pytest.__version__}.pyc"
+    tests = Path(__file__).parent
+    cold = [f for f in sorted(tests.rglob("test_*.py")) if "node_modules" not in f.parts
+            and not (f.parent / "__pycache__" / f"{f.stem}.{tag}").exists()]
+    if len(cold) < 50:
+        return
+    collecting = [subprocess.Popen(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", "-p",
+         "no:cacheprovider", *map(str, half)], cwd=tests.parent,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for half in (cold[::2], cold[1::2])]
+    for proc in collecting:
+        proc.wait()
