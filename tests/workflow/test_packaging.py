@@ -44,13 +44,16 @@ pytestmark = pytest.mark.slow
 
 PROJECT = Path(__file__).resolve().parents[2]
 PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
+# No bytecode compiled by pip, in the environments installed into or in each build's
+# isolated one: every build would compile setuptools' thousand modules for one use.
+NO_COMPILE = {"PIP_NO_COMPILE": "1"}
 
 
 def run(args: list[str | Path], cwd: Path | None = None, env: dict[str, str] | None = None,
         timeout: float = 300) -> str:
     proc = subprocess.run([str(a) for a in args], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL,
-                          env={**git_env(), "NO_COLOR": "1", **(env or {})})
+                          env={**git_env(), "NO_COLOR": "1", **NO_COMPILE, **(env or {})})
     assert proc.returncode == 0, (
         f"{' '.join(map(str, args))} -> exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc.stdout + proc.stderr
