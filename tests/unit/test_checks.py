@@ -160,7 +160,7 @@ def test_the_compiled_check_agrees_with_the_model(kind: Kind) -> None:
     check = checks.CHECKS[kind.name]
     seen = {"accepted": 0, "refused": 0}
 
-    @settings(max_examples=300, deadline=None, derandomize=True,
+    @settings(max_examples=150, deadline=None, derandomize=True,
               suppress_health_check=list(HealthCheck))
     @given(st.one_of(model_value(model, valid=True), model_value(model)))
     def agree(value: dict[str, Any]) -> None:
