@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from common import SEED, compile_package  # noqa: E402
 
-from govsync import impactfile, impactreplay  # noqa: E402
+from govsync import bounded, impactfile, impactreplay  # noqa: E402
 
 GROUPS = [f"g{i}" for i in range(7)]
 
@@ -105,7 +105,7 @@ def whole_command(folder: Path, inputs: int, repeat: int) -> None:
 
 def replay_time(path: Path, rules: int, workers: int, repeat: int) -> tuple[float, int]:
     recorded = impactfile.read(str(path))
-    impactreplay._cores = lambda: workers  # type: ignore[method-assign]
+    bounded.cores = lambda: workers  # type: ignore[method-assign]
     impactreplay.warm()
     took = []
     for n in range(repeat):
@@ -126,7 +126,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     compile_package()
-    cores = impactreplay._cores()
+    cores = bounded.cores()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         whole_command(folder, args.inputs, args.repeat)

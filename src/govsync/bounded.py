@@ -270,6 +270,44 @@ def _import_path() -> list[str]:
 _WORKERS: dict[str, _Worker] = {}
 
 
+# -- work shared among several workers, one a core --------------------------------------
+
+def cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
+
+
+def workers(name: str, pieces: int, least: int) -> list[str]:
+    """The workers to share ``pieces`` of work among, at least ``least`` each and at
+    most one a core: ``name``, ``name-1``, ...  (one worker for none)."""
+    return [f"{name}-{i}" if i else name for i in range(max(1, min(cores(), pieces // least)))]
+
+
+def shares(items: Sequence[T], least: int) -> list[list[T]]:
+    """``items`` in consecutive shares of about equal size, as many as ``workers``
+    names for them (none for no items): the i-th for the i-th worker."""
+    if not items:
+        return []
+    count = max(1, min(cores(), len(items) // least))
+    size = -(-len(items) // count)
+    return [list(items[i:i + size]) for i in range(0, len(items), size)]
+
+
+def side_by_side(count: int, work: Callable[[int], None], name: str) -> None:
+    """``work(0)`` ... ``work(count - 1)`` at once: each in a thread (named ``name-i``)
+    but the first, which the caller runs; returns when all have (at once for none)."""
+    if count < 1:
+        return
+    threads = [threading.Thread(target=work, args=(i,), name=f"{name}-{i}")
+               for i in range(1, count)]
+    for thread in threads:
+        thread.start()
+    work(0)
+    for thread in threads:
+        thread.join()
+
+
 def _worker(name: str) -> _Worker:
     found = _WORKERS.get(name)
     return found if found is not None else _WORKERS.setdefault(name, _Worker())

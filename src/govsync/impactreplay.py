@@ -12,12 +12,11 @@ too.  Nothing here blocks a plan.
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
+from govsync import bounded
 from govsync.bounded import BudgetExceeded, prestart, run_bounded
 from govsync.impactfile import Record, Recorded
 from govsync.planning.impact import (
@@ -60,17 +59,8 @@ class Outcome(NamedTuple):
 
 def warm() -> None:
     """Start the workers now (the file is read meanwhile)."""
-    for name in _names(_cores()):
+    for name in bounded.workers(WORKER, bounded.cores(), 1):
         prestart(PRELOAD, worker=name)
-
-
-def _cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
-        os.cpu_count() or 1)
-
-
-def _names(count: int) -> list[str]:
-    return [f"{WORKER}-{i}" if i else WORKER for i in range(count)]
 
 
 def evaluate(codes: Sequence[str], records: Sequence[Record]) -> dict[str, Outcome]:
@@ -87,21 +77,14 @@ def evaluate(codes: Sequence[str], records: Sequence[Record]) -> dict[str, Outco
     if not runnable:
         return out
     items = [(r.stage, r.input, r.now_ns, r.line) for r in records]
-    count = max(1, min(_cores(), len(items) // SHARE))
-    size = -(-len(items) // count) if items else 0
-    shares = [items[i:i + size] for i in range(0, len(items), size)] if items else [[]]
+    shares = bounded.shares(items, SHARE) or [[]]
+    names = bounded.workers(WORKER, len(items), SHARE)
     found: list[list[Outcome]] = [[] for _ in shares]
 
     def run(i: int) -> None:
-        found[i] = _share(runnable, shares[i], _names(len(shares))[i])
+        found[i] = _share(runnable, shares[i], names[i])
 
-    threads = [threading.Thread(target=run, args=(i,), name=f"impact-{i}")
-               for i in range(1, len(shares))]
-    for thread in threads:
-        thread.start()
-    run(0)
-    for thread in threads:
-        thread.join()
+    bounded.side_by_side(len(shares), run, "impact")
     offsets = [sum(len(s) for s in shares[:i]) for i in range(len(shares))]
     for number, code in enumerate(runnable):
         parts = [share[number] for share in found]

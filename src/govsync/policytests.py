@@ -14,7 +14,6 @@ that throws or never returns, an engine that crashes or loops is that case's err
 from __future__ import annotations
 
 import fnmatch
-import threading
 import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -138,7 +137,8 @@ def _share_out(groups: Sequence[Sequence[Suite]], hooks: Mapping[str, _Hook]
                ) -> list[list[tuple[Suite, policytest.Case, Verdict]]]:
     """Each policy's cases decided (in the order of ``groups``), the policies shared out
     among the workers, one a core, where there are enough cases to be worth it."""
-    from govsync.policycode import sandbox  # the worker's module: where cases run
+    from govsync import bounded  # the workers' modules: where cases run
+    from govsync.policycode import sandbox
 
     names = sandbox.workers(sum(len(s.cases) for its in groups for s in its))
     found: list[list[tuple[Suite, policytest.Case, Verdict]]] = [[] for _ in groups]
@@ -148,13 +148,7 @@ def _share_out(groups: Sequence[Sequence[Suite]], hooks: Mapping[str, _Hook]
             its = groups[i]
             found[i] = _decide([_code(its[0].policy)], its, hooks, names[k])
 
-    threads = [threading.Thread(target=work, args=(k,), name=f"policytests-{k}")
-               for k in range(1, len(names))]
-    for thread in threads:
-        thread.start()
-    work(0)
-    for thread in threads:
-        thread.join()
+    bounded.side_by_side(len(names), work, "policytests")
     return found
 
 

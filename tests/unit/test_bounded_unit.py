@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import pytest
 
+from govsync import bounded
 from govsync.bounded import BudgetExceeded, run_bounded
 from govsync.errors import ManifestError, Problem
 
@@ -211,3 +212,19 @@ def test_what_importing_the_work_costs_is_not_counted_as_the_works_memory() -> N
     from ballast_work import small
 
     assert run_bounded(small, seconds=30, memory=32 * MIB) == 64
+
+
+@pytest.mark.parametrize("cores", [1, 2, 8])
+def test_work_is_shared_in_order_one_share_a_named_worker(monkeypatch: pytest.MonkeyPatch,
+                                                          cores: int) -> None:
+    monkeypatch.setattr(bounded, "cores", lambda: cores)
+    for count, least in ((0, 10), (5, 10), (25, 10), (1001, 250)):
+        items = list(range(count))
+        shares = bounded.shares(items, least)
+        names = bounded.workers("code", count, least)
+        assert [i for share in shares for i in share] == items  # all, once, in order
+        assert len(shares) == (0 if not items else len(names)) <= cores
+        assert names[0] == "code" and len(set(names)) == len(names)
+        done: list[int] = []
+        bounded.side_by_side(len(shares), done.append, "test")  # (append holds the GIL)
+        assert sorted(done) == list(range(len(shares)))

@@ -10,12 +10,11 @@ later impact reports call; they take and give plain values.
 
 from __future__ import annotations
 
-import os
 import re
-import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from govsync import bounded
 from govsync.bounded import BudgetExceeded, prestart, run_bounded
 from govsync.policycode import batch, checks, js, rego
 from govsync.policycode.checks import too_large
@@ -61,8 +60,8 @@ def warm(roles: Collection[Role] = tuple(Role), count: int = 1) -> None:
     running, loading the engines of ``roles``: the next call finds them ready.
     Validate calls it as soon as it knows what code it has."""
     preload = (*PRELOAD, *dict.fromkeys(ENGINES[role] for role in roles))
-    for i in range(max(1, min(_cores(), count // SHARE))):
-        prestart(preload, worker=f"{WORKER}-{i}" if i else WORKER)
+    for name in workers(count):
+        prestart(preload, worker=name)
 
 
 def _bounded(work: Callable[..., T], *args: Any, seconds: float = BUDGET_SECONDS,
@@ -81,37 +80,18 @@ def check(sources: Sequence[Source], *, keys: Collection[str] | None = None,
     stage rules and literal actions of policies; one CodeCheck per source.  ``keys``:
     the data keys loaders load (a policy's other ``data.<key>`` is a warning, not
     checked when None); ``drafts``: the hooks that are drafts (a policy reading one is a
-    warning).  A large batch is shared out among workers, one a core (``_shares``),
+    warning).  A large batch is shared out among workers, one a core (``bounded.shares``),
     run side by side."""
     context = (None if keys is None else sorted(keys), sorted(drafts))
-    shares = _shares(list(sources))
-    if len(shares) <= 1:
-        return _check_share(shares[0] if shares else [], WORKER, context)
+    shares = bounded.shares(sources, SHARE)
+    names = workers(len(sources))
     found: list[list[CodeCheck]] = [[] for _ in shares]
 
     def run(i: int) -> None:
-        found[i] = _check_share(shares[i], f"{WORKER}-{i}" if i else WORKER, context)
+        found[i] = _check_share(shares[i], names[i], context)
 
-    threads = [threading.Thread(target=run, args=(i,), name=f"policycode-{i}")
-               for i in range(1, len(shares))]
-    for thread in threads:
-        thread.start()
-    run(0)
-    for thread in threads:
-        thread.join()
+    bounded.side_by_side(len(shares), run, "policycode")
     return [c for share in found for c in share]
-
-
-def _shares(sources: list[Source]) -> list[list[Source]]:
-    """``sources`` in consecutive shares of at least SHARE each, at most one a core."""
-    count = max(1, min(_cores(), len(sources) // SHARE))
-    size = -(-len(sources) // count) if sources else 0
-    return [sources[i:i + size] for i in range(0, len(sources), size)] if sources else []
-
-
-def _cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
-        os.cpu_count() or 1)
 
 
 def _check_share(sources: list[Source], worker: str, context: tuple[Any, ...]
@@ -222,8 +202,7 @@ def _evaluate_staged(progress: Callable[[str], None], code: str,
 def workers(count: int) -> list[str]:
     """The workers to share ``count`` pieces of work among: at least SHARE each, at most
     one a core (the names ``check`` uses; ``decide``'s ``worker``)."""
-    return [f"{WORKER}-{i}" if i else WORKER
-            for i in range(max(1, min(_cores(), count // SHARE)))]
+    return bounded.workers(WORKER, count, SHARE)
 
 
 def decide(codes: Sequence[str], trials: Sequence[Trial], hooks: Mapping[str, HookCode],
