@@ -78,5 +78,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", "-p",
          "no:cacheprovider", *map(str, half)], cwd=tests.parent,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for half in (cold[::2], cold[1::2])]
-    for proc in collecting:
-        proc.wait()
+    for proc in collecting:  # a collection that hangs is the workers' to report
+        try:
+            proc.wait(timeout=300)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -315,3 +315,25 @@ def test_the_entry_sets_the_collector_before_the_command_lines_imports() -> None
     assert (threshold, loaded) == ("50000", "True"), done.stdout
     pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
     assert 'govsync = "govsync.__main__:main"' in pyproject
+
+
+def test_only_the_commands_that_evaluate_rules_start_their_evaluator(tmp_path: Any) -> None:
+    """A project with rules: validate starts the rules' evaluator (a process: the
+    caller imports subprocess to start it) as it reads the manifests; environments and
+    test read the same project file and start none (each CI job's first step)."""
+    (tmp_path / "m.yaml").write_text("apiVersion: govsync/v1\nkind: Space\n"
+                                     "metadata: {name: a}\n")
+    (tmp_path / "govsync.yaml").write_text(
+        "apiVersion: govsync/v1\nkind: Project\npaths: [m.yaml]\n"
+        "environments:\n  staging: {}\n"
+        "rules:\n  - name: named\n    expression: \"object.name != ''\"\n"
+        "    message: every object is named\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GOVSYNC_")}
+    for argv, starts in ((["validate"], True), (["environments", "--format", "json"], False),
+                         (["test"], False)):
+        done = subprocess.run([sys.executable, "-c", PROBE, json.dumps(argv),
+                               json.dumps(["subprocess"])], cwd=tmp_path,
+                              capture_output=True, text=True, env=env)
+        assert done.returncode == 0, (argv, done.stdout, done.stderr)
+        assert ('LOADED=["subprocess"]' if starts else "LOADED=[]") in done.stderr, (
+            argv, done.stderr)
