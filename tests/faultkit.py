@@ -77,13 +77,7 @@ class FaultServer:
         if rule is None:
             await self.app(scope, receive, send)
             return
-        raw = b""
-        while True:
-            message = await receive()
-            raw += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        body = json.loads(raw or b"{}")
+        body = json.loads(await read_body(receive) or b"{}")
 
         async def real(request: dict[str, Any]) -> Answer:
             return await _call(self.app, scope, request)
@@ -100,6 +94,16 @@ class FaultServer:
                     "headers": [(b"content-type", b"application/json"),
                                 (b"content-length", str(len(payload)).encode())]})
         await send({"type": "http.response.body", "body": payload})
+
+
+async def read_body(receive: Any) -> bytes:
+    """An ASGI request's whole body."""
+    raw = b""
+    while True:
+        message = await receive()
+        raw += message.get("body", b"")
+        if not message.get("more_body"):
+            return raw
 
 
 async def _call(app: Any, scope: Any, request: dict[str, Any]) -> Answer:

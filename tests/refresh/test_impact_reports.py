@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from faultkit import read_body
 from govsync import envvars, runtime
 from govsync.api.client import LOCAL_BASE_URL, AsyncClient, RetryPolicy
 from govsync.api.resource import Offers
@@ -65,12 +66,7 @@ class Recorder:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         name = scope["path"].rsplit("/", 1)[-1]
         self.calls[name] += 1
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         request = json.loads(body)
         self.sent.append((name, request))
         if name in self.ask:

@@ -57,13 +57,24 @@ def impact_of(markdown: str) -> str:
     return markdown[start:end]
 
 
-def test_github_plan_job_replays_the_file_without_the_report_key(ci: CI) -> None:
+def github(ci: CI, job: str, settings: dict[str, str],
+           matrix: dict[str, str] | None = None) -> GitHubJob:
     workflow = yaml.safe_load((ci.repo / ".github/workflows/govsync.yml").read_text())
-    plan = GitHubJob(ci, workflow, "plan", {**ci.shared, **ci.production})
-    assert plan.env["GOVSYNC_REPORT_API_KEY"] == ""  # the secret is optional
+    return GitHubJob(ci, workflow, job, settings, matrix)
+
+
+def planned(plan: GitHubJob) -> str:
+    """The plan job's steps run: its output (the plans are in plans/)."""
     ok(plan.step("Install govsync"))
     out = ok(plan.step("Plan every environment"))
     assert plan.outputs()["status"] == "0", out
+    return out
+
+
+def test_github_plan_job_replays_the_file_without_the_report_key(ci: CI) -> None:
+    plan = github(ci, "plan", {**ci.shared, **ci.production})
+    assert plan.env["GOVSYNC_REPORT_API_KEY"] == ""  # the secret is optional
+    planned(plan)
     whole = (ci.repo / "plans" / "prod.md").read_text()
     prod = impact_of(whole)
     assert "`Policy/writes-need-ticket` (created): 14 request(s) (new policy)" in prod
@@ -79,17 +90,14 @@ def test_github_plan_job_replays_the_file_without_the_report_key(ci: CI) -> None
 
 
 def test_github_plan_job_holds_the_report_key_and_never_the_apply_key(ci: CI) -> None:
-    workflow = yaml.safe_load((ci.repo / ".github/workflows/govsync.yml").read_text())
     settings = {**ci.shared, **ci.production, "GOVSYNC_REPORT_API_KEY": REPORT_KEY}
-    plan = GitHubJob(ci, workflow, "plan", settings)
+    plan = github(ci, "plan", settings)
     assert plan.env["GOVSYNC_REPORT_API_KEY"] == REPORT_KEY
     assert plan.env["GOVSYNC_API_KEY"] == VIEWER and KEY not in json.dumps(plan.env)
     for job in ("apply", "drift", "environments"):
-        other = GitHubJob(ci, workflow, job, settings, {"env": "prod"})
+        other = github(ci, job, settings, {"env": "prod"})
         assert "GOVSYNC_REPORT_API_KEY" not in other.env, job
-    ok(plan.step("Install govsync"))
-    out = ok(plan.step("Plan every environment"))
-    assert plan.outputs()["status"] == "0", out
+    out = planned(plan)
     # The reports are asked first (with the report key); where the endpoint cannot
     # give them, prod's own file is replayed instead, and the plan says so.
     whole = (ci.repo / "plans" / "prod.md").read_text()
