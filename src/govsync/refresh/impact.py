@@ -27,8 +27,9 @@ with the key reports are created with (GOVSYNC_REPORT_API_KEY where it is set).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -195,14 +196,8 @@ class _Run:
         """Until the report is completed (returns) or failed (raises), or the deadline."""
         pause = FIRST_POLL
         while True:
-            try:
+            with self._refused(f"{GET.name} failed"):
                 answer = await self.objects.call(GET, {"id": report_id})
-            except NotFoundError:
-                raise self._not_offered() from None
-            except ForbiddenError:
-                raise self._forbidden() from None
-            except ApiError as exc:
-                raise _Unknown(f"{GET.name} failed: {exc}") from None
             self.offers.reports = True
             report = answer.get("report")
             status = report.get("status") if isinstance(report, Mapping) else None
@@ -219,15 +214,22 @@ class _Run:
             pause = min(pause * POLL_GROWTH, MOST_POLL)
 
     async def _read(self, report_id: str, policy_id: str | None) -> Measured:
-        try:
+        with self._refused("reading the report's logs stopped"):
             logs = await self.objects.all(LOGS, {"reportId": report_id})
+        return count(logs, policy_id)
+
+    @contextlib.contextmanager
+    def _refused(self, failed: str) -> Iterator[None]:
+        """A report's read that the API refuses as why the impact is unknown: 404, the
+        endpoint offers no reports; 403, the key may not; else ``failed: why``."""
+        try:
+            yield
         except NotFoundError:
             raise self._not_offered() from None
         except ForbiddenError:
             raise self._forbidden() from None
         except ApiError as exc:
-            raise _Unknown(f"reading the report's logs stopped: {exc.message}") from None
-        return count(logs, policy_id)
+            raise _Unknown(f"{failed}: {exc.message}") from None
 
     def _not_offered(self) -> _Unknown:
         self.offers.reports = False
