@@ -70,6 +70,13 @@ def examples() -> Examples:
 LOOPBACK_TLS = ssl.create_default_context()
 
 
+def policy_head(name: str) -> str:
+    """A Policy manifest's lines up to its code, owned by the examples' policy owner: the
+    code's lines follow, indented four spaces."""
+    return (f"apiVersion: govsync/v1\nkind: Policy\nmetadata: {{name: {name}}}\nspec:\n"
+            "  userEmail: carol.nguyen@northwind.example\n  code: |\n")
+
+
 def without_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     """Unset govsync's own settings (envvars.OWN) and NO_COLOR: a developer's shell or
     a CI job may carry them, and a test must not see them."""

@@ -19,17 +19,11 @@ from govsync.agentconfig import Event
 from govsync.project import Selection
 from govsync.settings import Settings
 from govsync.statuses import Status
-from testkit import EXAMPLE_SEED, Served
+from testkit import EXAMPLE_SEED, Served, policy_head
 
 KEY = "k" * 32
 
-POLICY = """\
-apiVersion: govsync/v1
-kind: Policy
-metadata: {name: analysts}
-spec:
-  userEmail: carol.nguyen@northwind.example
-  code: |
+POLICY = policy_head("analysts") + """\
     package formal.v2
 
     import future.keywords.if

@@ -12,17 +12,11 @@ import httpx
 import pytest
 from agentkit import KEY, Agent, Repo, hooks
 
-from testkit import ROOT, Served
+from testkit import ROOT, Served, policy_head
 
 pytestmark = pytest.mark.slow
 
-POLICY = """\
-apiVersion: govsync/v1
-kind: Policy
-metadata: {name: hours}
-spec:
-  userEmail: carol.nguyen@northwind.example
-  code: |
+POLICY = policy_head("hours") + """\
     package formal.v2
 
     import future.keywords.if

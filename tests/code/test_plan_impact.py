@@ -20,17 +20,11 @@ import pytest
 from govsync import impactfile, impactreplay
 from govsync.planning.impact import Impact, Source, Target, Window
 from govsync.refresh import impact as refresh_impact
-from testkit import EXAMPLE_SEED, ROOT, Served, in_process
+from testkit import EXAMPLE_SEED, ROOT, Served, in_process, policy_head
 
 KEY = "k" * 32
 
-POLICY = """\
-apiVersion: govsync/v1
-kind: Policy
-metadata: {name: analysts}
-spec:
-  userEmail: carol.nguyen@northwind.example
-  code: |
+POLICY = policy_head("analysts") + """\
     package formal.v2
 
     import future.keywords.if

@@ -12,18 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from testkit import Served, in_process
+from testkit import Served, in_process, policy_head
 
 KEY = "k" * 32
 SEED = Path(__file__).resolve().parents[2] / "examples" / "server-seed.yaml"
 
-MANIFESTS = """\
-apiVersion: govsync/v1
-kind: Policy
-metadata: {name: hours}
-spec:
-  userEmail: carol.nguyen@northwind.example
-  code: |
+MANIFESTS = policy_head("hours") + """\
     package formal.v2
 
     import future.keywords.if

@@ -12,15 +12,9 @@ import pytest
 from junitparser import Error, Failure, JUnitXml
 
 from govsync.manifests.manifest import Context  # noqa: F401  (the package loads)
-from testkit import in_process
+from testkit import in_process, policy_head
 
-POLICY = """\
-apiVersion: govsync/v1
-kind: Policy
-metadata: {name: hours}
-spec:
-  userEmail: carol.nguyen@northwind.example
-  code: |
+POLICY = policy_head("hours") + """\
     package formal.v2
 
     import future.keywords.if

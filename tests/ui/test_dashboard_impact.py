@@ -13,14 +13,9 @@ from govsync.project import select
 from govsync.render.impactview import html_section
 from govsync.settings import Settings
 from govsync.ui import environments, read_environment
+from testkit import policy_head
 
-POLICY = """\
-apiVersion: govsync/v1
-kind: Policy
-metadata: {name: contractors}
-spec:
-  userEmail: carol.nguyen@northwind.example
-  code: |
+POLICY = policy_head("contractors") + """\
     package formal.v2
 
     import future.keywords.if
