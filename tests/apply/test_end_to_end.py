@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from applykit import (
 
 from govsync.api.kinds import SEEDED_KINDS
 from govsync.manifests.loader import load
-from testkit import examples
+from testkit import examples, until
 
 EXAMPLE = examples()
 N = EXAMPLE.objects  # the example organisation's objects
@@ -40,13 +39,10 @@ def copy_examples(tmp_path: Path) -> Path:
 def reports_done(server: Server) -> dict[str, Any]:
     """The server's objects once no impact report is running (a report's status is the one
     thing the server changes by itself: running, then completed or failed)."""
-    deadline = time.monotonic() + 60
-    while True:
-        objects: dict[str, Any] = server.objects()
-        if all(r["status"] != "running" for r in objects.get("PolicyReport", [])) \
-                or time.monotonic() > deadline:
-            return objects
-        time.sleep(0.05)
+    until(lambda: all(r["status"] != "running"
+                      for r in server.objects().get("PolicyReport", [])),
+          "every impact report finished", timeout=60)
+    return server.objects()
 
 
 def test_examples_apply_to_an_empty_server(govsync: Govsync, server: Server, tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from serverkit import SEED, VIEWER, H, InProcess, make_app, path
 from govsync.server import Operations, SeedError, Store, create_app
 from govsync.server import reports as server_reports
 from reportkit import CODE, LOGS
+from testkit import until
 
 DAY = "86400s"
 
@@ -32,14 +33,14 @@ def post(client: InProcess, op: str, body: dict[str, Any], status: int = 200,
 
 
 def finished(client: InProcess, report_id: str, headers: dict[str, str] = H) -> dict[str, Any]:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        report: dict[str, Any] = post(client, "GetPolicyReport", {"id": report_id},
-                                      headers=headers)["report"]
-        if report["status"] != "running":
-            return report
-        time.sleep(0.05)
-    raise AssertionError("the report never finished")
+    report: dict[str, Any] = {}
+
+    def done() -> bool:
+        report.update(post(client, "GetPolicyReport", {"id": report_id}, headers=headers)["report"])
+        return bool(report["status"] != "running")
+
+    until(done, "the report finished", timeout=60)
+    return report
 
 
 def every_log(client: InProcess, report_id: str, limit: int = 2, query: str = ""
