@@ -1,6 +1,7 @@
 #!/bin/sh
 # The main job, end to end, against the embedded reference server:
-# validate, plan, apply, then plan again (no changes) and drift (in sync).
+# validate, test the policies' code, plan (with the policies' impact on a week of
+# recorded requests), apply, then plan again (no changes) and drift (in sync).
 # Runs in a fresh temporary directory so every run starts from nothing.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -20,8 +21,10 @@ export GOVSYNC_ENDPOINT=local GOVSYNC_LOCAL_SEED="$here/server-seed.yaml"
 
 echo "== govsync validate"
 govsync validate "$here/manifests"
-echo "== govsync plan --out plan.json"
-govsync plan "$here/manifests" --out plan.json
+echo "== govsync test"
+govsync test "$here/manifests"
+echo "== govsync plan --impact-from recorded-requests.jsonl --out plan.json"
+govsync plan "$here/manifests" --impact-from "$here/recorded-requests.jsonl" --out plan.json
 echo "== govsync apply plan.json"
 govsync apply plan.json --auto-approve
 echo "== govsync plan --detailed-exitcode (expect no changes)"

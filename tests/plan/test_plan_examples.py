@@ -6,6 +6,7 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import yaml
 from plan_helpers import EXAMPLES, LOCAL, STATE_DB, Gov, edit, summary
@@ -18,14 +19,17 @@ N = EXAMPLE.objects  # the example organisation's objects
 GOLDEN = Path(__file__).parent / "golden" / "examples-empty.json"
 
 
+def example_objects() -> list[dict[str, Any]]:
+    """Every object document of the examples, read with plain YAML (not govsync's loader):
+    the policy tests beside them are no objects."""
+    return [doc for path in sorted(EXAMPLES.rglob("*.yaml"))
+            for doc in yaml.safe_load_all(path.read_text(encoding="utf-8"))
+            if doc and doc["kind"] != "PolicyTest"]
+
+
 def example_addresses() -> set[str]:
-    """Every Kind/name in the examples, read with plain YAML (not govsync's loader)."""
-    found = set()
-    for path in sorted(EXAMPLES.rglob("*.yaml")):
-        for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
-            if doc:
-                found.add(f"{doc['kind']}/{doc['metadata']['name']}")
-    return found
+    """Every Kind/name in the examples."""
+    return {f"{doc['kind']}/{doc['metadata']['name']}" for doc in example_objects()}
 
 
 def test_the_loader_finds_every_example_object_of_27_kinds() -> None:
@@ -81,6 +85,28 @@ def test_a_plan_for_a_new_workspace_writes_nothing(gov: Gov) -> None:
     gov.run("plan", EXAMPLES, "--workspace", "staging", "--out", gov.cwd / "staging.plan")
     assert workspaces() == ["default", "staging"]
     assert before != state.read_bytes()
+
+
+def test_the_examples_policy_tests_pass_and_plan_shows_them(gov: Gov) -> None:
+    """Each example policy has tests beside it (manifests/policy-tests.yaml): they pass, and
+    the plan that creates the policy carries its results."""
+    cases = sum(len(doc["spec"]["cases"]) for path in sorted(EXAMPLES.rglob("*.yaml"))
+                for doc in yaml.safe_load_all(path.read_text(encoding="utf-8"))
+                if doc and doc["kind"] == "PolicyTest")
+    assert gov.run("test", EXAMPLES).stdout == f"{cases} passed, 0 failed, 0 errors\n"
+    # ... and its impact on the recorded week (examples/recorded-requests.jsonl): every
+    # line read, every policy measured, each deciding some request other than allow.
+    recorded = EXAMPLES.parent / "recorded-requests.jsonl"
+    changes = gov.plan(EXAMPLES, "--impact-from", recorded)["changes"]
+    policies = {c["address"]: c for c in changes if c["kind"] == "Policy"}
+    assert set(policies) == {a for a in example_addresses() if a.startswith("Policy/")}
+    assert sum(c["tests"]["passed"] for c in policies.values()) == cases
+    assert all(c["tests"]["failed"] == c["tests"]["errors"] == 0 for c in policies.values())
+    lines = len(recorded.read_text(encoding="utf-8").splitlines())
+    for address, change in policies.items():
+        impact = change["impact"]
+        assert impact["known"] and impact["skippedLines"] == [], (address, impact)
+        assert impact["evaluated"] == lines and impact["newTotal"] > 0, (address, impact)
 
 
 def test_plan_examples_detailed_exitcode_is_2(gov: Gov) -> None:
@@ -147,16 +173,14 @@ REF_TARGETS = {"spaceRef": "Space", "connectorRef": "Connector", "policyRef": "P
 def example_dependencies() -> dict[str, set[str]]:
     """Kind/name -> what it references by name or lists in dependsOn (plain YAML)."""
     deps: dict[str, set[str]] = {}
-    for path in sorted(EXAMPLES.rglob("*.yaml")):
-        for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
-            if doc:
-                refs = {f"{REF_TARGETS[k]}/{v}" for k, v in (doc.get("spec") or {}).items()
-                        if k in REF_TARGETS}
-                refs |= set(doc["metadata"].get("dependsOn", []))
-                if doc["kind"] == "Policy":  # a policy depends on each hook its code reads
-                    refs |= {f"Hook/{name}" for name in re.findall(
-                        r"input\.hooks\.([A-Za-z_][A-Za-z0-9_]*)", doc["spec"]["code"])}
-                deps[f"{doc['kind']}/{doc['metadata']['name']}"] = refs
+    for doc in example_objects():
+        refs = {f"{REF_TARGETS[k]}/{v}" for k, v in (doc.get("spec") or {}).items()
+                if k in REF_TARGETS}
+        refs |= set(doc["metadata"].get("dependsOn", []))
+        if doc["kind"] == "Policy":  # a policy depends on each hook its code reads
+            refs |= {f"Hook/{name}" for name in re.findall(
+                r"input\.hooks\.([A-Za-z_][A-Za-z0-9_]*)", doc["spec"]["code"])}
+        deps[f"{doc['kind']}/{doc['metadata']['name']}"] = refs
     return deps
 
 

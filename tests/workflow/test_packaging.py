@@ -112,6 +112,9 @@ def test_the_wheel_installs_and_runs_the_demo(source: tuple[Path, str], tmp_path
     demo = run(["sh", "examples/demo.sh"], cwd=repo,
                 env={"PATH": f"{venv}:{os.environ['PATH']}"})
     assert f"Apply: {N} applied, 0 failed" in demo and "In sync" in demo, demo[-3000:]
+    # The policies' tests pass, and the plan measures them over the recorded requests.
+    assert " passed, 0 failed, 0 errors\n== govsync plan" in demo, demo[:3000]
+    assert "Check impact: passed (measured over" in demo, demo[-3000:]
     assert "Traceback" not in demo, demo[-3000:]
 
     # Installed from a local wheel file: init scaffolds, but will not guess the spec.
