@@ -50,7 +50,7 @@ from govsync.scheduling import Throttle, chain_lengths, run_order
 from govsync.state import APPLIED, PENDING, UNCERTAIN, Entry, Snapshot, StateStore, now
 from govsync.state.records import deposed_address
 from govsync.state.writer import Fence, GroupWriter
-from govsync.values import MissingSecret, Resolver, UnknownId, scrub
+from govsync.values import MissingSecret, Resolver, UnknownId, scrub, sought
 
 if TYPE_CHECKING:
     from govsync.api.client import AsyncClient
@@ -183,7 +183,7 @@ class Applier:
         # To record as the workspace's endpoint once it has answered (None: nothing to).
         self.endpoint = endpoint
         # Never recorded, even echoed inside an answer (with the request's secrets).
-        self.hidden = [api_key] if api_key else []
+        self.hidden = sought([api_key] if api_key else [])
         self.workspace = snapshot.workspace
         self.client = client
         # Reads that settle what an answer left unknown, and the read before a write.
@@ -242,7 +242,7 @@ class Applier:
             resolved, live = self._resolve(change), self.live.get(change.address)
             if isinstance(resolved, ChangeOutcome) or self.result.stopped:
                 continue
-            hidden = sorted({*resolved[2], *self.hidden}, key=len, reverse=True)
+            hidden = sought([*resolved[2], *self.hidden])
             with contextlib.suppress(StateError):  # said by result.stopped
                 await self._record(Entry(change.address, change.kind, change.id, APPLIED,
                                          resolved[1], scrub(dict(live), hidden) if live
@@ -417,7 +417,7 @@ class Applier:
                 return await self._settle_replace(change, kind, spec, send, exc.message)
             return _outcome(change, ChangeStatus.FAILED, exc.message)
         return Entry(change.address, kind.name, object_id or change.id, APPLIED, spec,
-                     scrub(obj, sorted({*secrets, *self.hidden}, key=len, reverse=True)),
+                     scrub(obj, sought([*secrets, *self.hidden])),
                      now())
 
     async def _base(self, change: Change, kind: Kind) -> dict[str, Any] | None | ChangeOutcome:

@@ -25,7 +25,7 @@ send later), apply (what to send now and what to record) and drift.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -35,17 +35,27 @@ from govsync.paths import Path
 # How a person sees a secret and an id that does not exist yet.  Written once.
 SENSITIVE: Final = "(sensitive)"
 KNOWN_AFTER_APPLY_TEXT: Final = "(known after apply)"
-# A value shorter than this is no secret an answer is scrubbed of: the API client would
-# tear every answer apart for it.
+# A value shorter than this is no secret an answer is scrubbed of: it would tear every
+# answer apart ("x" in "exec-dashboards"), and a commit naming a short, common value as
+# a secret must not make govsync lose track of its objects.
 SHORTEST_SECRET: Final = 4
+
+
+def sought(secrets: Iterable[str]) -> list[str]:
+    """What an answer is scrubbed of (``scrub``), written once for every scrubbing of
+    answers (the API client's, and apply's of what it records): each of ``secrets`` of
+    at least ``SHORTEST_SECRET`` characters, once, longest first.  One rule on both
+    paths, so that an object recorded from its answer and read again later is
+    scrubbed alike and a secret never shows as a change."""
+    return sorted({s for s in secrets if len(s) >= SHORTEST_SECRET}, key=len, reverse=True)
 
 
 def scrub(value: Any, secrets: Sequence[str], keep: Collection[str] = ()) -> Any:
     """``value`` (JSON data: an answer, an object as read) with each of ``secrets``
-    (longest first) replaced by ``SENSITIVE``, whole or inside a longer string ("key
-    abc123 accepted"), in values and in keys: the one mechanism that keeps what a
-    server echoes (the API key, a secret sent) out of what govsync shows, writes and
-    records, for write answers (apply) and every read (the API client).  The values
+    (``sought``: longest first) replaced by ``SENSITIVE``, whole or inside a longer
+    string ("key abc123 accepted"), in values and in keys: the one mechanism that keeps
+    what a server echoes (the API key, a secret sent) out of what govsync shows, writes
+    and records, for write answers (apply) and every read (the API client).  The values
     of the keys in ``keep`` (the fields objects are found by) stay as they are."""
     if not secrets:
         return value
@@ -59,17 +69,6 @@ def scrub(value: Any, secrets: Sequence[str], keep: Collection[str] = ()) -> Any
             if secret in value:
                 value = value.replace(secret, SENSITIVE)
     return value
-
-
-def holds(value: Any, secrets: Collection[str]) -> bool:
-    """Whether ``value`` (JSON data) holds one of ``secrets`` in a string or a key."""
-    if not secrets:
-        return False
-    if isinstance(value, dict):
-        return any(holds(k, secrets) or holds(v, secrets) for k, v in value.items())
-    if isinstance(value, list):
-        return any(holds(v, secrets) for v in value)
-    return isinstance(value, str) and any(s in value for s in secrets)
 
 
 @dataclass(frozen=True, slots=True)

@@ -152,6 +152,27 @@ def test_state_db_and_wal_hold_no_secret(gov: Gov, manifests: Path,
         assert_absent(list(values.values()), name, blob)
 
 
+def test_a_one_character_secret_never_tears_an_answer_nor_shows_as_a_change(
+        gov: Gov, manifests: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A secret of one character (a placeholder such as ``x``) is no value answers are
+    scrubbed of (docs/security.md), on the client's path and on apply's alike: apply
+    recorded "exec-dashboards" as "e(sensitive)ec-dashboards", the client read it whole,
+    and every later plan and drift showed the object changed outside govsync, which no
+    apply could put back."""
+    for var in USED_BY:
+        monkeypatch.setenv(var, "x")
+    gov.apply_local(manifests)
+    entries = gov.snapshot().entries
+    assert entries["BIIntegration/exec-dashboards"].response["name"] == "exec-dashboards"
+    for entry in entries.values():
+        assert "(sensitive)" not in json.dumps(entry.response).replace('"(sensitive)"', ""), \
+            entry.address
+    plan = gov.run("plan", manifests, *LOCAL, "--detailed-exitcode").stdout
+    assert "changed outside govsync" not in plan, plan
+    drift = gov.run("drift", manifests, *LOCAL, "--format", "json").stdout
+    assert json.loads(drift)["inSync"] and json.loads(drift)["drift"] == [], drift
+
+
 @pytest.mark.parametrize("value", [None, ""], ids=["unset", "empty"])
 def test_plan_with_a_secret_variable_missing_names_it_and_the_address(
         gov: Gov, manifests: Path, monkeypatch: pytest.MonkeyPatch, value: str | None) -> None:

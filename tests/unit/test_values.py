@@ -14,7 +14,9 @@ from govsync.values import (
     SecretRef,
     UnknownId,
     holes,
+    scrub,
     shown,
+    sought,
 )
 
 
@@ -84,3 +86,13 @@ def test_shown_hides_secrets_and_names_unknown_ids_but_keeps_user_data() -> None
         "logStoreB": {"apiKey": SENSITIVE, "host": "h"},
         "config": {"$ref": "Space/a", "$secret": "KEY"},
     }
+
+
+def test_an_answer_is_scrubbed_of_each_secret_inside_strings_and_of_no_short_value() -> None:
+    answer = {"name": "exec-dashboards", "note": "key abc123 accepted", "key": "x",
+              "abc123": ["x", "abc123"], "id": "abc123"}
+    assert sought(["x", "abc123", "", "abc1234", "abc123"]) == ["abc1234", "abc123"]
+    assert scrub(answer, sought(["abc123", "x"]), keep={"id"}) == {
+        "name": "exec-dashboards", "note": f"key {SENSITIVE} accepted", "key": "x",
+        SENSITIVE: ["x", SENSITIVE], "id": "abc123"}
+    assert scrub(answer, sought(["x"])) is answer

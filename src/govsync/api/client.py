@@ -57,7 +57,7 @@ from govsync.api.status import DetailType
 from govsync.api.transport import Lanes, key_auth, open_transport, shown_url
 from govsync.envvars import API_KEY as API_KEY_ENV
 from govsync.envvars import ENDPOINT as ENDPOINT_ENV
-from govsync.values import SENSITIVE, SHORTEST_SECRET, scrub
+from govsync.values import SENSITIVE, scrub, sought
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -175,10 +175,8 @@ class _Core:
         self.shown_url = base_url
         self._key = api_key
         self._hidden = frozenset(s for s in (*hidden, api_key or "") if s)
-        # What an answer is scrubbed of: no value shorter than SHORTEST_SECRET (no
-        # secret: it would tear every answer apart), nor the embedded server's dummy key.
-        self._unsaid = frozenset(s for s in self._hidden
-                                 if len(s) >= SHORTEST_SECRET and s != LOCAL_API_KEY)
+        # What an answer is scrubbed of (values.sought), not the embedded server's dummy key.
+        self._unsaid = frozenset(sought(self._hidden)) - {LOCAL_API_KEY}
         self.key_variable = key_variable
         self._environment = environment
         self._build = build
@@ -256,8 +254,7 @@ class _Core:
         kept out of its messages, and those kept out of its answer."""
         mine = [s for s in secrets if s]
         said = sorted(self._hidden.union(mine), key=len, reverse=True)
-        unsaid = sorted(self._unsaid.union(s for s in mine if len(s) >= SHORTEST_SECRET),
-                        key=len, reverse=True)
+        unsaid = sought(self._unsaid.union(mine))
         return said, unsaid
 
     @staticmethod
