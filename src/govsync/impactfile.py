@@ -124,9 +124,10 @@ def _lines(handle: Any, shown: str, since: float | None) -> Recorded:
 
 
 def _record(number: int, raw: bytes) -> Record | str:
-    """The record of one line, or why it is not one."""
+    """The record of one line, or why it is not one (the first may open with the byte
+    order mark Windows tools write, as a manifest may)."""
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
     except UnicodeDecodeError:
         return "not UTF-8 text"
     try:

@@ -188,6 +188,15 @@ def test_a_broken_line_is_named_and_the_rest_counted(tmp_path: Path) -> None:
     assert "skipped line(s) of the file: 3, 5, 8" in out
 
 
+def test_a_file_a_windows_tool_wrote_reads_whole(tmp_path: Path) -> None:
+    """A byte order mark before the first line and CRLF line ends (PowerShell's UTF-8)."""
+    write(tmp_path)
+    text = "\r\n".join(record(i) for i in range(4)) + "\r\n"
+    (tmp_path / "rec.jsonl").write_bytes(b"\xef\xbb\xbf" + text.encode())
+    impact = change_of(plan_json(tmp_path, "--impact-from", "rec.jsonl"))["impact"]
+    assert impact["skippedLines"] == [] and impact["evaluated"] == 4, impact
+
+
 @pytest.mark.parametrize("content, why", [
     (None, "missing.jsonl does not exist"),
     (b"\x00\x01\x02PK\x03\x04" * 100, "is binary, not JSON lines"),
