@@ -405,14 +405,23 @@ def test_removed_manifests_become_orphans(gov: Gov, applied: Path) -> None:
 
     plan = gov.plan(applied, "--detailed-exitcode", code=2)
     assert plan["summary"] == summary(orphan=2, no_op=57)
-    reason = ("no longer in the manifests: nothing deletes it, so it stays on the server; a "
-              "Removed document deletes it (destroy: true) or forgets it (false) after review; "
-              "`govsync apply --forget-orphans` drops it from state")
+    # A Removed document can delete a blocked user (DeleteBlockedUser); no operation
+    # deletes a session termination, so its advice offers only forgetting it.
+    reasons = {
+        "BlockedUser/mallory-quinn": (
+            "no longer in the manifests: nothing deletes it, so it stays on the server; a "
+            "Removed document deletes it (destroy: true) or forgets it (false) after review; "
+            "`govsync apply --forget-orphans` drops it from state"),
+        "SessionTermination/inc-2024-0412-orders-dump": (
+            "no longer in the manifests: the API has no operation that deletes a "
+            "SessionTermination, so it stays on the server; a Removed document with "
+            "destroy: false forgets it after review, as `govsync apply --forget-orphans` does"),
+    }
     assert only_changes(plan) == {
         address: {"address": address, "action": "orphan", "kind": address.split("/")[0],
                   "id": entries[address].id, "fields": [], "reason": reason, "diff": [],
                   "why": {"why": "orphan"}}
-        for address in ("BlockedUser/mallory-quinn", "SessionTermination/inc-2024-0412-orders-dump")
+        for address, reason in reasons.items()
     }
     # Orphans come last, after every address still in the manifests.
     assert [c["action"] for c in plan["changes"][-2:]] == ["orphan", "orphan"]

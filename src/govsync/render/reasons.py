@@ -173,7 +173,10 @@ _WORDS: dict[Why, Callable[[Change, Reason, Kind], str]] = {
     Why.ORPHAN: lambda c, r, k: (
         "no longer in the manifests: nothing deletes it, so it stays on the server; a "
         "Removed document deletes it (destroy: true) or forgets it (false) after review; "
-        "`govsync apply --forget-orphans` drops it from state"),
+        "`govsync apply --forget-orphans` drops it from state" if k.delete is not None else
+        f"no longer in the manifests: the API has no operation that deletes a {k.name}, so "
+        "it stays on the server; a Removed document with destroy: false forgets it after "
+        "review, as `govsync apply --forget-orphans` does"),
     Why.DELETE: lambda c, r, k: f"{r.by}: {k.delete_op}",
     Why.FORGET: lambda c, r, k: f"{r.by}: dropped from state; the object stays on the server",
     Why.DEPOSED: lambda c, r, k: (
