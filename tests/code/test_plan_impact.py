@@ -271,6 +271,14 @@ def test_a_window_that_is_not_one_is_exit_1_at_once(tmp_path: Path, window: str)
     assert not (tmp_path / "state.db").exists()
 
 
+@pytest.mark.parametrize("window", ["99999999999w", "3651d"])
+def test_a_window_longer_than_ten_years_is_exit_1_at_once(tmp_path: Path, window: str) -> None:
+    write(tmp_path)
+    code, out, err = run(tmp_path, "plan", "m.yaml", f"--impact={window}")
+    assert code == 1 and "Traceback" not in err
+    assert f"--impact: {window!r} is longer than a window can be: at most 3650d" in err
+
+
 def test_the_project_file_asks_for_impact_and_a_bad_window_is_at_its_line(
         tmp_path: Path) -> None:
     write(tmp_path)

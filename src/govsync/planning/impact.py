@@ -18,6 +18,9 @@ EXAMPLES = 5
 # "7d", "36h", "90m", "3600s", "2w": a positive whole number and a unit.
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _WINDOW = re.compile(r"(\d+)([smhdw])")
+# The longest window: ten years, more than logs are kept (a time that far back is one a
+# clock and a date still hold).
+LONGEST_WINDOW = 3650 * 86400
 
 
 class Window(NamedTuple):
@@ -40,6 +43,9 @@ def parse_window(text: str) -> Window:
     if seconds <= 0:
         raise ValueError(f"{text!r} is not a window: write a positive whole number and a "
                          "unit, s, m, h, d or w (for example 7d or 36h)")
+    if seconds > LONGEST_WINDOW:
+        raise ValueError(f"{text!r} is longer than a window can be: at most "
+                         f"{LONGEST_WINDOW // 86400}d (ten years)")
     return Window(text.strip(), seconds)
 
 
