@@ -102,9 +102,12 @@ def requested(settings: ImpactSettings | None, window: str | None = None,
             and configured.from_file is None:
         return None
     chosen = given or configured.window
-    reports = from_file is None and chosen is not None
-    origin = ("--impact-from" if from_file is not None else "--impact" if given is not None
-              else "the project's impact settings")
+    # --impact asks the endpoint's reports, with a file to fall back on (--impact-from's,
+    # else the project's); --impact-from alone replays its file, the window a filter.
+    reports = given is not None or (from_file is None and chosen is not None)
+    origin = ("--impact and --impact-from" if given is not None and from_file is not None
+              else "--impact-from" if from_file is not None
+              else "--impact" if given is not None else "the project's impact settings")
     return Request(chosen, reports, from_file or configured.from_file, configured.log_query,
                    configured.wait, origin)
 

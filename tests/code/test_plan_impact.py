@@ -318,6 +318,21 @@ def test_reports_not_available_fall_back_to_the_projects_file(tmp_path: Path) ->
     assert "in the last 7d (4 older not counted)" in checks(plan)["impact"]["detail"]
 
 
+def test_both_flags_ask_the_reports_and_fall_back_to_the_flags_file(tmp_path: Path) -> None:
+    """``--impact 7d --impact-from FILE``: the reports first, as with both in the project's
+    impact settings (the file was replayed without asking)."""
+    write(tmp_path)
+    now = datetime.now(UTC).replace(microsecond=0)
+    recorded(tmp_path, [record(i, now - timedelta(days=30)) for i in range(4)]
+             + [record(i, now - timedelta(hours=1)) for i in range(4, 8)])
+    plan = plan_json(tmp_path, "--impact", "7d", "--impact-from", "rec.jsonl")
+    impact = change_of(plan)["impact"]
+    assert impact["source"] == "file" and impact["window"] == "7d"
+    assert impact["why"].startswith("reports: no endpoint")
+    assert "replayed rec.jsonl instead" in impact["why"] and impact["evaluated"] == 4
+    assert "(asked by --impact and --impact-from)" in checks(plan)["impact"]["detail"]
+
+
 def test_without_a_file_reports_not_available_are_unknown(tmp_path: Path) -> None:
     write(tmp_path)
     plan = plan_json(tmp_path, "--impact", "7d")

@@ -56,7 +56,8 @@ from govsync.settings import Settings
                    "endpoint's impact reports (GOVSYNC_REPORT_API_KEY where set).")
 @click.option("--impact-from", "impact_from", metavar="FILE",
               help="Measure impact by replaying a file of recorded inputs locally (JSON "
-                   "lines {time, stage, input}), with the engine of validate and test.")
+                   "lines {time, stage, input}), with the engine of validate and test; "
+                   "with --impact, only where the endpoint's reports cannot be had.")
 @allow_endpoint_change_option
 def plan(paths: tuple[str, ...], settings: Settings, out_file: str | None, fmt: str,
          without_secrets: bool, detailed_exitcode: bool, allow_endpoint_change: bool,
