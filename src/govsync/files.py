@@ -16,6 +16,11 @@ import yaml
 
 from govsync.errors import Problem
 
+# Only their owner may read the files that hold secrets: the state (the key of secrets'
+# fingerprints, SQLite's -wal and -shm files taking its mode), key files, lock files and
+# the embedded server's database (the objects it was sent, secrets included).
+PRIVATE_MODE = 0o600
+
 
 def yaml_loader() -> type:
     """PyYAML's safe loader: the C one (libyaml) when the install has it, about

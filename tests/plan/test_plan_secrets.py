@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import stat
 import uuid
 from pathlib import Path
 
@@ -150,6 +151,10 @@ def test_state_db_and_wal_hold_no_secret(gov: Gov, manifests: Path,
         assert_absent(list(values.values()), entry.address, json.dumps(entry.as_dict()))
     for name, blob in {p.name: p.read_bytes() for p in state.parent.glob("state.db*")}.items():
         assert_absent(list(values.values()), name, blob)
+    # The embedded server's database is the API's storage: it keeps what it was sent,
+    # secrets included, so only its owner may read it, as the state.
+    for path in state.parent.glob("*.db*"):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
 
 
 def test_a_one_character_secret_never_tears_an_answer_nor_shows_as_a_change(

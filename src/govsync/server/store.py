@@ -14,9 +14,11 @@ answered, a power cut at most the last transactions).
 from __future__ import annotations
 
 import calendar
+import contextlib
 import copy
 import datetime
 import json
+import os
 import re
 import sqlite3
 import threading
@@ -29,7 +31,7 @@ from typing import Any
 import yaml
 
 from govsync.api.kinds import SEEDED_KINDS
-from govsync.files import nesting_refused, yaml_loader
+from govsync.files import PRIVATE_MODE, nesting_refused, yaml_loader
 from govsync.policycode.stages import STAGES
 
 JsonObject = dict[str, Any]
@@ -197,6 +199,9 @@ class Store:
         # objects are kept across restarts, written through.  In memory, nothing is.
         self._db: sqlite3.Connection | None = None
         if self.path != ":memory:":
+            # A new file is the owner's alone (what the API keeps includes secrets).
+            with contextlib.suppress(FileExistsError):
+                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_MODE))
             self._db = sqlite3.connect(self.path, check_same_thread=False,
                                        isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")

@@ -15,10 +15,8 @@ import secrets
 import stat
 
 from govsync.errors import PlanKeyUnavailable, StateError
+from govsync.files import PRIVATE_MODE
 
-# Only the owner may read a key file (nor, SQLite's, the state files: they hold the key of
-# secrets' fingerprints).
-FILE_MODE = 0o600
 PLAN_KEY_BYTES = 32
 
 
@@ -66,7 +64,7 @@ def _make_key(path: str) -> None:
     """Write a new random key to ``path`` unless one appeared meanwhile (atomic)."""
     tmp = f"{path}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_MODE)
         with os.fdopen(fd, "w", encoding="ascii") as fh:
             fh.write(secrets.token_hex(PLAN_KEY_BYTES) + "\n")
             fh.flush()

@@ -60,8 +60,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from govsync.errors import StateDamagedError, StateError
+from govsync.files import PRIVATE_MODE
 from govsync.state.backend import Dialect, Statement, Tx
-from govsync.state.keyfile import FILE_MODE, read_or_make_key
+from govsync.state.keyfile import read_or_make_key
 from govsync.state.schema import TABLES, Table, added_tables, tables, upgrades
 from govsync.state.store import StateStore
 from govsync.state.tamper import SQLITE_GOVERNANCE_AUDIT
@@ -164,7 +165,7 @@ class SqliteBackend:
         try:
             db = sqlite3.connect(tmp, isolation_level=None)
             try:
-                os.chmod(tmp, FILE_MODE)  # its -wal and -shm files take the same mode
+                os.chmod(tmp, PRIVATE_MODE)  # its -wal and -shm files take the same mode
                 db.execute("PRAGMA journal_mode=WAL")
                 db.executescript(SCHEMA)
             finally:
@@ -276,7 +277,7 @@ class SqliteBackend:
         tmp = f"{target_path}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
         _remove_leftovers(target_path)
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_MODE)
             os.close(fd)
             guard = sqlite3.connect(self.path, isolation_level=None, timeout=10)
             try:
@@ -400,7 +401,7 @@ class SqliteBackend:
     def take(self, workspace: str, *, leader: bool = False) -> _Flock | None:
         path = self._lock_path(workspace, leader)
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_MODE)
         except OSError as exc:
             raise StateError(f"cannot open the lock file {path}: {exc}") from exc
         try:
