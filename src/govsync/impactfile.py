@@ -139,7 +139,7 @@ def _record(number: int, raw: bytes) -> Record | str:
     if not isinstance(value, dict):
         return "not an object {time, stage, input}"
     stage, item, when = value.get("stage"), value.get("input"), value.get("time")
-    if stage not in ACTIONS:
+    if not isinstance(stage, str) or stage not in ACTIONS:
         return f"stage must be one of {', '.join(ACTIONS)}"
     if not isinstance(item, dict):
         return "input must be an object"

@@ -172,20 +172,21 @@ def test_a_broken_line_is_named_and_the_rest_counted(tmp_path: Path) -> None:
     lines[2] = '{"time": "2026-11-20T09:02:00Z", "stage": "session", "input": {'  # cut
     lines.insert(4, '{"time": "yesterday", "stage": "session", "input": {}}')
     lines.append('{"time": "2026-11-20T09:02:00Z", "stage": "lunch", "input": {}}')
+    lines.append('{"time": "2026-11-20T09:02:00Z", "stage": ["session"], "input": {}}')
     recorded(tmp_path, lines)
     plan = plan_json(tmp_path, "--impact-from", "rec.jsonl")
     impact = change_of(plan)["impact"]
     assert impact["known"] is True
-    assert impact["skippedLines"] == [3, 5, 8]
+    assert impact["skippedLines"] == [3, 5, 8, 9]
     assert impact["evaluated"] == 5
     assert impact["new"] == {"session": {"block": 2}, "pre_request": {"rewrite": 2}}
     line = checks(plan)["impact"]
     assert line["status"] == "warning"
-    assert "3 line(s) of rec.jsonl skipped (lines 3, 5, 8; line 3: not JSON" in line["detail"]
+    assert "4 line(s) of rec.jsonl skipped (lines 3, 5, 8, 9; line 3: not JSON" in line["detail"]
     assert "line 5: time 'yesterday' is not a time" in line["detail"]
     code, out, err = run(tmp_path, "plan", "m.yaml", "--impact-from", "rec.jsonl")
     assert code == 0
-    assert "skipped line(s) of the file: 3, 5, 8" in out
+    assert "skipped line(s) of the file: 3, 5, 8, 9" in out
 
 
 def test_a_file_a_windows_tool_wrote_reads_whole(tmp_path: Path) -> None:
