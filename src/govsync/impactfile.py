@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from govsync.files import Unreadable, display_path, open_regular
+from govsync.paths import MAX_DEPTH, nested_over
 from govsync.planning.impact import Window
 from govsync.policycode import ACTIONS
 
@@ -138,6 +139,8 @@ def _record(number: int, raw: bytes) -> Record | str:
         return f"not JSON ({str(exc).split(':')[0]})"
     if not isinstance(value, dict):
         return "not an object {time, stage, input}"
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and nested_over(value.get("input")):
+        return f"input nested more than {MAX_DEPTH} levels deep"
     stage, item, when = value.get("stage"), value.get("input"), value.get("time")
     if not isinstance(stage, str) or stage not in ACTIONS:
         return f"stage must be one of {', '.join(ACTIONS)}"

@@ -103,3 +103,24 @@ DELETE: Any = object()
 def under(path: Path, prefix: Path) -> bool:
     """Whether ``path`` is ``prefix`` or below it."""
     return path[: len(prefix)] == prefix
+
+
+# Nesting levels of one document, and of JSON data govsync is handed (a hook's result,
+# a recorded request).  A manifest has under ten; the limit keeps the recursive builders
+# (and whatever walks, pickles or hands the values to an engine later) off Python's
+# recursion limit.
+MAX_DEPTH = 100
+
+
+def nested_over(value: object, limit: int = MAX_DEPTH) -> bool:
+    """Whether JSON data ``value`` nests deeper than ``limit`` levels (walked without
+    recursion)."""
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth >= limit:
+                return True
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict)
+                                                   else item))
+    return False

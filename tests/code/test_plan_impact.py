@@ -230,10 +230,16 @@ def test_a_huge_line_and_a_deep_one_are_skipped(tmp_path: Path) -> None:
         "[" * 100_000) + ("]" * 100_000) + "}}"
     huge = '{"time": "2026-11-20T09:00:00Z", "stage": "session", "input": {"a": "' + (
         "x" * (2 * 1024 * 1024)) + '"}}'
-    recorded(tmp_path, [record(0), deep, huge, record(2)])
-    impact = change_of(plan_json(tmp_path, "--impact-from", "rec.jsonl"))["impact"]
-    assert impact["skippedLines"] == [2, 3]
+    # deeper than the input may nest (100 levels), though json reads it: pickled to the
+    # workers it went over Python's recursion limit, and every policy's impact was unknown
+    nested = '{"time": "2026-11-20T09:00:00Z", "stage": "session", "input": {"a": ' + (
+        "[" * 500) + ("]" * 500) + "}}"
+    recorded(tmp_path, [record(0), deep, huge, nested, record(2)])
+    plan = plan_json(tmp_path, "--impact-from", "rec.jsonl")
+    impact = change_of(plan)["impact"]
+    assert impact["skippedLines"] == [2, 3, 4]
     assert impact["new"] == {"session": {"block": 2}}
+    assert "line 4: input nested more than 100 levels deep" in checks(plan)["impact"]["detail"]
 
 
 def test_a_file_longer_than_govsync_reads_is_read_in_part_and_said(

@@ -199,6 +199,10 @@ def test_none_passes_unless_tests_are_required(tmp_path: Path) -> None:
      "the hook threw: ReferenceError: require is not defined"),
     ("export default function hook(input, env) {\n  const a = [];\n"
      "  while (true) { a.push(new Array(1e6).fill(1)); }\n}", "the hook"),
+    # deeper than Python's JSON reader goes (a traceback), and than data may nest
+    ("export default function hook(input, env) {\n  let o = {};\n"
+     "  for (let i = 0; i < 1000; i++) o = {o};\n  return o;\n}",
+     "the hook returned data nested more than 100 levels deep"),
 ])
 def test_a_hook_that_hangs_reaches_out_or_eats_memory_is_that_cases_error(
         tmp_path: Path, hook: str, said: str) -> None:

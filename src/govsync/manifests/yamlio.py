@@ -33,6 +33,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from govsync.api.catalog import INT_MAX, INT_MIN
 from govsync.errors import Problem
 from govsync.files import Unreadable, nesting_refused, read_regular, yaml_loader
+from govsync.paths import MAX_DEPTH
 
 # A manifest's keys and its metadata's, in the order fmt and migrate write them
 # (the others after them, sorted): the one list of each.
@@ -41,10 +42,6 @@ METADATA_KEYS = ("name", "dependsOn")
 MAX_FILE_BYTES = 10 * 1024 * 1024
 # Nodes one document may expand to through aliases.  A manifest has tens.
 MAX_DOCUMENT_NODES = 100_000
-# Nesting levels of one document.  A manifest has under ten; the limit keeps
-# the recursive builder (and whatever walks the values later) off Python's
-# recursion limit.
-MAX_DEPTH = 100
 # libyaml's composer recurses once per nesting level in C with no limit: a
 # document some 30,000 levels deep overflows the C stack (a crash, not an
 # exception).  Documents whose nesting cannot exceed this are composed

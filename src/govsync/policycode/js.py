@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from govsync.bounded import reserved
+from govsync.paths import MAX_DEPTH, nested_over
 from govsync.policycode.model import CodeProblem, HookRun
 
 # py_mini_racer and json are imported where a hook is parsed or run (docs/architecture.md's
@@ -275,7 +276,13 @@ def _call(racer: Any, code: str, input: Any, env: Mapping[str, str], timeout_ms:
         return HookRun(error=_threw(str(exc)))
     if text is None or not isinstance(text, str):
         return HookRun(value=None)
-    found = json.loads(text)
+    try:
+        found = json.loads(text)
+    except RecursionError:
+        found = None
+    if found is None or nested_over(found.get("v")):
+        return HookRun(error=f"the hook returned data nested more than {MAX_DEPTH} levels "
+                             "deep: return a flatter result")
     if "e" in found:
         line, col = _thrown_at(str(found.get("s", "")), code)
         return HookRun(error=_threw(str(found["e"])), line=line, col=col)
