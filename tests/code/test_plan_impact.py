@@ -198,6 +198,17 @@ def test_a_file_a_windows_tool_wrote_reads_whole(tmp_path: Path) -> None:
     assert impact["skippedLines"] == [] and impact["evaluated"] == 4, impact
 
 
+def test_a_skipped_lines_words_are_text_in_the_comment(tmp_path: Path) -> None:
+    """The impact check quotes a skipped line's time: in Markdown it is text."""
+    write(tmp_path)
+    recorded(tmp_path, ['{"time": "<img src=//evil.example/p.png>[x](//e.x)", '
+                        '"stage": "session", "input": {}}', record(1)])
+    code, out, _ = run(tmp_path, "plan", "m.yaml", "--impact-from", "rec.jsonl",
+                       "--format", "markdown")
+    [line] = [line for line in out.splitlines() if line.startswith("- check **impact**")]
+    assert "\\<img src=//evil.example/p.png\\>\\[x\\](//e.x)" in line, line
+
+
 @pytest.mark.parametrize("content, why", [
     (None, "missing.jsonl does not exist"),
     (b"\x00\x01\x02PK\x03\x04" * 100, "is binary, not JSON lines"),

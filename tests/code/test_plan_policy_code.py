@@ -7,6 +7,7 @@ in JSON and in the pull-request comment; rules see change.tests."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -157,3 +158,25 @@ rules:
     code, out, err = run(tmp_path, server, "plan")
     assert code == 1
     assert "rule tested-policies: a created or changed policy needs passing test cases" in err
+
+
+def test_names_and_decisions_from_tests_are_text_in_the_comment(tmp_path: Path) -> None:
+    """A case's name and the decision it got (whose reason may come from the input) are
+    shown in the pull-request comment as text: no HTML, link, emphasis or mention."""
+    hostile = "</details><img src=https://evil.example/t.png> [x](https://evil.example) @org/team _y_"
+    manifests = MANIFESTS.replace("THRESHOLD", "80").replace(
+        "- name: ana is blocked", f"- name: {json.dumps(hostile)}").replace(
+        '"reason": "risk"', '"reason": input.user.username').replace(
+        "input: {user: {username: ana}}", 'input: {user: {username: "<b>ana</b>"}}').replace(
+        "expect: {action: block}", "expect: {action: mfa}")
+    (tmp_path / "m.yaml").write_text(manifests)
+    ran = in_process(["plan", "m.yaml", "--format", "markdown", "--state",
+                      str(tmp_path / "state.db")], env={"PATH": "/usr/bin:/bin"}, cwd=tmp_path)
+    assert ran.code == 0 and "Traceback" not in ran.err, ran.out + ran.err
+    # (the manifests' own text is shown in the diff's fenced block, where nothing renders)
+    section = "\n".join(line for line in ran.out.split("#### Policy code and tests")[1]
+                        .splitlines() if line.startswith("- **failed**"))
+    assert "evil" in section and "reason" in section, section
+    assert not re.search(r"(?<!\\)<(/details|img|b>)", section), section
+    for raw in ("](https://", "https://evil", "@org", "_y_"):
+        assert raw not in section, (raw, section)

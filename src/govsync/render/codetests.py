@@ -9,6 +9,7 @@ from html import escape
 from typing import Any
 
 from govsync.plan import CaseStatus, Change, Plan, PolicyTests, Service
+from govsync.render.lines import md_text
 
 # Cases listed per policy, at most (the counts say the rest).
 LISTED = 20
@@ -94,14 +95,14 @@ def markdown_section(plan: Plan) -> list[str]:
             continue
         out += [f"<details open><summary><code>{escape(c.address)}</code></summary>", ""]
         if t.compiles:
-            out += [f"- does not compile offline: {_md(t.compiles)}"]
+            out += [f"- does not compile offline: {md_text(t.compiles)}"]
         for r in failing[:LISTED]:
-            out.append(f"- **{r.status}** `{_md(r.test)}` {_md(repr(r.case))} ({r.stage}): "
-                       f"{_md(r.message)}")
+            out.append(f"- **{r.status}** `{_md(r.test)}` {md_text(repr(r.case))} ({r.stage}): "
+                       f"{md_text(r.message)}")
         if t.changed:
             out += ["", "| test | case | stage | recorded code | new code |",
                     "|---|---|---|---|---|"]
-            out += [f"| `{_md(r.test)}` | {_md(r.case)} | {r.stage} | "
+            out += [f"| `{_md(r.test)}` | {md_text(r.case)} | {r.stage} | "
                     f"`{_md(decision(r.before))}` | `{_md(decision(r.after))}` |"
                     for r in t.changed[:LISTED]]
             if len(t.changed) > LISTED:
@@ -138,5 +139,5 @@ def html_section(plan: Plan) -> str:
 
 
 def _md(text: str) -> str:
-    """Table-safe Markdown text: no pipes, no line breaks, no backticks."""
+    """Text inside a code span of a table: no pipes, no line breaks, no backticks."""
     return text.replace("|", "\\|").replace("\n", " ").replace("`", "'")

@@ -15,6 +15,7 @@ from typing import NamedTuple
 from govsync.plan import Action, Change, Plan
 from govsync.planning.impact import Counts, Impact, Source, parse_window
 from govsync.policycode.stages import STAGES
+from govsync.render.lines import md_text
 from govsync.render.svg import Bars, bar_chart
 
 # Policies listed in the summary table, and shown in full, at most (a comment is
@@ -128,14 +129,6 @@ def _what(change: Change) -> str:
 # -- Markdown ----------------------------------------------------------------------------
 
 
-def _cell(text: str) -> str:
-    """Text from a plan or the logs in a Markdown table cell: no table, emphasis, link,
-    code or HTML (a user named ``<!-- govsync-plan -->`` stays text)."""
-    flat = " ".join(text.split())
-    return "".join("\\" + ch if ch in "\\`*[]<>|" else
-                   "&amp;" if ch == "&" else ch for ch in flat)
-
-
 def _code(text: str) -> str:
     """An address in a code span inside a table (nothing is escaped in a span but the
     table's pipe)."""
@@ -158,12 +151,12 @@ def markdown_section(plan: Plan) -> list[str]:
         i = c.impact
         assert i is not None
         if not i.known:
-            out.append(f"| `{_code(c.address)}` | {_cell(i.window)} | **unknown**: "
-                       f"{_cell(_why(i))} | {DASH} | {DASH} | {DASH} |")
+            out.append(f"| `{_code(c.address)}` | {md_text(i.window)} | **unknown**: "
+                       f"{md_text(_why(i))} | {DASH} | {DASH} | {DASH} |")
             continue
         new = Impact.total(i.new)
         recorded = None if i.recorded is None else Impact.total(i.recorded)
-        out.append(f"| `{_code(c.address)}` | {_cell(i.window)} | {share(new, i)} | "
+        out.append(f"| `{_code(c.address)}` | {md_text(i.window)} | {share(new, i)} | "
                    f"{'new policy' if recorded is None else share(recorded, i)} | "
                    f"**{signed(None if recorded is None else new - recorded)}** | "
                    f"{'?' if i.evaluated is None else f'{i.evaluated:,}'} |")
@@ -187,14 +180,14 @@ def _why(impact: Impact) -> str:
 def _markdown_policy(change: Change, collapse: bool) -> list[str]:
     i = change.impact
     assert i is not None
-    out = [f"##### `{_code(change.address)}` ({_what(change)}): {_cell(headline(change, i))}",
+    out = [f"##### `{_code(change.address)}` ({_what(change)}): {md_text(headline(change, i))}",
            ""]
     if not i.known:
-        return [*out, f"> **Impact unknown**: {_cell(_why(i))}. "
+        return [*out, f"> **Impact unknown**: {md_text(_why(i))}. "
                 "The plan is made all the same; this never blocks by itself.", ""]
-    out += [f"_Over {_cell(over(i))}._", ""]
+    out += [f"_Over {md_text(over(i))}._", ""]
     if i.why:  # measured, with a note (reports failed, the file replayed instead)
-        out += [f"> Note: {_cell(_why(i))}.", ""]
+        out += [f"> Note: {md_text(_why(i))}.", ""]
     table = rows(i)
     if not table:
         out += ["The new code " + ("and the recorded code " if i.recorded is not None else "")
@@ -202,17 +195,17 @@ def _markdown_policy(change: Change, collapse: bool) -> list[str]:
     else:
         out += ["| stage | action | new code | recorded code | difference |",
                 "|---|---|---:|---:|---:|"]
-        out += [f"| {_cell(r.stage)} | {_cell(r.action)} | {share(r.new, i)} | "
+        out += [f"| {md_text(r.stage)} | {md_text(r.action)} | {share(r.new, i)} | "
                 f"{DASH if r.recorded is None else share(r.recorded, i)} | "
                 f"{signed(r.difference)} |" for r in table]
         out.append("")
     note = skipped_note(i)
     if note:
-        out += [f"> {_cell(note)}.", ""]
+        out += [f"> {md_text(note)}.", ""]
     if i.examples:
         body = ["| time | stage | user | resource | decision |", "|---|---|---|---|---|",
-                *(f"| {_cell(e.time)} | {_cell(e.stage)} | {_cell(_name(e.user))} | "
-                  f"{_cell(_name(e.resource))} | **{_cell(e.decision)}** |"
+                *(f"| {md_text(e.time)} | {md_text(e.stage)} | {md_text(_name(e.user))} | "
+                  f"{md_text(_name(e.resource))} | **{md_text(e.decision)}** |"
                   for e in i.examples)]
         title = f"{len(i.examples)} example(s) of what the new code decides"
         if collapse:

@@ -6,6 +6,7 @@ the governance lines and the drift verdict.  Colour is ANSI codes written here
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -186,6 +187,20 @@ def governance_lines(plan: Plan) -> list[str]:
     to = Governance.from_dict(plan.governance["to"], plan.workspace)
     return to.differences(Governance.from_dict(before, plan.workspace)
                           if before is not None else None)
+
+
+_EMPHASIS = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+
+
+def md_text(text: str) -> str:
+    """Text from manifests, the logs or a check in Markdown (a line, a table cell): one
+    line, and no table, emphasis, link, code, HTML, autolink or mention (a user named
+    ``<!-- govsync-plan -->``, ``@org/team`` or ``https://x`` stays text)."""
+    flat = " ".join(text.split())
+    out = "".join("\\" + ch if ch in "\\`*~[]<>|" else "&amp;" if ch == "&" else ch
+                  for ch in flat)
+    out = _EMPHASIS.sub(r"\\_", out)  # inside a word (pre_request) it is no emphasis
+    return out.replace("@", "@\u200b").replace("://", ":\u200b//").replace("www.", "www\u200b.")
 
 
 def _md_inline(text: str) -> str:

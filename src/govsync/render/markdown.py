@@ -23,6 +23,7 @@ from govsync.render.lines import (
     drift_headline,
     field_change_lines,
     governance_lines,
+    md_text,
     outside_lines,
 )
 from govsync.render.reasons import blocked_advice, reason_words
@@ -63,7 +64,7 @@ def plan_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT, title: str = "govs
         head += [f"> - {_md(line)}" for line in changed]
         head.append("")
     for check in plan.checks:
-        head.append(f"- check **{check.name}**: {check.status} ({check.detail})")
+        head.append(f"- check **{check.name}**: {check.status} ({md_text(check.detail)})")
     if plan.checks:
         head.append("")
     head += markdown_section(plan)
@@ -182,7 +183,7 @@ def drift_markdown(report: DriftReport) -> str:
     text = f"{title}\n\n**{_md_inline(drift_headline(report))}**\n{rest}"
     extra = ["", "#### Live checks", ""]
     for check in report.live:
-        extra.append(f"- **{check.name}**: {check.status} ({check.detail})")
+        extra.append(f"- **{check.name}**: {check.status} ({md_text(check.detail)})")
         for p in check.problems[:200]:
             extra.append(f"  - {p['message']}")
     note = _unobservable_note(report)
