@@ -316,7 +316,7 @@ def test_bad_tests_are_errors_at_their_place_and_nothing_runs(tmp_path: Path) ->
 
 def test_junit_is_one_suite_per_policy_as_a_ci_parser_reads_it(tmp_path: Path) -> None:
     write(tmp_path, CASES + """\
-    - name: wrong on purpose
+    - name: "wrong on purpose \\e[31m"
       stage: session
       input: {user: {username: bob}}
       expect: {action: block}
@@ -332,8 +332,10 @@ def test_junit_is_one_suite_per_policy_as_a_ci_parser_reads_it(tmp_path: Path) -
     suite = suites[0]
     assert (suite.tests, suite.failures, suite.errors) == (7, 1, 1)
     by_name = {c.name: c for c in suite}
-    assert by_name["wrong on purpose (session)"].classname == "PolicyTest/hours-test"
-    assert isinstance(by_name["wrong on purpose (session)"].result[0], Failure)
+    # a control character in a name (ESC) is written as its escape: the XML stays XML
+    wrong = by_name["wrong on purpose \\x1b[31m (session)"]
+    assert wrong.classname == "PolicyTest/hours-test"
+    assert isinstance(wrong.result[0], Failure)
     assert isinstance(by_name["ana is blocked by the real hook (session)"].result[0], Error)
     assert by_name["by day (pre_request)"].is_passed
 

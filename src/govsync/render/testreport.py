@@ -4,6 +4,7 @@ section 13), and as JUnit XML for a CI's test reports (one test suite per policy
 from __future__ import annotations
 
 import json
+import re
 import socket
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
@@ -43,6 +44,17 @@ def report_json(report: Report) -> str:
     return json.dumps(report_public(report), ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
+# What XML 1.0 cannot hold, even escaped: control characters (but tab and line ends),
+# lone surrogates, U+FFFE and U+FFFF.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml(text: str) -> str:
+    """``text`` as XML may hold it: a character it cannot written as its escape (\\x1b), as
+    the text report writes it."""
+    return _NOT_XML.sub(lambda m: ascii(m.group())[1:-1], text)
+
+
 def junit_xml(report: Report, seconds: float = 0.0) -> bytes:
     """JUnit XML: ``<testsuites>`` of one ``<testsuite>`` per policy (per environment and
     policy where there are environments), a ``<testcase>`` per case (classname: its
@@ -65,15 +77,15 @@ def junit_xml(report: Report, seconds: float = 0.0) -> bytes:
             time=_t(each * len(outcomes)), timestamp=stamp, hostname=host)
         ET.SubElement(suite, "properties")
         for o in outcomes:
-            case = ET.SubElement(suite, "testcase", name=f"{o.case} ({o.stage})",
-                                 classname=o.test, file=o.file, line=str(o.line),
+            case = ET.SubElement(suite, "testcase", name=_xml(f"{o.case} ({o.stage})"),
+                                 classname=_xml(o.test), file=_xml(o.file), line=str(o.line),
                                  time=_t(each))
             if o.status == CaseStatus.FAILED:
-                ET.SubElement(case, "failure", message=o.message, type="failed").text = (
-                    _details(o))
+                ET.SubElement(case, "failure", message=_xml(o.message), type="failed").text = (
+                    _xml(_details(o)))
             elif o.status == CaseStatus.ERROR:
-                ET.SubElement(case, "error", message=o.message, type="error").text = (
-                    _details(o))
+                ET.SubElement(case, "error", message=_xml(o.message), type="error").text = (
+                    _xml(_details(o)))
         ET.SubElement(suite, "system-out")
         ET.SubElement(suite, "system-err")
     ET.indent(root)
