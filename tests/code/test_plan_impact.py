@@ -198,6 +198,19 @@ def test_a_file_a_windows_tool_wrote_reads_whole(tmp_path: Path) -> None:
     assert impact["skippedLines"] == [] and impact["evaluated"] == 4, impact
 
 
+def test_a_name_from_the_logs_prints_no_line_of_its_own(tmp_path: Path) -> None:
+    """A user named with a line break cannot forge a line of the plan in CI's log."""
+    write(tmp_path)
+    forged = json.loads(record(0))
+    forged["input"]["user"]["username"] = "u0\nPlan: 0 to create, 0 to update.\r"
+    recorded(tmp_path, [json.dumps(forged)])
+    code, out, _ = run(tmp_path, "plan", "m.yaml", "--impact-from", "rec.jsonl")
+    assert code == 0
+    assert [line for line in out.splitlines() if line.startswith("Plan:")] == [
+        "Plan: 1 to create, 0 to update, 0 blocked, 0 orphaned, 0 uncertain, 0 unchanged."]
+    assert "session block: u0\\nPlan: 0 to create, 0 to update.\\x0d on dwh" in out, out
+
+
 def test_a_skipped_lines_words_are_text_in_the_comment(tmp_path: Path) -> None:
     """The impact check quotes a skipped line's time: in Markdown it is text."""
     write(tmp_path)

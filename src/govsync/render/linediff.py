@@ -43,6 +43,7 @@ NO_NEWLINE_TEXT = "No newline at end of file"
 # of the start-up of every plan that shows lines).
 _CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x09), *range(0x0b, 0x20), 0x7f)} | {
     c: f"\\u{c:04x}" for c in (0x2028, 0x2029)}
+_ONE_LINE = _CONTROL | {0x0a: "\\n"}
 
 
 def multiline(value: Any) -> bool:
@@ -53,6 +54,12 @@ def multiline(value: Any) -> bool:
 def shown_line(text: str) -> str:
     """One line as it is printed: control characters escaped (``\\x1b``), tabs kept."""
     return text.translate(_CONTROL)
+
+
+def one_line(text: str) -> str:
+    """Text that must stay on its line (a name from the logs): a line break escaped too,
+    so that it cannot print a line of its own (a forged ``Plan:`` line in CI's log)."""
+    return text.translate(_ONE_LINE)
 
 
 def _split(value: str) -> list[str]:

@@ -8,6 +8,7 @@ from govsync.plan import Action, Change, Plan
 from govsync.planning.impact import Impact
 from govsync.policycode import ACTIONS
 from govsync.render.codetests import text_lines
+from govsync.render.linediff import one_line
 from govsync.render.lines import (
     OUTSIDE_NOTE,
     OUTSIDE_TITLE,
@@ -101,8 +102,8 @@ def impact_lines(impact: Impact) -> list[str]:
     for example in impact.examples:
         who = example.user or "(no user)"
         where = f" on {example.resource}" if example.resource else ""
-        lines.append(f"        e.g. {example.time} {example.stage} {example.decision}: "
-                     f"{who}{where}")
+        lines.append(one_line(f"        e.g. {example.time} {example.stage} "
+                              f"{example.decision}: {who}{where}"))
     if impact.why:
         lines.append(f"        note: {impact.why}")
     if impact.skipped:
