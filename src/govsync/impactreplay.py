@@ -184,6 +184,10 @@ def one(target: Target, outcomes: Mapping[str, Outcome], recorded: Recorded,
         return _unknown(target, recorded, window, f"the new code: {new.error}")
     if before is not None and before.error is not None:
         return _unknown(target, recorded, window, f"the recorded code: {before.error}")
+    if new.failed and not new.hits:  # "none" would read as measured, and as harmless
+        return _unknown(target, recorded, window, (
+            f"the new code failed on {new.failed:,} recorded request(s) and decided none "
+            f"other than allow (first: {new.first_failure})"))
     records = recorded.records
     why = ""
     failed = new.failed + (before.failed if before is not None else 0)

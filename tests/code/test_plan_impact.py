@@ -198,6 +198,20 @@ def test_a_file_a_windows_tool_wrote_reads_whole(tmp_path: Path) -> None:
     assert impact["skippedLines"] == [] and impact["evaluated"] == 4, impact
 
 
+def test_code_that_fails_on_every_request_is_not_measured_as_harmless(tmp_path: Path) -> None:
+    """A division by zero on every request decides nothing: unknown, with why, never
+    "0 requests" (a rule reading change.impact.known would let it through)."""
+    write(tmp_path)
+    manifest = (tmp_path / "m.yaml").read_text()
+    (tmp_path / "m.yaml").write_text(manifest.replace('{"action": ', '{"r": 1 / 0, "action": '))
+    recorded(tmp_path, [record(i) for i in range(4)])
+    plan = plan_json(tmp_path, "--impact-from", "rec.jsonl")
+    impact = change_of(plan)["impact"]
+    assert impact["known"] is False, impact
+    assert impact["why"].startswith("the new code failed on 3 recorded request(s) and "
+                                    "decided none other than allow (first: "), impact["why"]
+
+
 def test_a_name_from_the_logs_prints_no_line_of_its_own(tmp_path: Path) -> None:
     """A user named with a line break cannot forge a line of the plan in CI's log."""
     write(tmp_path)
