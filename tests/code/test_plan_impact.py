@@ -307,7 +307,7 @@ def test_code_that_loops_is_stopped_and_its_impact_unknown(
         plan)["impact"]["detail"]
 
 
-@pytest.mark.parametrize("window", ["0s", "-1d", "7 days", "1y"])
+@pytest.mark.parametrize("window", ["0s", "-1d", "7 days", "1y", "\u0667d"])  # ٧: not 0-9
 def test_a_window_that_is_not_one_is_exit_1_at_once(tmp_path: Path, window: str) -> None:
     write(tmp_path)
     code, out, err = run(tmp_path, "plan", "m.yaml", f"--impact={window}")

@@ -17,7 +17,7 @@ EXAMPLES = 5
 
 # "7d", "36h", "90m", "3600s", "2w": a positive whole number and a unit.
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-_WINDOW = re.compile(r"(\d+)([smhdw])")
+_WINDOW = re.compile(r"([0-9]+)([smhdw])")
 # The longest window: ten years, more than logs are kept (a time that far back is one a
 # clock and a date still hold).
 LONGEST_WINDOW = 3650 * 86400
@@ -110,7 +110,8 @@ def bucket(window: Window, end: datetime, new: Iterable[str],
     texts, as logs carry them) of the requests each code triggers; a time that does not
     parse or lies outside the window is not counted.  For whoever measures impact (a
     report's logs, a replayed file): ``Impact.series``."""
-    step = next((s for s in _STEPS if window.seconds / s <= BUCKETS), _STEPS[-1])
+    step = next((s for s in _STEPS if window.seconds / s <= BUCKETS),  # else months
+                _STEPS[-1] * -(-window.seconds // (BUCKETS * _STEPS[-1])))
     count = -(-window.seconds // step)
     start = end - timedelta(seconds=count * step)
 
