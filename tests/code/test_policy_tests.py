@@ -278,7 +278,7 @@ def test_bad_tests_are_errors_at_their_place_and_nothing_runs(tmp_path: Path) ->
       stage: sesion
       expect: {action: mask}
     - stage: session
-      input: {user: {}}
+      input: {user: {}, __now: 1}
 """
     (tmp_path / "m.yaml").write_text(POLICY + hook() + TEST.replace("policyRef: hours",
                                                                     "policyRef: hour") + cases)
@@ -300,7 +300,9 @@ def test_bad_tests_are_errors_at_their_place_and_nothing_runs(tmp_path: Path) ->
         "case has a name, a stage and an expect",
         f"{tmp_path}/m.yaml:{at('stage: session', 1)}:7: spec.cases[2] has no name: every "
         "case has a name, a stage and an expect",
-        "5 errors; nothing was sent and the state is untouched."]
+        f"{tmp_path}/m.yaml:{at('__now: 1')}:25: spec.cases[2].input.__now is govsync's own "
+        "key (the case's time is spec.cases[2].now, its loaders' data spec.cases[2].data)",
+        "6 errors; nothing was sent and the state is untouched."]
     (tmp_path / "m.yaml").write_text(POLICY + hook() + TEST.replace("policyRef: hours",
                                                                     "policyRef: hour") + CASES)
     code, out, err = govsync(tmp_path)

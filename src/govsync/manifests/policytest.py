@@ -31,7 +31,7 @@ from yaml.nodes import Node
 
 from govsync.manifests import wording
 from govsync.manifests.yamlio import locate
-from govsync.policycode.stages import ACTIONS, Stage
+from govsync.policycode.stages import ACTIONS, RESERVED_INPUT_KEYS, Stage
 
 KIND = "PolicyTest"
 SPEC_KEYS = ("policyRef", "cases")
@@ -120,6 +120,10 @@ def _check_case(i: int, case: Any, seen: dict[str, int], problem: Problem) -> No
     if isinstance(case.get("input"), dict) and "hooks" in case["input"]:
         problem((*at, "input", "hooks"), f"{label}.input.hooks: give hooks' results in "
                 f"{label}.hooks (each hook not given there is run)", key=True)
+    for key in RESERVED_INPUT_KEYS:
+        if isinstance(case.get("input"), dict) and key in case["input"]:
+            problem((*at, "input", key), f"{label}.input.{key} is govsync's own key (the "
+                    f"case's time is {label}.now, its loaders' data {label}.data)", key=True)
     env = case.get("env")
     if "env" in case and (not isinstance(env, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in env.items())):

@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 from govsync.bounded import reserved
 from govsync.policycode import scan
 from govsync.policycode.model import CodeProblem, Evaluation, Validity
+from govsync.policycode.stages import DATA_KEY, NOW_KEY
 
 # regopy, json and tempfile are imported where the engine runs (docs/architecture.md's
 # heavy list): importing this module costs validate nothing of them.
@@ -400,7 +401,7 @@ class Decider:
         extra = {DATA_KEY: dict(data)} if self._data_in_input else {}
         try:
             handle, bundle = self._builds.get(key) or self._build(key)
-            rego.rego_set_input_term(handle, json.dumps({**item, scan.NOW_KEY: now_ns,
+            rego.rego_set_input_term(handle, json.dumps({**item, NOW_KEY: now_ns,
                                                          **extra}))
             entry = f"{self._package}.{stage}".replace(".", "/")
             return _answer(rego, rego.rego_bundle_query_entrypoint(handle, bundle, entry))
@@ -445,7 +446,6 @@ class Decider:
         self._builds.clear()
 
 
-DATA_KEY = "__data"
 _DATA_IMPORT = re.compile(r"^[ \t]*import[ \t]+data\b", re.MULTILINE)
 
 

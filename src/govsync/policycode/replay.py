@@ -16,8 +16,9 @@ import ctypes
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from govsync.policycode import rego, scan
+from govsync.policycode import rego
 from govsync.policycode.model import Evaluation
+from govsync.policycode.stages import NOW_KEY
 
 # Inputs evaluated between two steps (each with the caller's deadline).
 CHUNK = 256
@@ -73,7 +74,7 @@ def build(engine: Any, item: dict[str, Any], now_ns: int) -> Any:
     the like where the engine cannot be given it."""
     value = engine.rego_new_input()
     try:
-        _add(engine.rego, value, {**item, scan.NOW_KEY: now_ns})
+        _add(engine.rego, value, {**item, NOW_KEY: now_ns})
     except BaseException:
         engine.rego_free_input(value)
         raise

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from govsync.policycode.stages import Stage
+from govsync.policycode.stages import NOW_KEY, Stage
 
 _TOKEN = r"""
     [ \t\r\f]*(?:\#[^\n]*)?    # white space, then a comment (to the line's end): skipped
@@ -267,7 +267,6 @@ def _literal_action(items: tuple[Token, ...], at: int) -> tuple[str, int, int] |
 NOW = "time.now_ns()"
 NOW_DATA = "data.__now_ns"  # as long as NOW: a replaced call keeps every column
 # A test case's time, read from its input (one compiled module serves every case):
-NOW_KEY = "__now"
 NOW_INPUT = f"input.{NOW_KEY}  "
 
 

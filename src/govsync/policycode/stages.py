@@ -46,3 +46,9 @@ ACTIONS: dict[str, tuple[str, ...]] = {row.stage.value: row.actions for row in S
 
 # The packages the service evaluates each kind of Rego in.
 PACKAGES: dict[Role, str] = {Role.POLICY: "formal.v2", Role.PERMISSION: "formal.app"}
+
+# Keys govsync adds to a decision's input to evaluate it (a test case's time, the
+# loaders' data): a case's input may not hold them.
+NOW_KEY = "__now"
+DATA_KEY = "__data"
+RESERVED_INPUT_KEYS = (NOW_KEY, DATA_KEY)
