@@ -15,6 +15,8 @@ import pytest
 import yaml
 from serverkit import KEY, SEED, VIEWER, H, Served, path
 
+from testkit import in_process
+
 pytestmark = pytest.mark.slow
 
 
@@ -111,6 +113,13 @@ def test_bad_seed_is_a_one_line_error(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "unknown seed key(s) spaces" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_database_in_a_missing_folder_is_a_one_line_error(tmp_path: Path) -> None:
+    db = tmp_path / "missing" / "api.db"
+    ran = in_process(["serve", "--port", "1", "--db", str(db)], env={"PATH": "/usr/bin:/bin"})
+    assert ran.code == 1 and "Traceback" not in ran.err, ran.err
+    assert ran.err.startswith(f"Error: cannot open the server database {db}: "), ran.err
 
 
 def test_serve_says_where_it_listens_and_logs_requests_only_with_v(

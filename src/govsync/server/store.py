@@ -199,8 +199,9 @@ class Store:
         # objects are kept across restarts, written through.  In memory, nothing is.
         self._db: sqlite3.Connection | None = None
         if self.path != ":memory:":
-            # A new file is the owner's alone (what the API keeps includes secrets).
-            with contextlib.suppress(FileExistsError):
+            # A new file is the owner's alone (what the API keeps includes secrets); one
+            # that cannot be made is for SQLite to refuse, in its words.
+            with contextlib.suppress(OSError):
                 os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_MODE))
             self._db = sqlite3.connect(self.path, check_same_thread=False,
                                        isolation_level=None)
