@@ -278,10 +278,16 @@ def cores() -> int:
         os.cpu_count() or 1)
 
 
+def _how_many(pieces: int, least: int) -> int:
+    """How many workers share ``pieces`` of work: at least ``least`` each, at most one a
+    core, one for too few."""
+    return max(1, min(cores(), pieces // least))
+
+
 def workers(name: str, pieces: int, least: int) -> list[str]:
     """The workers to share ``pieces`` of work among, at least ``least`` each and at
     most one a core: ``name``, ``name-1``, ...  (one worker for none)."""
-    return [f"{name}-{i}" if i else name for i in range(max(1, min(cores(), pieces // least)))]
+    return [f"{name}-{i}" if i else name for i in range(_how_many(pieces, least))]
 
 
 def shares(items: Sequence[T], least: int) -> list[list[T]]:
@@ -289,8 +295,7 @@ def shares(items: Sequence[T], least: int) -> list[list[T]]:
     names for them (none for no items): the i-th for the i-th worker."""
     if not items:
         return []
-    count = max(1, min(cores(), len(items) // least))
-    size = -(-len(items) // count)
+    size = -(-len(items) // _how_many(len(items), least))
     return [list(items[i:i + size]) for i in range(0, len(items), size)]
 
 

@@ -203,11 +203,6 @@ def md_text(text: str) -> str:
     return out.replace("@", "@\u200b").replace("://", ":\u200b//").replace("www.", "www\u200b.")
 
 
-def _md_inline(text: str) -> str:
-    """Text in a Markdown paragraph: no emphasis or HTML from names and details."""
-    return "".join("\\" + ch if ch in "\\`*_[]<>|" else ch for ch in text)
-
-
 def _md(text: str) -> str:
     """A line inside the diff block: it must not close the fence or break the line."""
     return text.replace("```", "`\u200b``").replace("\r", "\\r").replace("\n", "\\n")

@@ -17,7 +17,6 @@ from govsync.render.lines import (
     SYMBOLS,
     TABLE_ORDER,
     _md,
-    _md_inline,
     _unobservable_note,
     created_lines,
     drift_headline,
@@ -180,7 +179,7 @@ def _left_out_note(left: list[tuple[str, int]], limit: int) -> str:
 
 def drift_markdown(report: DriftReport) -> str:
     title, _, rest = plan_markdown(report.plan, title="govsync drift").partition("\n")
-    text = f"{title}\n\n**{_md_inline(drift_headline(report))}**\n{rest}"
+    text = f"{title}\n\n**{md_text(drift_headline(report))}**\n{rest}"
     extra = ["", "#### Live checks", ""]
     for check in report.live:
         extra.append(f"- **{check.name}**: {check.status} ({md_text(check.detail)})")
