@@ -30,7 +30,7 @@ from govsync.files import write_generated
 from govsync.manifests import policytest
 from govsync.manifests.directives import DIRECTIVE_KINDS
 from govsync.manifests.documents import API_VERSION, ENV_NAME
-from govsync.policycode.stages import Stage
+from govsync.policycode.stages import RESERVED_INPUT_KEYS, Stage
 from govsync.project import VAR_NAME
 
 MANIFEST_SCHEMA = "manifest.schema.json"
@@ -257,10 +257,13 @@ def _policy_test_spec() -> dict[str, Any]:
                                  "description": "The case's name, unique within its test."},
                         "stage": {"enum": [s.value for s in Stage],
                                   "description": "The stage rule evaluated."},
-                        "input": {**mapping, "not": {"required": ["hooks"]},
+                        "input": {**mapping, "not": {"anyOf": [
+                                      {"required": [key]}
+                                      for key in ("hooks", *RESERVED_INPUT_KEYS)]},
                                   "description": "The decision's input (user, resource, "
                                                  "query, row ...); hooks' results go in "
-                                                 "`hooks`."},
+                                                 "`hooks`, its time in `now`, its loaders' "
+                                                 "data in `data`."},
                         "hooks": {**mapping, "description": "Hook name -> the result it "
                                   "gives (input.hooks.<name>); a hook the code reads and this "
                                   "does not name is run (its JavaScript, sandboxed)."},

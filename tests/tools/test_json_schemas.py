@@ -54,3 +54,20 @@ def test_a_misspelt_field_fails_the_manifest_schema(tmp_path: Path) -> None:
                                "spec": {"code": "x", "timeoutMS": 5}}))
     code, output = check("--schemafile", str(MANIFEST_SCHEMA), str(doc))
     assert code == 1 and "timeoutMS" in output, output
+
+
+@pytest.mark.parametrize("key", ["hooks", "__now", "__data"])
+def test_a_case_input_holding_a_key_govsync_refuses_fails_the_schema_too(
+        tmp_path: Path, key: str) -> None:
+    """What validate refuses at its line in a PolicyTest case's input, the schema an
+    editor reads refuses as well; the same case without the key passes."""
+    def test(extra: dict[str, object]) -> Path:
+        doc = tmp_path / f"test{len(extra)}.json"
+        doc.write_text(json.dumps({"apiVersion": "govsync/v1", "kind": "PolicyTest",
+                                   "metadata": {"name": "t"}, "spec": {"policyRef": "p",
+                                   "cases": [{"name": "c", "stage": "session", "expect": {},
+                                              "input": {"user": {}, **extra}}]}}))
+        return doc
+    assert check("--schemafile", str(MANIFEST_SCHEMA), str(test({})))[0] == 0
+    code, output = check("--schemafile", str(MANIFEST_SCHEMA), str(test({key: 1})))
+    assert code == 1, output

@@ -117,11 +117,12 @@ def _check_case(i: int, case: Any, seen: dict[str, int], problem: Problem) -> No
                     "expect": "the decision's fields to match; {} for no decision"}[key]
             problem((*at, key), f"{label}.{key} must be a mapping ({what}), not "
                     f"{wording.a_value(case[key])}")
-    if isinstance(case.get("input"), dict) and "hooks" in case["input"]:
+    given = case["input"] if isinstance(case.get("input"), dict) else {}
+    if "hooks" in given:
         problem((*at, "input", "hooks"), f"{label}.input.hooks: give hooks' results in "
                 f"{label}.hooks (each hook not given there is run)", key=True)
     for key in RESERVED_INPUT_KEYS:
-        if isinstance(case.get("input"), dict) and key in case["input"]:
+        if key in given:
             problem((*at, "input", key), f"{label}.input.{key} is govsync's own key (the "
                     f"case's time is {label}.now, its loaders' data {label}.data)", key=True)
     env = case.get("env")
