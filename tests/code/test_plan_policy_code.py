@@ -167,7 +167,7 @@ def test_names_and_decisions_from_tests_are_text_in_the_comment(tmp_path: Path) 
     manifests = MANIFESTS.replace("THRESHOLD", "80").replace(
         "- name: ana is blocked", f"- name: {json.dumps(hostile)}").replace(
         '"reason": "risk"', '"reason": input.user.username').replace(
-        "input: {user: {username: ana}}", 'input: {user: {username: "<b>ana</b>"}}').replace(
+        "input: {user: {username: cy}}", 'input: {user: {username: "<b>cy</b>"}}').replace(
         "expect: {action: block}", "expect: {action: mfa}")
     (tmp_path / "m.yaml").write_text(manifests)
     ran = in_process(["plan", "m.yaml", "--format", "markdown", "--state",
@@ -176,7 +176,7 @@ def test_names_and_decisions_from_tests_are_text_in_the_comment(tmp_path: Path) 
     # (the manifests' own text is shown in the diff's fenced block, where nothing renders)
     section = "\n".join(line for line in ran.out.split("#### Policy code and tests")[1]
                         .splitlines() if line.startswith("- **failed**"))
-    assert "evil" in section and "reason" in section, section
+    assert "evil" in section and "\\<b\\>cy\\</b\\>" in section, section  # the reason
     assert not re.search(r"(?<!\\)<(/details|img|b>)", section), section
     for raw in ("](https://", "https://evil", "@org", "_y_"):
         assert raw not in section, (raw, section)
